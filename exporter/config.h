@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Settings from the command line and the OTEL_* environment, table-driven: each setting has one
+ * typed parser, a default, and an error that names the variable and the value it refused.
+ */
+#ifndef GOSPAN_CONFIG_H
+#define GOSPAN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "export_http.h"
+#include "log.h"
+
+enum traces_exporter {
+	TRACES_EXPORTER_OTLP,
+	TRACES_EXPORTER_CONSOLE,
+	TRACES_EXPORTER_NONE,
+};
+
+struct config {
+	pid_t pid;  /* --pid / OTEL_GO_AUTO_TARGET_PID; 0 = unset */
+	char *exe;  /* --exe / OTEL_GO_AUTO_TARGET_EXE; NULL = unset */
+	bool verbose;
+	bool help;
+	bool version;
+
+	char *service_name; /* OTEL_SERVICE_NAME; NULL = from the target */
+	/* OTEL_RESOURCE_ATTRIBUTES, percent-decoded */
+	struct header_kv *resource_attrs;
+	size_t nresource_attrs;
+
+	enum traces_exporter exporter; /* OTEL_TRACES_EXPORTER */
+	char *traces_url; /* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces */
+	/* OTEL_EXPORTER_OTLP_HEADERS, then OTEL_EXPORTER_OTLP_TRACES_HEADERS overriding same keys */
+	struct header_kv *headers;
+	size_t nheaders;
+	long export_timeout_ms; /* OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT */
+
+	long bsp_schedule_delay_ms; /* OTEL_BSP_SCHEDULE_DELAY, default 5000 */
+	long bsp_max_queue;	    /* OTEL_BSP_MAX_QUEUE_SIZE, default 2048 */
+	long bsp_max_batch;	    /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE, default 512 */
+
+	enum log_level log_level; /* OTEL_LOG_LEVEL, default info */
+};
+
+/*
+ * Fills CFG from ARGV and ENVP (a NULL-terminated "NAME=value" array, like environ). 0 on
+ * success; -EINVAL with a message naming the option or variable and the refused value.
+ * Command-line options win over the environment.
+ */
+int config__parse(struct config *cfg, int argc, char **argv, char **envp);
+void config__free(struct config *cfg);
+/* Prints usage and every setting with its current value and where it came from. */
+void config__print_help(const struct config *cfg, FILE *out);
+
+#endif

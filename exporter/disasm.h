@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding a function's return instructions with capstone, so exits are probed with plain uprobes:
+ * uretprobes rewrite the return address on the stack, which Go moves when it grows a stack.
+ */
+#ifndef GOSPAN_DISASM_H
+#define GOSPAN_DISASM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Decodes CODE (LEN bytes of one function, loaded at ADDR) for MACHINE (EM_X86_64 or EM_AARCH64)
+ * and returns in *OFFS (malloc'ed, caller frees) the offsets from the function start of every
+ * return instruction, in *N their count. -EOPNOTSUPP for another machine, -EINVAL when the bytes
+ * do not decode as a whole, -ENOENT when there is no return instruction.
+ */
+int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		      uint64_t **offs, size_t *n);
+
+#endif

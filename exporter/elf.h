@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a target binary with libelf: symbols to addresses, addresses to file offsets (what a
+ * uprobe is placed by), and raw bytes at a virtual address (code to disassemble, buildinfo).
+ */
+#ifndef GOSPAN_ELF_H
+#define GOSPAN_ELF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_file;
+
+struct elf_symbol {
+	uint64_t addr; /* link-time virtual address */
+	uint64_t size;
+};
+
+/* Opens and indexes PATH. NULL with errno set on failure; the reason is logged. */
+struct elf_file *elf_file__open(const char *path);
+void elf_file__close(struct elf_file *ef);
+
+const char *elf_file__path(const struct elf_file *ef);
+/* e_machine: EM_X86_64 or EM_AARCH64 for the targets gospan supports. */
+uint16_t elf_file__machine(const struct elf_file *ef);
+/* ET_DYN: the load address is chosen at run time (-buildmode=pie). */
+bool elf_file__is_pie(const struct elf_file *ef);
+
+/* Looks NAME up in .symtab. -ENOENT when absent (stripped binaries have no .symtab). */
+int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out);
+/* Translates a virtual address to a file offset through the PT_LOAD segments; -ERANGE if none. */
+int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off);
+/* Copies LEN file-backed bytes at virtual address ADDR; -ERANGE if they are not all in the file. */
+int elf_file__read_addr(const struct elf_file *ef, uint64_t addr, void *buf, size_t len);
+/* Finds section NAME: its bytes (valid until close), size and address; -ENOENT if absent. */
+int elf_file__section(const struct elf_file *ef, const char *name, const void **data, size_t *size,
+		      uint64_t *addr);
+
+#endif

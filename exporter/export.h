@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batch span processor: a bounded queue between the ring-buffer reader and an export thread.
+ * The reader never waits on the network: when the queue is full a span is dropped and counted.
+ * Batches go out when they reach the batch size or the schedule delay passes, whichever is first.
+ */
+#ifndef GOSPAN_EXPORT_H
+#define GOSPAN_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct span;
+
+/* Where batches go: OTLP/HTTP (export_http.c), the console (console.c), or nowhere. */
+struct sink_ops {
+	const char *name;
+	/* Sends N spans; 0 on success, negative errno on failure (already logged by the sink). */
+	int (*export)(void *ctx, struct span *const *spans, size_t n);
+	void (*free)(void *ctx);
+};
+
+struct exporter_opts {
+	size_t max_queue; /* OTEL_BSP_MAX_QUEUE_SIZE */
+	size_t max_batch; /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE */
+	long delay_ms;	  /* OTEL_BSP_SCHEDULE_DELAY */
+	const struct sink_ops *ops;
+	void *ctx; /* owned by the exporter from exporter__new on, freed with ops->free */
+};
+
+struct exporter_stats {
+	uint64_t submitted;
+	uint64_t exported;
+	uint64_t dropped_queue_full;
+	uint64_t dropped_export_failed;
+	uint64_t export_failures; /* failed export calls (each may hold many spans) */
+	uint64_t queue_depth;
+};
+
+/* Starts the export thread. NULL with errno on failure. */
+struct exporter *exporter__new(const struct exporter_opts *opts);
+/* Queues S, taking ownership. -ENOSPC (S freed, counted) when the queue is full. Never blocks on I/O. */
+int exporter__submit(struct exporter *e, struct span *s);
+/* Exports everything queued, then stops the thread. Safe to call once before exporter__free. */
+void exporter__shutdown(struct exporter *e);
+void exporter__stats(struct exporter *e, struct exporter_stats *out);
+void exporter__free(struct exporter *e);
+
+#endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Go buildinfo (.go.buildinfo): the toolchain version and module list the Go linker records in
+ * every binary, stripped or not. This is how gospan knows which offset table a target needs.
+ */
+#ifndef GOSPAN_GOBIN_H
+#define GOSPAN_GOBIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct elf_file;
+
+struct gobin_module {
+	char *path;
+	char *version;
+};
+
+struct gobin {
+	char *go_version; /* as recorded, e.g. "go1.22.12" or "go1.23.0 X:boringcrypto" */
+	int major, minor, patch;
+	char *main_path;    /* main module path; NULL when built without module info */
+	char *main_version; /* e.g. "(devel)" */
+	struct gobin_module *deps;
+	size_t ndeps;
+};
+
+/*
+ * Reads buildinfo from an opened binary. NULL with errno set: ENOEXEC when the binary is not Go
+ * (no buildinfo), EINVAL when the buildinfo is corrupt. The reason is logged.
+ */
+struct gobin *gobin__read(struct elf_file *ef);
+void gobin__free(struct gobin *gb);
+
+/*
+ * Parses "go1.22.12", "1.22.12", "go1.21" (patch 0), "go1.21rc2" (patch 0), ignoring anything
+ * after the version such as " X:boringcrypto". -EINVAL when it is not a Go version.
+ */
+int gobin__parse_version(const char *s, int *major, int *minor, int *patch);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* OpenTelemetry semantic-convention names, in one place so every module spells them the same. */
+#ifndef GOSPAN_SEMCONV_H
+#define GOSPAN_SEMCONV_H
+
+/* HTTP (semantic conventions, stable HTTP spans). */
+#define SC_HTTP_REQUEST_METHOD "http.request.method"
+#define SC_HTTP_REQUEST_METHOD_ORIGINAL "http.request.method_original"
+#define SC_HTTP_RESPONSE_STATUS_CODE "http.response.status_code"
+#define SC_HTTP_ROUTE "http.route"
+#define SC_HTTP_REQUEST_BODY_SIZE "http.request.body.size"
+#define SC_URL_PATH "url.path"
+#define SC_URL_SCHEME "url.scheme"
+#define SC_SERVER_ADDRESS "server.address"
+#define SC_SERVER_PORT "server.port"
+#define SC_CLIENT_ADDRESS "client.address"
+#define SC_NETWORK_PEER_ADDRESS "network.peer.address"
+#define SC_NETWORK_PEER_PORT "network.peer.port"
+#define SC_NETWORK_PROTOCOL_NAME "network.protocol.name"
+#define SC_NETWORK_PROTOCOL_VERSION "network.protocol.version"
+#define SC_ERROR_TYPE "error.type"
+
+/* Resource. */
+#define SC_SERVICE_NAME "service.name"
+#define SC_TELEMETRY_SDK_NAME "telemetry.sdk.name"
+#define SC_TELEMETRY_SDK_LANGUAGE "telemetry.sdk.language"
+#define SC_TELEMETRY_SDK_VERSION "telemetry.sdk.version"
+#define SC_PROCESS_PID "process.pid"
+#define SC_PROCESS_EXECUTABLE_NAME "process.executable.name"
+#define SC_PROCESS_EXECUTABLE_PATH "process.executable.path"
+#define SC_PROCESS_RUNTIME_NAME "process.runtime.name"
+#define SC_PROCESS_RUNTIME_VERSION "process.runtime.version"
+#define SC_HOST_NAME "host.name"
+
+/* gospan's own: which attributes hold values cut to the capture bound. */
+#define GOSPAN_TRUNCATED "gospan.truncated"
+
+#endif

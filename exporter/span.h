@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The span model shared by span building and every exporter: ids, times in UNIX nanoseconds,
+ * attributes by OpenTelemetry semantic-convention names (semconv.h). One allocation per span:
+ * attribute values live in an arena inside the span, so a span is freed with one free().
+ */
+#ifndef GOSPAN_SPAN_H
+#define GOSPAN_SPAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Values are OTLP's Span.SpanKind and Status.StatusCode. */
+enum span_kind {
+	SPAN_KIND_UNSPECIFIED = 0,
+	SPAN_KIND_INTERNAL = 1,
+	SPAN_KIND_SERVER = 2,
+	SPAN_KIND_CLIENT = 3,
+	SPAN_KIND_PRODUCER = 4,
+	SPAN_KIND_CONSUMER = 5,
+};
+
+enum span_status {
+	SPAN_STATUS_UNSET = 0,
+	SPAN_STATUS_OK = 1,
+	SPAN_STATUS_ERROR = 2,
+};
+
+enum attr_type {
+	ATTR_STRING,
+	ATTR_INT,
+	ATTR_BOOL,
+	ATTR_DOUBLE,
+};
+
+struct attr {
+	const char *key; /* not owned: a semconv.h constant or a string in the same span's arena */
+	enum attr_type type;
+	union {
+		const char *s; /* NUL-terminated, valid UTF-8 */
+		int64_t i;
+		bool b;
+		double d;
+	};
+};
+
+/* Resource attributes of one traced process; owns its strings. Lives while the process is known. */
+#define RESOURCE_MAX_ATTRS 48
+struct resource {
+	size_t nattrs;
+	struct attr attrs[RESOURCE_MAX_ATTRS];
+};
+
+struct resource *resource__new(void);
+/* Sets (or replaces) KEY; both are copied. -ENOSPC when full, -ENOMEM. */
+int resource__set_str(struct resource *r, const char *key, const char *val);
+int resource__set_int(struct resource *r, const char *key, int64_t val);
+const struct attr *resource__get(const struct resource *r, const char *key);
+void resource__free(struct resource *r);
+
+#define SPAN_MAX_ATTRS 32
+#define SPAN_ARENA_SIZE 2048
+
+struct span {
+	const struct resource *res; /* not owned */
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+	uint8_t parent_span_id[8]; /* all zero: a root span */
+	uint32_t flags;		   /* W3C trace flags; bit 0 = sampled */
+	const char *name;	   /* in the arena */
+	enum span_kind kind;
+	uint64_t start_ns; /* UNIX epoch nanoseconds */
+	uint64_t end_ns;
+	enum span_status status;
+	const char *status_msg; /* NULL or in the arena */
+	size_t nattrs;
+	struct attr attrs[SPAN_MAX_ATTRS];
+	size_t arena_used;
+	char arena[SPAN_ARENA_SIZE];
+};
+
+/* A zeroed span with fresh random trace and span ids (getrandom). NULL with errno on failure. */
+struct span *span__new(void);
+void span__free(struct span *s);
+/* Fills BUF with random bytes, never all zero (an all-zero id is invalid in OTLP). */
+int span__random_id(uint8_t *buf, size_t len);
+
+/* Copies LEN bytes of STR into the arena, NUL-terminated. NULL when the arena is full. */
+const char *span__strndup(struct span *s, const char *str, size_t len);
+/* Sets the name (copied). -ENOSPC when the arena is full. */
+int span__set_name(struct span *s, const char *name, size_t len);
+/* Adds an attribute; string values are copied into the arena. -ENOSPC when full. */
+int span__set_str(struct span *s, const char *key, const char *val, size_t len);
+int span__set_int(struct span *s, const char *key, int64_t val);
+int span__set_bool(struct span *s, const char *key, bool val);
+int span__set_double(struct span *s, const char *key, double val);
+const struct attr *span__get(const struct span *s, const char *key);
+
+/*
+ * Copies SRC (LEN bytes) to DST (capacity CAP including the NUL) as valid UTF-8: invalid
+ * sequences become U+FFFD and a cut never splits a character. Returns the bytes written
+ * (excluding the NUL). OTLP string fields must be UTF-8; targets' bytes need not be.
+ */
+size_t utf8_sanitize(char *dst, size_t cap, const char *src, size_t len);
+
+#endif

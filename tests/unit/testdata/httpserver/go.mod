@@ -1,0 +1,3 @@
+module example.com/gospan/testdata/httpserver
+
+go 1.17
