@@ -10,7 +10,7 @@
 # Everything built goes under build/. V=1 shows the commands.
 
 BUILD := build
-OUTPUT := $(abspath $(BUILD))
+OUTPUT := $(BUILD)
 
 ifeq ($(V),1)
 Q :=
@@ -67,6 +67,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps test unit e2e demo offsets fmt clean bench
 .DEFAULT_GOAL := all
+# Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
+.SECONDARY:
 
 all: $(OUTPUT)/gospan
 
@@ -147,11 +149,11 @@ $(OUTPUT)/unit/%: tests/unit/%.c tests/unit/helpers.h $(OUTPUT)/libgospan.a | $(
 unit: $(UNIT_BINS)
 	$(Q)fail=0; for t in $(UNIT_BINS); do \
 		echo "== $$(basename $$t)"; \
-		(cd tests/unit && GOSPAN_BUILD=$(OUTPUT) $$t) || fail=1; \
+		(cd tests/unit && GOSPAN_BUILD=$(abspath $(OUTPUT)) $(abspath .)/$$t) || fail=1; \
 	done; exit $$fail
 
 e2e: $(OUTPUT)/gospan
-	$(Q)GOSPAN_BUILD=$(OUTPUT) $(PYTHON) -m pytest -ra tests/e2e $(PYTEST_ARGS)
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra tests/e2e $(PYTEST_ARGS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
@@ -162,7 +164,7 @@ test: deps
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)GOSPAN_BUILD=$(OUTPUT) examples/demo.sh
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) examples/demo.sh
 
 offsets:
 	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON)

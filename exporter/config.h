@@ -14,6 +14,8 @@
 #include "export_http.h"
 #include "log.h"
 
+#define CONFIG_MAX_SETTINGS 32
+
 enum traces_exporter {
 	TRACES_EXPORTER_OTLP,
 	TRACES_EXPORTER_CONSOLE,
@@ -44,6 +46,18 @@ struct config {
 	long bsp_max_batch;	    /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE, default 512 */
 
 	enum log_level log_level; /* OTEL_LOG_LEVEL, default info */
+
+	/* Private to config.c: raw values as given, where they came from, and partial results. */
+	const char *raw[CONFIG_MAX_SETTINGS];
+	unsigned char source[CONFIG_MAX_SETTINGS];
+	char *otlp_endpoint;
+	char *otlp_traces_endpoint;
+	struct header_kv *base_headers;
+	size_t nbase_headers;
+	struct header_kv *traces_headers;
+	size_t ntraces_headers;
+	long base_timeout_ms;
+	long traces_timeout_ms;
 };
 
 /*

@@ -67,6 +67,16 @@ struct goroutine_key {
 	__u64 goid;
 };
 
+/* Value of the in-flight map: what a RET needs that its registers no longer hold. */
+struct inflight_call {
+	__u64 start_ns;
+	__u64 req;
+	__u64 rw_itab;
+	__u64 rw_data;
+	__u32 panicked;
+	__u32 _pad;
+};
+
 struct record_header {
 	__u32 type; /* enum event_type */
 	__u32 pid;  /* tgid of the traced process */

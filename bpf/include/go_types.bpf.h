@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Readers for Go values in the target's memory. A Go string is (ptr, len); we copy at most the
+ * bound and hand back the real length, so user space can tell a cut value from a short one.
+ */
+#ifndef GOSPAN_GO_TYPES_BPF_H
+#define GOSPAN_GO_TYPES_BPF_H
+
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+
+struct go_string {
+	const char *ptr;
+	__s64 len;
+};
+
+/*
+ * Copies the Go string whose header is at HDR into DST (CAP bytes, a constant after inlining).
+ * Returns the string's real length, saturated to 32 bits, or 0 when it cannot be read: then DST
+ * holds nothing user space will look at.
+ */
+static __always_inline __u32 go_read_string(char *dst, __u32 cap, const void *hdr)
+{
+	struct go_string s;
+	__u64 n;
+
+	if (bpf_probe_read_user(&s, sizeof(s), hdr))
+		return 0;
+	if (s.len <= 0 || !s.ptr)
+		return 0;
+	n = (__u64)s.len < cap ? (__u64)s.len : cap;
+	if (bpf_probe_read_user(dst, n, s.ptr))
+		return 0;
+	return (__u64)s.len > 0xffffffffULL ? 0xffffffffU : (__u32)s.len;
+}
+
+/* Reads a pointer-sized word at BASE + OFF; 0 when unreadable. */
+static __always_inline __u64 go_read_word(const void *base, __s64 off)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const char *)base + off))
+		return 0;
+	return v;
+}
+
+#endif

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The batch span processor. The ring-buffer reader pushes finished spans into a fixed ring under
+ * a mutex and never waits for anything else; the export thread takes batches out and hands them
+ * to the sink. When the ring is full the newest span is dropped and counted: capture must never
+ * stall because a collector is slow.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "export.h"
+#include "log.h"
+#include "span.h"
+
+struct exporter {
+	struct exporter_opts opts;
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* the export thread waits on it */
+	struct span **ring;
+	size_t head, count; /* ring[head] is the oldest */
+	bool stopping, joined, thread_started;
+	pthread_t thread;
+	struct exporter_stats stats;
+};
+
+static void deadline_after(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Moves up to max_batch spans out of the ring into BATCH. Called with the lock held. */
+static size_t take_batch(struct exporter *e, struct span **batch)
+{
+	size_t n = e->count < e->opts.max_batch ? e->count : e->opts.max_batch, i;
+
+	for (i = 0; i < n; i++) {
+		batch[i] = e->ring[e->head];
+		e->head = (e->head + 1) % e->opts.max_queue;
+	}
+	e->count -= n;
+	return n;
+}
+
+static void *export_thread(void *arg)
+{
+	struct exporter *e = arg;
+	struct span **batch;
+	struct timespec deadline;
+	size_t n, i;
+	int err;
+
+	batch = calloc(e->opts.max_batch, sizeof(*batch));
+	if (!batch) {
+		pr_err("exporter: cannot allocate a batch of %zu spans", e->opts.max_batch);
+		return NULL;
+	}
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		deadline_after(&deadline, e->opts.delay_ms);
+		/* Send when a full batch is there, when the delay passes, or when stopping. */
+		while (!e->stopping && e->count < e->opts.max_batch) {
+			if (pthread_cond_timedwait(&e->wake, &e->lock, &deadline) == ETIMEDOUT)
+				break;
+		}
+		if (!e->count) {
+			if (e->stopping)
+				break;
+			continue;
+		}
+		n = take_batch(e, batch);
+		pthread_mutex_unlock(&e->lock);
+
+		err = e->opts.ops->export(e->opts.ctx, batch, n);
+		for (i = 0; i < n; i++)
+			span__free(batch[i]);
+
+		pthread_mutex_lock(&e->lock);
+		if (err) {
+			e->stats.export_failures++;
+			e->stats.dropped_export_failed += n;
+		} else {
+			e->stats.exported += n;
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	free(batch);
+	return NULL;
+}
+
+struct exporter *exporter__new(const struct exporter_opts *opts)
+{
+	struct exporter *e;
+	int err;
+
+	if (!opts->ops || !opts->max_queue || !opts->max_batch || opts->delay_ms <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->opts = *opts;
+	if (e->opts.max_batch > e->opts.max_queue)
+		e->opts.max_batch = e->opts.max_queue;
+	e->ring = calloc(opts->max_queue, sizeof(*e->ring));
+	if (!e->ring) {
+		err = ENOMEM;
+		goto cleanup;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	{
+		pthread_condattr_t attr;
+
+		/* Deadlines on the monotonic clock: a clock step must not stall or rush export. */
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&e->wake, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+	err = pthread_create(&e->thread, NULL, export_thread, e);
+	if (err)
+		goto cleanup;
+	e->thread_started = true;
+	return e;
+
+cleanup:
+	free(e->ring);
+	free(e);
+	errno = err;
+	return NULL;
+}
+
+int exporter__submit(struct exporter *e, struct span *s)
+{
+	bool full, wake = false;
+
+	pthread_mutex_lock(&e->lock);
+	e->stats.submitted++;
+	full = e->count == e->opts.max_queue || e->stopping;
+	if (full) {
+		e->stats.dropped_queue_full++;
+	} else {
+		e->ring[(e->head + e->count) % e->opts.max_queue] = s;
+		e->count++;
+		wake = e->count == e->opts.max_batch;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (full) {
+		span__free(s);
+		return -ENOSPC;
+	}
+	if (wake)
+		pthread_cond_signal(&e->wake);
+	return 0;
+}
+
+void exporter__shutdown(struct exporter *e)
+{
+	if (!e || e->joined)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->stopping = true;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->lock);
+	if (e->thread_started)
+		pthread_join(e->thread, NULL);
+	e->joined = true;
+}
+
+void exporter__stats(struct exporter *e, struct exporter_stats *out)
+{
+	pthread_mutex_lock(&e->lock);
+	*out = e->stats;
+	out->queue_depth = e->count;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void exporter__free(struct exporter *e)
+{
+	if (!e)
+		return;
+	exporter__shutdown(e);
+	/* Only left when the thread could not allocate its batch: counted, not lost silently. */
+	while (e->count) {
+		span__free(e->ring[e->head]);
+		e->head = (e->head + 1) % e->opts.max_queue;
+		e->count--;
+	}
+	if (e->opts.ops->free)
+		e->opts.ops->free(e->opts.ctx);
+	pthread_cond_destroy(&e->wake);
+	pthread_mutex_destroy(&e->lock);
+	free(e->ring);
+	free(e);
+}

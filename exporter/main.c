@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gospan: traces a running Go service's HTTP requests with eBPF and exports them as
+ * OpenTelemetry spans. The lifecycle is one straight line: settings -> find the target -> analyse
+ * it -> start the exporter -> load and attach the probes -> poll until told to stop -> detach,
+ * drain, flush, summarise.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "console.h"
+#include "embed.h"
+#include "export.h"
+#include "export_http.h"
+#include "gobin.h"
+#include "log.h"
+#include "offsets.h"
+#include "probes.h"
+#include "process.h"
+#include "records.h"
+#include "span.h"
+#include "target.h"
+#include "version.h"
+
+extern char **environ;
+
+#define POLL_MS 50
+#define TICK_NS 500000000ULL		/* panic grace checks, target liveness */
+#define CLOCK_RESYNC_NS 1000000000ULL	/* follow clock adjustments within a second */
+#define STATUS_EVERY_NS 10000000000ULL	/* --verbose status line */
+#define PANIC_GRACE_NS 5000000000ULL	/* a recovered panic still returns within this */
+#define WAIT_EXE_POLL_US 200000
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a signal must break the ring-buffer wait. */
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+		return -errno;
+	return 0;
+}
+
+/* The first process whose executable is the file at PATH (same device and inode); 0 if none. */
+static pid_t find_process_of(const char *path)
+{
+	struct stat want, st;
+	struct dirent *d;
+	char exe[64];
+	pid_t found = 0;
+	DIR *dir;
+
+	if (stat(path, &want))
+		return 0;
+	dir = opendir("/proc");
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		char *end;
+		long pid = strtol(d->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
+		if (!stat(exe, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
+			found = (pid_t)pid;
+			break;
+		}
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Picks the binary to analyse and probe. For --exe, waits for its first process. */
+static int resolve_target(const struct config *cfg, char *path, size_t size, char *name,
+			  size_t name_size, pid_t *pid)
+{
+	char link[64], real[PATH_MAX];
+	const char *base;
+	ssize_t n;
+	bool said = false;
+
+	if (cfg->pid) {
+		*pid = cfg->pid;
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)cfg->pid);
+		n = readlink(link, real, sizeof(real) - 1);
+		if (n < 0) {
+			pr_err("cannot trace process %d: %s", (int)cfg->pid,
+			       errno == ENOENT ? "no such process" : strerror(errno));
+			return -ESRCH;
+		}
+		real[n] = '\0';
+		/* /proc/PID/exe reaches the binary even when it was deleted or is in a container. */
+		snprintf(path, size, "%s", link);
+	} else {
+		if (!realpath(cfg->exe, real)) {
+			pr_err("cannot trace '%s': %s", cfg->exe, strerror(errno));
+			return -errno;
+		}
+		snprintf(path, size, "%s", real);
+		while (!(*pid = find_process_of(real))) {
+			if (stop_signal)
+				return -EINTR;
+			if (!said) {
+				pr_info("waiting for a process running '%s'", real);
+				said = true;
+			}
+			usleep(WAIT_EXE_POLL_US);
+		}
+	}
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	if (strlen(base) >= name_size) {
+		pr_err("cannot trace '%s': executable name too long", real);
+		return -ENAMETOOLONG;
+	}
+	strcpy(name, base);
+	/* A deleted binary's link ends in " (deleted)": keep the name readable. */
+	if ((n = strlen(name)) > 10 && !strcmp(name + n - 10, " (deleted)"))
+		name[n - 10] = '\0';
+	return 0;
+}
+
+struct app {
+	struct config cfg;
+	struct offsets *tables;
+	struct target *target;
+	struct exporter *exporter;
+	struct process_table *processes;
+	struct records *records;
+	struct probes *probes;
+	struct clock_sync clock;
+	uint64_t discarded; /* OTEL_TRACES_EXPORTER=none */
+};
+
+static void submit_span(void *ctx, struct span *s)
+{
+	struct app *app = ctx;
+
+	if (!app->exporter) {
+		app->discarded++;
+		span__free(s);
+		return;
+	}
+	exporter__submit(app->exporter, s); /* counts its own drops */
+}
+
+static void forget_call(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
+{
+	struct app *app = ctx;
+
+	probes__forget(app->probes, pid, goid, start_ns);
+}
+
+static int start_exporter(struct app *app)
+{
+	const struct config *cfg = &app->cfg;
+	struct exporter_opts opts = {
+		.max_queue = cfg->bsp_max_queue,
+		.max_batch = cfg->bsp_max_batch,
+		.delay_ms = cfg->bsp_schedule_delay_ms,
+	};
+	struct http_sink_opts http = {
+		.url = cfg->traces_url,
+		.headers = cfg->headers,
+		.nheaders = cfg->nheaders,
+		.timeout_ms = cfg->export_timeout_ms,
+	};
+
+	switch (cfg->exporter) {
+	case TRACES_EXPORTER_NONE:
+		return 0;
+	case TRACES_EXPORTER_CONSOLE:
+		opts.ops = &console_sink_ops;
+		opts.ctx = console_sink__new(stdout);
+		break;
+	case TRACES_EXPORTER_OTLP:
+		opts.ops = &http_sink_ops;
+		opts.ctx = http_sink__new(&http);
+		break;
+	}
+	if (!opts.ctx)
+		return -errno;
+	app->exporter = exporter__new(&opts);
+	if (!app->exporter) {
+		int err = -errno;
+
+		opts.ops->free(opts.ctx);
+		pr_err("cannot start the exporter: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static void print_summary(struct app *app, bool final)
+{
+	struct records_stats rs = {};
+	struct exporter_stats es = {};
+	uint64_t bpf_drops[DROP__COUNT] = {}, total;
+	char reasons[1024];
+	size_t len = 0;
+	int i;
+
+	records__stats(app->records, &rs);
+	if (app->exporter)
+		exporter__stats(app->exporter, &es);
+	if (app->probes)
+		probes__drops(app->probes, bpf_drops);
+
+#define REASON(name, n)                                                                            \
+	do {                                                                                       \
+		if ((n) && len < sizeof(reasons))                                                  \
+			len += snprintf(reasons + len, sizeof(reasons) - len, " %s=%llu", name,    \
+					(unsigned long long)(n));                                  \
+	} while (0)
+	reasons[0] = '\0';
+	total = 0;
+	REASON("ringbuf_full", bpf_drops[DROP_RINGBUF_FULL]);
+	REASON("inflight_map_full", bpf_drops[DROP_INFLIGHT_FULL]);
+	REASON("no_target_config", bpf_drops[DROP_NO_CONFIG]);
+	for (i = 0; i < DROP__COUNT; i++)
+		total += bpf_drops[i];
+	for (i = 0; i < RECORDS_DROP__COUNT; i++) {
+		REASON(records_drop_names[i], rs.dropped[i]);
+		total += rs.dropped[i];
+	}
+	REASON("queue_full", es.dropped_queue_full);
+	REASON("export_failed", es.dropped_export_failed);
+	total += es.dropped_queue_full + es.dropped_export_failed;
+#undef REASON
+
+	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
+		"in flight %llu, queued %llu, export failures %llu%s",
+		final ? "summary" : "status", (unsigned long long)rs.spans,
+		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
+		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
+		(unsigned long long)rs.pending, (unsigned long long)es.queue_depth,
+		(unsigned long long)es.export_failures,
+		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
+}
+
+static int run(struct app *app)
+{
+	uint64_t now, next_tick = 0, next_sync, next_status;
+	pid_t only_pid = app->cfg.pid ? app->cfg.pid : 0;
+	int n;
+
+	next_sync = next_status = clock__mono_now();
+	next_sync += CLOCK_RESYNC_NS;
+	next_status += STATUS_EVERY_NS;
+	while (!stop_signal) {
+		n = probes__poll(app->probes, POLL_MS);
+		if (n < 0 && n != -EINTR) {
+			pr_err("cannot read the ring buffer: %s", strerror(-n));
+			return n;
+		}
+		now = clock__mono_now();
+		if (now >= next_sync) {
+			clock__maybe_resync(&app->clock, 0);
+			next_sync = now + CLOCK_RESYNC_NS;
+		}
+		if (now >= next_tick) {
+			records__tick(app->records, now);
+			next_tick = now + TICK_NS;
+			if (only_pid && kill(only_pid, 0) && errno == ESRCH) {
+				pr_info("target process %d exited", (int)only_pid);
+				break;
+			}
+		}
+		if (app->cfg.verbose && now >= next_status) {
+			print_summary(app, false);
+			next_status = now + STATUS_EVERY_NS;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char path[PATH_MAX], name[NAME_MAX + 1];
+	struct app app = {};
+	uint32_t cookie;
+	pid_t pid = 0;
+	int err, nprobes;
+
+	err = config__parse(&app.cfg, argc, argv, environ);
+	if (err)
+		goto cleanup;
+	log_set_level(app.cfg.log_level);
+	if (app.cfg.help) {
+		config__print_help(&app.cfg, stdout);
+		goto cleanup;
+	}
+	if (app.cfg.version) {
+		printf("%s %s\n", GOSPAN_NAME, GOSPAN_VERSION);
+		goto cleanup;
+	}
+	if (!app.cfg.pid == !app.cfg.exe) {
+		pr_err("name one target: --pid PID or --exe PATH (or OTEL_GO_AUTO_TARGET_PID / "
+		       "OTEL_GO_AUTO_TARGET_EXE); see --help");
+		err = -EINVAL;
+		goto cleanup;
+	}
+	err = install_signals();
+	if (err)
+		goto cleanup;
+
+	app.tables = offsets__parse(gospan_offsets_json,
+				    gospan_offsets_json_end - gospan_offsets_json);
+	if (!app.tables) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = resolve_target(&app.cfg, path, sizeof(path), name, sizeof(name), &pid);
+	if (err)
+		goto cleanup;
+	app.target = target__analyse(path, name, app.tables);
+	if (!app.target) {
+		err = -errno;
+		goto cleanup;
+	}
+
+	err = clock__sync(&app.clock);
+	if (err) {
+		pr_err("cannot read the clocks: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = start_exporter(&app);
+	if (err)
+		goto cleanup;
+	app.processes = process_table__new(&app.cfg);
+	app.records = records__new(&(struct records_opts){
+		.clock = &app.clock,
+		.processes = app.processes,
+		.submit = submit_span,
+		.forget = forget_call,
+		.ctx = &app,
+		.panic_grace_ns = PANIC_GRACE_NS,
+		.max_pending = 65536,
+	});
+	if (!app.processes || !app.records) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	app.probes = probes__load(records__handle, app.records);
+	if (!app.probes) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* --exe traces every process of the binary, present and future: attach to the file. */
+	nprobes = probes__attach(app.probes, app.target, app.cfg.pid ? app.cfg.pid : -1, &cookie);
+	if (nprobes < 0) {
+		err = nprobes;
+		goto cleanup;
+	}
+	err = process_table__add_target(app.processes, cookie, app.target);
+	if (err)
+		goto cleanup;
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s)",
+		(int)pid, app.target->exe_name, app.target->gobin->go_version, nprobes,
+		app.target->serve_http.nrets, app.target->gopanic.addr ? " + gopanic" : "");
+
+	err = run(&app);
+
+	/* Stop capturing, then take what the ring buffer still holds before flushing. */
+	probes__detach(app.probes);
+	while (probes__poll(app.probes, 0) > 0)
+		;
+	records__flush(app.records);
+	if (app.exporter)
+		exporter__shutdown(app.exporter);
+	print_summary(&app, true);
+
+cleanup:
+	probes__destroy(app.probes);
+	records__free(app.records);
+	process_table__free(app.processes);
+	exporter__free(app.exporter);
+	target__free(app.target);
+	offsets__free(app.tables);
+	config__free(&app.cfg);
+	return err ? 1 : 0;
+}

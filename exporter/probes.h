@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF side as user space sees it: load the skeleton, give each target its config slot (the
+ * attach cookie), attach uprobes at entry and every RET, read the ring buffer and the counters.
+ */
+#ifndef GOSPAN_PROBES_H
+#define GOSPAN_PROBES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "events.h"
+
+struct target;
+struct probes;
+
+/* Called for each ring-buffer record; return non-zero to stop the current poll. */
+typedef int (*probes_record_fn)(void *ctx, const void *data, size_t size);
+
+/* Loads the BPF programs. NULL with errno on failure; the reason is logged. */
+struct probes *probes__load(probes_record_fn fn, void *ctx);
+/*
+ * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
+ * *COOKIE (assigned here). Returns the number of uprobes attached, or a negative errno.
+ */
+int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t *cookie);
+/* Waits up to TIMEOUT_MS, then consumes whatever is in the ring buffer. Records seen, or -errno. */
+int probes__poll(struct probes *p, int timeout_ms);
+/* Sums the per-CPU drop counters. */
+int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
+/* Deletes the in-flight entry of goroutine GOID in PID if it still belongs to the call at START_NS. */
+int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns);
+/* Removes every uprobe; the ring buffer stays readable so nothing already captured is lost. */
+void probes__detach(struct probes *p);
+/* Detaches everything and unloads. */
+void probes__destroy(struct probes *p);
+
+#endif

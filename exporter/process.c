@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The traced processes and their resources. A process is registered lazily on its first record,
+ * so --exe picks up every process of a binary, including ones started after gospan.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "events.h"
+#include "gobin.h"
+#include "log.h"
+#include "process.h"
+#include "semconv.h"
+#include "span.h"
+#include "target.h"
+#include "version.h"
+
+struct process_table {
+	const struct config *cfg;
+	const struct target *targets[MAX_TARGETS];
+	struct process *procs;
+	char hostname[256];
+};
+
+struct process_table *process_table__new(const struct config *cfg)
+{
+	struct process_table *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->cfg = cfg;
+	if (gethostname(pt->hostname, sizeof(pt->hostname) - 1))
+		pt->hostname[0] = '\0';
+	return pt;
+}
+
+void process_table__free(struct process_table *pt)
+{
+	struct process *p, *next;
+
+	if (!pt)
+		return;
+	for (p = pt->procs; p; p = next) {
+		next = p->next;
+		resource__free(p->res);
+		free(p);
+	}
+	free(pt);
+}
+
+int process_table__add_target(struct process_table *pt, uint32_t cookie, const struct target *t)
+{
+	if (cookie >= MAX_TARGETS)
+		return -E2BIG;
+	pt->targets[cookie] = t;
+	return 0;
+}
+
+const struct target *process_table__target(const struct process_table *pt, uint32_t cookie)
+{
+	return cookie < MAX_TARGETS ? pt->targets[cookie] : NULL;
+}
+
+struct process *process_table__find(struct process_table *pt, pid_t pid)
+{
+	struct process *p;
+
+	for (p = pt->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+void process_table__remove(struct process_table *pt, pid_t pid)
+{
+	struct process **pp, *p;
+
+	for (pp = &pt->procs; (p = *pp); pp = &p->next) {
+		if (p->pid == pid) {
+			*pp = p->next;
+			resource__free(p->res);
+			free(p);
+			return;
+		}
+	}
+}
+
+/* The value of NAME in the process's initial environment, copied to BUF; false if absent. */
+static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64], *env = NULL, *s;
+	size_t len = 0, nlen = strlen(name);
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	/* environ is NUL-separated; getdelim reads one entry at a time. */
+	while (getdelim(&env, &len, '\0', f) > 0) {
+		s = env;
+		if (!strncmp(s, name, nlen) && s[nlen] == '=') {
+			snprintf(buf, size, "%s", s + nlen + 1);
+			found = true;
+			break;
+		}
+	}
+	free(env);
+	fclose(f);
+	return found;
+}
+
+/* Where the PIE binary is mapped: the start of its offset-0 mapping. */
+static uint64_t load_bias(pid_t pid)
+{
+	char path[64], line[512], exe[PATH_MAX], *mpath;
+	unsigned long long start, end, off;
+	uint64_t bias = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %*s %llx", &start, &end, &off) != 3 || off)
+			continue;
+		mpath = strchr(line, '/');
+		if (mpath && !strncmp(mpath, exe, n) && (mpath[n] == '\n' || mpath[n] == '\0')) {
+			bias = start;
+			break;
+		}
+	}
+	fclose(f);
+	return bias;
+}
+
+static int build_resource(struct process_table *pt, struct process *p)
+{
+	const struct config *cfg = pt->cfg;
+	const struct target *t = p->target;
+	char val[512];
+	size_t i;
+	int err;
+
+	p->res = resource__new();
+	if (!p->res)
+		return -ENOMEM;
+	err = resource__set_str(p->res, SC_TELEMETRY_SDK_NAME, GOSPAN_NAME);
+	/* The spans describe a Go program, so that is the language backends should show. */
+	err = err ?: resource__set_str(p->res, SC_TELEMETRY_SDK_LANGUAGE, "go");
+	err = err ?: resource__set_str(p->res, SC_TELEMETRY_SDK_VERSION, GOSPAN_VERSION);
+	err = err ?: resource__set_int(p->res, SC_PROCESS_PID, p->pid);
+	err = err ?: resource__set_str(p->res, SC_PROCESS_EXECUTABLE_NAME, t->exe_name);
+	err = err ?: resource__set_str(p->res, SC_PROCESS_RUNTIME_NAME, "go");
+	snprintf(val, sizeof(val), "go%d.%d.%d", t->gobin->major, t->gobin->minor,
+		 t->gobin->patch);
+	err = err ?: resource__set_str(p->res, SC_PROCESS_RUNTIME_VERSION, val);
+	if (pt->hostname[0])
+		err = err ?: resource__set_str(p->res, SC_HOST_NAME, pt->hostname);
+	/* OTEL_RESOURCE_ATTRIBUTES may refine what was detected. */
+	for (i = 0; !err && i < cfg->nresource_attrs; i++)
+		err = resource__set_str(p->res, cfg->resource_attrs[i].key,
+					cfg->resource_attrs[i].value);
+	if (err)
+		return err;
+
+	/*
+	 * service.name: gospan's OTEL_SERVICE_NAME, else service.name from its
+	 * OTEL_RESOURCE_ATTRIBUTES, else the target's own OTEL_SERVICE_NAME, else the executable.
+	 */
+	if (cfg->service_name)
+		return resource__set_str(p->res, SC_SERVICE_NAME, cfg->service_name);
+	if (resource__get(p->res, SC_SERVICE_NAME))
+		return 0;
+	if (proc_getenv(p->pid, "OTEL_SERVICE_NAME", val, sizeof(val)) && val[0])
+		return resource__set_str(p->res, SC_SERVICE_NAME, val);
+	return resource__set_str(p->res, SC_SERVICE_NAME, t->exe_name);
+}
+
+struct process *process_table__get(struct process_table *pt, pid_t pid, uint32_t cookie)
+{
+	const struct target *t = process_table__target(pt, cookie);
+	struct process *p = process_table__find(pt, pid);
+	int err;
+
+	if (p)
+		return p;
+	if (!t) {
+		errno = ENOENT;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->target = t;
+	if (t->pie)
+		p->load_bias = load_bias(pid);
+	err = build_resource(pt, p);
+	if (err) {
+		pr_warn("cannot describe process %d: %s", (int)pid, strerror(-err));
+		resource__free(p->res);
+		free(p);
+		errno = -err;
+		return NULL;
+	}
+	p->next = pt->procs;
+	pt->procs = p;
+	pr_debug("tracing process %d ('%s')", (int)pid, t->exe_name);
+	return p;
+}

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pairs ring-buffer records into SERVER spans. The span is built as soon as its start record
+ * arrives (so the record is not copied), kept in a table keyed by (pid, goroutine), and completed
+ * by the end record. All semantics live here: names, routes, attribute values, status.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "events.h"
+#include "log.h"
+#include "process.h"
+#include "records.h"
+#include "semconv.h"
+#include "span.h"
+#include "target.h"
+
+#define PENDING_BUCKETS 4096 /* power of two */
+
+const char *const records_drop_names[RECORDS_DROP__COUNT] = {
+	[RECORDS_DROP_MALFORMED] = "malformed_record",
+	[RECORDS_DROP_NO_START] = "start_lost",
+	[RECORDS_DROP_ABANDONED] = "no_return",
+	[RECORDS_DROP_PROCESS_EXITED] = "process_exited",
+	[RECORDS_DROP_NO_PROCESS] = "unknown_process",
+	[RECORDS_DROP_NO_MEMORY] = "out_of_memory",
+	[RECORDS_DROP_TOO_MANY_PENDING] = "too_many_in_flight",
+	[RECORDS_DROP_UNFINISHED] = "in_flight_at_exit",
+};
+
+struct pending {
+	uint32_t pid;
+	uint64_t goid;
+	uint64_t start_ns; /* monotonic, from the record: names the call */
+	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
+	char method[MAX_METHOD_LEN + 1];
+	struct span *span;
+	struct process *proc;
+	struct pending *next;
+};
+
+struct records {
+	struct records_opts opts;
+	struct pending *buckets[PENDING_BUCKETS];
+	struct records_stats stats;
+};
+
+struct records *records__new(const struct records_opts *opts)
+{
+	struct records *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->opts = *opts;
+	return r;
+}
+
+static void pending_free(struct pending *p)
+{
+	span__free(p->span);
+	free(p);
+}
+
+void records__free(struct records *r)
+{
+	struct pending *p, *next;
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < PENDING_BUCKETS; i++) {
+		for (p = r->buckets[i]; p; p = next) {
+			next = p->next;
+			pending_free(p);
+		}
+	}
+	free(r);
+}
+
+static struct pending **bucket(struct records *r, uint32_t pid, uint64_t goid)
+{
+	uint64_t h = (goid ^ ((uint64_t)pid << 32)) * 0x9e3779b97f4a7c15ULL;
+
+	return &r->buckets[(h >> 32) & (PENDING_BUCKETS - 1)];
+}
+
+/* Finds and unlinks the pending call of (pid, goid). */
+static struct pending *take(struct records *r, uint32_t pid, uint64_t goid)
+{
+	struct pending **pp, *p;
+
+	for (pp = bucket(r, pid, goid); (p = *pp); pp = &p->next) {
+		if (p->pid == pid && p->goid == goid) {
+			*pp = p->next;
+			r->stats.pending--;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static struct pending *find(struct records *r, uint32_t pid, uint64_t goid)
+{
+	struct pending *p;
+
+	for (p = *bucket(r, pid, goid); p; p = p->next)
+		if (p->pid == pid && p->goid == goid)
+			return p;
+	return NULL;
+}
+
+static void drop(struct records *r, struct pending *p, enum records_drop why)
+{
+	r->stats.dropped[why]++;
+	pending_free(p);
+}
+
+/* Appends KEY to the span's list of attributes whose values were cut at the capture bound. */
+static void mark_truncated(struct span *s, const char *key)
+{
+	const struct attr *a = span__get(s, GOSPAN_TRUNCATED);
+	char buf[256];
+
+	if (a)
+		snprintf(buf, sizeof(buf), "%s,%s", a->s, key);
+	else
+		snprintf(buf, sizeof(buf), "%s", key);
+	span__set_str(s, GOSPAN_TRUNCATED, buf, strlen(buf));
+}
+
+/*
+ * Turns a captured Go string into valid UTF-8 in OUT (or a local buffer) and, when KEY is given,
+ * sets it as an attribute, marked when the capture cut it. Returns the bytes written to OUT.
+ */
+static size_t set_captured(struct span *s, const char *key, const char *data, uint32_t len,
+			   size_t cap, char *out, size_t out_cap)
+{
+	char buf[MAX_PATH_LEN * 3 + 1]; /* a byte can grow into U+FFFD's three */
+	size_t n = len < cap ? len : cap;
+	size_t w;
+
+	if (!out) {
+		out = buf;
+		out_cap = sizeof(buf);
+	}
+	w = utf8_sanitize(out, out_cap, data, n);
+	if (key) {
+		span__set_str(s, key, out, w);
+		if (len > cap)
+			mark_truncated(s, key);
+	}
+	return w;
+}
+
+static bool known_method(const char *m)
+{
+	static const char *const methods[] = { "GET",	  "HEAD",    "POST",  "PUT",  "DELETE",
+					       "CONNECT", "OPTIONS", "TRACE", "PATCH" };
+	size_t i;
+
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (!strcmp(m, methods[i]))
+			return true;
+	return false;
+}
+
+/* Splits "host:port", "[v6]:port", "host" or "v6" into SPAN attributes HOST_KEY and PORT_KEY. */
+static void set_host_port(struct span *s, const char *hp, const char *host_key,
+			  const char *port_key)
+{
+	const char *host = hp, *colon, *end;
+	size_t hlen = strlen(hp);
+	long port = -1;
+	char *endp;
+
+	if (hp[0] == '[') {
+		end = strchr(hp, ']');
+		if (!end)
+			return;
+		host = hp + 1;
+		hlen = end - host;
+		colon = end[1] == ':' ? end + 1 : NULL;
+	} else {
+		colon = strrchr(hp, ':');
+		/* More than one colon without brackets: a bare IPv6 address, no port. */
+		if (colon && strchr(hp, ':') != colon)
+			colon = NULL;
+		if (colon)
+			hlen = colon - hp;
+	}
+	if (colon && colon[1]) {
+		errno = 0;
+		port = strtol(colon + 1, &endp, 10);
+		if (errno || *endp || port < 0 || port > 65535)
+			port = -1;
+	}
+	if (hlen)
+		span__set_str(s, host_key, host, hlen);
+	if (port >= 0)
+		span__set_int(s, port_key, port);
+}
+
+/* A panicked call that did not return: the request failed at the panic. */
+static void finish_panicked(struct records *r, struct pending *p)
+{
+	struct span *s = p->span;
+	char name[MAX_METHOD_LEN + 1];
+
+	s->end_ns = clock__to_unix_ns(r->opts.clock, p->panic_ns);
+	s->status = SPAN_STATUS_ERROR;
+	s->status_msg = span__strndup(s, "handler panicked", 16);
+	span__set_str(s, SC_ERROR_TYPE, "panic", 5);
+	snprintf(name, sizeof(name), "%s", p->method);
+	span__set_name(s, name, strlen(name));
+	if (r->opts.forget)
+		r->opts.forget(r->opts.ctx, p->pid, p->goid, p->start_ns);
+	r->stats.panics++;
+	r->stats.spans++;
+	r->opts.submit(r->opts.ctx, s);
+	p->span = NULL;
+	pending_free(p);
+}
+
+static void on_start(struct records *r, const struct http_server_start *e)
+{
+	char method[MAX_METHOD_LEN * 3 + 1], host[MAX_HOST_LEN * 3 + 1];
+	char remote[MAX_ADDR_LEN * 3 + 1], proto[MAX_PROTO_LEN * 3 + 1];
+	const struct clock_sync *clk = r->opts.clock;
+	struct pending *p, *old, **b;
+	struct process *proc;
+	struct span *s;
+	const char *ver;
+
+	old = take(r, e->hdr.pid, e->hdr.goid);
+	if (old) {
+		/* The goroutine started a new call: the old one will never return. */
+		if (old->panic_ns)
+			finish_panicked(r, old);
+		else
+			drop(r, old, RECORDS_DROP_ABANDONED);
+	}
+	if (r->stats.pending >= r->opts.max_pending) {
+		r->stats.dropped[RECORDS_DROP_TOO_MANY_PENDING]++;
+		return;
+	}
+	proc = process_table__get(r->opts.processes, e->hdr.pid, e->cookie);
+	if (!proc) {
+		r->stats.dropped[RECORDS_DROP_NO_PROCESS]++;
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	s = p ? span__new() : NULL;
+	if (!s) {
+		free(p);
+		r->stats.dropped[RECORDS_DROP_NO_MEMORY]++;
+		return;
+	}
+	p->pid = e->hdr.pid;
+	p->goid = e->hdr.goid;
+	p->start_ns = e->hdr.start_ns;
+	p->span = s;
+	p->proc = proc;
+
+	s->res = proc->res;
+	s->kind = SPAN_KIND_SERVER;
+	s->start_ns = clock__to_unix_ns(clk, e->hdr.start_ns);
+	s->flags = 1; /* sampled: every request is recorded */
+
+	set_captured(s, NULL, e->method, e->method_len, MAX_METHOD_LEN, method, sizeof(method));
+	if (known_method(method)) {
+		span__set_str(s, SC_HTTP_REQUEST_METHOD, method, strlen(method));
+		snprintf(p->method, sizeof(p->method), "%s", method);
+	} else {
+		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
+		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
+		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, e->method, e->method_len,
+			     MAX_METHOD_LEN, NULL, 0);
+		snprintf(p->method, sizeof(p->method), "HTTP");
+	}
+	set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN, NULL, 0);
+	span__set_str(s, SC_URL_SCHEME, e->tls ? "https" : "http", e->tls ? 5 : 4);
+
+	set_captured(s, NULL, e->host, e->host_len, MAX_HOST_LEN, host, sizeof(host));
+	if (host[0])
+		set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+	set_captured(s, NULL, e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN, remote,
+		     sizeof(remote));
+	if (remote[0]) {
+		set_host_port(s, remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
+		/* No proxy headers are read: the peer is the client. */
+		const struct attr *a = span__get(s, SC_NETWORK_PEER_ADDRESS);
+		if (a)
+			span__set_str(s, SC_CLIENT_ADDRESS, a->s, strlen(a->s));
+	}
+	set_captured(s, NULL, e->proto, e->proto_len, MAX_PROTO_LEN, proto, sizeof(proto));
+	if (!strncmp(proto, "HTTP/", 5)) {
+		ver = proto + 5;
+		/* "HTTP/2.0" is reported as "2", as the conventions spell it. */
+		if (!strcmp(ver, "2.0") || !strcmp(ver, "3.0"))
+			span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, 1);
+		else
+			span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, strlen(ver));
+	}
+	if (e->content_length > 0)
+		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
+
+	b = bucket(r, p->pid, p->goid);
+	p->next = *b;
+	*b = p;
+	r->stats.pending++;
+}
+
+/* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
+static const char *pattern_route(const char *pattern)
+{
+	const char *sp = strchr(pattern, ' ');
+	const char *path = sp ? sp + 1 : pattern;
+
+	while (*path == ' ' || *path == '\t')
+		path++;
+	path = strchr(path, '/');
+	return path;
+}
+
+static void on_end(struct records *r, const struct http_server_end *e)
+{
+	char pattern[MAX_PATTERN_LEN * 3 + 1], name[MAX_METHOD_LEN + MAX_PATTERN_LEN * 3 + 2];
+	const struct target *t;
+	const char *route = NULL;
+	struct pending *p;
+	struct span *s;
+	bool status_known;
+	int64_t status;
+
+	p = take(r, e->hdr.pid, e->hdr.goid);
+	if (!p) {
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	if (p->start_ns != e->hdr.start_ns) {
+		/* Not the call we hold: ours never returned and this one's start was lost. */
+		drop(r, p, RECORDS_DROP_ABANDONED);
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	s = p->span;
+	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+
+	/*
+	 * The status is only meaningful when the writer is net/http's own *response (HTTP/1.x);
+	 * other writers (HTTP/2) have another layout, so no code is claimed for them.
+	 */
+	t = p->proc->target;
+	status_known = !t->response_itab || e->rw_itab == t->response_itab + p->proc->load_bias;
+	status = e->status ? e->status : 200; /* nothing written: net/http sends 200 */
+	if (status_known && status >= 100 && status <= 999) {
+		span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, status);
+		if (status >= 500) {
+			char code[8];
+
+			s->status = SPAN_STATUS_ERROR;
+			snprintf(code, sizeof(code), "%d", (int)status);
+			span__set_str(s, SC_ERROR_TYPE, code, strlen(code));
+		}
+	}
+
+	pattern[0] = '\0';
+	if (e->pattern_len)
+		set_captured(s, NULL, e->pattern, e->pattern_len, MAX_PATTERN_LEN, pattern,
+			     sizeof(pattern));
+	if (pattern[0] && e->pattern_len <= MAX_PATTERN_LEN)
+		route = pattern_route(pattern);
+	if (route) {
+		span__set_str(s, SC_HTTP_ROUTE, route, strlen(route));
+		snprintf(name, sizeof(name), "%s %s", p->method, route);
+	} else {
+		snprintf(name, sizeof(name), "%s", p->method);
+	}
+	span__set_name(s, name, strlen(name));
+
+	r->stats.spans++;
+	r->opts.submit(r->opts.ctx, s);
+	p->span = NULL;
+	pending_free(p);
+}
+
+static void on_panic(struct records *r, const struct go_panic *e)
+{
+	struct pending *p = find(r, e->hdr.pid, e->hdr.goid);
+
+	if (!p || p->start_ns != e->hdr.start_ns)
+		return;
+	p->panic_ns = e->panic_ns;
+}
+
+int records__handle(void *ctx, const void *data, size_t size)
+{
+	const struct record_header *h = data;
+	struct records *r = ctx;
+
+	if (size < sizeof(*h))
+		goto malformed;
+	switch (h->type) {
+	case EVENT_HTTP_SERVER_START:
+		if (size < sizeof(struct http_server_start))
+			goto malformed;
+		on_start(r, data);
+		return 0;
+	case EVENT_HTTP_SERVER_END:
+		if (size < sizeof(struct http_server_end))
+			goto malformed;
+		on_end(r, data);
+		return 0;
+	case EVENT_GO_PANIC:
+		if (size < sizeof(struct go_panic))
+			goto malformed;
+		on_panic(r, data);
+		return 0;
+	}
+malformed:
+	r->stats.dropped[RECORDS_DROP_MALFORMED]++;
+	return 0;
+}
+
+static void sweep(struct records *r, uint64_t now_ns, bool final)
+{
+	struct pending **pp, *p;
+	size_t i;
+
+	for (i = 0; i < PENDING_BUCKETS; i++) {
+		pp = &r->buckets[i];
+		while ((p = *pp)) {
+			bool gone = !final && kill(p->pid, 0) && errno == ESRCH;
+			bool expired = p->panic_ns && (final || gone ||
+						       now_ns - p->panic_ns >= r->opts.panic_grace_ns);
+
+			if (!expired && !gone && !final) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			r->stats.pending--;
+			if (expired)
+				finish_panicked(r, p);
+			else
+				drop(r, p, final ? RECORDS_DROP_UNFINISHED : RECORDS_DROP_PROCESS_EXITED);
+		}
+	}
+}
+
+void records__tick(struct records *r, uint64_t now_ns)
+{
+	if (r->stats.pending)
+		sweep(r, now_ns, false);
+}
+
+void records__flush(struct records *r)
+{
+	sweep(r, 0, true);
+}
+
+void records__stats(const struct records *r, struct records_stats *out)
+{
+	*out = r->stats;
+}

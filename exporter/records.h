@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ring-buffer records to spans. A start record opens a span keyed by (pid, goroutine); the end
+ * record of the same call completes it; a panic record marks it, and if no end follows within a
+ * grace period the span is finished as a failed request. Nothing is dropped without a count.
+ */
+#ifndef GOSPAN_RECORDS_H
+#define GOSPAN_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct clock_sync;
+struct process_table;
+struct span;
+
+enum records_drop {
+	RECORDS_DROP_MALFORMED,	     /* a record too short or of unknown type */
+	RECORDS_DROP_NO_START,	     /* an end whose start was lost */
+	RECORDS_DROP_ABANDONED,	     /* a start whose end never came, without a panic */
+	RECORDS_DROP_PROCESS_EXITED, /* in flight when its process exited */
+	RECORDS_DROP_NO_PROCESS,     /* its process could not be identified */
+	RECORDS_DROP_NO_MEMORY,
+	RECORDS_DROP_TOO_MANY_PENDING, /* more calls in flight than the pending bound */
+	RECORDS_DROP_UNFINISHED,       /* still in flight when gospan stopped */
+	RECORDS_DROP__COUNT,
+};
+
+extern const char *const records_drop_names[RECORDS_DROP__COUNT];
+
+struct records_stats {
+	uint64_t spans;	   /* spans completed and handed on */
+	uint64_t panics;   /* of which finished by a panic */
+	uint64_t pending;  /* calls in flight now */
+	uint64_t dropped[RECORDS_DROP__COUNT];
+};
+
+struct records_opts {
+	const struct clock_sync *clock;
+	struct process_table *processes;
+	/* Takes ownership of a finished span (the exporter's queue). */
+	void (*submit)(void *ctx, struct span *s);
+	/* Removes a call's in-flight BPF state (probes__forget). */
+	void (*forget)(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns);
+	void *ctx;
+	uint64_t panic_grace_ns; /* how long a panicked call may still return normally */
+	size_t max_pending;
+};
+
+struct records *records__new(const struct records_opts *opts);
+void records__free(struct records *r);
+/* The ring-buffer callback. Always returns 0: a bad record is counted, never fatal. */
+int records__handle(void *r, const void *data, size_t size);
+/* Finishes panicked calls past their grace and drops calls of exited processes. NOW is monotonic. */
+void records__tick(struct records *r, uint64_t now_ns);
+/* At shutdown: finishes every panicked call now and counts the rest as unfinished. */
+void records__flush(struct records *r);
+void records__stats(const struct records *r, struct records_stats *out);
+
+#endif

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Target analysis: decides where to probe a Go binary and with which struct offsets. The order is
+ * cheapest-refusal first: not ELF, not Go, Go too old, no net/http, then the costly parts (symbol
+ * lookup, disassembly, offset tables).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disasm.h"
+#include "elf.h"
+#include "gobin.h"
+#include "log.h"
+#include "target.h"
+
+#define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
+#define SYM_GOPANIC "runtime.gopanic"
+#define SYM_RESPONSE_ITAB "go:itab.*net/http.response,net/http.ResponseWriter"
+
+/* Fields without which no server span can be built. */
+static const enum go_field required_fields[] = {
+	GO_FIELD_G_GOID,	GO_FIELD_REQ_METHOD,	  GO_FIELD_REQ_URL,
+	GO_FIELD_REQ_PROTO,	GO_FIELD_REQ_HOST,	  GO_FIELD_REQ_REMOTE_ADDR,
+	GO_FIELD_REQ_TLS,	GO_FIELD_REQ_CONTENT_LENGTH, GO_FIELD_URL_PATH,
+	GO_FIELD_RESPONSE_STATUS,
+};
+
+static int find_site(struct target *t, struct elf_file *ef, const char *symbol,
+		     struct probe_site *site, bool want_rets)
+{
+	struct elf_symbol sym;
+	uint8_t *code = NULL;
+	int err;
+
+	site->symbol = symbol;
+	err = elf_file__find_symbol(ef, symbol, &sym);
+	if (err)
+		return err; /* the caller knows what a missing symbol means */
+	if (!sym.size) {
+		pr_err("cannot probe '%s' in '%s': symbol has no size", symbol, t->path);
+		return -EINVAL;
+	}
+	site->addr = sym.addr;
+	err = elf_file__addr_to_offset(ef, sym.addr, &site->entry_off);
+	if (err) {
+		pr_err("cannot probe '%s' in '%s': address 0x%llx is not in a loadable segment",
+		       symbol, t->path, (unsigned long long)sym.addr);
+		return err;
+	}
+	if (!want_rets)
+		return 0;
+
+	code = malloc(sym.size);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(ef, sym.addr, code, sym.size);
+	if (err) {
+		pr_err("cannot read the code of '%s' in '%s': %s", symbol, t->path, strerror(-err));
+		goto cleanup;
+	}
+	err = disasm__find_rets(t->machine, code, sym.size, sym.addr, &site->ret_offs, &site->nrets);
+	if (err) {
+		pr_err("cannot find the returns of '%s' in '%s': %s", symbol, t->path,
+		       err == -ENOENT ? "no RET instruction" : strerror(-err));
+		goto cleanup;
+	}
+	/* disasm gives offsets from the function start; uprobes want file offsets. */
+	for (size_t i = 0; i < site->nrets; i++)
+		site->ret_offs[i] += site->entry_off;
+cleanup:
+	free(code);
+	return err;
+}
+
+static int pick_offsets(struct target *t, const struct offsets *tables)
+{
+	const struct gobin *gb = t->gobin;
+	size_t i;
+	int err;
+
+	err = offsets__find(tables, gb->major, gb->minor, gb->patch, t->offs, &t->offsets_version);
+	if (err)
+		return err;
+	for (i = 0; i < sizeof(required_fields) / sizeof(required_fields[0]); i++) {
+		if (t->offs[required_fields[i]] < 0) {
+			pr_err("cannot trace '%s' (Go %d.%d.%d): the offset table has no '%s'",
+			       t->path, gb->major, gb->minor, gb->patch,
+			       go_field_names[required_fields[i]]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+static void fill_config(struct target *t)
+{
+	struct target_config *c = &t->cfg;
+
+	c->g_goid = t->offs[GO_FIELD_G_GOID];
+	c->req_method = t->offs[GO_FIELD_REQ_METHOD];
+	c->req_url = t->offs[GO_FIELD_REQ_URL];
+	c->req_proto = t->offs[GO_FIELD_REQ_PROTO];
+	c->req_host = t->offs[GO_FIELD_REQ_HOST];
+	c->req_remote_addr = t->offs[GO_FIELD_REQ_REMOTE_ADDR];
+	c->req_content_length = t->offs[GO_FIELD_REQ_CONTENT_LENGTH];
+	c->req_tls = t->offs[GO_FIELD_REQ_TLS];
+	c->req_pattern = t->offs[GO_FIELD_REQ_PATTERN];
+	c->req_pat = t->offs[GO_FIELD_REQ_PAT];
+	c->pattern_str = t->offs[GO_FIELD_PATTERN_STR];
+	c->url_path = t->offs[GO_FIELD_URL_PATH];
+	c->response_status = t->offs[GO_FIELD_RESPONSE_STATUS];
+	/*
+	 * func (sh serverHandler) ServeHTTP(rw ResponseWriter, req *Request): the one-pointer
+	 * receiver takes slot 1, the interface slots 2 (type word) and 3 (data word), req slot 4.
+	 * The same on amd64 and arm64, which differ only in which registers the slots are.
+	 */
+	c->arg_rw_itab = 2;
+	c->arg_rw_data = 3;
+	c->arg_req = 4;
+}
+
+struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables)
+{
+	struct elf_file *ef = NULL;
+	struct elf_symbol sym;
+	struct target *t;
+	const char *base;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	base = exe_name ? exe_name : strrchr(path, '/');
+	if (!exe_name)
+		base = base ? base + 1 : path;
+	t->path = strdup(path);
+	t->exe_name = strdup(base);
+	if (!t->path || !t->exe_name) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+
+	ef = elf_file__open(path);
+	if (!ef) {
+		err = -errno;
+		goto cleanup;
+	}
+	t->machine = elf_file__machine(ef);
+	t->pie = elf_file__is_pie(ef);
+	if (t->machine != EM_X86_64 && t->machine != EM_AARCH64) {
+		pr_err("cannot trace '%s': unsupported machine %u (amd64 and arm64 are supported)",
+		       path, t->machine);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+#if defined(__x86_64__)
+	if (t->machine != EM_X86_64) {
+#elif defined(__aarch64__)
+	if (t->machine != EM_AARCH64) {
+#else
+	if (1) {
+#endif
+		pr_err("cannot trace '%s': it is built for another architecture than this machine",
+		       path);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+
+	t->gobin = gobin__read(ef);
+	if (!t->gobin) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* Before 1.17 Go passed arguments on the stack; the probes read registers. */
+	if (t->gobin->major != 1 || t->gobin->minor < 17) {
+		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register ABI)",
+		       path, t->gobin->go_version);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+
+	if (elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
+			      &(uint64_t){ 0 }) == -ENOENT) {
+		pr_err("cannot trace '%s': it is stripped (no symbol table); build it without -ldflags=-s",
+		       path);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+	err = find_site(t, ef, SYM_SERVE_HTTP, &t->serve_http, true);
+	if (err) {
+		if (err == -ENOENT)
+			pr_err("'%s' does not serve HTTP with net/http: nothing to trace", path);
+		goto cleanup;
+	}
+	/* Without gopanic a panicking handler is only noticed when its goroutine is reused. */
+	if (find_site(t, ef, SYM_GOPANIC, &t->gopanic, false)) {
+		pr_warn("'%s' has no %s: panicking handlers will produce no span", path, SYM_GOPANIC);
+		t->gopanic.addr = 0;
+	}
+	if (!elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
+		t->response_itab = sym.addr;
+
+	err = pick_offsets(t, tables);
+	if (err)
+		goto cleanup;
+	fill_config(t);
+	elf_file__close(ef);
+	return t;
+
+cleanup:
+	if (ef)
+		elf_file__close(ef);
+	target__free(t);
+	errno = -err;
+	return NULL;
+}
+
+void target__free(struct target *t)
+{
+	if (!t)
+		return;
+	free(t->serve_http.ret_offs);
+	gobin__free(t->gobin);
+	free(t->path);
+	free(t->exe_name);
+	free(t);
+}

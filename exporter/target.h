@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Target analysis: everything gospan decides about a Go binary before touching the kernel. It
+ * reads the binary (ELF, buildinfo), finds where to probe (entry and RET file offsets), and picks
+ * the struct offsets for its Go version. Nothing here needs privileges.
+ */
+#ifndef GOSPAN_TARGET_H
+#define GOSPAN_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "offsets.h"
+
+struct gobin;
+
+/* One probed function: a uprobe at ENTRY_OFF and one at each RET_OFFS[i] (file offsets). */
+struct probe_site {
+	const char *symbol;
+	uint64_t addr; /* link-time address of the function */
+	uint64_t entry_off;
+	uint64_t *ret_offs;
+	size_t nrets;
+};
+
+struct target {
+	char *path;	/* what was analysed (e.g. /proc/PID/exe) */
+	char *exe_name; /* basename of the executable */
+	uint16_t machine;
+	bool pie;
+	struct gobin *gobin;
+	const char *offsets_version; /* the table version the offsets came from */
+	int64_t offs[GO_FIELD__COUNT];
+	struct probe_site serve_http;
+	struct probe_site gopanic; /* entry only; addr 0 when the binary has none */
+	uint64_t response_itab; /* link-time address of the *http.response ResponseWriter itab; 0 = unknown */
+	struct target_config cfg; /* what the BPF programs get */
+};
+
+/*
+ * Analyses the Go binary at PATH; EXE_NAME names it in messages and resources (NULL: PATH's
+ * basename). NULL with errno set when it cannot be traced; the reason is logged.
+ */
+struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables);
+void target__free(struct target *t);
+
+#endif
