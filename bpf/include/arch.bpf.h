@@ -17,20 +17,50 @@
 #define GO_REGS struct pt_regs
 #define GO_G_PTR(ctx) ((void *)(ctx)->r14)
 
+/*
+ * Each case loads at a constant offset and pins the value with an empty asm: otherwise clang
+ * merges the cases into one load through a computed context pointer, which the verifier refuses.
+ */
+#define GO_REG_LOAD(v, field)                                                                      \
+	do {                                                                                       \
+		v = ctx->field;                                                                    \
+		asm volatile("" : "+r"(v));                                                        \
+	} while (0)
+
 static __always_inline __u64 go_arg(const GO_REGS *ctx, __u32 slot)
 {
+	__u64 v = 0;
+
 	switch (slot) {
-	case 1: return ctx->rax;
-	case 2: return ctx->rbx;
-	case 3: return ctx->rcx;
-	case 4: return ctx->rdi;
-	case 5: return ctx->rsi;
-	case 6: return ctx->r8;
-	case 7: return ctx->r9;
-	case 8: return ctx->r10;
-	case 9: return ctx->r11;
-	default: return 0;
+	case 1:
+		GO_REG_LOAD(v, rax);
+		break;
+	case 2:
+		GO_REG_LOAD(v, rbx);
+		break;
+	case 3:
+		GO_REG_LOAD(v, rcx);
+		break;
+	case 4:
+		GO_REG_LOAD(v, rdi);
+		break;
+	case 5:
+		GO_REG_LOAD(v, rsi);
+		break;
+	case 6:
+		GO_REG_LOAD(v, r8);
+		break;
+	case 7:
+		GO_REG_LOAD(v, r9);
+		break;
+	case 8:
+		GO_REG_LOAD(v, r10);
+		break;
+	case 9:
+		GO_REG_LOAD(v, r11);
+		break;
 	}
+	return v;
 }
 
 #elif defined(__TARGET_ARCH_arm64)
