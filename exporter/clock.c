@@ -21,22 +21,25 @@ uint64_t clock__mono_now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* CLOCK_MONOTONIC cannot fail given a valid pointer; 0 makes a broken libc obvious. */
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		return 0;
 	return ts_ns(&ts);
 }
 
 int clock__sync(struct clock_sync *c)
 {
+	uint64_t a, b, gap, best_gap = UINT64_MAX;
 	struct timespec m1, r, m2;
-	uint64_t best_gap = UINT64_MAX;
 	int i;
 
 	for (i = 0; i < SYNC_TRIES; i++) {
 		if (clock_gettime(CLOCK_MONOTONIC, &m1) || clock_gettime(CLOCK_REALTIME, &r) ||
 		    clock_gettime(CLOCK_MONOTONIC, &m2))
 			return -errno;
-		uint64_t a = ts_ns(&m1), b = ts_ns(&m2), gap = b - a;
-
+		a = ts_ns(&m1);
+		b = ts_ns(&m2);
+		gap = b - a;
 		if (gap < best_gap) {
 			best_gap = gap;
 			c->offset_ns = (int64_t)(ts_ns(&r) - (a + gap / 2));

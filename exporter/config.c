@@ -2,7 +2,8 @@
 /*
  * Settings, table-driven. Each row names a variable and/or option, its default and one typed
  * parser; values apply in the order defaults, environment, command line, so the later source
- * wins. A refused value stops gospan at start with a message naming the setting and the value.
+ * wins. A refused value stops gospan at start with a message naming the setting and the value:
+ * a typo found then is one clear line, found later it is a failed export every few seconds.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "log.h"
@@ -22,38 +24,7 @@ enum source {
 
 static const char *const source_names[] = { "default", "environment", "command line" };
 
-struct setting {
-	const char *env; /* variable, or NULL */
-	const char *opt; /* long option without "--", or NULL */
-	const char *def; /* default as text, or NULL for unset */
-	const char *help;
-	int (*parse)(struct config *cfg, const struct setting *s, const char *name, const char *val);
-	bool secret; /* value never printed */
-	bool flag;   /* option takes no value */
-};
-
-static int parse_pid(struct config *cfg, const struct setting *s, const char *name, const char *val);
-static int parse_exe(struct config *cfg, const struct setting *s, const char *name, const char *val);
-static int parse_flag(struct config *cfg, const struct setting *s, const char *name, const char *val);
-static int parse_service(struct config *cfg, const struct setting *s, const char *name,
-			 const char *val);
-static int parse_res_attrs(struct config *cfg, const struct setting *s, const char *name,
-			   const char *val);
-static int parse_exporter(struct config *cfg, const struct setting *s, const char *name,
-			  const char *val);
-static int parse_endpoint(struct config *cfg, const struct setting *s, const char *name,
-			  const char *val);
-static int parse_protocol(struct config *cfg, const struct setting *s, const char *name,
-			  const char *val);
-static int parse_headers(struct config *cfg, const struct setting *s, const char *name,
-			 const char *val);
-static int parse_ms(struct config *cfg, const struct setting *s, const char *name, const char *val);
-static int parse_count(struct config *cfg, const struct setting *s, const char *name,
-		       const char *val);
-static int parse_log_level(struct config *cfg, const struct setting *s, const char *name,
-			   const char *val);
-
-enum {
+enum setting_id {
 	S_PID,
 	S_EXE,
 	S_VERBOSE,
@@ -79,48 +50,94 @@ enum {
 
 _Static_assert(S__COUNT <= CONFIG_MAX_SETTINGS, "raise CONFIG_MAX_SETTINGS");
 
+/* NAME is how the value was given ("--pid", "OTEL_BSP_SCHEDULE_DELAY"), for messages. */
+typedef int (*parse_fn)(struct config *cfg, enum setting_id id, const char *name, const char *val);
+
+struct setting {
+	const char *env; /* variable, or NULL */
+	const char *opt; /* long option without "--", or NULL */
+	char short_opt;	 /* one-letter alias, or 0 */
+	const char *def; /* default as text, or NULL for unset */
+	const char *help;
+	parse_fn parse;
+	bool secret; /* value never printed */
+	bool flag;   /* option takes no value */
+};
+
+static int parse_pid(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_service(struct config *cfg, enum setting_id id, const char *name,
+			 const char *val);
+static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
+			   const char *val);
+static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,
+			  const char *val);
+static int parse_endpoint(struct config *cfg, enum setting_id id, const char *name,
+			  const char *val);
+static int parse_protocol(struct config *cfg, enum setting_id id, const char *name,
+			  const char *val);
+static int parse_headers(struct config *cfg, enum setting_id id, const char *name,
+			 const char *val);
+static int parse_ms(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_count(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_log_level(struct config *cfg, enum setting_id id, const char *name,
+			   const char *val);
+
 static const struct setting settings[S__COUNT] = {
-	[S_PID] = { "OTEL_GO_AUTO_TARGET_PID", "pid", NULL, "process to trace", parse_pid },
-	[S_EXE] = { "OTEL_GO_AUTO_TARGET_EXE", "exe", NULL,
-		    "executable to trace: every process running it, waiting for the first",
-		    parse_exe },
-	[S_VERBOSE] = { NULL, "verbose", NULL, "status line every 10 s", parse_flag, false, true },
-	[S_HELP] = { NULL, "help", NULL, "this help", parse_flag, false, true },
-	[S_VERSION] = { NULL, "version", NULL, "print the version", parse_flag, false, true },
-	[S_SERVICE_NAME] = { "OTEL_SERVICE_NAME", NULL, NULL,
-			     "service.name (default: the target's OTEL_SERVICE_NAME, else its "
-			     "executable name)",
-			     parse_service },
-	[S_RESOURCE_ATTRS] = { "OTEL_RESOURCE_ATTRIBUTES", NULL, NULL,
-			       "extra resource attributes, key=value,...", parse_res_attrs },
-	[S_TRACES_EXPORTER] = { "OTEL_TRACES_EXPORTER", NULL, "otlp", "otlp, console or none",
-				parse_exporter },
-	[S_ENDPOINT] = { "OTEL_EXPORTER_OTLP_ENDPOINT", NULL, "http://localhost:4318",
-			 "OTLP/HTTP base URL; traces go to <base>/v1/traces", parse_endpoint },
-	[S_TRACES_ENDPOINT] = { "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", NULL, NULL,
-				"full traces URL, used as given", parse_endpoint },
-	[S_PROTOCOL] = { "OTEL_EXPORTER_OTLP_PROTOCOL", NULL, "http/protobuf",
-			 "only http/protobuf is supported", parse_protocol },
-	[S_TRACES_PROTOCOL] = { "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", NULL, NULL,
-				"only http/protobuf is supported", parse_protocol },
-	[S_HEADERS] = { "OTEL_EXPORTER_OTLP_HEADERS", NULL, NULL,
-			"request headers, key=value,... (values percent-decoded)", parse_headers,
-			true },
-	[S_TRACES_HEADERS] = { "OTEL_EXPORTER_OTLP_TRACES_HEADERS", NULL, NULL,
-			       "traces request headers, override the above", parse_headers, true },
-	[S_TIMEOUT] = { "OTEL_EXPORTER_OTLP_TIMEOUT", NULL, "10000", "export timeout, ms",
-			parse_ms },
-	[S_TRACES_TIMEOUT] = { "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", NULL, NULL,
-			       "traces export timeout, ms", parse_ms },
-	[S_BSP_DELAY] = { "OTEL_BSP_SCHEDULE_DELAY", NULL, "5000",
-			  "longest wait before a batch is sent, ms", parse_ms },
-	[S_BSP_QUEUE] = { "OTEL_BSP_MAX_QUEUE_SIZE", NULL, "2048",
-			  "spans queued for export at most; beyond, spans are dropped and counted",
-			  parse_count },
-	[S_BSP_BATCH] = { "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", NULL, "512", "spans per export request",
-			  parse_count },
-	[S_LOG_LEVEL] = { "OTEL_LOG_LEVEL", NULL, "info", "error, warn, info or debug",
-			  parse_log_level },
+	[S_PID] = { .env = "OTEL_GO_AUTO_TARGET_PID", .opt = "pid", .help = "process to trace",
+		    .parse = parse_pid },
+	[S_EXE] = { .env = "OTEL_GO_AUTO_TARGET_EXE", .opt = "exe",
+		    .help = "executable to trace: every process running it, waiting for the first",
+		    .parse = parse_exe },
+	[S_VERBOSE] = { .opt = "verbose", .short_opt = 'v', .help = "status line every 10 s",
+			.parse = parse_flag, .flag = true },
+	[S_HELP] = { .opt = "help", .short_opt = 'h', .help = "this help", .parse = parse_flag,
+		     .flag = true },
+	[S_VERSION] = { .opt = "version", .help = "print the version", .parse = parse_flag,
+			.flag = true },
+	[S_SERVICE_NAME] = { .env = "OTEL_SERVICE_NAME",
+			     .help = "service.name (default: the target's OTEL_SERVICE_NAME, else "
+				     "its executable name)",
+			     .parse = parse_service },
+	[S_RESOURCE_ATTRS] = { .env = "OTEL_RESOURCE_ATTRIBUTES",
+			       .help = "extra resource attributes, key=value,... (values "
+				       "percent-decoded)",
+			       .parse = parse_res_attrs },
+	[S_TRACES_EXPORTER] = { .env = "OTEL_TRACES_EXPORTER", .def = "otlp",
+				.help = "otlp, console or none", .parse = parse_exporter },
+	[S_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_ENDPOINT", .def = "http://localhost:4318",
+			 .help = "OTLP/HTTP base URL; traces go to <base>/v1/traces",
+			 .parse = parse_endpoint },
+	[S_TRACES_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+				.help = "full traces URL, used as given", .parse = parse_endpoint },
+	[S_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_PROTOCOL", .def = "http/protobuf",
+			 .help = "only http/protobuf is supported", .parse = parse_protocol },
+	[S_TRACES_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+				.help = "only http/protobuf is supported",
+				.parse = parse_protocol },
+	[S_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_HEADERS",
+			.help = "request headers, key=value,... (values percent-decoded)",
+			.parse = parse_headers, .secret = true },
+	[S_TRACES_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+			       .help = "traces request headers; override the above by name",
+			       .parse = parse_headers, .secret = true },
+	[S_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TIMEOUT", .def = "10000",
+			.help = "export request timeout, ms", .parse = parse_ms },
+	[S_TRACES_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+			       .help = "traces export request timeout, ms; overrides the above",
+			       .parse = parse_ms },
+	[S_BSP_DELAY] = { .env = "OTEL_BSP_SCHEDULE_DELAY", .def = "5000",
+			  .help = "longest wait before queued spans are sent, ms",
+			  .parse = parse_ms },
+	[S_BSP_QUEUE] = { .env = "OTEL_BSP_MAX_QUEUE_SIZE", .def = "2048",
+			  .help = "spans queued for export at most; beyond, spans are dropped "
+				  "and counted",
+			  .parse = parse_count },
+	[S_BSP_BATCH] = { .env = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", .def = "512",
+			  .help = "spans per export request at most", .parse = parse_count },
+	[S_LOG_LEVEL] = { .env = "OTEL_LOG_LEVEL", .def = "info",
+			  .help = "error, warn, info or debug", .parse = parse_log_level },
 };
 
 static int refuse(const char *name, const char *val, const char *why)
@@ -129,22 +146,31 @@ static int refuse(const char *name, const char *val, const char *why)
 	return -EINVAL;
 }
 
-/* Strict decimal: the whole string, no sign unless allowed, no overflow. */
+/*
+ * Strict decimal: digits only, the whole string, no overflow. strtol alone would accept " 12"
+ * and "+12" and stop quietly at the "abc" of "12abc".
+ */
 static int parse_long(const char *name, const char *val, long min, long max, long *out)
 {
-	char *end;
+	const char *p = *val == '-' ? val + 1 : val;
+	char why[64];
 	long v;
 
-	if (!*val || isspace((unsigned char)*val))
+	if (!*p)
 		return refuse(name, val, "not a number");
+	for (; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return refuse(name, val, "not a number");
 	errno = 0;
-	v = strtol(val, &end, 10);
-	if (*end)
-		return refuse(name, val, "not a number");
-	if (errno == ERANGE || v < min || v > max) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "out of range (%ld to %ld)", min, max);
+	v = strtol(val, NULL, 10);
+	if (v < min) {
+		if (min == 1)
+			return refuse(name, val, "must be positive");
+		snprintf(why, sizeof(why), "less than %ld", min);
+		return refuse(name, val, why);
+	}
+	if (errno == ERANGE || v > max) {
+		snprintf(why, sizeof(why), "larger than %ld", max);
 		return refuse(name, val, why);
 	}
 	*out = v;
@@ -162,46 +188,44 @@ static int replace_str(char **dst, const char *val)
 	return 0;
 }
 
-static int parse_pid(struct config *cfg, const struct setting *s, const char *name, const char *val)
+static int parse_pid(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
 	long v;
 	int err;
 
-	(void)s;
+	(void)id;
 	err = parse_long(name, val, 1, INT_MAX, &v);
 	if (!err)
 		cfg->pid = (pid_t)v;
 	return err;
 }
 
-static int parse_exe(struct config *cfg, const struct setting *s, const char *name, const char *val)
+static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
-	(void)s;
+	(void)id;
 	if (!*val)
 		return refuse(name, val, "empty path");
 	return replace_str(&cfg->exe, val);
 }
 
-static int parse_flag(struct config *cfg, const struct setting *s, const char *name, const char *val)
+static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
 	(void)name;
 	(void)val;
-	if (s == &settings[S_VERBOSE])
+	if (id == S_VERBOSE)
 		cfg->verbose = true;
-	else if (s == &settings[S_HELP])
+	else if (id == S_HELP)
 		cfg->help = true;
 	else
 		cfg->version = true;
 	return 0;
 }
 
-static int parse_service(struct config *cfg, const struct setting *s, const char *name,
+static int parse_service(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val)
 {
-	(void)s;
+	(void)id;
 	(void)name;
-	if (!*val)
-		return 0; /* empty means unset, as in the SDKs */
 	return replace_str(&cfg->service_name, val);
 }
 
@@ -213,29 +237,32 @@ static int hexval(char c)
 	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* Percent-decodes LEN bytes of SRC into a new string; NULL with errno EINVAL on a bad escape. */
+/*
+ * Percent-decodes LEN bytes of SRC into a new string; NULL with errno EINVAL on a bad escape. An
+ * encoded NUL is refused too: it would silently cut the value short.
+ */
 static char *percent_decode(const char *src, size_t len)
 {
 	char *out = malloc(len + 1), *o = out;
 	size_t i;
+	int hi, lo;
 
 	if (!out)
 		return NULL;
 	for (i = 0; i < len; i++) {
-		if (src[i] == '%') {
-			int hi = i + 1 < len ? hexval(src[i + 1]) : -1;
-			int lo = i + 2 < len ? hexval(src[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(out);
-				errno = EINVAL;
-				return NULL;
-			}
-			*o++ = (char)(hi << 4 | lo);
-			i += 2;
-		} else {
+		if (src[i] != '%') {
 			*o++ = src[i];
+			continue;
 		}
+		hi = i + 1 < len ? hexval(src[i + 1]) : -1;
+		lo = i + 2 < len ? hexval(src[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+			free(out);
+			errno = EINVAL;
+			return NULL;
+		}
+		*o++ = (char)(hi << 4 | lo);
+		i += 2;
 	}
 	*o = '\0';
 	return out;
@@ -260,27 +287,48 @@ static void free_kvs(struct header_kv *kv, size_t n)
 	free(kv);
 }
 
-/* Parses "k=v,k2=v2" (the W3C Baggage-like list the OTel variables use), values percent-decoded. */
+/* RFC 9110 token characters: what an HTTP header name may be made of. */
+static bool is_token(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("!#$%&'*+-.^_`|~", *s))
+			return false;
+	return true;
+}
+
+/* A decoded CR or LF in a header value would let the setting inject whole header lines. */
+static bool has_ctl(const char *s)
+{
+	for (; *s; s++)
+		if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/*
+ * Parses "k=v,k2=v2" (the Baggage-like list the OTel variables use), values percent-decoded. A
+ * key given twice keeps its last value. For headers (SECRET), names must be HTTP tokens, values
+ * free of control characters, and messages never repeat the value.
+ */
 static int parse_kv_list(const char *name, const char *val, bool secret, struct header_kv **out,
 			 size_t *nout)
 {
+	const char *p, *end, *eq, *kb, *ke, *vb, *ve, *shown = secret ? "(hidden)" : val;
 	struct header_kv *kv = NULL, *tmp;
-	const char *p = val, *end, *eq, *kb, *ke, *vb, *ve;
-	size_t n = 0;
-	int err = 0;
+	char *key = NULL, *value = NULL;
+	size_t n = 0, i;
+	int err;
 
-	while (*p) {
-		end = strchr(p, ',');
-		if (!end)
-			end = p + strlen(p);
+	for (p = val; *p; p = *end ? end + 1 : end) {
+		end = p + strcspn(p, ",");
 		kb = p;
 		ke = end;
 		trim(&kb, &ke);
 		if (kb == ke)
-			goto next; /* empty entry: tolerated, as the SDKs do */
+			continue; /* "a=1,,b=2" or a trailing comma: tolerated, as the SDKs do */
 		eq = memchr(kb, '=', ke - kb);
-		if (!eq || eq == kb) {
-			err = refuse(name, secret ? "(hidden)" : val, "expected key=value pairs");
+		if (!eq) {
+			err = refuse(name, shown, "expected key=value pairs");
 			goto cleanup;
 		}
 		vb = eq + 1;
@@ -288,52 +336,83 @@ static int parse_kv_list(const char *name, const char *val, bool secret, struct 
 		ke = eq;
 		trim(&kb, &ke);
 		trim(&vb, &ve);
+		if (kb == ke) {
+			err = refuse(name, shown, "empty key");
+			goto cleanup;
+		}
+		key = strndup(kb, ke - kb);
+		if (!key) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		value = percent_decode(vb, ve - vb);
+		if (!value) {
+			err = errno == EINVAL ? refuse(name, shown, "bad percent-encoding") :
+						-ENOMEM;
+			goto cleanup;
+		}
+		if (secret && !is_token(key)) {
+			err = refuse(name, shown, "header name is not an HTTP token");
+			goto cleanup;
+		}
+		if (secret && has_ctl(value)) {
+			pr_err("invalid %s: value of header '%s' holds a control character", name,
+			       key);
+			err = -EINVAL;
+			goto cleanup;
+		}
+		for (i = 0; i < n; i++)
+			if (secret ? !strcasecmp(kv[i].key, key) : !strcmp(kv[i].key, key))
+				break;
+		if (i < n) {
+			free(kv[i].value);
+			kv[i].value = value;
+			free(key);
+			key = value = NULL;
+			continue;
+		}
 		tmp = realloc(kv, (n + 1) * sizeof(*kv));
 		if (!tmp) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
 		kv = tmp;
-		kv[n].key = strndup(kb, ke - kb);
-		kv[n].value = percent_decode(vb, ve - vb);
+		kv[n].key = key;
+		kv[n].value = value;
 		n++;
-		if (!kv[n - 1].key || !kv[n - 1].value) {
-			err = errno == EINVAL ? refuse(name, secret ? "(hidden)" : val,
-						       "bad percent-encoding") :
-						-ENOMEM;
-			goto cleanup;
-		}
-next:
-		p = *end ? end + 1 : end;
+		key = value = NULL;
 	}
 	free_kvs(*out, *nout);
 	*out = kv;
 	*nout = n;
 	return 0;
+
 cleanup:
+	free(key);
+	free(value);
 	free_kvs(kv, n);
 	return err;
 }
 
-static int parse_res_attrs(struct config *cfg, const struct setting *s, const char *name,
+static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
 			   const char *val)
 {
-	(void)s;
+	(void)id;
 	return parse_kv_list(name, val, false, &cfg->resource_attrs, &cfg->nresource_attrs);
 }
 
-static int parse_headers(struct config *cfg, const struct setting *s, const char *name,
+static int parse_headers(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val)
 {
-	if (s == &settings[S_HEADERS])
+	if (id == S_HEADERS)
 		return parse_kv_list(name, val, true, &cfg->base_headers, &cfg->nbase_headers);
 	return parse_kv_list(name, val, true, &cfg->traces_headers, &cfg->ntraces_headers);
 }
 
-static int parse_exporter(struct config *cfg, const struct setting *s, const char *name,
+static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val)
 {
-	(void)s;
+	(void)id;
 	if (!strcmp(val, "otlp"))
 		cfg->exporter = TRACES_EXPORTER_OTLP;
 	else if (!strcmp(val, "console"))
@@ -345,39 +424,67 @@ static int parse_exporter(struct config *cfg, const struct setting *s, const cha
 	return 0;
 }
 
-/* http or https, then a host. The rest is the collector's business. */
+/* Scheme http or https, then an authority with a host and at most a numeric port. */
 static int check_url(const char *name, const char *val)
 {
-	const char *host;
+	const char *p, *c, *end, *at, *host, *host_end;
+	long port = 0;
 
-	if (!strncmp(val, "http://", 7))
-		host = val + 7;
-	else if (!strncmp(val, "https://", 8))
-		host = val + 8;
+	if (!strncasecmp(val, "http://", 7))
+		p = val + 7;
+	else if (!strncasecmp(val, "https://", 8))
+		p = val + 8;
 	else
-		return refuse(name, val, "expected an http:// or https:// URL");
-	if (!*host || *host == '/' || *host == ':' || strpbrk(host, " \t\r\n"))
-		return refuse(name, val, "no host in URL");
+		return refuse(name, val, "not an http:// or https:// URL");
+	for (c = val; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return refuse(name, val, "space or control character in URL");
+	end = p + strcspn(p, "/?#");
+	at = memrchr(p, '@', end - p);
+	host = at ? at + 1 : p;
+	if (*host == '[') {
+		host_end = memchr(host, ']', end - host);
+		if (!host_end || host_end == host + 1)
+			return refuse(name, val, "bad IPv6 address in URL");
+		host_end++;
+	} else {
+		host_end = memchr(host, ':', end - host);
+		if (!host_end)
+			host_end = end;
+		if (host_end == host)
+			return refuse(name, val, "no host in URL");
+	}
+	if (host_end == end)
+		return 0;
+	if (*host_end != ':' || host_end + 1 == end)
+		return refuse(name, val, "bad port in URL");
+	for (c = host_end + 1; c < end; c++) {
+		if (!isdigit((unsigned char)*c) || port > 65535)
+			return refuse(name, val, "bad port in URL");
+		port = port * 10 + (*c - '0');
+	}
+	if (port < 1 || port > 65535)
+		return refuse(name, val, "bad port in URL");
 	return 0;
 }
 
-static int parse_endpoint(struct config *cfg, const struct setting *s, const char *name,
+static int parse_endpoint(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val)
 {
 	int err = check_url(name, val);
 
 	if (err)
 		return err;
-	if (s == &settings[S_ENDPOINT])
+	if (id == S_ENDPOINT)
 		return replace_str(&cfg->otlp_endpoint, val);
 	return replace_str(&cfg->otlp_traces_endpoint, val);
 }
 
-static int parse_protocol(struct config *cfg, const struct setting *s, const char *name,
+static int parse_protocol(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val)
 {
 	(void)cfg;
-	(void)s;
+	(void)id;
 	if (!strcmp(val, "http/protobuf"))
 		return 0;
 	if (!strcmp(val, "grpc"))
@@ -385,100 +492,116 @@ static int parse_protocol(struct config *cfg, const struct setting *s, const cha
 	return refuse(name, val, "only http/protobuf is supported");
 }
 
-static int parse_ms(struct config *cfg, const struct setting *s, const char *name, const char *val)
+static int parse_ms(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
 	long v, *dst;
 	int err;
 
-	if (s == &settings[S_TIMEOUT])
+	if (id == S_TIMEOUT)
 		dst = &cfg->base_timeout_ms;
-	else if (s == &settings[S_TRACES_TIMEOUT])
+	else if (id == S_TRACES_TIMEOUT)
 		dst = &cfg->traces_timeout_ms;
 	else
 		dst = &cfg->bsp_schedule_delay_ms;
-	/* A delay of 0 would spin the export thread; a timeout of 0 would never end. */
+	/* A delay of 0 would spin the export thread; a timeout of 0 means none to libcurl. */
 	err = parse_long(name, val, 1, 24L * 3600 * 1000, &v);
 	if (!err)
 		*dst = v;
 	return err;
 }
 
-static int parse_count(struct config *cfg, const struct setting *s, const char *name,
-		       const char *val)
+static int parse_count(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
 	long v;
 	int err;
 
+	/* The queue is allocated whole at start: a bound keeps a typo from asking for gigabytes. */
 	err = parse_long(name, val, 1, 1L << 24, &v);
 	if (err)
 		return err;
-	if (s == &settings[S_BSP_QUEUE])
+	if (id == S_BSP_QUEUE)
 		cfg->bsp_max_queue = v;
 	else
 		cfg->bsp_max_batch = v;
 	return 0;
 }
 
-static int parse_log_level(struct config *cfg, const struct setting *s, const char *name,
+static int parse_log_level(struct config *cfg, enum setting_id id, const char *name,
 			   const char *val)
 {
-	(void)s;
+	(void)id;
 	if (log_parse_level(val, &cfg->log_level))
 		return refuse(name, val, "expected error, warn, info or debug");
 	return 0;
 }
 
+/* The OTel spec treats an empty variable as unset; the first of duplicates wins, as in getenv. */
 static const char *env_lookup(char **envp, const char *name)
 {
 	size_t n = strlen(name);
 
 	for (; envp && *envp; envp++)
 		if (!strncmp(*envp, name, n) && (*envp)[n] == '=')
-			return *envp + n + 1;
+			return (*envp)[n + 1] ? *envp + n + 1 : NULL;
 	return NULL;
 }
 
-static int apply(struct config *cfg, int idx, const char *name, const char *val, enum source src)
+static int apply(struct config *cfg, enum setting_id id, const char *name, const char *val,
+		 enum source src)
 {
-	int err = settings[idx].parse(cfg, &settings[idx], name, val);
+	int err = settings[id].parse(cfg, id, name, val);
 
 	if (!err) {
-		cfg->raw[idx] = val;
-		cfg->source[idx] = src;
+		cfg->raw[id] = val;
+		cfg->source[id] = src;
 	}
 	return err;
 }
 
+/* Finds the setting for ARG (without leading dashes, LEN bytes); S__COUNT when there is none. */
+static enum setting_id find_option(const char *arg, size_t len, bool is_short)
+{
+	int id;
+
+	for (id = 0; id < S__COUNT; id++) {
+		if (is_short && len == 1 && settings[id].short_opt == arg[0])
+			return id;
+		if (!is_short && settings[id].opt && strlen(settings[id].opt) == len &&
+		    !strncmp(settings[id].opt, arg, len))
+			return id;
+	}
+	return S__COUNT;
+}
+
+/* --name value, --name=value, and -h/-v; anything else is refused, never skipped. */
 static int parse_cli(struct config *cfg, int argc, char **argv)
 {
 	const char *arg, *val, *eq;
+	enum setting_id id;
+	char name[64];
+	bool is_short;
 	size_t len;
-	int i, idx;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		arg = argv[i];
-		if (!strcmp(arg, "-h"))
-			arg = "--help";
-		else if (!strcmp(arg, "-v"))
-			arg = "--verbose";
-		if (strncmp(arg, "--", 2)) {
+		if (arg[0] != '-') {
 			pr_err("unexpected argument '%s'; see --help", arg);
 			return -EINVAL;
 		}
-		arg += 2;
-		eq = strchr(arg, '=');
+		is_short = arg[1] != '-';
+		arg += is_short ? 1 : 2;
+		eq = is_short ? NULL : strchr(arg, '=');
 		len = eq ? (size_t)(eq - arg) : strlen(arg);
-		for (idx = 0; idx < S__COUNT; idx++)
-			if (settings[idx].opt && strlen(settings[idx].opt) == len &&
-			    !strncmp(settings[idx].opt, arg, len))
-				break;
-		if (idx == S__COUNT) {
+		id = find_option(arg, len, is_short);
+		if (id == S__COUNT) {
 			pr_err("unknown option '%s'; see --help", argv[i]);
 			return -EINVAL;
 		}
-		if (settings[idx].flag) {
+		snprintf(name, sizeof(name), "--%s", settings[id].opt);
+		if (settings[id].flag) {
 			if (eq) {
-				pr_err("option '--%s' takes no value", settings[idx].opt);
+				pr_err("option '%s' takes no value", name);
 				return -EINVAL;
 			}
 			val = "true";
@@ -487,19 +610,16 @@ static int parse_cli(struct config *cfg, int argc, char **argv)
 		} else if (i + 1 < argc) {
 			val = argv[++i];
 		} else {
-			pr_err("option '--%s' needs a value", settings[idx].opt);
+			pr_err("option '%s' needs a value", name);
 			return -EINVAL;
 		}
-		char name[64];
-
-		snprintf(name, sizeof(name), "--%s", settings[idx].opt);
-		if (apply(cfg, idx, name, val, SRC_CLI))
+		if (apply(cfg, id, name, val, SRC_CLI))
 			return -EINVAL;
 	}
 	return 0;
 }
 
-/* Puts together what depends on several settings: the traces URL, headers, timeout. */
+/* Puts together what depends on several settings: the traces URL, headers, timeout, batch. */
 static int finish(struct config *cfg)
 {
 	const char *base = cfg->otlp_endpoint;
@@ -521,8 +641,8 @@ static int finish(struct config *cfg)
 
 	/* Traces headers override general ones with the same (case-insensitive) name. */
 	free_kvs(cfg->headers, cfg->nheaders);
-	cfg->headers = calloc(cfg->nbase_headers + cfg->ntraces_headers + 1, sizeof(*cfg->headers));
 	cfg->nheaders = 0;
+	cfg->headers = calloc(cfg->nbase_headers + cfg->ntraces_headers + 1, sizeof(*cfg->headers));
 	if (!cfg->headers)
 		return -ENOMEM;
 	for (i = 0; i < cfg->nbase_headers; i++) {
@@ -544,6 +664,10 @@ static int finish(struct config *cfg)
 
 	cfg->export_timeout_ms = cfg->traces_timeout_ms ? cfg->traces_timeout_ms :
 							  cfg->base_timeout_ms;
+
+	/* A small queue alone shrinks the default batch; a batch set above it is a mistake. */
+	if (cfg->bsp_max_batch > cfg->bsp_max_queue && cfg->source[S_BSP_BATCH] == SRC_DEFAULT)
+		cfg->bsp_max_batch = cfg->bsp_max_queue;
 	if (cfg->bsp_max_batch > cfg->bsp_max_queue) {
 		pr_err("invalid OTEL_BSP_MAX_EXPORT_BATCH_SIZE '%ld': larger than "
 		       "OTEL_BSP_MAX_QUEUE_SIZE (%ld)",
@@ -555,28 +679,36 @@ static int finish(struct config *cfg)
 
 int config__parse(struct config *cfg, int argc, char **argv, char **envp)
 {
+	const struct setting *s;
 	const char *val;
-	int idx, err;
+	int id, err;
 
 	memset(cfg, 0, sizeof(*cfg));
-	for (idx = 0; idx < S__COUNT; idx++) {
-		if (settings[idx].def) {
-			err = apply(cfg, idx, settings[idx].env, settings[idx].def, SRC_DEFAULT);
-			if (err)
-				return err;
-		}
-	}
-	for (idx = 0; idx < S__COUNT; idx++) {
-		if (!settings[idx].env)
+	for (id = 0; id < S__COUNT; id++) {
+		s = &settings[id];
+		if (!s->def)
 			continue;
-		val = env_lookup(envp, settings[idx].env);
-		if (val && apply(cfg, idx, settings[idx].env, val, SRC_ENV))
-			return -EINVAL;
+		err = apply(cfg, id, s->env ? s->env : s->opt, s->def, SRC_DEFAULT);
+		if (err)
+			goto cleanup;
+	}
+	for (id = 0; id < S__COUNT; id++) {
+		if (!settings[id].env)
+			continue;
+		val = env_lookup(envp, settings[id].env);
+		if (!val)
+			continue;
+		err = apply(cfg, id, settings[id].env, val, SRC_ENV);
+		if (err)
+			goto cleanup;
 	}
 	err = parse_cli(cfg, argc, argv);
 	if (err)
-		return err;
-	/* --pid and --exe name the target together: one from the command line hides the other's variable. */
+		goto cleanup;
+	/*
+	 * --pid and --exe name the target together: one given on the command line hides the other's
+	 * variable, so a stale variable in the environment cannot make the target ambiguous.
+	 */
 	if (cfg->source[S_PID] == SRC_CLI && cfg->source[S_EXE] == SRC_ENV) {
 		free(cfg->exe);
 		cfg->exe = NULL;
@@ -587,7 +719,17 @@ int config__parse(struct config *cfg, int argc, char **argv, char **envp)
 		cfg->source[S_PID] = SRC_DEFAULT;
 		cfg->raw[S_PID] = NULL;
 	}
-	return finish(cfg);
+	err = finish(cfg);
+	if (err)
+		goto cleanup;
+	return 0;
+
+cleanup:
+	if (err == -ENOMEM)
+		pr_err("cannot read settings: out of memory");
+	/* Leaves CFG zeroed, so a caller's config__free stays harmless. */
+	config__free(cfg);
+	return err;
 }
 
 void config__free(struct config *cfg)
@@ -608,27 +750,34 @@ void config__print_help(const struct config *cfg, FILE *out)
 {
 	const struct setting *s;
 	const char *val;
-	int idx;
+	int id;
 
-	fprintf(out, "usage: gospan --pid PID | --exe PATH [--verbose]\n\n"
-		     "Traces the HTTP requests a running Go service serves and exports them as\n"
-		     "OpenTelemetry spans (OTLP/HTTP protobuf). Needs root, or CAP_BPF, CAP_PERFMON\n"
-		     "and CAP_SYS_PTRACE.\n\nsettings (current value, source):\n");
-	for (idx = 0; idx < S__COUNT; idx++) {
-		s = &settings[idx];
-		if (s->opt && s->env)
-			fprintf(out, "  --%s, %s\n", s->opt, s->env);
+	fputs("usage: gospan --pid PID | --exe PATH [--verbose]\n"
+	      "       gospan --help | --version\n\n"
+	      "Traces the HTTP requests a running Go service serves and exports them as\n"
+	      "OpenTelemetry spans (OTLP/HTTP protobuf). Needs root, or CAP_BPF, CAP_PERFMON\n"
+	      "and CAP_SYS_PTRACE. Command-line options win over the environment.\n\n"
+	      "settings (current value, source):\n",
+	      out);
+	for (id = 0; id < S__COUNT; id++) {
+		s = &settings[id];
+		if (s->opt && s->short_opt)
+			fprintf(out, "  -%c, --%s", s->short_opt, s->opt);
 		else if (s->opt)
-			fprintf(out, "  --%s\n", s->opt);
+			fprintf(out, "  --%s", s->opt);
+		if (s->opt && s->env)
+			fprintf(out, ", %s\n", s->env);
+		else if (s->opt)
+			fputc('\n', out);
 		else
 			fprintf(out, "  %s\n", s->env);
-		val = cfg->raw[idx];
+		val = cfg->raw[id];
 		if (!val)
 			val = "(unset)";
-		else if (s->secret && cfg->source[idx] != SRC_DEFAULT)
+		else if (s->secret)
 			val = "(set, hidden)";
 		fprintf(out, "      %s\n      = %s  [%s]\n", s->help, val,
-			source_names[cfg->source[idx]]);
+			source_names[cfg->source[id]]);
 	}
 	fprintf(out, "\ntraces are sent to %s\n", cfg->traces_url ? cfg->traces_url : "(unset)");
 }

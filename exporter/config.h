@@ -35,8 +35,9 @@ struct config {
 	size_t nresource_attrs;
 
 	enum traces_exporter exporter; /* OTEL_TRACES_EXPORTER */
-	char *traces_url; /* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces */
-	/* OTEL_EXPORTER_OTLP_HEADERS, then OTEL_EXPORTER_OTLP_TRACES_HEADERS overriding same keys */
+	/* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces */
+	char *traces_url;
+	/* OTEL_EXPORTER_OTLP_HEADERS, with OTEL_EXPORTER_OTLP_TRACES_HEADERS overriding by name */
 	struct header_kv *headers;
 	size_t nheaders;
 	long export_timeout_ms; /* OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT */
@@ -63,7 +64,8 @@ struct config {
 /*
  * Fills CFG from ARGV and ENVP (a NULL-terminated "NAME=value" array, like environ). 0 on
  * success; -EINVAL with a message naming the option or variable and the refused value.
- * Command-line options win over the environment.
+ * Command-line options win over the environment. ARGV and ENVP must outlive CFG: the raw values
+ * config__print_help shows point into them. On failure CFG is left zeroed.
  */
 int config__parse(struct config *cfg, int argc, char **argv, char **envp);
 void config__free(struct config *cfg);

@@ -22,7 +22,8 @@ struct exporter {
 	pthread_cond_t wake; /* the export thread waits on it */
 	struct span **ring;
 	size_t head, count; /* ring[head] is the oldest */
-	bool stopping, joined, thread_started;
+	struct span **batch; /* the export thread's, allocated up front so it cannot fail later */
+	bool stopping, joined;
 	pthread_t thread;
 	struct exporter_stats stats;
 };
@@ -38,13 +39,13 @@ static void deadline_after(struct timespec *ts, long ms)
 	}
 }
 
-/* Moves up to max_batch spans out of the ring into BATCH. Called with the lock held. */
-static size_t take_batch(struct exporter *e, struct span **batch)
+/* Moves up to max_batch spans out of the ring into e->batch. Called with the lock held. */
+static size_t take_batch(struct exporter *e)
 {
 	size_t n = e->count < e->opts.max_batch ? e->count : e->opts.max_batch, i;
 
 	for (i = 0; i < n; i++) {
-		batch[i] = e->ring[e->head];
+		e->batch[i] = e->ring[e->head];
 		e->head = (e->head + 1) % e->opts.max_queue;
 	}
 	e->count -= n;
@@ -54,16 +55,10 @@ static size_t take_batch(struct exporter *e, struct span **batch)
 static void *export_thread(void *arg)
 {
 	struct exporter *e = arg;
-	struct span **batch;
 	struct timespec deadline;
 	size_t n, i;
 	int err;
 
-	batch = calloc(e->opts.max_batch, sizeof(*batch));
-	if (!batch) {
-		pr_err("exporter: cannot allocate a batch of %zu spans", e->opts.max_batch);
-		return NULL;
-	}
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
 		deadline_after(&deadline, e->opts.delay_ms);
@@ -77,12 +72,13 @@ static void *export_thread(void *arg)
 				break;
 			continue;
 		}
-		n = take_batch(e, batch);
+		n = take_batch(e);
+		/* The sink may block for a whole export timeout: the reader must not wait on it. */
 		pthread_mutex_unlock(&e->lock);
 
-		err = e->opts.ops->export(e->opts.ctx, batch, n);
+		err = e->opts.ops->export(e->opts.ctx, e->batch, n);
 		for (i = 0; i < n; i++)
-			span__free(batch[i]);
+			span__free(e->batch[i]);
 
 		pthread_mutex_lock(&e->lock);
 		if (err) {
@@ -93,16 +89,18 @@ static void *export_thread(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
-	free(batch);
 	return NULL;
 }
 
 struct exporter *exporter__new(const struct exporter_opts *opts)
 {
+	bool lock_init = false, cond_init = false, attr_init = false;
+	pthread_condattr_t attr;
 	struct exporter *e;
 	int err;
 
-	if (!opts->ops || !opts->max_queue || !opts->max_batch || opts->delay_ms <= 0) {
+	if (!opts->ops || !opts->ops->export || !opts->max_queue || !opts->max_batch ||
+	    opts->delay_ms <= 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -112,28 +110,42 @@ struct exporter *exporter__new(const struct exporter_opts *opts)
 	e->opts = *opts;
 	if (e->opts.max_batch > e->opts.max_queue)
 		e->opts.max_batch = e->opts.max_queue;
-	e->ring = calloc(opts->max_queue, sizeof(*e->ring));
-	if (!e->ring) {
+	e->ring = calloc(e->opts.max_queue, sizeof(*e->ring));
+	e->batch = calloc(e->opts.max_batch, sizeof(*e->batch));
+	if (!e->ring || !e->batch) {
 		err = ENOMEM;
 		goto cleanup;
 	}
-	pthread_mutex_init(&e->lock, NULL);
-	{
-		pthread_condattr_t attr;
-
-		/* Deadlines on the monotonic clock: a clock step must not stall or rush export. */
-		pthread_condattr_init(&attr);
-		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-		pthread_cond_init(&e->wake, &attr);
-		pthread_condattr_destroy(&attr);
-	}
+	err = pthread_mutex_init(&e->lock, NULL);
+	if (err)
+		goto cleanup;
+	lock_init = true;
+	/* Deadlines on the monotonic clock: a clock step must neither stall nor rush exports. */
+	err = pthread_condattr_init(&attr);
+	if (err)
+		goto cleanup;
+	attr_init = true;
+	err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (err)
+		goto cleanup;
+	err = pthread_cond_init(&e->wake, &attr);
+	if (err)
+		goto cleanup;
+	cond_init = true;
 	err = pthread_create(&e->thread, NULL, export_thread, e);
 	if (err)
 		goto cleanup;
-	e->thread_started = true;
+	pthread_condattr_destroy(&attr);
 	return e;
 
 cleanup:
+	if (attr_init)
+		pthread_condattr_destroy(&attr);
+	if (cond_init)
+		pthread_cond_destroy(&e->wake);
+	if (lock_init)
+		pthread_mutex_destroy(&e->lock);
+	free(e->batch);
 	free(e->ring);
 	free(e);
 	errno = err;
@@ -146,6 +158,7 @@ int exporter__submit(struct exporter *e, struct span *s)
 
 	pthread_mutex_lock(&e->lock);
 	e->stats.submitted++;
+	/* After shutdown nothing would export it: counted with the full-queue drops. */
 	full = e->count == e->opts.max_queue || e->stopping;
 	if (full) {
 		e->stats.dropped_queue_full++;
@@ -172,8 +185,7 @@ void exporter__shutdown(struct exporter *e)
 	e->stopping = true;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
-	if (e->thread_started)
-		pthread_join(e->thread, NULL);
+	pthread_join(e->thread, NULL);
 	e->joined = true;
 }
 
@@ -189,17 +201,13 @@ void exporter__free(struct exporter *e)
 {
 	if (!e)
 		return;
+	/* The thread drains the queue before it ends, so nothing is left in the ring to free. */
 	exporter__shutdown(e);
-	/* Only left when the thread could not allocate its batch: counted, not lost silently. */
-	while (e->count) {
-		span__free(e->ring[e->head]);
-		e->head = (e->head + 1) % e->opts.max_queue;
-		e->count--;
-	}
 	if (e->opts.ops->free)
 		e->opts.ops->free(e->opts.ctx);
 	pthread_cond_destroy(&e->wake);
 	pthread_mutex_destroy(&e->lock);
+	free(e->batch);
 	free(e->ring);
 	free(e);
 }

@@ -25,7 +25,7 @@ struct exporter_opts {
 	size_t max_batch; /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE */
 	long delay_ms;	  /* OTEL_BSP_SCHEDULE_DELAY */
 	const struct sink_ops *ops;
-	void *ctx; /* owned by the exporter from exporter__new on, freed with ops->free */
+	void *ctx; /* owned by the exporter once exporter__new succeeds, freed with ops->free */
 };
 
 struct exporter_stats {
@@ -39,7 +39,10 @@ struct exporter_stats {
 
 /* Starts the export thread. NULL with errno on failure. */
 struct exporter *exporter__new(const struct exporter_opts *opts);
-/* Queues S, taking ownership. -ENOSPC (S freed, counted) when the queue is full. Never blocks on I/O. */
+/*
+ * Queues S, taking ownership. -ENOSPC (S freed, counted as dropped_queue_full) when the queue is
+ * full or the exporter is shut down. Never blocks on I/O.
+ */
 int exporter__submit(struct exporter *e, struct span *s);
 /* Exports everything queued, then stops the thread. Safe to call once before exporter__free. */
 void exporter__shutdown(struct exporter *e);

@@ -1,0 +1,3 @@
+module gospan.example/httpserver
+
+go 1.22

@@ -1,0 +1,140 @@
+// httpserver is the service gospan's demo and end-to-end tests trace: a small user/item API on
+// Go 1.22 routing patterns, with handlers that are slow, fail, panic or answer from the mux
+// itself (404, 405), so every kind of span gospan produces has a request that causes it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// maxSlow bounds /slow so a typo in a test cannot hold a connection for minutes.
+const maxSlow = 10 * time.Second
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// readBody drains the request body so the connection stays reusable, and reports its size.
+func readBody(r *http.Request) int64 {
+	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	return n
+}
+
+func routes() *http.ServeMux {
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id"), "name": "user " + r.PathValue("id")})
+	})
+	mux.HandleFunc("POST /users", func(w http.ResponseWriter, r *http.Request) {
+		n := readBody(r)
+		writeJSON(w, http.StatusCreated, map[string]any{"created": true, "bytes": n})
+	})
+	mux.HandleFunc("PUT /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		n := readBody(r)
+		writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "replaced": true, "bytes": n})
+	})
+	mux.HandleFunc("PATCH /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		n := readBody(r)
+		writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "updated": true, "bytes": n})
+	})
+	mux.HandleFunc("DELETE /users/{id}", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /items/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "item %s\n", r.PathValue("path"))
+	})
+	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+		d := 100 * time.Millisecond
+		if v := r.URL.Query().Get("ms"); v != "" {
+			ms, err := strconv.Atoi(v)
+			if err != nil || ms < 0 {
+				http.Error(w, "ms must be a non-negative integer", http.StatusBadRequest)
+				return
+			}
+			d = min(time.Duration(ms)*time.Millisecond, maxSlow)
+		}
+		time.Sleep(d)
+		fmt.Fprintf(w, "slept %d ms\n", d.Milliseconds())
+	})
+	mux.HandleFunc("GET /fail", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "this handler always fails", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("GET /status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.PathValue("code"))
+		if err != nil || code < 200 || code > 599 {
+			http.Error(w, "code must be 200..599", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "status %d\n", code)
+	})
+	mux.HandleFunc("GET /panic", func(w http.ResponseWriter, r *http.Request) {
+		// net/http recovers this, logs it and closes the connection without a response.
+		panic("httpserver: /panic was requested")
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "httpserver: try /users/42, /items/a/b, /slow?ms=200, /fail, /panic, /echo/anything")
+	})
+	// The catch-all echo lives under /echo/ rather than at "/": a pattern matching every path
+	// would leave the mux nothing to answer 404 or 405 for, and those spans carry no route.
+	mux.HandleFunc("/echo/", func(w http.ResponseWriter, r *http.Request) {
+		readBody(r)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "%s %s\n", r.Method, r.URL.Path)
+	})
+	return mux
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address (port 0 picks a free one)")
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("httpserver: cannot listen on '%s': %v", *addr, err)
+	}
+	srv := &http.Server{
+		Handler:           routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	// Printed after Listen, so whoever waits for this line can connect at once.
+	fmt.Printf("listening on %s\n", ln.Addr())
+
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatalf("httpserver: %v", err)
+	}
+}

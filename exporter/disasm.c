@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RET finder: a linear sweep with capstone over one function's bytes. Go's compilers emit no
+ * jump tables or other data inside amd64 functions, so a sweep from the symbol start sees every
+ * instruction; arm64 instructions are all 4 bytes wide, so a sweep cannot lose its alignment.
+ *
+ * What a function symbol may hold besides code decides when the sweep gives up:
+ *  - amd64: the linker pads between functions with int3 (0xcc), which decodes as an instruction;
+ *    a byte run that does not decode is only accepted at the tail, and only if it is all padding
+ *    (0xcc or 0x00). Anywhere else it means the bytes are not this machine's code: -EINVAL.
+ *  - arm64: the assembler may place literal pools (constants loaded PC-relative) inside the
+ *    function, and padding is zero words; neither need decode. An undecodable word is skipped, as
+ *    it cannot shift the decoding of the next one. Only a partial trailing word that is not zero
+ *    padding is -EINVAL.
+ * A skipped data word that happened to encode RET would be reported as a return; at worst that is
+ * a probe that never fires, never a missed return.
+ */
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "disasm.h"
+#include "log.h"
+
+#define ARM64_INSN_LEN 4
+
+struct rets {
+	uint64_t *offs;
+	size_t n, cap;
+};
+
+static int rets_add(struct rets *r, uint64_t off)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 8;
+		uint64_t *offs = realloc(r->offs, cap * sizeof(*offs));
+
+		if (!offs)
+			return -ENOMEM;
+		r->offs = offs;
+		r->cap = cap;
+	}
+	r->offs[r->n++] = off;
+	return 0;
+}
+
+static bool all_padding(const uint8_t *p, size_t len, bool int3_ok)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] && !(int3_ok && p[i] == 0xcc))
+			return false;
+	}
+	return true;
+}
+
+static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		 struct rets *r)
+{
+	unsigned int ret_id = machine == EM_X86_64 ? X86_INS_RET : ARM64_INS_RET;
+	const uint8_t *p = code;
+	uint64_t pc = addr;
+	size_t left = len;
+	cs_insn *insn;
+	int err = 0;
+
+	insn = cs_malloc(cs);
+	if (!insn) {
+		pr_err("cannot disassemble: %s", cs_strerror(cs_errno(cs)));
+		return -ENOMEM;
+	}
+	while (left) {
+		/* cs_disasm_iter advances p, left and pc past each instruction it decodes. */
+		while (cs_disasm_iter(cs, &p, &left, &pc, insn)) {
+			if (insn->id == ret_id) {
+				err = rets_add(r, insn->address - addr);
+				if (err)
+					goto cleanup;
+			}
+		}
+		if (!left)
+			break;
+		if (machine == EM_AARCH64 && left >= ARM64_INSN_LEN) {
+			p += ARM64_INSN_LEN;
+			pc += ARM64_INSN_LEN;
+			left -= ARM64_INSN_LEN;
+			continue;
+		}
+		if (!all_padding(p, left, machine == EM_X86_64)) {
+			pr_debug("cannot decode the code at 0x%llx (offset %zu of %zu)",
+				 (unsigned long long)pc, len - left, len);
+			err = -EINVAL;
+		}
+		break;
+	}
+cleanup:
+	cs_free(insn, 1);
+	return err;
+}
+
+int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		      uint64_t **offs, size_t *n)
+{
+	struct rets r = { 0 };
+	cs_arch arch;
+	cs_mode mode;
+	cs_err cerr;
+	csh cs;
+	int err;
+
+	switch (machine) {
+	case EM_X86_64:
+		arch = CS_ARCH_X86;
+		mode = CS_MODE_64;
+		break;
+	case EM_AARCH64:
+		arch = CS_ARCH_ARM64;
+		mode = CS_MODE_ARM;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	cerr = cs_open(arch, mode, &cs);
+	if (cerr != CS_ERR_OK) {
+		pr_err("cannot start capstone for machine %u: %s", machine, cs_strerror(cerr));
+		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
+	}
+	err = sweep(cs, machine, code, len, addr, &r);
+	if (!err && !r.n)
+		err = -ENOENT;
+	cerr = cs_close(&cs);
+	if (!err && cerr != CS_ERR_OK) {
+		pr_err("cannot close capstone: %s", cs_strerror(cerr));
+		err = -EINVAL;
+	}
+	if (err) {
+		free(r.offs);
+		return err;
+	}
+	*offs = r.offs;
+	*n = r.n;
+	return 0;
+}

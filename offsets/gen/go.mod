@@ -1,0 +1,3 @@
+module gospan/offsets/gen
+
+go 1.21

@@ -1,0 +1,552 @@
+// Command gen writes offsets/go_offsets.json, the per-Go-version struct member offsets gospan's
+// probes need. For each Go release it covers (the first and the latest patch of every minor from
+// 1.17 on that the Go module proxy carries) it builds a small net/http program with that exact
+// toolchain, reads the members' offsets from the program's DWARF, and folds the results into
+// ranges of consecutive versions over which an offset holds. Builds are cached in a temporary
+// directory, so running it again costs little. Run it with `make offsets`.
+package main
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fields is the one list of what gospan reads from Go's structs: the JSON names are
+// "<type>.<member>", as in go_field_names[] in exporter/offsets.c. A member a release does not
+// have (Request.Pattern before 1.23, Request.pat and the pattern type before 1.22) is left out of
+// that release's table rather than treated as an error.
+var fields = []struct{ typ, member string }{
+	{"runtime.g", "goid"},
+	{"net/http.Request", "Method"},
+	{"net/http.Request", "URL"},
+	{"net/http.Request", "Proto"},
+	{"net/http.Request", "Header"},
+	{"net/http.Request", "ContentLength"},
+	{"net/http.Request", "Host"},
+	{"net/http.Request", "RemoteAddr"},
+	{"net/http.Request", "TLS"},
+	{"net/http.Request", "Pattern"},
+	{"net/http.Request", "pat"},
+	{"net/http.pattern", "str"},
+	{"net/url.URL", "Path"},
+	{"net/http.response", "status"},
+}
+
+// Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
+const defaultMinMinor = 17
+
+// The probe uses the server, the mux and the request so that every type in fields reaches the
+// binary's DWARF; it never runs.
+const probeMain = `package main
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+)
+
+func main() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/x", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = w.Write([]byte(r.Method + r.URL.Path + r.Proto + r.Host + r.RemoteAddr))
+		_ = r.TLS != nil && r.ContentLength > 0 && r.Header != nil
+	})
+	u, _ := url.Parse(os.Args[0])
+	if len(os.Args) > 1 && u != nil {
+		l, err := net.Listen("tcp", os.Args[1])
+		if err == nil {
+			_ = (&http.Server{Handler: mux}).Serve(l)
+		}
+	}
+	runtime.Gosched()
+}
+`
+
+// go 1.17 in go.mod: every toolchain from 1.17 on accepts it, and a forced GOTOOLCHAIN never
+// needs to upgrade past it.
+const probeGoMod = "module gospan.invalid/offsetprobe\n\ngo 1.17\n"
+
+type goVersion struct{ major, minor, patch int }
+
+func (v goVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.major, v.minor, v.patch) }
+
+// toolchain is the name GOTOOLCHAIN and the proxy use: releases before 1.21 call their first
+// release "go1.N", later ones "go1.N.0".
+func (v goVersion) toolchain() string {
+	if v.patch == 0 && v.major == 1 && v.minor < 21 {
+		return fmt.Sprintf("go%d.%d", v.major, v.minor)
+	}
+	return "go" + v.String()
+}
+
+func (v goVersion) less(w goVersion) bool {
+	if v.major != w.major {
+		return v.major < w.major
+	}
+	if v.minor != w.minor {
+		return v.minor < w.minor
+	}
+	return v.patch < w.patch
+}
+
+// releaseRE matches release toolchain names only: betas and release candidates never ship in
+// production binaries worth tracing, and their structs may still change.
+var releaseRE = regexp.MustCompile(`^go(\d+)\.(\d+)(?:\.(\d+))?$`)
+
+func parseToolchain(s string) (goVersion, bool) {
+	m := releaseRE.FindStringSubmatch(s)
+	if m == nil {
+		return goVersion{}, false
+	}
+	var v goVersion
+	v.major, _ = strconv.Atoi(m[1])
+	v.minor, _ = strconv.Atoi(m[2])
+	if m[3] != "" {
+		v.patch, _ = strconv.Atoi(m[3])
+	}
+	return v, true
+}
+
+func parseVersionList(s string) ([]goVersion, error) {
+	var out []goVersion
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, ok := parseToolchain("go" + strings.TrimPrefix(f, "go"))
+		if !ok {
+			return nil, fmt.Errorf("'%s' is not a Go release version", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func goEnv(goCmd, key string) (string, error) {
+	out, err := exec.Command(goCmd, "env", key).Output()
+	if err != nil {
+		return "", fmt.Errorf("go env %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// proxyToolchains lists the toolchain releases for this host on the first module proxy in
+// GOPROXY that answers. The toolchain module is only fetched through the proxy protocol, so
+// GOPROXY=direct or off leaves nothing to ask.
+func proxyToolchains(goCmd string) ([]goVersion, error) {
+	proxies, err := goEnv(goCmd, "GOPROXY")
+	if err != nil {
+		return nil, err
+	}
+	suffix := "." + runtime.GOOS + "-" + runtime.GOARCH
+	client := &http.Client{Timeout: 60 * time.Second}
+	var errs []error
+	for _, p := range strings.FieldsFunc(proxies, func(r rune) bool { return r == ',' || r == '|' }) {
+		if !strings.HasPrefix(p, "https://") && !strings.HasPrefix(p, "http://") {
+			continue
+		}
+		url := strings.TrimSuffix(p, "/") + "/golang.org/toolchain/@v/list"
+		resp, err := client.Get(url)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			errs = append(errs, fmt.Errorf("%s: %s %v", url, resp.Status, err))
+			continue
+		}
+		var vs []goVersion
+		for _, line := range strings.Split(string(body), "\n") {
+			name, ok := strings.CutPrefix(strings.TrimSpace(line), "v0.0.1-")
+			if !ok || !strings.HasSuffix(name, suffix) {
+				continue
+			}
+			if v, ok := parseToolchain(strings.TrimSuffix(name, suffix)); ok {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			errs = append(errs, fmt.Errorf("%s: no %s toolchains listed", url, suffix[1:]))
+			continue
+		}
+		return vs, nil
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("GOPROXY=%q names no proxy to ask", proxies)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// pickReleases keeps, for every minor from minMinor on, its first release and its latest
+// patch: the first because lookups fall back to the nearest release at or below, so it covers
+// the whole minor; the latest because that is what most services are built with.
+func pickReleases(all []goVersion, minMinor int) []goVersion {
+	latest := map[int]goVersion{}
+	for _, v := range all {
+		if v.major != 1 || v.minor < minMinor {
+			continue
+		}
+		if cur, ok := latest[v.minor]; !ok || cur.less(v) {
+			latest[v.minor] = v
+		}
+	}
+	var out []goVersion
+	for minor, v := range latest {
+		out = append(out, goVersion{1, minor, 0})
+		if v.patch != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// buildProbe builds the probe with toolchain V for GOARCH ARCH, unless the cache already has it.
+func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
+	bin := filepath.Join(cache, "bin", v.toolchain()+"-"+arch)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	src := filepath.Join(cache, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(probeGoMod), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(probeMain), 0o644); err != nil {
+		return "", err
+	}
+	tmp := bin + ".tmp"
+	cmd := exec.Command(goCmd, "build", "-o", tmp, ".")
+	cmd.Dir = src
+	// GOFLAGS is set to a flag every release knows, so a user's GOFLAGS (say -buildvcs, which
+	// 1.17 rejects) cannot break old toolchains; an empty value would not override go env.
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+v.toolchain(), "GOFLAGS=-mod=mod",
+		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	fmt.Fprintf(os.Stderr, "gen: building probe with %s for %s\n", v.toolchain(), arch)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building with %s for %s: %v\n%s", v.toolchain(), arch, err,
+			stderr.String())
+	}
+	// GOTOOLCHAIN falls back silently in some setups; the binary says what really built it.
+	bi, err := buildinfo.ReadFile(tmp)
+	if err != nil {
+		return "", fmt.Errorf("reading buildinfo of %s: %w", tmp, err)
+	}
+	if bi.GoVersion != v.toolchain() {
+		return "", fmt.Errorf("asked for %s, the probe was built by %s", v.toolchain(),
+			bi.GoVersion)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// readOffsets returns the offsets of the members in fields that the binary's DWARF has.
+// debug/elf decompresses .zdebug_* and SHF_COMPRESSED sections, which Go has used since 1.11.
+func readOffsets(bin string) (map[string]int64, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", bin, err)
+	}
+	want := map[string]bool{}
+	for _, fl := range fields {
+		want[fl.typ] = true
+	}
+	structs := map[string]*dwarf.StructType{}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", bin, err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagStructType {
+			continue
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		if !want[name] || structs[name] != nil {
+			r.SkipChildren()
+			continue
+		}
+		t, err := d.Type(e.Offset)
+		if err != nil {
+			return nil, fmt.Errorf("%s: type %s: %w", bin, name, err)
+		}
+		st, ok := t.(*dwarf.StructType)
+		if !ok || st.Incomplete {
+			return nil, fmt.Errorf("%s: %s is not a complete struct", bin, name)
+		}
+		structs[name] = st
+		r.SkipChildren()
+	}
+	// The types every supported release has must be there: their absence means the probe no
+	// longer pulls them in, not that Go dropped them.
+	for _, must := range []string{"runtime.g", "net/http.Request", "net/url.URL",
+		"net/http.response"} {
+		if structs[must] == nil {
+			return nil, fmt.Errorf("%s: no DWARF for %s", bin, must)
+		}
+	}
+	out := map[string]int64{}
+	for _, fl := range fields {
+		st := structs[fl.typ]
+		if st == nil {
+			continue
+		}
+		for _, m := range st.Field {
+			if m.Name == fl.member {
+				out[fl.typ+"."+fl.member] = m.ByteOffset
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// probeAll builds and reads the probe for every version and arch, JOBS builds at a time, and
+// returns each version's offsets after checking that every arch agrees with the first.
+func probeAll(goCmd, cache string, versions []goVersion, arches []string,
+	jobs int) ([]map[string]int64, error) {
+	type job struct{ v, a int }
+	res := make([][]map[string]int64, len(versions))
+	errs := make([]error, len(versions)*len(arches))
+	for i := range res {
+		res[i] = make([]map[string]int64, len(arches))
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for w := 0; w < max(jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				bin, err := buildProbe(goCmd, cache, versions[j.v], arches[j.a])
+				if err == nil {
+					res[j.v][j.a], err = readOffsets(bin)
+				}
+				errs[j.v*len(arches)+j.a] = err
+			}
+		}()
+	}
+	for v := range versions {
+		for a := range arches {
+			work <- job{v, a}
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	per := make([]map[string]int64, len(versions))
+	for v := range versions {
+		per[v] = res[v][0]
+		for a := 1; a < len(arches); a++ {
+			if !maps.Equal(per[v], res[v][a]) {
+				return nil, fmt.Errorf("Go %s: offsets differ between %s and %s:\n%v\n%v",
+					versions[v], arches[0], arches[a], per[v], res[v][a])
+			}
+		}
+	}
+	return per, nil
+}
+
+type entry struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Offset int64  `json:"offset"`
+}
+
+type table struct {
+	Schema      int                `json:"schema"`
+	GeneratedBy string             `json:"generated_by"`
+	Versions    []string           `json:"versions"`
+	Fields      map[string][]entry `json:"fields"`
+}
+
+// fold turns per-version offsets into ranges of consecutive versions with the same offset. A
+// version without the member ends a range, so the range never claims a version that lacks it.
+func fold(versions []goVersion, per []map[string]int64) map[string][]entry {
+	out := map[string][]entry{}
+	for _, fl := range fields {
+		name := fl.typ + "." + fl.member
+		var cur *entry
+		es := []entry{}
+		for i, v := range versions {
+			off, ok := per[i][name]
+			if cur != nil && (!ok || off != cur.Offset) {
+				es = append(es, *cur)
+				cur = nil
+			}
+			if !ok {
+				continue
+			}
+			if cur == nil {
+				cur = &entry{From: v.String(), Offset: off}
+			}
+			cur.To = v.String()
+		}
+		if cur != nil {
+			es = append(es, *cur)
+		}
+		out[name] = es
+	}
+	return out
+}
+
+// render writes the table with fields in the order of the fields list and one range per line,
+// so a regeneration diff reads as "this member moved in that release".
+func render(t *table) ([]byte, error) {
+	var b bytes.Buffer
+	versions, err := json.Marshal(t.Versions)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&b, "{\n  \"schema\": %d,\n  \"generated_by\": %q,\n  \"versions\": %s,\n",
+		t.Schema, t.GeneratedBy, strings.ReplaceAll(string(versions), ",", ", "))
+	b.WriteString("  \"fields\": {\n")
+	for i, fl := range fields {
+		name := fl.typ + "." + fl.member
+		fmt.Fprintf(&b, "    %q: [", name)
+		for j, e := range t.Fields[name] {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "\n      {\"from\": %q, \"to\": %q, \"offset\": %d}", e.From,
+				e.To, e.Offset)
+		}
+		if len(t.Fields[name]) > 0 {
+			b.WriteString("\n    ")
+		}
+		b.WriteString("]")
+		if i < len(fields)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  }\n}\n")
+	// What we wrote by hand must read back as the same table.
+	var back table
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		return nil, fmt.Errorf("rendered table is not JSON: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+func run() error {
+	out := flag.String("out", "", "where to write the table (required)")
+	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets"),
+		"directory for probe sources and binaries, reused across runs")
+	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
+	list := flag.String("versions", "",
+		"comma-separated releases to cover instead of asking the module proxy (e.g. 1.22.0,1.22.12)")
+	arches := flag.String("arches", "amd64",
+		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
+	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
+	verify := flag.Bool("verify", false, "compare with -out instead of writing it; exit 1 on a difference")
+	flag.Parse()
+	if *out == "" || flag.NArg() != 0 {
+		flag.Usage()
+		return errors.New("usage: gen -out FILE [flags]")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return err
+	}
+
+	var versions []goVersion
+	if *list != "" {
+		versions, err = parseVersionList(*list)
+	} else {
+		var all []goVersion
+		all, err = proxyToolchains(goCmd)
+		versions = pickReleases(all, *minMinor)
+	}
+	if err != nil {
+		return err
+	}
+	if len(versions) == 0 {
+		return errors.New("no Go releases to cover")
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i].less(versions[j]) })
+
+	archList := strings.Split(*arches, ",")
+	per, err := probeAll(goCmd, *cache, versions, archList, *jobs)
+	if err != nil {
+		return err
+	}
+
+	t := &table{Schema: 1, GeneratedBy: "make offsets", Fields: fold(versions, per)}
+	for _, v := range versions {
+		t.Versions = append(t.Versions, v.String())
+	}
+	data, err := render(t)
+	if err != nil {
+		return err
+	}
+	if *verify {
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(old, data) {
+			os.Stdout.Write(data)
+			return fmt.Errorf("%s differs from what the toolchains give (printed above)", *out)
+		}
+		fmt.Fprintf(os.Stderr, "gen: %s matches %d releases\n", *out, len(versions))
+		return nil
+	}
+	tmp := *out + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gen: wrote %s: %d releases, %s to %s\n", *out, len(versions),
+		t.Versions[0], t.Versions[len(t.Versions)-1])
+	return nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "gen: %v\n", err)
+		os.Exit(1)
+	}
+}

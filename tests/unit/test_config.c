@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for config.c: defaults, every variable and option, the command line winning over the
+ * environment, traces URL joining, header and resource-attribute lists, and for each kind of bad
+ * value both the -EINVAL and the message a user would see on stderr.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "helpers.h"
+
+#define ENV(...) ((char *[]){ __VA_ARGS__, NULL })
+#define ARGS(...) ((const char *[]){ __VA_ARGS__, NULL })
+#define NO_ENV ((char *[]){ NULL })
+#define NO_ARGS ((const char *[]){ NULL })
+
+/* Sends fd 2 to a temporary file, so tests can read what gospan told the user. */
+struct capture {
+	FILE *tmp;
+	int saved;
+};
+
+static void capture_start(struct capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	assert_non_null(c->tmp);
+	c->saved = dup(2);
+	assert_true(c->saved >= 0);
+	assert_true(dup2(fileno(c->tmp), 2) >= 0);
+}
+
+static char *capture_end(struct capture *c)
+{
+	char *buf;
+	long n;
+
+	fflush(stderr);
+	assert_true(dup2(c->saved, 2) >= 0);
+	close(c->saved);
+	assert_int_equal(fseek(c->tmp, 0, SEEK_END), 0);
+	n = ftell(c->tmp);
+	assert_true(n >= 0);
+	rewind(c->tmp);
+	buf = calloc(1, n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, n, c->tmp), (size_t)n);
+	fclose(c->tmp);
+	return buf;
+}
+
+/* Runs config__parse with "gospan" and ARGS as argv; ARGS and ENVP are NULL-terminated. */
+static int parse(struct config *cfg, char **envp, const char *const *args)
+{
+	char *argv[32] = { "gospan" };
+	int argc = 1;
+
+	while (*args) {
+		assert_true(argc < 31);
+		argv[argc++] = (char *)*args++;
+	}
+	return config__parse(cfg, argc, argv, envp);
+}
+
+/* Parses expecting -EINVAL, a message holding WANT, and no message holding SECRET (may be NULL). */
+static void expect_invalid_secret(char **envp, const char *const *args, const char *want,
+				  const char *secret)
+{
+	struct capture cap;
+	struct config cfg;
+	char *out;
+	int err;
+
+	capture_start(&cap);
+	err = parse(&cfg, envp, args);
+	out = capture_end(&cap);
+	if (err != -EINVAL || !strstr(out, want) || (secret && strstr(out, secret)))
+		fail_msg("want -EINVAL and a message with \"%s\"; got %d and \"%s\"", want, err,
+			 out);
+	/* A failed parse leaves nothing to free and nothing half-set. */
+	assert_null(cfg.traces_url);
+	assert_null(cfg.headers);
+	free(out);
+	config__free(&cfg);
+}
+
+static void expect_invalid(char **envp, const char *const *args, const char *want)
+{
+	expect_invalid_secret(envp, args, want, NULL);
+}
+
+static void test_config__defaults(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
+	assert_int_equal(cfg.pid, 0);
+	assert_null(cfg.exe);
+	assert_false(cfg.verbose);
+	assert_false(cfg.help);
+	assert_false(cfg.version);
+	assert_null(cfg.service_name);
+	assert_int_equal(cfg.nresource_attrs, 0);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_OTLP);
+	assert_string_equal(cfg.traces_url, "http://localhost:4318/v1/traces");
+	assert_int_equal(cfg.nheaders, 0);
+	assert_int_equal(cfg.export_timeout_ms, 10000);
+	assert_int_equal(cfg.bsp_schedule_delay_ms, 5000);
+	assert_int_equal(cfg.bsp_max_queue, 2048);
+	assert_int_equal(cfg.bsp_max_batch, 512);
+	assert_int_equal(cfg.log_level, LOG_INFO);
+	config__free(&cfg);
+}
+
+static void test_config__every_variable(void **state)
+{
+	char **env = ENV("PATH=/usr/bin", "OTEL_GO_AUTO_TARGET_PID=4242",
+			 "OTEL_SERVICE_NAME=checkout", "OTEL_RESOURCE_ATTRIBUTES=team=payments",
+			 "OTEL_TRACES_EXPORTER=console",
+			 "OTEL_EXPORTER_OTLP_ENDPOINT=https://collector.example:4318",
+			 "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			 "OTEL_EXPORTER_OTLP_HEADERS=x-api-key=k1",
+			 "OTEL_EXPORTER_OTLP_TIMEOUT=2500", "OTEL_BSP_SCHEDULE_DELAY=250",
+			 "OTEL_BSP_MAX_QUEUE_SIZE=100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=10",
+			 "OTEL_LOG_LEVEL=debug");
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	assert_int_equal(cfg.pid, 4242);
+	assert_string_equal(cfg.service_name, "checkout");
+	assert_int_equal(cfg.nresource_attrs, 1);
+	assert_string_equal(cfg.resource_attrs[0].key, "team");
+	assert_string_equal(cfg.resource_attrs[0].value, "payments");
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_CONSOLE);
+	assert_string_equal(cfg.traces_url, "https://collector.example:4318/v1/traces");
+	assert_int_equal(cfg.nheaders, 1);
+	assert_string_equal(cfg.headers[0].key, "x-api-key");
+	assert_string_equal(cfg.headers[0].value, "k1");
+	assert_int_equal(cfg.export_timeout_ms, 2500);
+	assert_int_equal(cfg.bsp_schedule_delay_ms, 250);
+	assert_int_equal(cfg.bsp_max_queue, 100);
+	assert_int_equal(cfg.bsp_max_batch, 10);
+	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	config__free(&cfg);
+
+	env = ENV("OTEL_GO_AUTO_TARGET_EXE=/srv/app", "OTEL_TRACES_EXPORTER=none",
+		  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:9999/custom/path",
+		  "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf",
+		  "OTEL_EXPORTER_OTLP_TRACES_HEADERS=a=b",
+		  "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=700", "OTEL_LOG_LEVEL=error");
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	assert_string_equal(cfg.exe, "/srv/app");
+	assert_int_equal(cfg.pid, 0);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_NONE);
+	assert_string_equal(cfg.traces_url, "http://127.0.0.1:9999/custom/path");
+	assert_int_equal(cfg.nheaders, 1);
+	assert_string_equal(cfg.headers[0].key, "a");
+	assert_int_equal(cfg.export_timeout_ms, 700);
+	assert_int_equal(cfg.log_level, LOG_ERROR);
+	config__free(&cfg);
+}
+
+/* The SDKs' rule: an empty variable is the same as an unset one. */
+static void test_config__empty_variable_is_unset(void **state)
+{
+	char **env = ENV("OTEL_BSP_SCHEDULE_DELAY=", "OTEL_TRACES_EXPORTER=",
+			 "OTEL_SERVICE_NAME=", "OTEL_EXPORTER_OTLP_ENDPOINT=");
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	assert_int_equal(cfg.bsp_schedule_delay_ms, 5000);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_OTLP);
+	assert_null(cfg.service_name);
+	assert_string_equal(cfg.traces_url, "http://localhost:4318/v1/traces");
+	config__free(&cfg);
+}
+
+static void test_config__cli_options(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--pid", "17", "-v")), 0);
+	assert_int_equal(cfg.pid, 17);
+	assert_true(cfg.verbose);
+	assert_false(cfg.help);
+	config__free(&cfg);
+
+	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--exe=/usr/local/bin/api", "--verbose", "-h",
+						  "--version")),
+			 0);
+	assert_string_equal(cfg.exe, "/usr/local/bin/api");
+	assert_true(cfg.verbose);
+	assert_true(cfg.help);
+	assert_true(cfg.version);
+	config__free(&cfg);
+
+	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--help")), 0);
+	assert_true(cfg.help);
+	config__free(&cfg);
+}
+
+static void test_config__cli_wins_over_env(void **state)
+{
+	char **env = ENV("OTEL_GO_AUTO_TARGET_PID=5", "OTEL_GO_AUTO_TARGET_EXE=/from/env");
+	struct config cfg;
+
+	(void)state;
+	/* The command line's --pid hides the environment's exe, and the other way round. */
+	assert_int_equal(parse(&cfg, env, ARGS("--pid=7")), 0);
+	assert_int_equal(cfg.pid, 7);
+	assert_null(cfg.exe);
+	config__free(&cfg);
+
+	assert_int_equal(parse(&cfg, env, ARGS("--exe", "/from/cli")), 0);
+	assert_int_equal(cfg.pid, 0);
+	assert_string_equal(cfg.exe, "/from/cli");
+	config__free(&cfg);
+
+	/* Both from the environment: kept both, main refuses the ambiguity. */
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	assert_int_equal(cfg.pid, 5);
+	assert_string_equal(cfg.exe, "/from/env");
+	config__free(&cfg);
+}
+
+static void test_config__bad_cli(void **state)
+{
+	(void)state;
+	expect_invalid(NO_ENV, ARGS("--bogus"), "unknown option '--bogus'");
+	expect_invalid(NO_ENV, ARGS("-x"), "unknown option '-x'");
+	expect_invalid(NO_ENV, ARGS("1234"), "unexpected argument '1234'");
+	expect_invalid(NO_ENV, ARGS("--pid"), "option '--pid' needs a value");
+	expect_invalid(NO_ENV, ARGS("--verbose=yes"), "option '--verbose' takes no value");
+	expect_invalid(NO_ENV, ARGS("--exe="), "invalid --exe '': empty path");
+	expect_invalid(NO_ENV, ARGS("--pid", "abc"), "invalid --pid 'abc': not a number");
+	expect_invalid(NO_ENV, ARGS("--pid", "0"), "invalid --pid '0': must be positive");
+	expect_invalid(NO_ENV, ARGS("--pid", "-12"), "invalid --pid '-12': must be positive");
+	expect_invalid(NO_ENV, ARGS("--pid", "99999999999"), "invalid --pid '99999999999': larger");
+	expect_invalid(ENV("OTEL_GO_AUTO_TARGET_PID=1x"), NO_ARGS,
+		       "invalid OTEL_GO_AUTO_TARGET_PID '1x': not a number");
+}
+
+/* Every numeric variable refuses what strtol alone would have let through. */
+static void test_config__bad_numbers(void **state)
+{
+	static const char *const vars[] = {
+		"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+		"OTEL_BSP_SCHEDULE_DELAY",    "OTEL_BSP_MAX_QUEUE_SIZE",
+		"OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+	};
+	static const struct {
+		const char *val, *why;
+	} bad[] = {
+		{ "abc", "not a number" },
+		{ "12abc", "not a number" },
+		{ " 12", "not a number" },
+		{ "12 ", "not a number" },
+		{ "+12", "not a number" },
+		{ "0x10", "not a number" },
+		{ "1.5", "not a number" },
+		{ "-", "not a number" },
+		{ "0", "must be positive" },
+		{ "-5", "must be positive" },
+		{ "99999999999999999999999", "larger than" },
+	};
+	char var[128], want[160];
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		for (j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+			snprintf(var, sizeof(var), "%s=%s", vars[i], bad[j].val);
+			snprintf(want, sizeof(want), "invalid %s '%s': %s", vars[i], bad[j].val,
+				 bad[j].why);
+			expect_invalid(ENV(var), NO_ARGS, want);
+		}
+	}
+	/* The exact wording the brief promises users. */
+	expect_invalid(ENV("OTEL_BSP_SCHEDULE_DELAY=abc"), NO_ARGS,
+		       "gospan: invalid OTEL_BSP_SCHEDULE_DELAY 'abc': not a number\n");
+	/* Queue sizes have a ceiling: the queue is allocated whole. */
+	expect_invalid(ENV("OTEL_BSP_MAX_QUEUE_SIZE=100000000"), NO_ARGS, "larger than");
+}
+
+static void test_config__exporter_values(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, ENV("OTEL_TRACES_EXPORTER=otlp"), NO_ARGS), 0);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_OTLP);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg, ENV("OTEL_TRACES_EXPORTER=console"), NO_ARGS), 0);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_CONSOLE);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg, ENV("OTEL_TRACES_EXPORTER=none"), NO_ARGS), 0);
+	assert_int_equal(cfg.exporter, TRACES_EXPORTER_NONE);
+	config__free(&cfg);
+	expect_invalid(ENV("OTEL_TRACES_EXPORTER=jaeger"), NO_ARGS,
+		       "invalid OTEL_TRACES_EXPORTER 'jaeger'");
+	expect_invalid(ENV("OTEL_TRACES_EXPORTER=OTLP "), NO_ARGS,
+		       "invalid OTEL_TRACES_EXPORTER 'OTLP '");
+	expect_invalid(ENV("OTEL_EXPORTER_OTLP_PROTOCOL=grpc"), NO_ARGS,
+		       "invalid OTEL_EXPORTER_OTLP_PROTOCOL 'grpc': gRPC is not supported");
+	expect_invalid(ENV("OTEL_LOG_LEVEL=loud"), NO_ARGS, "invalid OTEL_LOG_LEVEL 'loud'");
+}
+
+static void expect_traces_url(char **envp, const char *want)
+{
+	struct config cfg;
+
+	assert_int_equal(parse(&cfg, envp, NO_ARGS), 0);
+	assert_string_equal(cfg.traces_url, want);
+	config__free(&cfg);
+}
+
+static void test_config__endpoint_joining(void **state)
+{
+	(void)state;
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://otel:4318"),
+			  "http://otel:4318/v1/traces");
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://otel:4318/"),
+			  "http://otel:4318/v1/traces");
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://gw.example/otlp/"),
+			  "https://gw.example/otlp/v1/traces");
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://[::1]:4318"),
+			  "http://[::1]:4318/v1/traces");
+	/* The traces endpoint is used as given, never appended to, and wins over the base. */
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://base:4318",
+			      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://traces:4318/"),
+			  "http://traces:4318/");
+	expect_traces_url(ENV("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=HTTPS://u@h:443/x?y=1"),
+			  "HTTPS://u@h:443/x?y=1");
+}
+
+static void test_config__bad_urls(void **state)
+{
+	static const struct {
+		const char *url, *why;
+	} bad[] = {
+		{ "ftp://otel:4318", "not an http:// or https:// URL" },
+		{ "localhost:4318", "not an http:// or https:// URL" },
+		{ "http:/otel", "not an http:// or https:// URL" },
+		{ "http://", "no host in URL" },
+		{ "http:///v1/traces", "no host in URL" },
+		{ "http://:4318", "no host in URL" },
+		{ "http://user@:4318", "no host in URL" },
+		{ "http://otel:0", "bad port in URL" },
+		{ "http://otel:65536", "bad port in URL" },
+		{ "http://otel:43x8", "bad port in URL" },
+		{ "http://otel:", "bad port in URL" },
+		{ "http://[]:4318", "bad IPv6 address in URL" },
+		{ "http://[::1", "bad IPv6 address in URL" },
+		{ "http://otel 4318", "space or control character in URL" },
+	};
+	char var[160], want[200];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(var, sizeof(var), "OTEL_EXPORTER_OTLP_ENDPOINT=%s", bad[i].url);
+		snprintf(want, sizeof(want), "invalid OTEL_EXPORTER_OTLP_ENDPOINT '%s': %s",
+			 bad[i].url, bad[i].why);
+		expect_invalid(ENV(var), NO_ARGS, want);
+		snprintf(var, sizeof(var), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=%s", bad[i].url);
+		expect_invalid(ENV(var), NO_ARGS, "invalid OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+	}
+}
+
+static const char *header(const struct config *cfg, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nheaders; i++)
+		if (!strcmp(cfg->headers[i].key, key))
+			return cfg->headers[i].value;
+	return NULL;
+}
+
+static void test_config__headers_decoding(void **state)
+{
+	char **env = ENV("OTEL_EXPORTER_OTLP_HEADERS= Api-Key = s3cr%65t%20v%2Calue ,x-tenant=a%3Db,,"
+			 "Empty=,x-tenant=last");
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	/* Trimmed, percent-decoded, empty entries skipped, a repeated name keeps its last value. */
+	assert_int_equal(cfg.nheaders, 3);
+	assert_string_equal(header(&cfg, "Api-Key"), "s3cret v,alue");
+	assert_string_equal(header(&cfg, "x-tenant"), "last");
+	assert_string_equal(header(&cfg, "Empty"), "");
+	config__free(&cfg);
+}
+
+static void test_config__traces_headers_override(void **state)
+{
+	char **env = ENV("OTEL_EXPORTER_OTLP_HEADERS=Authorization=Basic%20AAA,x-org=1",
+			 "OTEL_EXPORTER_OTLP_TRACES_HEADERS=authorization=Bearer%20BBB,x-only=2");
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	/* Header names compare case-insensitively, so "authorization" replaces "Authorization". */
+	assert_int_equal(cfg.nheaders, 3);
+	assert_null(header(&cfg, "Authorization"));
+	assert_string_equal(header(&cfg, "authorization"), "Bearer BBB");
+	assert_string_equal(header(&cfg, "x-org"), "1");
+	assert_string_equal(header(&cfg, "x-only"), "2");
+	config__free(&cfg);
+}
+
+static void test_config__bad_headers(void **state)
+{
+	(void)state;
+	/* Refused, and the message never repeats the value: it may be an API key. */
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS=api-key"), NO_ARGS,
+			      "invalid OTEL_EXPORTER_OTLP_HEADERS '(hidden)': expected key=value",
+			      "api-key");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS==topsecret"), NO_ARGS, "empty key",
+			      "topsecret");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS=k=topsecret%zz"), NO_ARGS,
+			      "bad percent-encoding", "topsecret");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS=k=topsecret%4"), NO_ARGS,
+			      "bad percent-encoding", "topsecret");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS=k=top%00secret"), NO_ARGS,
+			      "bad percent-encoding", "secret");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_TRACES_HEADERS=bad key=topsecret"), NO_ARGS,
+			      "header name is not an HTTP token", "topsecret");
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_HEADERS=k=topsecret%0D%0AX-Evil:%201"),
+			      NO_ARGS, "value of header 'k' holds a control character",
+			      "topsecret");
+}
+
+static void test_config__resource_attributes(void **state)
+{
+	char **env = ENV("OTEL_RESOURCE_ATTRIBUTES=service.version=1.2.3, deployment.environment="
+			 "prod%20eu,,k=a%3Db%2Cc,service.version=1.2.4");
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
+	assert_int_equal(cfg.nresource_attrs, 3);
+	assert_string_equal(cfg.resource_attrs[0].key, "service.version");
+	assert_string_equal(cfg.resource_attrs[0].value, "1.2.4");
+	assert_string_equal(cfg.resource_attrs[1].key, "deployment.environment");
+	assert_string_equal(cfg.resource_attrs[1].value, "prod eu");
+	assert_string_equal(cfg.resource_attrs[2].key, "k");
+	assert_string_equal(cfg.resource_attrs[2].value, "a=b,c");
+	config__free(&cfg);
+
+	expect_invalid(ENV("OTEL_RESOURCE_ATTRIBUTES=a=1,novalue"), NO_ARGS,
+		       "invalid OTEL_RESOURCE_ATTRIBUTES 'a=1,novalue': expected key=value pairs");
+	expect_invalid(ENV("OTEL_RESOURCE_ATTRIBUTES= =x"), NO_ARGS, "empty key");
+	expect_invalid(ENV("OTEL_RESOURCE_ATTRIBUTES=k=50%"), NO_ARGS,
+		       "invalid OTEL_RESOURCE_ATTRIBUTES 'k=50%': bad percent-encoding");
+}
+
+static void test_config__timeouts(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_TIMEOUT=3000"), NO_ARGS), 0);
+	assert_int_equal(cfg.export_timeout_ms, 3000);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_TIMEOUT=3000",
+				   "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=1500"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.export_timeout_ms, 1500);
+	config__free(&cfg);
+}
+
+static void test_config__batch_and_queue(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	/* A small queue alone shrinks the default batch instead of refusing it. */
+	assert_int_equal(parse(&cfg, ENV("OTEL_BSP_MAX_QUEUE_SIZE=100"), NO_ARGS), 0);
+	assert_int_equal(cfg.bsp_max_queue, 100);
+	assert_int_equal(cfg.bsp_max_batch, 100);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_BSP_MAX_QUEUE_SIZE=100",
+				   "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=100"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.bsp_max_batch, 100);
+	config__free(&cfg);
+	expect_invalid(ENV("OTEL_BSP_MAX_QUEUE_SIZE=100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=101"),
+		       NO_ARGS,
+		       "invalid OTEL_BSP_MAX_EXPORT_BATCH_SIZE '101': larger than "
+		       "OTEL_BSP_MAX_QUEUE_SIZE (100)");
+	expect_invalid(ENV("OTEL_BSP_MAX_EXPORT_BATCH_SIZE=4096"), NO_ARGS,
+		       "larger than OTEL_BSP_MAX_QUEUE_SIZE (2048)");
+}
+
+static void test_config__help_shows_values_and_sources(void **state)
+{
+	char **env = ENV("OTEL_EXPORTER_OTLP_HEADERS=api-key=hunter2",
+			 "OTEL_BSP_SCHEDULE_DELAY=1234", "OTEL_GO_AUTO_TARGET_PID=99");
+	struct config cfg;
+	size_t len;
+	char *out;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, env, ARGS("--pid", "42")), 0);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config__print_help(&cfg, f);
+	assert_int_equal(fclose(f), 0);
+
+	assert_non_null(strstr(out, "usage: gospan"));
+	assert_non_null(strstr(out, "--pid, OTEL_GO_AUTO_TARGET_PID\n"));
+	assert_non_null(strstr(out, "= 42  [command line]"));
+	assert_non_null(strstr(out, "OTEL_BSP_SCHEDULE_DELAY\n"));
+	assert_non_null(strstr(out, "= 1234  [environment]"));
+	assert_non_null(strstr(out, "= 2048  [default]"));
+	assert_non_null(strstr(out, "= http://localhost:4318  [default]"));
+	assert_non_null(strstr(out, "-v, --verbose"));
+	assert_non_null(strstr(out, "= (set, hidden)  [environment]"));
+	assert_null(strstr(out, "hunter2"));
+	assert_non_null(strstr(out, "traces are sent to http://localhost:4318/v1/traces"));
+	free(out);
+	config__free(&cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config__defaults),
+		cmocka_unit_test(test_config__every_variable),
+		cmocka_unit_test(test_config__empty_variable_is_unset),
+		cmocka_unit_test(test_config__cli_options),
+		cmocka_unit_test(test_config__cli_wins_over_env),
+		cmocka_unit_test(test_config__bad_cli),
+		cmocka_unit_test(test_config__bad_numbers),
+		cmocka_unit_test(test_config__exporter_values),
+		cmocka_unit_test(test_config__endpoint_joining),
+		cmocka_unit_test(test_config__bad_urls),
+		cmocka_unit_test(test_config__headers_decoding),
+		cmocka_unit_test(test_config__traces_headers_override),
+		cmocka_unit_test(test_config__bad_headers),
+		cmocka_unit_test(test_config__resource_attributes),
+		cmocka_unit_test(test_config__timeouts),
+		cmocka_unit_test(test_config__batch_and_queue),
+		cmocka_unit_test(test_config__help_shows_values_and_sources),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for export.c and export_http.c. The batch span processor runs for real, its export
+ * thread included; only the sink is a recording stand-in whose export can be held shut, which
+ * makes a full queue reproducible instead of a race. The HTTP sink talks to a small HTTP/1.1
+ * server that the test runs on 127.0.0.1 in a thread, and the body it receives is decoded with
+ * the protobuf-c code generated from proto/, not with anything of the encoder's.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <errno.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "export.h"
+#include "export_http.h"
+#include "helpers.h"
+#include "semconv.h"
+#include "span.h"
+
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+
+/* Only a bound on hangs: a broken exporter fails the test instead of stalling CI. */
+#define WAIT_SEC 10
+#define MAX_SEEN 4096
+
+static void deadline_in(struct timespec *ts, int sec)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += sec;
+}
+
+/* ---- a recording sink ------------------------------------------------------------------- */
+
+struct fake_sink {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool gate_closed; /* export waits while set */
+	bool in_export;
+	int result; /* what export returns */
+	size_t calls, nspans;
+	size_t batches[256];
+	uint64_t seen[MAX_SEEN]; /* start_ns of every span, in arrival order: the test's sequence */
+	bool freed;
+};
+
+static int fake_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct fake_sink *f = ctx;
+	size_t i;
+
+	pthread_mutex_lock(&f->lock);
+	f->in_export = true;
+	pthread_cond_broadcast(&f->cond);
+	while (f->gate_closed)
+		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->calls < 256)
+		f->batches[f->calls] = n;
+	f->calls++;
+	for (i = 0; i < n && f->nspans < MAX_SEEN; i++)
+		f->seen[f->nspans++] = spans[i]->start_ns;
+	f->in_export = false;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	return f->result;
+}
+
+static void fake_free(void *ctx)
+{
+	struct fake_sink *f = ctx;
+
+	pthread_mutex_lock(&f->lock);
+	f->freed = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static const struct sink_ops fake_ops = {
+	.name = "fake",
+	.export = fake_export,
+	.free = fake_free,
+};
+
+static void fake_init(struct fake_sink *f)
+{
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(pthread_mutex_init(&f->lock, NULL), 0);
+	assert_int_equal(pthread_cond_init(&f->cond, NULL), 0);
+}
+
+static void fake_destroy(struct fake_sink *f)
+{
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->lock);
+}
+
+/* Waits until the sink has received at least N spans; false after WAIT_SEC. */
+static bool fake_wait_spans(struct fake_sink *f, size_t n)
+{
+	struct timespec dl;
+	bool ok = true;
+
+	deadline_in(&dl, WAIT_SEC);
+	pthread_mutex_lock(&f->lock);
+	while (f->nspans < n && ok)
+		ok = pthread_cond_timedwait(&f->cond, &f->lock, &dl) != ETIMEDOUT;
+	ok = f->nspans >= n;
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+static bool fake_wait_in_export(struct fake_sink *f)
+{
+	struct timespec dl;
+	bool ok = true;
+
+	deadline_in(&dl, WAIT_SEC);
+	pthread_mutex_lock(&f->lock);
+	while (!f->in_export && ok)
+		ok = pthread_cond_timedwait(&f->cond, &f->lock, &dl) != ETIMEDOUT;
+	ok = f->in_export;
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+static void fake_open_gate(struct fake_sink *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->gate_closed = false;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Every span arrived once, in submission order. */
+static void assert_in_order(const struct fake_sink *f, size_t n)
+{
+	size_t i;
+
+	assert_int_equal(f->nspans, n);
+	for (i = 0; i < n; i++)
+		assert_int_equal(f->seen[i], i);
+}
+
+static struct span *make_span(uint64_t seq)
+{
+	struct span *s = span__new();
+
+	assert_non_null(s);
+	s->start_ns = seq;
+	s->end_ns = seq + 1;
+	return s;
+}
+
+static struct exporter *new_exporter(struct fake_sink *f, size_t queue, size_t batch, long delay)
+{
+	struct exporter_opts o = {
+		.max_queue = queue,
+		.max_batch = batch,
+		.delay_ms = delay,
+		.ops = &fake_ops,
+		.ctx = f,
+	};
+	struct exporter *e = exporter__new(&o);
+
+	assert_non_null(e);
+	return e;
+}
+
+/* ---- batch span processor -------------------------------------------------------------- */
+
+static void test_export__queue_full_drops_and_counts(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	uint64_t seq = 0;
+	int i;
+
+	(void)state;
+	fake_init(&f);
+	f.gate_closed = true;
+	e = new_exporter(&f, 4, 2, 60000);
+
+	/* A full batch wakes the thread, which takes it and then hangs in the "slow collector". */
+	assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
+	assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
+	assert_true(fake_wait_in_export(&f));
+	/* The queue holds 4 more; beyond that, submit refuses at once instead of waiting. */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(exporter__submit(e, make_span(100 + i)), -ENOSPC);
+
+	exporter__stats(e, &st);
+	assert_int_equal(st.submitted, 9);
+	assert_int_equal(st.dropped_queue_full, 3);
+	assert_int_equal(st.queue_depth, 4);
+	assert_int_equal(st.exported, 0);
+
+	fake_open_gate(&f);
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 6);
+	assert_int_equal(st.dropped_queue_full, 3);
+	assert_int_equal(st.dropped_export_failed, 0);
+	assert_int_equal(st.queue_depth, 0);
+	assert_in_order(&f, 6);
+	exporter__free(e);
+	assert_true(f.freed);
+	fake_destroy(&f);
+}
+
+static void test_export__batches_by_size(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	uint64_t i;
+
+	(void)state;
+	fake_init(&f);
+	/* The delay is far away: only the batch size can send anything before shutdown. */
+	e = new_exporter(&f, 100, 3, 600000);
+	for (i = 0; i < 7; i++)
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+	assert_true(fake_wait_spans(&f, 6));
+
+	pthread_mutex_lock(&f.lock);
+	assert_int_equal(f.calls, 2);
+	assert_int_equal(f.batches[0], 3);
+	assert_int_equal(f.batches[1], 3);
+	pthread_mutex_unlock(&f.lock);
+	exporter__stats(e, &st);
+	assert_int_equal(st.queue_depth, 1);
+	assert_int_equal(st.exported, 6);
+
+	exporter__shutdown(e);
+	assert_int_equal(f.calls, 3);
+	assert_int_equal(f.batches[2], 1);
+	assert_in_order(&f, 7);
+	exporter__free(e);
+	fake_destroy(&f);
+}
+
+static void test_export__delay_flush(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+
+	(void)state;
+	fake_init(&f);
+	/* A batch size never reached: only the schedule delay can send these two. */
+	e = new_exporter(&f, 100, 50, 50);
+	assert_int_equal(exporter__submit(e, make_span(0)), 0);
+	assert_int_equal(exporter__submit(e, make_span(1)), 0);
+	assert_true(fake_wait_spans(&f, 2));
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 2);
+	assert_int_equal(st.queue_depth, 0);
+
+	/* And again after a quiet spell: the timer keeps running. */
+	assert_int_equal(exporter__submit(e, make_span(2)), 0);
+	assert_true(fake_wait_spans(&f, 3));
+	exporter__free(e);
+	assert_in_order(&f, 3);
+	fake_destroy(&f);
+}
+
+static void test_export__shutdown_drains(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	size_t i, sum = 0;
+
+	(void)state;
+	fake_init(&f);
+	e = new_exporter(&f, 1000, 10, 600000);
+	for (i = 0; i < 95; i++)
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+	exporter__shutdown(e);
+
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 95);
+	assert_int_equal(st.queue_depth, 0);
+	assert_in_order(&f, 95);
+	for (i = 0; i < f.calls; i++) {
+		assert_true(f.batches[i] >= 1 && f.batches[i] <= 10);
+		sum += f.batches[i];
+	}
+	assert_int_equal(sum, 95);
+
+	/* After shutdown nothing would send it: refused, freed, counted. */
+	assert_int_equal(exporter__submit(e, make_span(999)), -ENOSPC);
+	exporter__stats(e, &st);
+	assert_int_equal(st.dropped_queue_full, 1);
+	exporter__shutdown(e); /* a second call is harmless */
+	exporter__free(e);
+	assert_true(f.freed);
+	fake_destroy(&f);
+}
+
+static void test_export__failed_export_counts(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	uint64_t i;
+
+	(void)state;
+	fake_init(&f);
+	f.result = -EIO;
+	e = new_exporter(&f, 100, 5, 600000);
+	for (i = 0; i < 12; i++)
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	assert_int_equal(st.submitted, 12);
+	assert_int_equal(st.exported, 0);
+	assert_int_equal(st.dropped_export_failed, 12);
+	assert_int_equal(st.export_failures, 3); /* 5 + 5 + 2 */
+	assert_int_equal(st.dropped_queue_full, 0);
+	exporter__free(e);
+	fake_destroy(&f);
+}
+
+static void test_export__new_rejects_bad_opts(void **state)
+{
+	struct exporter_opts o = { .max_queue = 8, .max_batch = 4, .delay_ms = 100 };
+	struct fake_sink f;
+
+	(void)state;
+	fake_init(&f);
+	o.ctx = &f;
+	errno = 0;
+	assert_null(exporter__new(&o)); /* no ops */
+	assert_int_equal(errno, EINVAL);
+	o.ops = &fake_ops;
+	o.max_queue = 0;
+	assert_null(exporter__new(&o));
+	assert_int_equal(errno, EINVAL);
+	o.max_queue = 8;
+	o.delay_ms = 0;
+	assert_null(exporter__new(&o));
+	assert_int_equal(errno, EINVAL);
+	/* On failure the caller still owns the sink. */
+	assert_false(f.freed);
+	fake_destroy(&f);
+}
+
+/* ---- a tiny HTTP/1.1 server -------------------------------------------------------------- */
+
+#define SRV_MAX_REQS 4
+#define SRV_BUF (1 << 20)
+
+struct srv_req {
+	char method[16];
+	char path[256];
+	char content_type[128];
+	char api_key[128];
+	bool has_empty; /* "X-Empty:" arrived with an empty value */
+	char user_agent[128];
+	uint8_t *body;
+	size_t body_len;
+};
+
+struct srv_resp {
+	int status;
+	const char *body;
+};
+
+struct server {
+	int lfd;
+	int port;
+	pthread_t thread;
+	int nresp;
+	struct srv_resp resp[SRV_MAX_REQS];
+	int nreqs, naccepts;
+	struct srv_req reqs[SRV_MAX_REQS];
+	char *buf;
+};
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= w;
+	}
+	return true;
+}
+
+/* Copies the value of header NAME from the header block HDRS into OUT; false when absent. */
+static bool get_header(const char *hdrs, const char *name, char *out, size_t cap)
+{
+	size_t nlen = strlen(name), vlen;
+	const char *line, *v, *eol;
+
+	for (line = strstr(hdrs, "\r\n"); line && line[2]; line = strstr(line + 2, "\r\n")) {
+		line += 2;
+		if (strncasecmp(line, name, nlen) || line[nlen] != ':')
+			continue;
+		v = line + nlen + 1;
+		while (*v == ' ')
+			v++;
+		eol = strstr(v, "\r\n");
+		vlen = (size_t)(eol - v) < cap - 1 ? (size_t)(eol - v) : cap - 1;
+		memcpy(out, v, vlen);
+		out[vlen] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* Serves requests on one connection until it closes or all responses are used. */
+static void serve_conn(struct server *s, int fd)
+{
+	char tmp[32], hdr[256], *end;
+	size_t have = 0, hlen, clen;
+	struct srv_req *r;
+	ssize_t got;
+
+	while (s->nreqs < s->nresp) {
+		while (!(end = memmem(s->buf, have, "\r\n\r\n", 4))) {
+			got = have < SRV_BUF - 1 ? read(fd, s->buf + have, SRV_BUF - 1 - have) : -1;
+			if (got <= 0)
+				return;
+			have += got;
+		}
+		hlen = end + 4 - s->buf;
+		end[2] = '\0'; /* header block ends "\r\n" for get_header */
+		r = &s->reqs[s->nreqs];
+		if (sscanf(s->buf, "%15s %255s", r->method, r->path) != 2)
+			return;
+		get_header(s->buf, "Content-Type", r->content_type, sizeof(r->content_type));
+		get_header(s->buf, "X-Api-Key", r->api_key, sizeof(r->api_key));
+		get_header(s->buf, "User-Agent", r->user_agent, sizeof(r->user_agent));
+		r->has_empty = get_header(s->buf, "X-Empty", tmp, sizeof(tmp)) && !tmp[0];
+		clen = get_header(s->buf, "Content-Length", tmp, sizeof(tmp)) ? strtoul(tmp, 0, 10) : 0;
+		if (get_header(s->buf, "Expect", tmp, sizeof(tmp)) &&
+		    !write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+			return;
+		if (hlen + clen >= SRV_BUF)
+			return;
+		while (have < hlen + clen) {
+			got = read(fd, s->buf + have, SRV_BUF - 1 - have);
+			if (got <= 0)
+				return;
+			have += got;
+		}
+		r->body = malloc(clen ?: 1);
+		if (!r->body)
+			return;
+		memcpy(r->body, s->buf + hlen, clen);
+		r->body_len = clen;
+		memmove(s->buf, s->buf + hlen + clen, have - hlen - clen);
+		have -= hlen + clen;
+
+		snprintf(hdr, sizeof(hdr),
+			 "HTTP/1.1 %d X\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
+			 s->resp[s->nreqs].status, strlen(s->resp[s->nreqs].body));
+		s->nreqs++;
+		if (!write_all(fd, hdr, strlen(hdr)) ||
+		    !write_all(fd, s->resp[s->nreqs - 1].body, strlen(s->resp[s->nreqs - 1].body)))
+			return;
+	}
+}
+
+static void *server_main(void *arg)
+{
+	struct timeval tv = { .tv_sec = WAIT_SEC };
+	struct server *s = arg;
+	struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+	int fd;
+
+	while (s->nreqs < s->nresp) {
+		if (poll(&p, 1, WAIT_SEC * 1000) != 1)
+			break;
+		fd = accept(s->lfd, NULL, NULL);
+		if (fd < 0)
+			break;
+		s->naccepts++;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		serve_conn(s, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* Listens on 127.0.0.1 (a free port) and answers the next requests with RESP, in order. */
+static void server_start(struct server *s, const struct srv_resp *resp, int nresp)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	int one = 1;
+
+	memset(s, 0, sizeof(*s));
+	assert_true(nresp <= SRV_MAX_REQS);
+	memcpy(s->resp, resp, nresp * sizeof(*resp));
+	s->nresp = nresp;
+	s->buf = malloc(SRV_BUF);
+	assert_non_null(s->buf);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s->lfd >= 0);
+	assert_int_equal(setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->lfd, 8), 0);
+	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
+	s->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+}
+
+/* Waits for the server to finish; what it recorded stays readable until server_free. */
+static void server_join(struct server *s)
+{
+	assert_int_equal(pthread_join(s->thread, NULL), 0);
+	close(s->lfd);
+}
+
+static void server_free(struct server *s)
+{
+	int i;
+
+	for (i = 0; i < s->nreqs; i++)
+		free(s->reqs[i].body);
+	free(s->buf);
+}
+
+/* Sends fd 2 to a temporary file, so tests can read what gospan logged. */
+struct capture {
+	FILE *tmp;
+	int saved;
+};
+
+static void capture_start(struct capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	assert_non_null(c->tmp);
+	c->saved = dup(2);
+	assert_true(c->saved >= 0);
+	assert_true(dup2(fileno(c->tmp), 2) >= 0);
+}
+
+static char *capture_end(struct capture *c)
+{
+	char *buf;
+	long n;
+
+	fflush(stderr);
+	assert_true(dup2(c->saved, 2) >= 0);
+	close(c->saved);
+	assert_int_equal(fseek(c->tmp, 0, SEEK_END), 0);
+	n = ftell(c->tmp);
+	assert_true(n >= 0);
+	rewind(c->tmp);
+	buf = calloc(1, n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, n, c->tmp), (size_t)n);
+	fclose(c->tmp);
+	return buf;
+}
+
+static const struct header_kv test_headers[] = {
+	{ .key = "X-Api-Key", .value = "sekret-value-42" },
+	{ .key = "X-Empty", .value = "" },
+};
+
+static void *new_sink(int port)
+{
+	char url[128];
+	struct http_sink_opts o = {
+		.url = url,
+		.headers = test_headers,
+		.nheaders = 2,
+		.timeout_ms = WAIT_SEC * 1000,
+	};
+	void *h;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/traces", port);
+	h = http_sink__new(&o);
+	assert_non_null(h);
+	return h;
+}
+
+static struct span *make_named_span(const struct resource *res, const char *name)
+{
+	struct span *s = span__new();
+
+	assert_non_null(s);
+	s->res = res;
+	s->kind = SPAN_KIND_SERVER;
+	s->start_ns = 1700000000000000000ULL;
+	s->end_ns = s->start_ns + 1500;
+	assert_int_equal(span__set_name(s, name, strlen(name)), 0);
+	assert_int_equal(span__set_str(s, SC_HTTP_ROUTE, "/items/{id}", 11), 0);
+	return s;
+}
+
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest pb_request;
+
+/* Decodes BODY as an ExportTraceServiceRequest and checks it carries exactly SPANS. */
+static void assert_body_holds(const struct srv_req *r, struct span *const *spans, size_t n)
+{
+	Opentelemetry__Proto__Trace__V1__ScopeSpans *ss;
+	Opentelemetry__Proto__Trace__V1__Span *p;
+	pb_request *req;
+	size_t i;
+
+	req = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
+		NULL, r->body_len, r->body);
+	assert_non_null(req);
+	assert_int_equal(req->n_resource_spans, 1);
+	assert_non_null(req->resource_spans[0]->resource);
+	assert_int_equal(req->resource_spans[0]->n_scope_spans, 1);
+	ss = req->resource_spans[0]->scope_spans[0];
+	assert_int_equal(ss->n_spans, n);
+	for (i = 0; i < n; i++) {
+		p = ss->spans[i];
+		assert_string_equal(p->name, spans[i]->name);
+		assert_int_equal(p->trace_id.len, 16);
+		assert_memory_equal(p->trace_id.data, spans[i]->trace_id, 16);
+		assert_int_equal(p->span_id.len, 8);
+		assert_memory_equal(p->span_id.data, spans[i]->span_id, 8);
+		assert_int_equal(p->start_time_unix_nano, spans[i]->start_ns);
+		assert_int_equal(p->end_time_unix_nano, spans[i]->end_ns);
+	}
+	opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(
+		req, NULL);
+}
+
+/* ---- OTLP/HTTP sink ---------------------------------------------------------------------- */
+
+static void test_export__http_round_trip(void **state)
+{
+	/* Over 200 bytes of body with control bytes in the shown part and a marker past the cut. */
+	static char bad_body[400];
+	struct srv_resp resp[2] = { { 200, "" }, { 400, bad_body } };
+	struct span *spans[2];
+	struct resource *res;
+	struct capture cap;
+	struct server srv;
+	char *log, want[256];
+	void *h;
+
+	(void)state;
+	memset(bad_body, 'z', sizeof(bad_body) - 1);
+	memcpy(bad_body, "bad span\n\x01here", 14);
+	memcpy(bad_body + 250, "MARKER", 6);
+	server_start(&srv, resp, 2);
+	res = resource__new();
+	assert_non_null(res);
+	assert_int_equal(resource__set_str(res, SC_SERVICE_NAME, "checkout"), 0);
+	spans[0] = make_named_span(res, "GET /items/{id}");
+	spans[1] = make_named_span(res, "POST /cart");
+	h = new_sink(srv.port);
+
+	assert_int_equal(http_sink_ops.export(h, spans, 2), 0);
+
+	/* The same handle again: the error path, on the same kept-alive connection. */
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export(h, spans, 1), -EIO);
+	log = capture_end(&cap);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 2);
+	assert_int_equal(srv.naccepts, 1);
+	assert_string_equal(srv.reqs[0].method, "POST");
+	assert_string_equal(srv.reqs[0].path, "/v1/traces");
+	assert_string_equal(srv.reqs[0].content_type, "application/x-protobuf");
+	assert_string_equal(srv.reqs[0].api_key, "sekret-value-42");
+	assert_true(srv.reqs[0].has_empty);
+	assert_non_null(strstr(srv.reqs[0].user_agent, "gospan/"));
+	assert_body_holds(&srv.reqs[0], spans, 2);
+	assert_body_holds(&srv.reqs[1], spans, 1);
+
+	snprintf(want, sizeof(want),
+		 "export to 'http://127.0.0.1:%d/v1/traces' failed: HTTP 400: bad span??here", srv.port);
+	if (!strstr(log, want))
+		fail_msg("want \"%s\" in the log, got \"%s\"", want, log);
+	assert_null(strstr(log, "MARKER"));  /* only the first 200 bytes are shown */
+	assert_null(strstr(log, "sekret")); /* header values are never logged */
+	free(log);
+
+	server_free(&srv);
+	span__free(spans[0]);
+	span__free(spans[1]);
+	resource__free(res);
+}
+
+static void test_export__http_connection_refused(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	struct span *s;
+	struct capture cap;
+	char *log, want[128];
+	int fd, port;
+	void *h;
+
+	(void)state;
+	/* A port that was free a moment ago and has nobody listening now. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+
+	s = make_named_span(NULL, "GET /");
+	h = new_sink(port);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export(h, &s, 1), -EIO);
+	log = capture_end(&cap);
+	http_sink_ops.free(h);
+
+	snprintf(want, sizeof(want), "export to 'http://127.0.0.1:%d/v1/traces' failed: ", port);
+	if (!strstr(log, want))
+		fail_msg("want \"%s\" in the log, got \"%s\"", want, log);
+	assert_null(strstr(log, "sekret"));
+	free(log);
+	span__free(s);
+}
+
+/* The whole path: exporter thread, batching, HTTP sink, a receiver decoding protobuf. */
+static void test_export__exporter_over_http(void **state)
+{
+	struct srv_resp resp[1] = { { 200, "" } };
+	struct exporter_opts o = { .max_queue = 16, .max_batch = 16, .delay_ms = 600000 };
+	uint8_t ids[3][8];
+	struct exporter_stats st;
+	struct exporter *e;
+	struct server srv;
+	pb_request *req;
+	struct span *s;
+	size_t i;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	o.ops = &http_sink_ops;
+	o.ctx = new_sink(srv.port);
+	e = exporter__new(&o);
+	assert_non_null(e);
+	for (i = 0; i < 3; i++) {
+		s = make_named_span(NULL, "GET /");
+		memcpy(ids[i], s->span_id, 8);
+		assert_int_equal(exporter__submit(e, s), 0);
+	}
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	exporter__free(e);
+	server_join(&srv);
+
+	assert_int_equal(st.exported, 3);
+	assert_int_equal(srv.nreqs, 1);
+	req = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
+		NULL, srv.reqs[0].body_len, srv.reqs[0].body);
+	assert_non_null(req);
+	assert_int_equal(req->n_resource_spans, 1);
+	assert_int_equal(req->resource_spans[0]->scope_spans[0]->n_spans, 3);
+	for (i = 0; i < 3; i++)
+		assert_memory_equal(req->resource_spans[0]->scope_spans[0]->spans[i]->span_id.data,
+				    ids[i], 8);
+	opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(
+		req, NULL);
+	server_free(&srv);
+}
+
+static void test_export__http_sink_rejects_bad_header(void **state)
+{
+	const struct header_kv bad[] = { { .key = "X-Ok", .value = "a\r\nInjected: 1" } };
+	struct http_sink_opts o = {
+		.url = "http://127.0.0.1:1/v1/traces",
+		.headers = bad,
+		.nheaders = 1,
+		.timeout_ms = 1000,
+	};
+	struct capture cap;
+	char *log;
+
+	(void)state;
+	capture_start(&cap);
+	errno = 0;
+	assert_null(http_sink__new(&o));
+	log = capture_end(&cap);
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(log, "header 'X-Ok'"));
+	assert_null(strstr(log, "Injected"));
+	free(log);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_export__queue_full_drops_and_counts),
+		cmocka_unit_test(test_export__batches_by_size),
+		cmocka_unit_test(test_export__delay_flush),
+		cmocka_unit_test(test_export__shutdown_drains),
+		cmocka_unit_test(test_export__failed_export_counts),
+		cmocka_unit_test(test_export__new_rejects_bad_opts),
+		cmocka_unit_test(test_export__http_round_trip),
+		cmocka_unit_test(test_export__http_connection_refused),
+		cmocka_unit_test(test_export__exporter_over_http),
+		cmocka_unit_test(test_export__http_sink_rejects_bad_header),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,3 @@
+module example.com/gospan/testdata/greet
+
+go 1.17
