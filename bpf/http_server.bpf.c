@@ -82,6 +82,19 @@ static __always_inline const struct target_config *probe_context(GO_REGS *ctx,
 	return cfg;
 }
 
+/* The pattern the mux matched: Request.Pattern (Go 1.23+) or Request.pat.str (Go 1.22). */
+static __always_inline __u32 read_pattern(const struct target_config *cfg, void *req, char *dst)
+{
+	void *pat;
+
+	if (cfg->req_pattern >= 0)
+		return go_read_string(dst, MAX_PATTERN_LEN, req + cfg->req_pattern);
+	if (cfg->req_pat < 0 || cfg->pattern_str < 0)
+		return 0;
+	pat = (void *)go_read_word(req, cfg->req_pat);
+	return pat ? go_read_string(dst, MAX_PATTERN_LEN, pat + cfg->pattern_str) : 0;
+}
+
 SEC("uprobe")
 int serve_http_entry(GO_REGS *ctx)
 {
@@ -149,7 +162,6 @@ int serve_http_return(GO_REGS *ctx)
 	struct http_server_end *e;
 	struct goroutine_key key;
 	struct inflight_call *st;
-	void *req, *pat;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
@@ -175,16 +187,7 @@ int serve_http_return(GO_REGS *ctx)
 			    0;
 
 	/* The mux fills in the pattern during the call, so it is read on the way out. */
-	req = (void *)st->req;
-	e->pattern_len = 0;
-	if (cfg->req_pattern >= 0) {
-		e->pattern_len = go_read_string(e->pattern, MAX_PATTERN_LEN, req + cfg->req_pattern);
-	} else if (cfg->req_pat >= 0 && cfg->pattern_str >= 0) {
-		pat = (void *)go_read_word(req, cfg->req_pat);
-		if (pat)
-			e->pattern_len =
-				go_read_string(e->pattern, MAX_PATTERN_LEN, pat + cfg->pattern_str);
-	}
+	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
 	bpf_ringbuf_submit(e, submit_flags());
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
@@ -221,6 +224,7 @@ int go_panic(GO_REGS *ctx)
 	e->hdr.goid = key.goid;
 	e->hdr.start_ns = st->start_ns;
 	e->panic_ns = bpf_ktime_get_ns();
+	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

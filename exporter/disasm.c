@@ -13,7 +13,9 @@
  *    it cannot shift the decoding of the next one. Only a partial trailing word that is not zero
  *    padding is -EINVAL.
  * A skipped data word that happened to encode RET would be reported as a return; at worst that is
- * a probe that never fires, never a missed return.
+ * a probe that never fires, never a missed return. Capstone 4 does not know every AVX-512
+ * instruction of the runtime's hand-written assembly: such a function is -EINVAL, which refuses
+ * to probe it rather than probing a misread instruction stream. Compiled Go code is unaffected.
  */
 #include <capstone/capstone.h>
 #include <elf.h>

@@ -39,6 +39,7 @@ struct pending {
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
 	char method[MAX_METHOD_LEN + 1];
 	struct span *span;
+	struct go_panic panic; /* valid when panic_ns != 0 */
 	struct process *proc;
 	struct pending *next;
 };
@@ -133,6 +134,29 @@ static void mark_truncated(struct span *s, const char *key)
 }
 
 /*
+ * Length of DATA[0..N) without a trailing character the capture bound cut in two: that is a
+ * truncation, not invalid input, so it is dropped rather than replaced with U+FFFD.
+ */
+static size_t cut_at_char(const char *data, size_t n)
+{
+	size_t i = n, back = 0, need;
+	unsigned char c;
+
+	/* Step back over at most three continuation bytes to the last lead byte. */
+	while (i > 0 && back < 4 && ((unsigned char)data[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return n;
+	c = (unsigned char)data[i - 1];
+	need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+	if (c >= 0xc0 && back < need)
+		return i - 1;
+	return n;
+}
+
+/*
  * Turns a captured Go string into valid UTF-8 in OUT (or a local buffer) and, when KEY is given,
  * sets it as an attribute, marked when the capture cut it. Returns the bytes written to OUT.
  */
@@ -143,6 +167,8 @@ static size_t set_captured(struct span *s, const char *key, const char *data, ui
 	size_t n = len < cap ? len : cap;
 	size_t w;
 
+	if (len > cap)
+		n = cut_at_char(data, n);
 	if (!out) {
 		out = buf;
 		out_cap = sizeof(buf);
@@ -204,18 +230,49 @@ static void set_host_port(struct span *s, const char *hp, const char *host_key,
 		span__set_int(s, port_key, port);
 }
 
+/* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
+static const char *pattern_route(const char *pattern)
+{
+	const char *sp = strchr(pattern, ' ');
+	const char *path = sp ? sp + 1 : pattern;
+
+	while (*path == ' ' || *path == '\t')
+		path++;
+	path = strchr(path, '/');
+	return path;
+}
+
+/* Sets http.route and names the span "METHOD ROUTE", or just "METHOD" when no route matched. */
+static void set_route_and_name(struct span *s, const char *method, const char *raw, uint32_t len)
+{
+	char pattern[MAX_PATTERN_LEN * 3 + 1], name[MAX_METHOD_LEN + MAX_PATTERN_LEN * 3 + 2];
+	const char *route = NULL;
+
+	pattern[0] = '\0';
+	if (len)
+		set_captured(s, NULL, raw, len, MAX_PATTERN_LEN, pattern, sizeof(pattern));
+	/* A cut pattern would name a route that does not exist: leave it out. */
+	if (pattern[0] && len <= MAX_PATTERN_LEN)
+		route = pattern_route(pattern);
+	if (route) {
+		span__set_str(s, SC_HTTP_ROUTE, route, strlen(route));
+		snprintf(name, sizeof(name), "%s %s", method, route);
+	} else {
+		snprintf(name, sizeof(name), "%s", method);
+	}
+	span__set_name(s, name, strlen(name));
+}
+
 /* A panicked call that did not return: the request failed at the panic. */
 static void finish_panicked(struct records *r, struct pending *p)
 {
 	struct span *s = p->span;
-	char name[MAX_METHOD_LEN + 1];
 
 	s->end_ns = clock__to_unix_ns(r->opts.clock, p->panic_ns);
 	s->status = SPAN_STATUS_ERROR;
 	s->status_msg = span__strndup(s, "handler panicked", 16);
 	span__set_str(s, SC_ERROR_TYPE, "panic", 5);
-	snprintf(name, sizeof(name), "%s", p->method);
-	span__set_name(s, name, strlen(name));
+	set_route_and_name(s, p->method, p->panic.pattern, p->panic.pattern_len);
 	if (r->opts.forget)
 		r->opts.forget(r->opts.ctx, p->pid, p->goid, p->start_ns);
 	r->stats.panics++;
@@ -314,23 +371,9 @@ static void on_start(struct records *r, const struct http_server_start *e)
 	r->stats.pending++;
 }
 
-/* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
-static const char *pattern_route(const char *pattern)
-{
-	const char *sp = strchr(pattern, ' ');
-	const char *path = sp ? sp + 1 : pattern;
-
-	while (*path == ' ' || *path == '\t')
-		path++;
-	path = strchr(path, '/');
-	return path;
-}
-
 static void on_end(struct records *r, const struct http_server_end *e)
 {
-	char pattern[MAX_PATTERN_LEN * 3 + 1], name[MAX_METHOD_LEN + MAX_PATTERN_LEN * 3 + 2];
 	const struct target *t;
-	const char *route = NULL;
 	struct pending *p;
 	struct span *s;
 	bool status_known;
@@ -368,19 +411,7 @@ static void on_end(struct records *r, const struct http_server_end *e)
 		}
 	}
 
-	pattern[0] = '\0';
-	if (e->pattern_len)
-		set_captured(s, NULL, e->pattern, e->pattern_len, MAX_PATTERN_LEN, pattern,
-			     sizeof(pattern));
-	if (pattern[0] && e->pattern_len <= MAX_PATTERN_LEN)
-		route = pattern_route(pattern);
-	if (route) {
-		span__set_str(s, SC_HTTP_ROUTE, route, strlen(route));
-		snprintf(name, sizeof(name), "%s %s", p->method, route);
-	} else {
-		snprintf(name, sizeof(name), "%s", p->method);
-	}
-	span__set_name(s, name, strlen(name));
+	set_route_and_name(s, p->method, e->pattern, e->pattern_len);
 
 	r->stats.spans++;
 	r->opts.submit(r->opts.ctx, s);
@@ -395,6 +426,7 @@ static void on_panic(struct records *r, const struct go_panic *e)
 	if (!p || p->start_ns != e->hdr.start_ns)
 		return;
 	p->panic_ns = e->panic_ns;
+	p->panic = *e;
 }
 
 int records__handle(void *ctx, const void *data, size_t size)

@@ -120,6 +120,9 @@ struct http_server_end {
 struct go_panic {
 	struct record_header hdr;
 	__u64 panic_ns;
+	__u32 pattern_len; /* the route, matched before the handler ran */
+	__u32 _pad;
+	char pattern[MAX_PATTERN_LEN];
 };
 
 #endif

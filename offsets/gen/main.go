@@ -1,9 +1,11 @@
 // Command gen writes offsets/go_offsets.json, the per-Go-version struct member offsets gospan's
-// probes need. For each Go release it covers (the first and the latest patch of every minor from
-// 1.17 on that the Go module proxy carries) it builds a small net/http program with that exact
-// toolchain, reads the members' offsets from the program's DWARF, and folds the results into
-// ranges of consecutive versions over which an offset holds. Builds are cached in a temporary
-// directory, so running it again costs little. Run it with `make offsets`.
+// probes need. For every Go minor from 1.17 on that the Go module proxy carries toolchains for,
+// it builds a small net/http program with the minor's first and latest releases, reads the
+// members' offsets from the programs' DWARF, and where the two differ bisects the patch releases
+// in between until it finds the release that changed the layout. The table then lists every
+// release it built, and folds the offsets into ranges of consecutive releases over which they
+// hold. Builds are cached in a temporary directory, so running it again costs little. Run it
+// with `make offsets`.
 package main
 
 import (
@@ -202,27 +204,39 @@ func proxyToolchains(goCmd string) ([]goVersion, error) {
 	return nil, errors.Join(errs...)
 }
 
-// pickReleases keeps, for every minor from minMinor on, its first release and its latest
-// patch: the first because lookups fall back to the nearest release at or below, so it covers
-// the whole minor; the latest because that is what most services are built with.
-func pickReleases(all []goVersion, minMinor int) []goVersion {
-	latest := map[int]goVersion{}
+// byMinor groups the releases of every minor from minMinor on, each group sorted.
+func byMinor(all []goVersion, minMinor int) [][]goVersion {
+	groups := map[int][]goVersion{}
+	seen := map[goVersion]bool{}
 	for _, v := range all {
-		if v.major != 1 || v.minor < minMinor {
+		if v.major != 1 || v.minor < minMinor || seen[v] {
 			continue
 		}
-		if cur, ok := latest[v.minor]; !ok || cur.less(v) {
-			latest[v.minor] = v
-		}
+		seen[v] = true
+		groups[v.minor] = append(groups[v.minor], v)
 	}
-	var out []goVersion
-	for minor, v := range latest {
-		out = append(out, goVersion{1, minor, 0})
-		if v.patch != 0 {
-			out = append(out, v)
-		}
+	var out [][]goVersion
+	for _, g := range groups {
+		sort.Slice(g, func(i, j int) bool { return g[i].less(g[j]) })
+		out = append(out, g)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0].less(out[j][0]) })
 	return out
+}
+
+// writeProbe puts the probe's source in the cache once, before any build reads it.
+func writeProbe(cache string) error {
+	src := filepath.Join(cache, "src")
+	if err := os.MkdirAll(filepath.Join(cache, "bin"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(probeGoMod), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(src, "main.go"), []byte(probeMain), 0o644)
 }
 
 // buildProbe builds the probe with toolchain V for GOARCH ARCH, unless the cache already has it.
@@ -231,19 +245,9 @@ func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	src := filepath.Join(cache, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(probeGoMod), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(probeMain), 0o644); err != nil {
-		return "", err
-	}
 	tmp := bin + ".tmp"
 	cmd := exec.Command(goCmd, "build", "-o", tmp, ".")
-	cmd.Dir = src
+	cmd.Dir = filepath.Join(cache, "src")
 	// GOFLAGS is set to a flag every release knows, so a user's GOFLAGS (say -buildvcs, which
 	// 1.17 rejects) cannot break old toolchains; an empty value would not override go env.
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+v.toolchain(), "GOFLAGS=-mod=mod",
@@ -339,52 +343,110 @@ func readOffsets(bin string) (map[string]int64, error) {
 	return out, nil
 }
 
-// probeAll builds and reads the probe for every version and arch, JOBS builds at a time, and
-// returns each version's offsets after checking that every arch agrees with the first.
-func probeAll(goCmd, cache string, versions []goVersion, arches []string,
-	jobs int) ([]map[string]int64, error) {
-	type job struct{ v, a int }
-	res := make([][]map[string]int64, len(versions))
-	errs := make([]error, len(versions)*len(arches))
-	for i := range res {
-		res[i] = make([]map[string]int64, len(arches))
-	}
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for w := 0; w < max(jobs, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				bin, err := buildProbe(goCmd, cache, versions[j.v], arches[j.a])
-				if err == nil {
-					res[j.v][j.a], err = readOffsets(bin)
-				}
-				errs[j.v*len(arches)+j.a] = err
-			}
-		}()
-	}
-	for v := range versions {
-		for a := range arches {
-			work <- job{v, a}
+// prober builds and reads probes, a bounded number at a time.
+type prober struct {
+	goCmd, cache string
+	arches       []string
+	slots        chan struct{}
+}
+
+// offsets returns the member offsets for release V, after checking that every arch agrees:
+// one table serves all 64-bit targets.
+func (p *prober) offsets(v goVersion) (map[string]int64, error) {
+	p.slots <- struct{}{}
+	defer func() { <-p.slots }()
+	var first map[string]int64
+	for i, arch := range p.arches {
+		bin, err := buildProbe(p.goCmd, p.cache, v, arch)
+		if err != nil {
+			return nil, err
+		}
+		offs, err := readOffsets(bin)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = offs
+		} else if !maps.Equal(first, offs) {
+			return nil, fmt.Errorf("Go %s: offsets differ between %s and %s:\n%v\n%v", v,
+				p.arches[0], arch, first, offs)
 		}
 	}
-	close(work)
+	return first, nil
+}
+
+// coverMinor probes the first and last of one minor's releases and, where they differ, bisects
+// the releases between them. It returns the releases it probed, in order, with their offsets.
+// Patch releases rarely touch these structs, but they can (1.26 grew net/http.response in a
+// patch), and a lookup falls back to the nearest listed release below, so every change point
+// must be listed. A change undone later in the same minor would go unseen; none is known.
+func coverMinor(p *prober, vs []goVersion) ([]goVersion, []map[string]int64, error) {
+	got := make([]map[string]int64, len(vs))
+	probe := func(i int) error {
+		var err error
+		if got[i] == nil {
+			got[i], err = p.offsets(vs[i])
+		}
+		return err
+	}
+	var bisect func(lo, hi int) error
+	bisect = func(lo, hi int) error {
+		if hi-lo < 2 || maps.Equal(got[lo], got[hi]) {
+			return nil
+		}
+		mid := (lo + hi) / 2
+		if err := probe(mid); err != nil {
+			return err
+		}
+		if err := bisect(lo, mid); err != nil {
+			return err
+		}
+		return bisect(mid, hi)
+	}
+	if err := probe(0); err != nil {
+		return nil, nil, err
+	}
+	if err := probe(len(vs) - 1); err != nil {
+		return nil, nil, err
+	}
+	if err := bisect(0, len(vs)-1); err != nil {
+		return nil, nil, err
+	}
+	var outV []goVersion
+	var outO []map[string]int64
+	for i, o := range got {
+		if o != nil {
+			outV = append(outV, vs[i])
+			outO = append(outO, o)
+		}
+	}
+	return outV, outO, nil
+}
+
+// probeAll covers every minor, minors in parallel, and returns all probed releases in order.
+func probeAll(p *prober, minors [][]goVersion) ([]goVersion, []map[string]int64, error) {
+	vs := make([][]goVersion, len(minors))
+	offs := make([][]map[string]int64, len(minors))
+	errs := make([]error, len(minors))
+	var wg sync.WaitGroup
+	for i := range minors {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			vs[i], offs[i], errs[i] = coverMinor(p, minors[i])
+		}(i)
+	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	per := make([]map[string]int64, len(versions))
-	for v := range versions {
-		per[v] = res[v][0]
-		for a := 1; a < len(arches); a++ {
-			if !maps.Equal(per[v], res[v][a]) {
-				return nil, fmt.Errorf("Go %s: offsets differ between %s and %s:\n%v\n%v",
-					versions[v], arches[0], arches[a], per[v], res[v][a])
-			}
-		}
+	var allV []goVersion
+	var allO []map[string]int64
+	for i := range minors {
+		allV = append(allV, vs[i]...)
+		allO = append(allO, offs[i]...)
 	}
-	return per, nil
+	return allV, allO, nil
 }
 
 type entry struct {
@@ -471,11 +533,11 @@ func render(t *table) ([]byte, error) {
 
 func run() error {
 	out := flag.String("out", "", "where to write the table (required)")
-	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets"),
+	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets-gen"),
 		"directory for probe sources and binaries, reused across runs")
 	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
 	list := flag.String("versions", "",
-		"comma-separated releases to cover instead of asking the module proxy (e.g. 1.22.0,1.22.12)")
+		"comma-separated releases to choose from instead of the module proxy's list (e.g. 1.22.0,1.22.12)")
 	arches := flag.String("arches", "amd64",
 		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
 	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
@@ -490,24 +552,25 @@ func run() error {
 		return err
 	}
 
-	var versions []goVersion
+	var candidates []goVersion
 	if *list != "" {
-		versions, err = parseVersionList(*list)
+		candidates, err = parseVersionList(*list)
 	} else {
-		var all []goVersion
-		all, err = proxyToolchains(goCmd)
-		versions = pickReleases(all, *minMinor)
+		candidates, err = proxyToolchains(goCmd)
 	}
 	if err != nil {
 		return err
 	}
-	if len(versions) == 0 {
+	minors := byMinor(candidates, *minMinor)
+	if len(minors) == 0 {
 		return errors.New("no Go releases to cover")
 	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i].less(versions[j]) })
-
-	archList := strings.Split(*arches, ",")
-	per, err := probeAll(goCmd, *cache, versions, archList, *jobs)
+	if err := writeProbe(*cache); err != nil {
+		return err
+	}
+	p := &prober{goCmd: goCmd, cache: *cache, arches: strings.Split(*arches, ","),
+		slots: make(chan struct{}, max(*jobs, 1))}
+	versions, per, err := probeAll(p, minors)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,8 @@ struct od_func {
 };
 
 struct arch_bin {
-	const char *goarch;
+	const char *goarch; /* names the build in messages */
+	const char *env;
 	uint16_t machine;
 	char path[4096];
 	struct od_func *funcs;
@@ -46,8 +47,10 @@ struct arch_bin {
 };
 
 static struct arch_bin bins[] = {
-	{ .goarch = "amd64", .machine = EM_X86_64 },
-	{ .goarch = "arm64", .machine = EM_AARCH64 },
+	{ .goarch = "amd64", .env = "GOARCH=amd64", .machine = EM_X86_64 },
+	{ .goarch = "arm64", .env = "GOARCH=arm64", .machine = EM_AARCH64 },
+	/* Go-compiled code for x86-64-v3 machines uses newer encodings (MOVBE, LZCNT, SHLX). */
+	{ .goarch = "amd64-v3", .env = "GOARCH=amd64 GOAMD64=v3", .machine = EM_X86_64 },
 };
 
 /* Parses `go tool objdump -s '^net/http\.' BIN` into AB->funcs. */
@@ -118,12 +121,11 @@ static int setup(void **state)
 	(void)state;
 	log_set_level(getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
 	for (i = 0; i < sizeof(bins) / sizeof(bins[0]); i++) {
-		char name[64], env[64];
+		char name[64];
 		const char *p;
 
 		snprintf(name, sizeof(name), "disasm_httpserver_%s", bins[i].goarch);
-		snprintf(env, sizeof(env), "GOARCH=%s", bins[i].goarch);
-		p = test_go_build("httpserver", name, env, "");
+		p = test_go_build("httpserver", name, bins[i].env, "");
 		if (!p)
 			return -1;
 		snprintf(bins[i].path, sizeof(bins[i].path), "%s", p);
@@ -254,6 +256,12 @@ static void test_disasm__all_net_http_arm64(void **state)
 	check_all(&bins[1]);
 }
 
+static void test_disasm__all_net_http_amd64_v3(void **state)
+{
+	(void)state;
+	check_all(&bins[2]);
+}
+
 /*
  * amd64: the int3 padding the linker puts between functions, read from the binary past the end
  * of the symbol up to the next 32-byte boundary, changes nothing.
@@ -376,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_disasm__serve_http_arm64),
 		cmocka_unit_test(test_disasm__all_net_http_amd64),
 		cmocka_unit_test(test_disasm__all_net_http_arm64),
+		cmocka_unit_test(test_disasm__all_net_http_amd64_v3),
 		cmocka_unit_test(test_disasm__trailing_padding_amd64),
 		cmocka_unit_test(test_disasm__no_ret),
 		cmocka_unit_test(test_disasm__truncated_instruction),

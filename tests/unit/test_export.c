@@ -106,21 +106,7 @@ static void fake_destroy(struct fake_sink *f)
 	pthread_mutex_destroy(&f->lock);
 }
 
-/* Waits until the sink has received at least N spans; false after WAIT_SEC. */
-static bool fake_wait_spans(struct fake_sink *f, size_t n)
-{
-	struct timespec dl;
-	bool ok = true;
-
-	deadline_in(&dl, WAIT_SEC);
-	pthread_mutex_lock(&f->lock);
-	while (f->nspans < n && ok)
-		ok = pthread_cond_timedwait(&f->cond, &f->lock, &dl) != ETIMEDOUT;
-	ok = f->nspans >= n;
-	pthread_mutex_unlock(&f->lock);
-	return ok;
-}
-
+/* Waits until the export thread is inside the sink; false after WAIT_SEC. */
 static bool fake_wait_in_export(struct fake_sink *f)
 {
 	struct timespec dl;
@@ -151,6 +137,25 @@ static void assert_in_order(const struct fake_sink *f, size_t n)
 	assert_int_equal(f->nspans, n);
 	for (i = 0; i < n; i++)
 		assert_int_equal(f->seen[i], i);
+}
+
+/*
+ * Waits until the exporter counts N spans exported. The sink sees spans before the exporter
+ * counts them, so the sink's tally alone cannot tell when the stats are final.
+ */
+static void wait_exported(struct exporter *e, uint64_t n, struct exporter_stats *st)
+{
+	struct timespec nap = { .tv_nsec = 1000000 };
+	int i;
+
+	for (i = 0; i < WAIT_SEC * 1000; i++) {
+		exporter__stats(e, st);
+		if (st->exported >= n)
+			return;
+		nanosleep(&nap, NULL);
+	}
+	fail_msg("exported %llu spans, want %llu", (unsigned long long)st->exported,
+		 (unsigned long long)n);
 }
 
 static struct span *make_span(uint64_t seq)
@@ -235,16 +240,15 @@ static void test_export__batches_by_size(void **state)
 	e = new_exporter(&f, 100, 3, 600000);
 	for (i = 0; i < 7; i++)
 		assert_int_equal(exporter__submit(e, make_span(i)), 0);
-	assert_true(fake_wait_spans(&f, 6));
+	wait_exported(e, 6, &st);
+	assert_int_equal(st.exported, 6);
+	assert_int_equal(st.queue_depth, 1);
 
 	pthread_mutex_lock(&f.lock);
 	assert_int_equal(f.calls, 2);
 	assert_int_equal(f.batches[0], 3);
 	assert_int_equal(f.batches[1], 3);
 	pthread_mutex_unlock(&f.lock);
-	exporter__stats(e, &st);
-	assert_int_equal(st.queue_depth, 1);
-	assert_int_equal(st.exported, 6);
 
 	exporter__shutdown(e);
 	assert_int_equal(f.calls, 3);
@@ -266,14 +270,13 @@ static void test_export__delay_flush(void **state)
 	e = new_exporter(&f, 100, 50, 50);
 	assert_int_equal(exporter__submit(e, make_span(0)), 0);
 	assert_int_equal(exporter__submit(e, make_span(1)), 0);
-	assert_true(fake_wait_spans(&f, 2));
-	exporter__stats(e, &st);
+	wait_exported(e, 2, &st);
 	assert_int_equal(st.exported, 2);
 	assert_int_equal(st.queue_depth, 0);
 
 	/* And again after a quiet spell: the timer keeps running. */
 	assert_int_equal(exporter__submit(e, make_span(2)), 0);
-	assert_true(fake_wait_spans(&f, 3));
+	wait_exported(e, 3, &st);
 	exporter__free(e);
 	assert_in_order(&f, 3);
 	fake_destroy(&f);
