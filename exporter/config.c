@@ -749,6 +749,7 @@ void config__free(struct config *cfg)
 void config__print_help(const struct config *cfg, FILE *out)
 {
 	const struct setting *s;
+	char capped[64];
 	const char *val;
 	int id;
 
@@ -776,6 +777,13 @@ void config__print_help(const struct config *cfg, FILE *out)
 			val = "(unset)";
 		else if (s->secret)
 			val = "(set, hidden)";
+		/* The default batch shrinks to a smaller queue (finish()): show what is used. */
+		if (id == S_BSP_BATCH && cfg->raw[id] &&
+		    strtol(cfg->raw[id], NULL, 10) != cfg->bsp_max_batch) {
+			snprintf(capped, sizeof(capped), "%ld (capped at the queue size)",
+				 cfg->bsp_max_batch);
+			val = capped;
+		}
 		fprintf(out, "      %s\n      = %s  [%s]\n", s->help, val,
 			source_names[cfg->source[id]]);
 	}

@@ -320,8 +320,14 @@ struct gobin *gobin__read(struct elf_file *ef)
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	if (err)
+	if (err) {
+		/* Present but without bytes (NOBITS, compressed): nothing a Go linker writes. */
+		pr_err("cannot read buildinfo of '%s': .go.buildinfo is unreadable: %s", path,
+		       strerror(-err));
+		if (err != -ENOMEM)
+			err = -EINVAL;
 		goto cleanup;
+	}
 	sec = data;
 	err = -EINVAL;
 	if (!sec || size < BUILDINFO_HDR_LEN || memcmp(sec, BUILDINFO_MAGIC, BUILDINFO_MAGIC_LEN)) {

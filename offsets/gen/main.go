@@ -204,20 +204,26 @@ func proxyToolchains(goCmd string) ([]goVersion, error) {
 	return nil, errors.Join(errs...)
 }
 
-// byMinor groups the releases of every minor from minMinor on, each group sorted.
+// byMinor returns, for every minor from minMinor on, its releases from .0 to the latest patch
+// listed. Go numbers patches without gaps, but the proxy's list leaves some out (go1.17 and
+// go1.19 themselves, for one) although it serves them, so the list only says how far each
+// minor goes.
 func byMinor(all []goVersion, minMinor int) [][]goVersion {
-	groups := map[int][]goVersion{}
-	seen := map[goVersion]bool{}
+	latest := map[int]int{}
 	for _, v := range all {
-		if v.major != 1 || v.minor < minMinor || seen[v] {
+		if v.major != 1 || v.minor < minMinor {
 			continue
 		}
-		seen[v] = true
-		groups[v.minor] = append(groups[v.minor], v)
+		if p, ok := latest[v.minor]; !ok || v.patch > p {
+			latest[v.minor] = v.patch
+		}
 	}
 	var out [][]goVersion
-	for _, g := range groups {
-		sort.Slice(g, func(i, j int) bool { return g[i].less(g[j]) })
+	for minor, last := range latest {
+		var g []goVersion
+		for patch := 0; patch <= last; patch++ {
+			g = append(g, goVersion{1, minor, patch})
+		}
 		out = append(out, g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0].less(out[j][0]) })
@@ -245,7 +251,8 @@ func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	tmp := bin + ".tmp"
+	// Unique per run: two runs sharing the cache must not write one file at once.
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	cmd := exec.Command(goCmd, "build", "-o", tmp, ".")
 	cmd.Dir = filepath.Join(cache, "src")
 	// GOFLAGS is set to a flag every release knows, so a user's GOFLAGS (say -buildvcs, which
@@ -537,7 +544,7 @@ func run() error {
 		"directory for probe sources and binaries, reused across runs")
 	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
 	list := flag.String("versions", "",
-		"comma-separated releases to choose from instead of the module proxy's list (e.g. 1.22.0,1.22.12)")
+		"comma-separated releases standing in for the module proxy's list (e.g. 1.22.12,1.23.4)")
 	arches := flag.String("arches", "amd64",
 		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
 	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
@@ -595,7 +602,7 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "gen: %s matches %d releases\n", *out, len(versions))
 		return nil
 	}
-	tmp := *out + ".tmp"
+	tmp := fmt.Sprintf("%s.%d.tmp", *out, os.Getpid())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}

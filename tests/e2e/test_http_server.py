@@ -273,7 +273,8 @@ def match(run):
                 if len(cands) > 1 and kept:
                     cands = kept
         if len(cands) != 1:
-            problems.append(f"{span_str(s)}: matches {len(cands)} requests")
+            problems.append(f"{span_str(s)}: matches {len(cands)} requests" + "".join(
+                f"\n    {r.describe()} [{r.t0}, {r.t1}] port {r.local_port}" for r in cands))
             continue
         r = cands[0]
         if r.n in taken:

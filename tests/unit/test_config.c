@@ -489,12 +489,21 @@ static void test_config__timeouts(void **state)
 static void test_config__batch_and_queue(void **state)
 {
 	struct config cfg;
+	size_t len;
+	char *out;
+	FILE *f;
 
 	(void)state;
 	/* A small queue alone shrinks the default batch instead of refusing it. */
 	assert_int_equal(parse(&cfg, ENV("OTEL_BSP_MAX_QUEUE_SIZE=100"), NO_ARGS), 0);
 	assert_int_equal(cfg.bsp_max_queue, 100);
 	assert_int_equal(cfg.bsp_max_batch, 100);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config__print_help(&cfg, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "= 100 (capped at the queue size)  [default]"));
+	free(out);
 	config__free(&cfg);
 	assert_int_equal(parse(&cfg,
 			       ENV("OTEL_BSP_MAX_QUEUE_SIZE=100",

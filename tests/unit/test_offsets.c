@@ -295,6 +295,7 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 	assert_non_null(p);
 	assert_non_null(fgets(ver, sizeof(ver), p));
 	pclose(p);
+	ver[strcspn(ver, "\n")] = '\0';
 	assert_int_equal(gobin__parse_version(ver, &ma, &mi, &pa), 0);
 	if (offsets__find(table, ma, mi, pa, o, NULL)) {
 		fprintf(stderr, "installed Go %d.%d.%d is not in the table: run make offsets\n", ma,
