@@ -17,7 +17,10 @@ struct elf_symbol {
 	uint64_t size;
 };
 
-/* Opens and indexes PATH. NULL with errno set on failure; the reason is logged. */
+/*
+ * Opens and indexes PATH. NULL with errno set on failure, the reason logged: ENOEXEC when PATH is
+ * not an ELF file (or empty), EINVAL when it is a truncated or corrupt one, else open(2)'s errno.
+ */
 struct elf_file *elf_file__open(const char *path);
 void elf_file__close(struct elf_file *ef);
 
@@ -33,7 +36,11 @@ int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symb
 int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off);
 /* Copies LEN file-backed bytes at virtual address ADDR; -ERANGE if they are not all in the file. */
 int elf_file__read_addr(const struct elf_file *ef, uint64_t addr, void *buf, size_t len);
-/* Finds section NAME: its bytes (valid until close), size and address; -ENOENT if absent. */
+/*
+ * Finds section NAME: its bytes (valid until close), size and address; any of the three may be
+ * NULL. -ENOENT if absent, -ENODATA if it has no bytes in the file (SHT_NOBITS), -EOPNOTSUPP if
+ * it is compressed (SHF_COMPRESSED).
+ */
 int elf_file__section(const struct elf_file *ef, const char *name, const void **data, size_t *size,
 		      uint64_t *addr);
 

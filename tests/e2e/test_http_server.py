@@ -239,8 +239,8 @@ def span_str(s):
             f"peer={s.attrs.get('network.peer.port')} [{s.start_ns}, {s.end_ns}]")
 
 
-def in_window(s, r):
-    return r.t0 - SLACK_NS <= s.start_ns and s.end_ns <= r.t1 + SLACK_NS
+def in_window(s, r, slack=SLACK_NS):
+    return r.t0 - slack <= s.start_ns and s.end_ns <= r.t1 + slack
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +250,8 @@ def matched(run):
 
 def match(run):
     """Pairs spans with requests by url.path; a path shared by several requests is settled by
-    the client's time window, then the client port, then the method. Returns (pairs, problems)."""
+    the client's time window (exact, then with the slack), then the client port, then the
+    method. Returns (pairs, problems)."""
     by_path = defaultdict(list)
     for r in run.reqs:
         by_path[r.path].append(r)
@@ -264,7 +265,8 @@ def match(run):
             # Cut paths pair by their unique start; how they were cut is judged separately.
             cands = [r for r in long_reqs if path.startswith(r.stem)]
         if len(cands) > 1:
-            for narrow in (lambda r: in_window(s, r),
+            for narrow in (lambda r: in_window(s, r, 0),
+                           lambda r: in_window(s, r),
                            lambda r: r.local_port == s.attrs.get("network.peer.port"),
                            lambda r: r.method == s.attrs.get("http.request.method"),
                            lambda r: r.n not in taken):

@@ -20,7 +20,9 @@ static inline const char *test_data_dir(void)
 	const char *b = getenv("GOSPAN_BUILD");
 
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "%s/unit-data", b && *b ? b : "../../build");
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/unit-data", b && *b ? b : "../../build") >=
+		    sizeof(dir))
+			abort(); /* a build path this long is a broken environment */
 		mkdir(dir, 0755);
 	}
 	return dir;
@@ -35,8 +37,10 @@ static inline int test_sh(const char *fmt, ...)
 	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	rc = vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
+	if (rc < 0 || (size_t)rc >= sizeof(cmd))
+		return -1;
 	rc = system(cmd);
 	if (rc == -1)
 		return -1;
@@ -53,7 +57,8 @@ static inline const char *test_go_build(const char *src, const char *out, const 
 {
 	static char path[4096];
 
-	snprintf(path, sizeof(path), "%s/%s", test_data_dir(), out);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", test_data_dir(), out) >= sizeof(path))
+		return NULL;
 	if (test_sh("cd testdata/%s && env CGO_ENABLED=0 GOFLAGS=-buildvcs=false %s go build %s -o '%s' . >&2",
 		    src, env, flags, path))
 		return NULL;

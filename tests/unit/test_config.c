@@ -392,8 +392,8 @@ static const char *header(const struct config *cfg, const char *key)
 
 static void test_config__headers_decoding(void **state)
 {
-	char **env = ENV("OTEL_EXPORTER_OTLP_HEADERS= Api-Key = s3cr%65t%20v%2Calue ,x-tenant=a%3Db,,"
-			 "Empty=,x-tenant=last");
+	char **env = ENV("OTEL_EXPORTER_OTLP_HEADERS= Api-Key = s3cr%65t%20v%2Calue ,"
+			 "x-tenant=a%3Db,,Empty=,x-tenant=last");
 	struct config cfg;
 
 	(void)state;

@@ -456,7 +456,9 @@ static void serve_conn(struct server *s, int fd)
 		get_header(s->buf, "X-Api-Key", r->api_key, sizeof(r->api_key));
 		get_header(s->buf, "User-Agent", r->user_agent, sizeof(r->user_agent));
 		r->has_empty = get_header(s->buf, "X-Empty", tmp, sizeof(tmp)) && !tmp[0];
-		clen = get_header(s->buf, "Content-Length", tmp, sizeof(tmp)) ? strtoul(tmp, 0, 10) : 0;
+		clen = 0;
+		if (get_header(s->buf, "Content-Length", tmp, sizeof(tmp)))
+			clen = strtoul(tmp, NULL, 10);
 		if (get_header(s->buf, "Expect", tmp, sizeof(tmp)) &&
 		    !write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
 			return;
@@ -697,7 +699,8 @@ static void test_export__http_round_trip(void **state)
 	assert_body_holds(&srv.reqs[1], spans, 1);
 
 	snprintf(want, sizeof(want),
-		 "export to 'http://127.0.0.1:%d/v1/traces' failed: HTTP 400: bad span??here", srv.port);
+		 "export to 'http://127.0.0.1:%d/v1/traces' failed: HTTP 400: bad span??here",
+		 srv.port);
 	if (!strstr(log, want))
 		fail_msg("want \"%s\" in the log, got \"%s\"", want, log);
 	assert_null(strstr(log, "MARKER"));  /* only the first 200 bytes are shown */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 /*
@@ -239,6 +240,86 @@ static void test_gobin__c_binary_is_not_go(void **state)
 	gobin__free(NULL);
 }
 
+/* File offset of .go.buildinfo in BIN, from `readelf -SW`. */
+static long buildinfo_offset(const char *bin)
+{
+	char cmd[8192], line[4096];
+	unsigned long long addr, off = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s'", bin);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, " .go.buildinfo ");
+
+		if (p)
+			assert_int_equal(sscanf(p, " .go.buildinfo PROGBITS %llx %llx", &addr, &off),
+					 2);
+	}
+	assert_int_equal(pclose(f), 0);
+	assert_true(off > 0);
+	return off;
+}
+
+/*
+ * A real binary whose buildinfo bytes are overwritten one way at a time: each is refused with the
+ * right errno, and nothing reads outside the section (run with SANITIZE=1 to check that).
+ */
+static void test_gobin__corrupt_buildinfo(void **state)
+{
+	static const struct {
+		size_t at;	   /* offset in .go.buildinfo */
+		const char *bytes; /* written there */
+		size_t len;
+		int err;
+	} cases[] = {
+		{ 0, "\xfe", 1, EINVAL },		 /* magic */
+		{ 15, "\x00", 1, EINVAL },		 /* old format: pointers at 16 are zero */
+		{ 15, "\x01", 1, EINVAL },		 /* old format, big endian */
+		{ 32, "\xff\xff\xff\xff\x0f", 5, EINVAL }, /* version longer than the section */
+		{ 32, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, EINVAL }, /* uvarint overflow */
+		{ 32, "\x00", 1, ENOEXEC },		 /* no version */
+	};
+	char bin[4096], copy[4096];
+	struct gobin *gb;
+	size_t i, len;
+	long off;
+	char *buf;
+	int fd;
+
+	(void)state;
+	build(bin, sizeof(bin), "httpserver", "gobin_current", "", "");
+	off = buildinfo_offset(bin);
+	buf = test_read_file(bin, &len);
+	assert_non_null(buf);
+	assert_true((size_t)snprintf(copy, sizeof(copy), "%s/gobin_corrupt", test_data_dir()) <
+		    sizeof(copy));
+	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(pwrite(fd, cases[i].bytes, cases[i].len, off + cases[i].at),
+				 (ssize_t)cases[i].len);
+		errno = 0;
+		gb = read_bin(copy);
+		if (gb || errno != cases[i].err)
+			print_message("case %zu: got %p, errno %d\n", i, (void *)gb, errno);
+		assert_null(gb);
+		assert_int_equal(errno, cases[i].err);
+		/* Restore before the next case, so each breaks one thing. */
+		assert_int_equal(pwrite(fd, buf + off + cases[i].at, cases[i].len,
+					off + cases[i].at),
+				 (ssize_t)cases[i].len);
+	}
+	close(fd);
+	/* Restored, the copy reads again: the cases failed for their own reason. */
+	gb = read_bin(copy);
+	assert_non_null(gb);
+	gobin__free(gb);
+	free(buf);
+}
+
 static void test_gobin__parse_version(void **state)
 {
 	static const struct {
@@ -297,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_gobin__go1_19),
 		cmocka_unit_test(test_gobin__deps_match_go_version_m),
 		cmocka_unit_test(test_gobin__c_binary_is_not_go),
+		cmocka_unit_test(test_gobin__corrupt_buildinfo),
 		cmocka_unit_test(test_gobin__parse_version),
 	};
 

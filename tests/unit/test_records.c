@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tests for records.c: ring-buffer records (the real ABI structs from events.h) in, spans out.
+ * The target is a real Go binary analysed by target.c; the process is this test's own, so its
+ * resource comes from the real /proc.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "events.h"
+#include "helpers.h"
+#include "offsets.h"
+#include "process.h"
+#include "records.h"
+#include "semconv.h"
+#include "span.h"
+#include "target.h"
+
+#define MAX_SPANS 16
+#define COOKIE 3
+#define GRACE_NS 1000000000ULL
+
+static struct target *target;
+static struct offsets *tables;
+static struct config cfg;
+
+struct fixture {
+	struct clock_sync clock;
+	struct process_table *pt;
+	struct records *r;
+	struct span *spans[MAX_SPANS];
+	size_t nspans;
+	int forgotten;
+	uint64_t forgot_start;
+};
+
+static void collect(void *ctx, struct span *s)
+{
+	struct fixture *f = ctx;
+
+	assert_true(f->nspans < MAX_SPANS);
+	f->spans[f->nspans++] = s;
+}
+
+static void forget(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
+{
+	struct fixture *f = ctx;
+
+	(void)pid;
+	(void)goid;
+	f->forgotten++;
+	f->forgot_start = start_ns;
+}
+
+static int group_setup(void **state)
+{
+	char *json;
+	size_t len;
+	const char *bin;
+	char *argv[] = { "gospan", NULL };
+	char *envp[] = { NULL };
+
+	(void)state;
+	bin = test_go_build("httpserver", "records-httpserver", "", "");
+	json = test_read_file("../../offsets/go_offsets.json", &len);
+	if (!bin || !json)
+		return -1;
+	tables = offsets__parse(json, len);
+	free(json);
+	target = tables ? target__analyse(bin, NULL, tables) : NULL;
+	if (!target)
+		return -1;
+	return config__parse(&cfg, 1, argv, envp);
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	target__free(target);
+	offsets__free(tables);
+	config__free(&cfg);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	/* A fixed offset makes the expected UNIX times exact. */
+	f->clock.offset_ns = 1700000000000000000LL;
+	f->pt = process_table__new(&cfg);
+	if (!f->pt || process_table__add_target(f->pt, COOKIE, target))
+		return -1;
+	f->r = records__new(&(struct records_opts){
+		.clock = &f->clock,
+		.processes = f->pt,
+		.submit = collect,
+		.forget = forget,
+		.ctx = f,
+		.panic_grace_ns = GRACE_NS,
+		.max_pending = 4,
+	});
+	*state = f;
+	return f->r ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < f->nspans; i++)
+		span__free(f->spans[i]);
+	records__free(f->r);
+	process_table__free(f->pt);
+	free(f);
+	return 0;
+}
+
+#define SET_STR(field, val)                                                                        \
+	do {                                                                                       \
+		size_t _n = strlen(val);                                                           \
+		memcpy(e.field, val, _n < sizeof(e.field) ? _n : sizeof(e.field));                 \
+		e.field##_len = (uint32_t)_n;                                                      \
+	} while (0)
+
+static void send_start(struct fixture *f, uint64_t goid, uint64_t start, const char *method,
+		       const char *path, const char *remote)
+{
+	struct http_server_start e = {};
+
+	e.hdr.type = EVENT_HTTP_SERVER_START;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	e.cookie = COOKIE;
+	e.content_length = -1;
+	SET_STR(method, method);
+	SET_STR(path, path);
+	SET_STR(host, "example.com:8443");
+	SET_STR(remote_addr, remote);
+	SET_STR(proto, "HTTP/1.1");
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+}
+
+static void send_end(struct fixture *f, uint64_t goid, uint64_t start, uint64_t end,
+		     int64_t status, const char *pattern, bool own_writer)
+{
+	struct http_server_end e = {};
+
+	e.hdr.type = EVENT_HTTP_SERVER_END;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	e.end_ns = end;
+	e.status = status;
+	e.rw_itab = own_writer ? target->response_itab : target->response_itab + 64;
+	SET_STR(pattern, pattern);
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+}
+
+static void send_panic(struct fixture *f, uint64_t goid, uint64_t start, uint64_t at,
+		       const char *pattern)
+{
+	struct go_panic e = {};
+
+	e.hdr.type = EVENT_GO_PANIC;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	e.panic_ns = at;
+	SET_STR(pattern, pattern);
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+}
+
+static const char *str_attr(const struct span *s, const char *key)
+{
+	const struct attr *a = span__get(s, key);
+
+	if (!a)
+		return NULL;
+	assert_int_equal(a->type, ATTR_STRING);
+	return a->s;
+}
+
+static int64_t int_attr(const struct span *s, const char *key)
+{
+	const struct attr *a = span__get(s, key);
+
+	assert_non_null(a);
+	assert_int_equal(a->type, ATTR_INT);
+	return a->i;
+}
+
+static void test_records__start_end_make_one_span(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+	const struct span *s;
+	const struct attr *a;
+
+	send_start(f, 7, 1000, "GET", "/users/42", "10.1.2.3:5555");
+	assert_int_equal(f->nspans, 0);
+	send_end(f, 7, 1000, 251000, 0, "GET /users/{id}", true);
+	assert_int_equal(f->nspans, 1);
+	s = f->spans[0];
+	assert_string_equal(s->name, "GET /users/{id}");
+	assert_int_equal(s->kind, SPAN_KIND_SERVER);
+	assert_int_equal(s->status, SPAN_STATUS_UNSET);
+	assert_int_equal(s->start_ns, 1700000000000001000ULL);
+	assert_int_equal(s->end_ns, 1700000000000251000ULL);
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD), "GET");
+	assert_string_equal(str_attr(s, SC_URL_PATH), "/users/42");
+	assert_string_equal(str_attr(s, SC_URL_SCHEME), "http");
+	assert_string_equal(str_attr(s, SC_HTTP_ROUTE), "/users/{id}");
+	assert_int_equal(int_attr(s, SC_HTTP_RESPONSE_STATUS_CODE), 200); /* none written */
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "example.com");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 8443);
+	assert_string_equal(str_attr(s, SC_CLIENT_ADDRESS), "10.1.2.3");
+	assert_string_equal(str_attr(s, SC_NETWORK_PEER_ADDRESS), "10.1.2.3");
+	assert_int_equal(int_attr(s, SC_NETWORK_PEER_PORT), 5555);
+	assert_string_equal(str_attr(s, SC_NETWORK_PROTOCOL_VERSION), "1.1");
+	assert_null(span__get(s, GOSPAN_TRUNCATED));
+	assert_null(span__get(s, SC_HTTP_REQUEST_BODY_SIZE)); /* content length -1: unknown */
+
+	/* The resource is this process's, from /proc. */
+	a = resource__get(s->res, SC_PROCESS_PID);
+	assert_non_null(a);
+	assert_int_equal(a->i, getpid());
+	a = resource__get(s->res, SC_SERVICE_NAME);
+	assert_non_null(a);
+	assert_string_equal(a->s, "records-httpserver");
+	assert_non_null(resource__get(s->res, SC_PROCESS_RUNTIME_VERSION));
+
+	records__stats(f->r, &st);
+	assert_int_equal(st.spans, 1);
+	assert_int_equal(st.pending, 0);
+}
+
+static void test_records__status_errors_and_foreign_writers(void **state)
+{
+	struct fixture *f = *state;
+
+	send_start(f, 1, 10, "GET", "/fail", "127.0.0.1:1");
+	send_end(f, 1, 10, 20, 503, "/fail", true);
+	send_start(f, 2, 10, "GET", "/missing", "127.0.0.1:2");
+	send_end(f, 2, 10, 20, 404, "", true);
+	send_start(f, 3, 10, "GET", "/h2", "127.0.0.1:3");
+	send_end(f, 3, 10, 20, 0x7fffdeadbeef, "/h2", false);
+	assert_int_equal(f->nspans, 3);
+
+	assert_int_equal(f->spans[0]->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(f->spans[0], SC_ERROR_TYPE), "503");
+	assert_string_equal(f->spans[0]->name, "GET /fail");
+	/* 4xx is the client's error, not the server's. */
+	assert_int_equal(f->spans[1]->status, SPAN_STATUS_UNSET);
+	assert_int_equal(int_attr(f->spans[1], SC_HTTP_RESPONSE_STATUS_CODE), 404);
+	assert_string_equal(f->spans[1]->name, "GET");
+	assert_null(span__get(f->spans[1], SC_HTTP_ROUTE));
+	/* Another writer type: the status word is not ours to read. */
+	assert_null(span__get(f->spans[2], SC_HTTP_RESPONSE_STATUS_CODE));
+}
+
+static void test_records__unknown_method_is_other(void **state)
+{
+	struct fixture *f = *state;
+	const struct span *s;
+
+	send_start(f, 1, 10, "PURGE", "/cache", "[::1]:4242");
+	send_end(f, 1, 10, 20, 200, "", true);
+	assert_int_equal(f->nspans, 1);
+	s = f->spans[0];
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD), "_OTHER");
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD_ORIGINAL), "PURGE");
+	assert_string_equal(s->name, "HTTP");
+	assert_string_equal(str_attr(s, SC_NETWORK_PEER_ADDRESS), "::1");
+	assert_int_equal(int_attr(s, SC_NETWORK_PEER_PORT), 4242);
+}
+
+static void test_records__cut_path_stays_utf8(void **state)
+{
+	struct fixture *f = *state;
+	char path[MAX_PATH_LEN + 64];
+	const char *got;
+	size_t i;
+
+	/* "/x" then 3-byte characters: the 85th spans bytes 254-256, across the bound. */
+	memcpy(path, "/x", 2);
+	for (i = 0; i < 100; i++)
+		memcpy(path + 2 + 3 * i, "\xe6\x97\xa5", 3);
+	path[302] = '\0';
+	send_start(f, 1, 10, "GET", path, "127.0.0.1:1");
+	send_end(f, 1, 10, 20, 200, "", true);
+	got = str_attr(f->spans[0], SC_URL_PATH);
+	assert_non_null(got);
+	/* 84 whole characters fit; the one the bound split is left out, not replaced. */
+	assert_int_equal(strlen(got), 2 + 84 * 3);
+	assert_memory_equal(got, path, strlen(got));
+	assert_string_equal(str_attr(f->spans[0], GOSPAN_TRUNCATED), SC_URL_PATH);
+}
+
+static void test_records__lost_and_replaced_calls_are_counted(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+
+	send_end(f, 9, 10, 20, 200, "", true); /* its start was lost */
+	send_start(f, 1, 10, "GET", "/a", "127.0.0.1:1");
+	send_start(f, 1, 30, "GET", "/b", "127.0.0.1:1"); /* /a never returned */
+	send_end(f, 1, 30, 40, 200, "", true);
+	records__stats(f->r, &st);
+	assert_int_equal(st.dropped[RECORDS_DROP_NO_START], 1);
+	assert_int_equal(st.dropped[RECORDS_DROP_ABANDONED], 1);
+	assert_int_equal(f->nspans, 1);
+	assert_string_equal(str_attr(f->spans[0], SC_URL_PATH), "/b");
+
+	/* A short record or an unknown type is counted, never read past its end. */
+	assert_int_equal(records__handle(f->r, "\x01\x00", 2), 0);
+	assert_int_equal(records__handle(f->r, &(struct record_header){ .type = 99 },
+					 sizeof(struct record_header)),
+			 0);
+	records__stats(f->r, &st);
+	assert_int_equal(st.dropped[RECORDS_DROP_MALFORMED], 2);
+}
+
+static void test_records__pending_is_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+	uint64_t g;
+
+	for (g = 1; g <= 6; g++)
+		send_start(f, g, 10, "GET", "/x", "127.0.0.1:1");
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 4);
+	assert_int_equal(st.dropped[RECORDS_DROP_TOO_MANY_PENDING], 2);
+	records__flush(f->r);
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.dropped[RECORDS_DROP_UNFINISHED], 4);
+	assert_int_equal(f->nspans, 0);
+}
+
+static void test_records__recovered_panic_is_a_normal_span(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+
+	send_start(f, 1, 10, "GET", "/r", "127.0.0.1:1");
+	send_panic(f, 1, 10, 15, "/r");
+	send_end(f, 1, 10, 20, 200, "/r", true);
+	records__tick(f->r, 10 + 2 * GRACE_NS);
+	assert_int_equal(f->nspans, 1);
+	assert_int_equal(f->spans[0]->status, SPAN_STATUS_UNSET);
+	assert_int_equal(f->spans[0]->end_ns, 1700000000000000020ULL);
+	records__stats(f->r, &st);
+	assert_int_equal(st.panics, 0);
+	assert_int_equal(f->forgotten, 0);
+}
+
+static void test_records__unrecovered_panic_ends_at_the_panic(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+	const struct span *s;
+
+	send_start(f, 1, 100, "GET", "/panic", "127.0.0.1:1");
+	send_panic(f, 1, 100, 500, "GET /panic");
+	records__tick(f->r, 500 + GRACE_NS / 2);
+	assert_int_equal(f->nspans, 0); /* it may still recover */
+	records__tick(f->r, 500 + GRACE_NS);
+	assert_int_equal(f->nspans, 1);
+	s = f->spans[0];
+	assert_string_equal(s->name, "GET /panic");
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "panic");
+	assert_null(span__get(s, SC_HTTP_RESPONSE_STATUS_CODE));
+	assert_int_equal(s->end_ns, 1700000000000000500ULL);
+	/* Its BPF in-flight entry is removed: the RET that would have done so never comes. */
+	assert_int_equal(f->forgotten, 1);
+	assert_int_equal(f->forgot_start, 100);
+	records__stats(f->r, &st);
+	assert_int_equal(st.panics, 1);
+	assert_int_equal(st.pending, 0);
+
+	/* A panic whose goroutine starts another call is finished at once. */
+	send_start(f, 2, 100, "GET", "/panic", "127.0.0.1:1");
+	send_panic(f, 2, 100, 300, "GET /panic");
+	send_start(f, 2, 400, "GET", "/next", "127.0.0.1:1");
+	assert_int_equal(f->nspans, 2);
+	assert_int_equal(f->spans[1]->status, SPAN_STATUS_ERROR);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_records__start_end_make_one_span, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_records__cut_path_stays_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__lost_and_replaced_calls_are_counted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__pending_is_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__recovered_panic_is_a_normal_span,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__unrecovered_panic_ends_at_the_panic,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

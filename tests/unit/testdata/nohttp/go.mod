@@ -1,0 +1,3 @@
+module example.com/gospan/testdata/nohttp
+
+go 1.17
