@@ -76,7 +76,7 @@ all: $(OUTPUT)/gospan
 
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
-	curl wrk iproute2 python3-pip
+	curl wrk iproute2 python3-pip golang-1.19
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest
 
 deps:

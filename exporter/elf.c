@@ -61,13 +61,13 @@ static int check_header_tables(struct elf_file *ef, const GElf_Ehdr *eh)
 	/* PN_XNUM and a zero e_shnum mean "the count is in section 0": check that one entry. */
 	n = eh->e_phnum == PN_XNUM ? 1 : eh->e_phnum;
 	if (n && !in_file(eh->e_phoff, n * eh->e_phentsize, ef->raw_size)) {
-		pr_err("cannot open '%s': the program headers end past the end of the file (truncated file?)",
+		pr_err("cannot open '%s': program headers extend past the file (truncated?)",
 		       ef->path);
 		return -EINVAL;
 	}
 	n = eh->e_shnum ? eh->e_shnum : eh->e_shoff ? 1 : 0;
 	if (n && !in_file(eh->e_shoff, n * eh->e_shentsize, ef->raw_size)) {
-		pr_err("cannot open '%s': the section headers end past the end of the file (truncated file?)",
+		pr_err("cannot open '%s': section headers extend past the file (truncated?)",
 		       ef->path);
 		return -EINVAL;
 	}
@@ -91,20 +91,20 @@ static int load_segments(struct elf_file *ef)
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(ef->elf, i, &ph)) {
-			pr_err("cannot open '%s': bad program header %zu (truncated file?): %s",
+			pr_err("cannot open '%s': bad program header %zu (truncated?): %s",
 			       ef->path, i, elf_errmsg(-1));
 			return -EINVAL;
 		}
 		if (ph.p_type != PT_LOAD)
 			continue;
 		if (!in_file(ph.p_offset, ph.p_filesz, ef->raw_size)) {
-			pr_err("cannot open '%s': segment %zu ends past the end of the file (truncated file?)",
+			pr_err("cannot open '%s': segment %zu extends past the file (truncated?)",
 			       ef->path, i);
 			return -EINVAL;
 		}
 		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr) {
-			pr_err("cannot open '%s': segment %zu wraps around the address space", ef->path,
-			       i);
+			pr_err("cannot open '%s': segment %zu wraps around the address space",
+			       ef->path, i);
 			return -EINVAL;
 		}
 		ef->segs[ef->nsegs].vaddr = ph.p_vaddr;
@@ -131,12 +131,12 @@ static int check_sections(struct elf_file *ef)
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh)) {
-			pr_err("cannot open '%s': bad section header %zu (truncated file?): %s",
+			pr_err("cannot open '%s': bad section header %zu (truncated?): %s",
 			       ef->path, elf_ndxscn(scn), elf_errmsg(-1));
 			return -EINVAL;
 		}
 		if (sh.sh_type != SHT_NOBITS && !in_file(sh.sh_offset, sh.sh_size, ef->raw_size)) {
-			pr_err("cannot open '%s': section %zu ends past the end of the file (truncated file?)",
+			pr_err("cannot open '%s': section %zu extends past the file (truncated?)",
 			       ef->path, elf_ndxscn(scn));
 			return -EINVAL;
 		}
@@ -276,8 +276,7 @@ struct elf_file *elf_file__open(const char *path)
 		goto cleanup;
 	}
 	if (!gelf_getehdr(ef->elf, &eh)) {
-		pr_err("cannot open '%s': bad ELF header (truncated file?): %s", path,
-		       elf_errmsg(-1));
+		pr_err("cannot open '%s': bad ELF header (truncated?): %s", path, elf_errmsg(-1));
 		err = -EINVAL;
 		goto cleanup;
 	}

@@ -217,8 +217,7 @@ static int replace_last(char **last_version, struct bstr version)
 static int parse_modinfo(struct gobin *gb, struct bstr mod)
 {
 	char **last_version = NULL;
-	char *path_line = NULL;
-	int err = 0;
+	int err;
 
 	/* Without both sentinels there is no module info (GOPATH mode), which is not an error. */
 	if (mod.len < 2 * MODINFO_SENTINEL_LEN + 1 ||
@@ -238,50 +237,34 @@ static int parse_modinfo(struct gobin *gb, struct bstr mod)
 		path = next_field(&line);
 		version = next_field(&line);
 
-		if (key.len == 4 && !memcmp(key.p, "path", 4)) {
-			free(path_line);
-			path_line = bstr_dup(path);
-			if (!path_line) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-		} else if (key.len == 3 && !memcmp(key.p, "mod", 3)) {
-			if (!path.len || gb->main_path) {
-				err = -EINVAL;
-				goto cleanup;
-			}
+		/*
+		 * "path" (the main package, not the module) and "build" settings are not needed,
+		 * nor keys that a later toolchain may add.
+		 */
+		if (key.len == 3 && !memcmp(key.p, "mod", 3)) {
+			if (!path.len || gb->main_path)
+				return -EINVAL;
 			gb->main_path = bstr_dup(path);
 			gb->main_version = bstr_dup(version);
-			if (!gb->main_path || !gb->main_version) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
+			if (!gb->main_path || !gb->main_version)
+				return -ENOMEM;
 			last_version = &gb->main_version;
 		} else if (key.len == 3 && !memcmp(key.p, "dep", 3)) {
-			if (!path.len) {
-				err = -EINVAL;
-				goto cleanup;
-			}
+			if (!path.len)
+				return -EINVAL;
 			err = add_dep(gb, path, version);
 			if (err)
-				goto cleanup;
+				return err;
+			/* Valid until the next "dep" line, which resets it before use. */
 			last_version = &gb->deps[gb->ndeps - 1].version;
 		} else if (key.len == 2 && !memcmp(key.p, "=>", 2)) {
 			err = replace_last(last_version, version);
 			if (err)
-				goto cleanup;
+				return err;
 			last_version = NULL; /* one replacement per module */
 		}
-		/* "build" settings and keys from future toolchains are not needed here. */
 	}
-	/* Binaries built from a file list have a package path but no main module line. */
-	if (!gb->main_path && path_line) {
-		gb->main_path = path_line;
-		path_line = NULL;
-	}
-cleanup:
-	free(path_line);
-	return err;
+	return 0;
 }
 
 void gobin__free(struct gobin *gb)
@@ -339,9 +322,9 @@ struct gobin *gobin__read(struct elf_file *ef)
 	if (flags & BUILDINFO_FLAG_INLINE) {
 		size_t pos = BUILDINFO_HDR_LEN;
 
-		if (read_inline_str(sec, size, &pos, &vers) || read_inline_str(sec, size, &pos, &mod)) {
-			pr_err("cannot read buildinfo of '%s': string runs past the end of .go.buildinfo",
-			       path);
+		if (read_inline_str(sec, size, &pos, &vers) ||
+		    read_inline_str(sec, size, &pos, &mod)) {
+			pr_err("cannot read buildinfo of '%s': truncated string", path);
 			goto cleanup;
 		}
 	} else {
@@ -359,8 +342,7 @@ struct gobin *gobin__read(struct elf_file *ef)
 					       be, &mod_buf, &mod);
 		if (err) {
 			if (err == -EINVAL)
-				pr_err("cannot read buildinfo of '%s': a string pointer is outside the file",
-				       path);
+				pr_err("cannot read buildinfo of '%s': bad string pointer", path);
 			goto cleanup;
 		}
 	}

@@ -86,8 +86,8 @@ static int parse_versions(struct offsets *o, const cJSON *versions)
 	int n;
 
 	if (!cJSON_IsArray(versions)) {
-		pr_err("cannot load offset table: 'versions' %s", versions ? "is not an array"
-									  : "is missing");
+		pr_err("cannot load offset table: 'versions' %s",
+		       versions ? "is not an array" : "is missing");
 		return -EINVAL;
 	}
 	n = cJSON_GetArraySize(versions);
@@ -105,12 +105,14 @@ static int parse_versions(struct offsets *o, const cJSON *versions)
 
 		if (!cJSON_IsString(v) ||
 		    gobin__parse_version(v->valuestring, &r->major, &r->minor, &r->patch)) {
-			pr_err("cannot load offset table: 'versions' entry %zu is not a Go version", i);
+			pr_err("cannot load offset table: 'versions' entry %zu is not a Go version",
+			       i);
 			return -EINVAL;
 		}
 		/* Lookups take the nearest release below, which needs the list in order. */
 		if (i > 0 && release_cmp(&o->rels[i - 1], r->major, r->minor, r->patch) >= 0) {
-			pr_err("cannot load offset table: 'versions' is not sorted and unique at '%s'",
+			pr_err("cannot load offset table: 'versions' is not sorted and unique "
+			       "at '%s'",
 			       v->valuestring);
 			return -EINVAL;
 		}
@@ -181,8 +183,8 @@ static int parse_range(struct offsets *o, enum go_field f, const cJSON *range, i
 	}
 	for (i = lo; i <= hi; i++) {
 		if (o->rels[i].offs[f] >= 0) {
-			pr_err("cannot load offset table: '%s' range %d overlaps another at %s", name,
-			       idx, o->rels[i].name);
+			pr_err("cannot load offset table: '%s' range %d overlaps another at %s",
+			       name, idx, o->rels[i].name);
 			return -EINVAL;
 		}
 		o->rels[i].offs[f] = (int64_t)d;
@@ -208,7 +210,7 @@ static int parse_fields(struct offsets *o, const cJSON *fields)
 				break;
 		}
 		if (f == GO_FIELD__COUNT) {
-			/* A newer generator may know more fields; this gospan just has no use for them. */
+			/* A newer generator may know more fields, of no use to this gospan. */
 			pr_debug("offset table: ignoring unknown field '%s'", field->string);
 			continue;
 		}
@@ -218,7 +220,8 @@ static int parse_fields(struct offsets *o, const cJSON *fields)
 		}
 		seen[f] = true;
 		if (!cJSON_IsArray(field)) {
-			pr_err("cannot load offset table: field '%s' is not an array", field->string);
+			pr_err("cannot load offset table: field '%s' is not an array",
+			       field->string);
 			return -EINVAL;
 		}
 		idx = 0;
@@ -236,7 +239,7 @@ struct offsets *offsets__parse(const char *json, size_t len)
 {
 	const cJSON *schema;
 	struct offsets *o;
-	const char *end = NULL;
+	const char *end = NULL, *why;
 	cJSON *root = NULL;
 	int err;
 
@@ -266,8 +269,13 @@ struct offsets *offsets__parse(const char *json, size_t len)
 	}
 	schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
 	if (!cJSON_IsNumber(schema) || schema->valuedouble != OFFSETS_SCHEMA) {
-		pr_err("cannot load offset table: schema %s; this gospan reads schema %d",
-		       !schema ? "is missing" : cJSON_IsNumber(schema) ? "is unknown" : "is not a number",
+		if (!schema)
+			why = "is missing";
+		else if (!cJSON_IsNumber(schema))
+			why = "is not a number";
+		else
+			why = "names another version";
+		pr_err("cannot load offset table: 'schema' %s; this gospan reads schema %d", why,
 		       OFFSETS_SCHEMA);
 		err = -EINVAL;
 		goto cleanup;
@@ -307,8 +315,9 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 	if (!o || !o->nrels || !out)
 		return -EINVAL;
 	/*
-	 * A patch release never changes struct layouts, so the nearest release at or below within
-	 * the minor is right; across minors nothing can be assumed.
+	 * The generator lists every release where a layout changed within a minor (1.26.10 moved
+	 * response.status), so the nearest listed release at or below the target has its layout.
+	 * Across minors nothing carries over. The list is sorted: the last match is the nearest.
 	 */
 	for (i = 0; i < o->nrels; i++) {
 		const struct go_release *r = &o->rels[i];
@@ -317,14 +326,16 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 			best = r;
 	}
 	if (!best) {
-		pr_err("no offsets for Go %d.%d.%d: the tables (Go %s to %s) have no %d.%d release at "
-		       "or below it; regenerate them with 'make offsets' (reading the offsets from the "
-		       "target's own DWARF is not supported yet)",
-		       major, minor, patch, o->rels[0].name, o->rels[o->nrels - 1].name, major, minor);
+		pr_err("no offsets for Go %d.%d.%d: the tables (Go %s to %s) have no %d.%d "
+		       "release at or below it; regenerate them with 'make offsets' (reading the "
+		       "offsets from the target's own DWARF is not supported yet)",
+		       major, minor, patch, o->rels[0].name, o->rels[o->nrels - 1].name, major,
+		       minor);
 		return -ENOENT;
 	}
 	if (best->patch != patch)
-		pr_debug("Go %d.%d.%d is not in the offset tables; using Go %s, the nearest below it",
+		pr_debug("Go %d.%d.%d is not in the offset tables; using Go %s, the nearest "
+			 "below it",
 			 major, minor, patch, best->name);
 	memcpy(out, best->offs, sizeof(best->offs));
 	if (resolved)

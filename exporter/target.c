@@ -173,6 +173,12 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		err = -errno;
 		goto cleanup;
 	}
+	if (!t->gobin->major) {
+		pr_err("cannot trace '%s': built with '%s', not a Go release gospan can identify",
+		       path, t->gobin->go_version);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
 	/* Before 1.17 Go passed arguments on the stack; the probes read registers. */
 	if (t->gobin->major != 1 || t->gobin->minor < 17) {
 		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register ABI)",

@@ -263,20 +263,23 @@ func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
 	cmd.Stderr = &stderr
 	fmt.Fprintf(os.Stderr, "gen: building probe with %s for %s\n", v.toolchain(), arch)
 	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("building with %s for %s: %v\n%s", v.toolchain(), arch, err,
 			stderr.String())
 	}
-	// GOTOOLCHAIN falls back silently in some setups; the binary says what really built it.
+	// A go command older than 1.21 ignores GOTOOLCHAIN and builds with itself; only the
+	// binary's buildinfo says for sure which toolchain built it.
 	bi, err := buildinfo.ReadFile(tmp)
-	if err != nil {
-		return "", fmt.Errorf("reading buildinfo of %s: %w", tmp, err)
-	}
-	if bi.GoVersion != v.toolchain() {
-		return "", fmt.Errorf("asked for %s, the probe was built by %s", v.toolchain(),
+	if err == nil && bi.GoVersion != v.toolchain() {
+		err = fmt.Errorf("asked for %s, the probe was built by %s", v.toolchain(),
 			bi.GoVersion)
 	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
+	if err == nil {
+		err = os.Rename(tmp, bin)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("probe built with %s for %s: %w", v.toolchain(), arch, err)
 	}
 	return bin, nil
 }

@@ -13,14 +13,7 @@
 #include <elf.h>
 #include <errno.h>
 
-/*
- * helpers.h formats paths into fixed buffers without checking the result; GCC at -O2 reports
- * that as possible truncation. Its paths are far shorter than the buffers.
- */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "helpers.h"
-#pragma GCC diagnostic pop
 #include "disasm.h"
 #include "elf.h"
 #include "log.h"

@@ -14,19 +14,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-/*
- * helpers.h formats paths into fixed buffers without checking the result; GCC at -O2 reports
- * that as possible truncation. Its paths are far shorter than the buffers.
- */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "helpers.h"
-#pragma GCC diagnostic pop
 #include "elf.h"
 #include "gobin.h"
 #include "log.h"
 
 #define GO119 "/usr/lib/go-1.19/bin/go"
+/* env(1) looks "go" up in the PATH it was given, so Go 1.19's go command runs. */
+#define GO119_ENV "PATH=/usr/lib/go-1.19/bin:$PATH"
 
 static int setup(void **state)
 {
@@ -165,19 +160,18 @@ static void test_gobin__go1_19(void **state)
 	(void)state;
 	if (access(GO119, X_OK)) {
 		/* Debian's golang-1.19 package; `apt-get install golang-1.19` provides it. */
-		print_message("skipped: %s is not installed (apt-get install golang-1.19)\n", GO119);
+		print_message("skipped: %s is missing (apt-get install golang-1.19)\n", GO119);
 		skip();
 	}
-	/* env(1) looks "go" up in the PATH it was given, so Go 1.19's go command runs. */
-	build(bin, sizeof(bin), "httpserver", "gobin_go1.19", "PATH=/usr/lib/go-1.19/bin:$PATH", "");
+	build(bin, sizeof(bin), "httpserver", "gobin_go1.19", GO119_ENV, "");
 	gb = read_bin(bin);
 	check_against_go(gb, GO119, bin, "httpserver");
 	assert_int_equal(gb->major, 1);
 	assert_int_equal(gb->minor, 19);
 	gobin__free(gb);
 
-	build(bin, sizeof(bin), "httpserver", "gobin_go1.19_stripped",
-	      "PATH=/usr/lib/go-1.19/bin:$PATH", "-ldflags='-s -w'");
+	build(bin, sizeof(bin), "httpserver", "gobin_go1.19_stripped", GO119_ENV,
+	      "-ldflags='-s -w'");
 	gb = read_bin(bin);
 	check_against_go(gb, GO119, bin, "httpserver");
 	gobin__free(gb);
@@ -254,8 +248,8 @@ static long buildinfo_offset(const char *bin)
 		char *p = strstr(line, " .go.buildinfo ");
 
 		if (p)
-			assert_int_equal(sscanf(p, " .go.buildinfo PROGBITS %llx %llx", &addr, &off),
-					 2);
+			assert_int_equal(
+				sscanf(p, " .go.buildinfo PROGBITS %llx %llx", &addr, &off), 2);
 	}
 	assert_int_equal(pclose(f), 0);
 	assert_true(off > 0);
@@ -274,12 +268,17 @@ static void test_gobin__corrupt_buildinfo(void **state)
 		size_t len;
 		int err;
 	} cases[] = {
-		{ 0, "\xfe", 1, EINVAL },		 /* magic */
-		{ 15, "\x00", 1, EINVAL },		 /* old format: pointers at 16 are zero */
-		{ 15, "\x01", 1, EINVAL },		 /* old format, big endian */
-		{ 32, "\xff\xff\xff\xff\x0f", 5, EINVAL }, /* version longer than the section */
-		{ 32, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, EINVAL }, /* uvarint overflow */
-		{ 32, "\x00", 1, ENOEXEC },		 /* no version */
+		/* the magic */
+		{ 0, "\xfe", 1, EINVAL },
+		/* the old format, whose pointers at offset 16 are then zero */
+		{ 15, "\x00", 1, EINVAL },
+		{ 15, "\x01", 1, EINVAL },
+		/* a version longer than the section */
+		{ 32, "\xff\xff\xff\xff\x0f", 5, EINVAL },
+		/* a length that does not fit in 64 bits */
+		{ 32, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, EINVAL },
+		/* no version at all */
+		{ 32, "\x00", 1, ENOEXEC },
 	};
 	char bin[4096], copy[4096];
 	struct gobin *gb;

@@ -315,17 +315,18 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 
 /* A small valid table that the malformed cases below each break in one way. */
 #define GOOD_HEAD "{\"schema\": 1, \"versions\": [\"1.21.0\", \"1.22.0\", \"1.22.7\"], "
+#define RANGE(from, to, off) "{\"from\": \"" from "\", \"to\": \"" to "\", \"offset\": " off "}"
+#define GOID(ranges) GOOD_HEAD "\"fields\": {\"runtime.g.goid\": [" ranges "]}}"
 
 static void test_offsets__small_table(void **state)
 {
-	static const char json[] =
-		GOOD_HEAD "\"fields\": {"
-			  "\"runtime.g.goid\": [{\"from\": \"1.21.0\", \"to\": \"1.22.7\", \"offset\": 152}],"
-			  "\"net/http.Request.pat\": [{\"from\": \"1.22.0\", \"to\": \"1.22.0\", \"offset\": 248},"
-			  "  {\"from\": \"1.22.7\", \"to\": \"1.22.7\", \"offset\": 264}],"
-			  "\"net/http.Request.Future\": [{\"from\": \"1.21.0\", \"to\": \"1.21.0\", \"offset\": 8}],"
-			  "\"runtime.m.whatever\": \"a newer generator's business\""
-			  "}}\n";
+	static const char json[] = GOOD_HEAD "\"fields\": {"
+		"\"runtime.g.goid\": [" RANGE("1.21.0", "1.22.7", "152") "],"
+		"\"net/http.Request.pat\": [" RANGE("1.22.0", "1.22.0", "248") ","
+		"  " RANGE("1.22.7", "1.22.7", "264") "],"
+		"\"net/http.Request.Future\": [" RANGE("1.21.0", "1.21.0", "8") "],"
+		"\"runtime.m.whatever\": \"a newer generator's business\""
+		"}}\n";
 	int64_t o[GO_FIELD__COUNT];
 	const char *resolved;
 	struct offsets *t;
@@ -356,8 +357,6 @@ static void test_offsets__small_table(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-#define RANGE(from, to, off) "{\"from\": \"" from "\", \"to\": \"" to "\", \"offset\": " off "}"
-#define GOID(ranges) GOOD_HEAD "\"fields\": {\"runtime.g.goid\": [" ranges "]}}"
 
 static void test_offsets__malformed(void **state)
 {
@@ -366,18 +365,21 @@ static void test_offsets__malformed(void **state)
 	} cases[] = {
 		{ "empty", "" },
 		{ "not json", "schema: 1" },
-		{ "truncated", GOOD_HEAD "\"fields\": {\"runtime.g.goid\": [" RANGE("1.21.0", "1.22.7", "152") },
+		{ "truncated",
+		  GOOD_HEAD "\"fields\": {\"runtime.g.goid\": [" RANGE("1.21.0", "1.22.7", "152") },
 		{ "trailing garbage", GOID(RANGE("1.21.0", "1.22.7", "152")) " x" },
 		{ "array", "[]" },
 		{ "empty object", "{}" },
 		{ "no schema", "{\"versions\": [\"1.21.0\"], \"fields\": {}}" },
 		{ "schema 2", "{\"schema\": 2, \"versions\": [\"1.21.0\"], \"fields\": {}}" },
-		{ "schema string", "{\"schema\": \"1\", \"versions\": [\"1.21.0\"], \"fields\": {}}" },
+		{ "schema string",
+		  "{\"schema\": \"1\", \"versions\": [\"1.21.0\"], \"fields\": {}}" },
 		{ "no versions", "{\"schema\": 1, \"fields\": {}}" },
 		{ "empty versions", "{\"schema\": 1, \"versions\": [], \"fields\": {}}" },
 		{ "version not string", "{\"schema\": 1, \"versions\": [121], \"fields\": {}}" },
 		{ "version not go", "{\"schema\": 1, \"versions\": [\"latest\"], \"fields\": {}}" },
-		{ "version not canonical", "{\"schema\": 1, \"versions\": [\"go1.21\"], \"fields\": {}}" },
+		{ "version not canonical",
+		  "{\"schema\": 1, \"versions\": [\"go1.21\"], \"fields\": {}}" },
 		{ "versions unsorted",
 		  "{\"schema\": 1, \"versions\": [\"1.22.0\", \"1.21.0\"], \"fields\": {}}" },
 		{ "versions duplicate",
@@ -397,7 +399,8 @@ static void test_offsets__malformed(void **state)
 		{ "to not string", GOID("{\"from\": \"1.21.0\", \"to\": 1.22, \"offset\": 152}") },
 		{ "from not listed", GOID(RANGE("1.20.0", "1.22.7", "152")) },
 		{ "to not a version", GOID(RANGE("1.21.0", "tip", "152")) },
-		{ "overlap", GOID(RANGE("1.21.0", "1.22.0", "152") "," RANGE("1.22.0", "1.22.7", "160")) },
+		{ "overlap",
+		  GOID(RANGE("1.21.0", "1.22.0", "152") "," RANGE("1.22.0", "1.22.7", "160")) },
 		{ "duplicate field",
 		  GOOD_HEAD "\"fields\": {\"runtime.g.goid\": [], \"runtime.g.goid\": []}}" },
 	};
@@ -413,7 +416,8 @@ static void test_offsets__malformed(void **state)
 			fail_msg("malformed table '%s' was accepted", cases[i].name);
 		}
 		if (errno != EINVAL)
-			fail_msg("malformed table '%s': errno %d, want EINVAL", cases[i].name, errno);
+			fail_msg("malformed table '%s': errno %d, want EINVAL", cases[i].name,
+				 errno);
 	}
 	/* The cases are one defect each: the same text with the defect's range fixed parses. */
 	{

@@ -1,0 +1,3 @@
+module example.com/gospan/tests/e2e/legacyserver
+
+go 1.17
