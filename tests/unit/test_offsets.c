@@ -13,12 +13,7 @@
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
-/* helpers.h formats paths into fixed buffers without checking; GCC -O2 flags that as possible
- * truncation. Its paths are far shorter than the buffers, so the warning is noise here. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "helpers.h"
-#pragma GCC diagnostic pop
 #include "gobin.h"
 #include "log.h"
 #include "offsets.h"
