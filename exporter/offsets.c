@@ -315,7 +315,7 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 	if (!o || !o->nrels || !out)
 		return -EINVAL;
 	/*
-	 * The generator lists every release where a layout changed within a minor (1.26.10 moved
+	 * The generator lists every release where a layout changed within a minor (1.26.11 moved
 	 * response.status), so the nearest listed release at or below the target has its layout.
 	 * Across minors nothing carries over. The list is sorted: the last match is the nearest.
 	 */

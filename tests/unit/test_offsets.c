@@ -105,6 +105,20 @@ static void test_offsets__known_values(void **state)
 	assert_int_equal(o[GO_FIELD_REQ_PATTERN], 232);
 	assert_int_equal(o[GO_FIELD_REQ_PAT], 264);
 	assert_int_equal(o[GO_FIELD_URL_PATH], 56);
+
+	find_ok(1, 25, 0, "1.25.0", o);
+	assert_int_equal(o[GO_FIELD_G_GOID], 152);
+
+	/*
+	 * response.status moved in a patch release, 1.26.11: the table must list the release that
+	 * moved it, or 1.26.11 and later would take the old offset from the nearest release below.
+	 */
+	find_ok(1, 26, 10, "1.26.10", o);
+	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
+	find_ok(1, 26, 11, "1.26.11", o);
+	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 128);
+	assert_int_equal(offsets__find(table, 1, 26, 7, o, NULL), 0);
+	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
 }
 
 /* Every listed release resolves to itself, with every field gospan requires present. */

@@ -1,0 +1,133 @@
+"""How a user starts gospan: --exe waiting for its first process, the OpenTelemetry Go
+auto-instrumentation variables naming the target, and the clear refusals of bad settings and
+binaries gospan cannot trace."""
+
+import shutil
+import subprocess
+import time
+import urllib.request
+
+from conftest import Gospan, Service, _clean_env
+
+
+def _env(receiver, **extra):
+    e = _clean_env()
+    e["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+    e["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.url
+    e.update(extra)
+    return e
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        r.read()
+        return r.status
+
+
+def test_exe_waits_for_the_first_process(gospan_bin, example_bin, build_dir, otlp_receiver):
+    # A private copy: --exe follows the file, and other tests run the shared one.
+    exe = build_dir / "e2e" / "httpserver-exe"
+    shutil.copy2(example_bin, exe)
+    g = Gospan([str(gospan_bin), "--exe", str(exe)], _env(otlp_receiver))
+    svc = None
+    try:
+        time.sleep(0.5)
+        assert g.proc.poll() is None, g.stderr
+        assert "waiting for a process running" in g.stderr
+        assert "gospan: attached" not in g.stderr
+
+        svc = Service(exe, env=_clean_env())
+        line = g.wait_attached()
+        assert f"pid {svc.pid}," in line and "'httpserver-exe'" in line, line
+        before = len(otlp_receiver.snapshot())
+        assert _get(svc.base_url + "/users/exe-1") == 200
+        assert g.stop() == 0, g.stderr
+    finally:
+        if svc:
+            svc.stop()
+        if g.proc.poll() is None:
+            g.proc.kill()
+    spans = [s for s in otlp_receiver.snapshot()[before:]
+             if s.attrs.get("url.path") == "/users/exe-1"]
+    assert len(spans) == 1
+    assert spans[0].resource["process.pid"] == svc.pid
+    assert spans[0].resource["service.name"] == "httpserver-exe"
+
+
+def test_target_and_service_name_from_the_environment(gospan_bin, start_service, otlp_receiver):
+    # The target's own OTEL_SERVICE_NAME names the service when gospan has none.
+    env = _clean_env()
+    env["OTEL_SERVICE_NAME"] = "checkout"
+    svc = start_service(env=env)
+    g = Gospan([str(gospan_bin)],
+               _env(otlp_receiver, OTEL_GO_AUTO_TARGET_PID=str(svc.pid),
+                    OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test,team=a%20b"))
+    try:
+        assert f"pid {svc.pid}," in g.wait_attached()
+        before = len(otlp_receiver.snapshot())
+        assert _get(svc.base_url + "/users/env-1") == 200
+        assert g.stop() == 0, g.stderr
+    finally:
+        if g.proc.poll() is None:
+            g.proc.kill()
+    spans = [s for s in otlp_receiver.snapshot()[before:]
+             if s.attrs.get("url.path") == "/users/env-1"]
+    assert len(spans) == 1
+    res = spans[0].resource
+    assert res["service.name"] == "checkout"
+    assert res["deployment.environment"] == "test"
+    assert res["team"] == "a b"
+
+
+def test_target_process_exit_ends_gospan(gospan_bin, start_service, otlp_receiver):
+    svc = start_service()
+    g = Gospan([str(gospan_bin), "--pid", str(svc.pid)], _env(otlp_receiver))
+    try:
+        g.wait_attached()
+        svc.stop()
+        g.proc.wait(10)
+    finally:
+        if g.proc.poll() is None:
+            g.proc.kill()
+    g.stop()
+    assert g.returncode == 0, g.stderr
+    assert f"target process {svc.pid} exited" in g.stderr
+    assert g.summary_line() is not None
+
+
+def _refusal(gospan_bin, args, env):
+    res = subprocess.run([str(gospan_bin), *args], env={**_clean_env(), **env},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0, res.stderr
+    assert "gospan: attached" not in res.stderr
+    return res.stderr
+
+
+def test_bad_settings_stop_gospan_at_start(gospan_bin, start_service):
+    svc = start_service()
+    pid = str(svc.pid)
+    cases = [
+        ({"OTEL_BSP_SCHEDULE_DELAY": "soon"}, "OTEL_BSP_SCHEDULE_DELAY 'soon'"),
+        ({"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER 'zipkin'"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL 'grpc'"),
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "-5"}, "OTEL_BSP_MAX_QUEUE_SIZE '-5'"),
+    ]
+    for env, want in cases:
+        err = _refusal(gospan_bin, ["--pid", pid], env)
+        assert want in err, err
+    assert "--pid" in _refusal(gospan_bin, [], {})
+    assert "unknown option '--pdi'" in _refusal(gospan_bin, ["--pdi", pid], {})
+    assert "no such process" in _refusal(gospan_bin, ["--pid", "999999999"], {})
+    assert svc.alive()
+
+
+def test_binaries_gospan_cannot_trace_are_refused(gospan_bin, build_dir):
+    # A C program: not Go.
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        err = _refusal(gospan_bin, ["--pid", str(sleeper.pid)], {})
+        assert "not a Go binary" in err, err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
