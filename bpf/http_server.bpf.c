@@ -82,6 +82,15 @@ static __always_inline const struct target_config *probe_context(GO_REGS *ctx,
 	return cfg;
 }
 
+static __always_inline void fill_header(struct record_header *h, __u32 type,
+					const struct goroutine_key *key, __u64 start_ns)
+{
+	h->type = type;
+	h->pid = key->pid;
+	h->goid = key->goid;
+	h->start_ns = start_ns;
+}
+
 /* The pattern the mux matched: Request.Pattern (Go 1.23+) or Request.pat.str (Go 1.22). */
 static __always_inline __u32 read_pattern(const struct target_config *cfg, void *req, char *dst)
 {
@@ -126,10 +135,7 @@ int serve_http_entry(GO_REGS *ctx)
 		count_drop(DROP_RINGBUF_FULL);
 		return 0;
 	}
-	e->hdr.type = EVENT_HTTP_SERVER_START;
-	e->hdr.pid = key.pid;
-	e->hdr.goid = key.goid;
-	e->hdr.start_ns = now;
+	fill_header(&e->hdr, EVENT_HTTP_SERVER_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 	e->method_len = go_read_string(e->method, MAX_METHOD_LEN, req + cfg->req_method);
 	e->proto_len = go_read_string(e->proto, MAX_PROTO_LEN, req + cfg->req_proto);
@@ -176,10 +182,7 @@ int serve_http_return(GO_REGS *ctx)
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}
-	e->hdr.type = EVENT_HTTP_SERVER_END;
-	e->hdr.pid = key.pid;
-	e->hdr.goid = key.goid;
-	e->hdr.start_ns = st->start_ns;
+	fill_header(&e->hdr, EVENT_HTTP_SERVER_END, &key, st->start_ns);
 	e->end_ns = now;
 	e->rw_itab = st->rw_itab;
 	e->status = cfg->response_status >= 0 ?
@@ -219,10 +222,7 @@ int go_panic(GO_REGS *ctx)
 		count_drop(DROP_RINGBUF_FULL);
 		return 0;
 	}
-	e->hdr.type = EVENT_GO_PANIC;
-	e->hdr.pid = key.pid;
-	e->hdr.goid = key.goid;
-	e->hdr.start_ns = st->start_ns;
+	fill_header(&e->hdr, EVENT_GO_PANIC, &key, st->start_ns);
 	e->panic_ns = bpf_ktime_get_ns();
 	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
 	bpf_ringbuf_submit(e, submit_flags());

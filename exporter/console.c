@@ -166,15 +166,6 @@ static const char *kind_name(enum span_kind kind)
 	}
 }
 
-static bool all_zero(const uint8_t *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i])
-			return false;
-	return true;
-}
 
 int console__format_span(const struct span *s, char *buf, size_t size)
 {
@@ -200,7 +191,7 @@ int console__format_span(const struct span *s, char *buf, size_t size)
 	put_str(&o, " span=");
 	put_hex(&o, s->span_id, sizeof(s->span_id));
 	put_str(&o, " parent=");
-	if (all_zero(s->parent_span_id, sizeof(s->parent_span_id)))
+	if (span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
 		put_char(&o, '-');
 	else
 		put_hex(&o, s->parent_span_id, sizeof(s->parent_span_id));

@@ -121,15 +121,6 @@ static pb_key_value **put_attrs(struct tree *t, const struct attr *attrs, size_t
 	return start;
 }
 
-static bool all_zero(const uint8_t *buf, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i])
-			return false;
-	return true;
-}
 
 static void put_span(struct tree *t, size_t i, const struct span *s)
 {
@@ -142,7 +133,7 @@ static void put_span(struct tree *t, size_t i, const struct span *s)
 	p->span_id.data = (uint8_t *)s->span_id;
 	p->span_id.len = sizeof(s->span_id);
 	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
-	if (!all_zero(s->parent_span_id, sizeof(s->parent_span_id))) {
+	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id))) {
 		p->parent_span_id.data = (uint8_t *)s->parent_span_id;
 		p->parent_span_id.len = sizeof(s->parent_span_id);
 	}

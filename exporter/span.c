@@ -208,12 +208,12 @@ void resource__free(struct resource *r)
 	free(r);
 }
 
-static bool all_zero(const uint8_t *buf, size_t len)
+bool span__id_is_zero(const uint8_t *id, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		if (buf[i])
+		if (id[i])
 			return false;
 	return true;
 }
@@ -237,7 +237,7 @@ int span__random_id(uint8_t *buf, size_t len)
 				return -errno;
 			}
 		}
-	} while (all_zero(buf, len));
+	} while (span__id_is_zero(buf, len));
 	return 0;
 }
 
@@ -340,44 +340,50 @@ int span__set_str(struct span *s, const char *key, const char *val, size_t len)
 	return 0;
 }
 
-int span__set_int(struct span *s, const char *key, int64_t val)
+/* The slot for scalar KEY, typed; NULL with *ERR set when it cannot be had. */
+static struct attr *scalar_slot(struct span *s, const char *key, enum attr_type type, int *err)
 {
 	struct attr *a;
 
+	*err = -EINVAL;
 	if (!s || !key)
-		return -EINVAL;
+		return NULL;
+	*err = -ENOSPC;
 	a = span_slot(s, key);
+	if (a)
+		a->type = type;
+	return a;
+}
+
+int span__set_int(struct span *s, const char *key, int64_t val)
+{
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_INT, &err);
+
 	if (!a)
-		return -ENOSPC;
-	a->type = ATTR_INT;
+		return err;
 	a->i = val;
 	return 0;
 }
 
 int span__set_bool(struct span *s, const char *key, bool val)
 {
-	struct attr *a;
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_BOOL, &err);
 
-	if (!s || !key)
-		return -EINVAL;
-	a = span_slot(s, key);
 	if (!a)
-		return -ENOSPC;
-	a->type = ATTR_BOOL;
+		return err;
 	a->b = val;
 	return 0;
 }
 
 int span__set_double(struct span *s, const char *key, double val)
 {
-	struct attr *a;
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_DOUBLE, &err);
 
-	if (!s || !key)
-		return -EINVAL;
-	a = span_slot(s, key);
 	if (!a)
-		return -ENOSPC;
-	a->type = ATTR_DOUBLE;
+		return err;
 	a->d = val;
 	return 0;
 }

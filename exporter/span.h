@@ -83,6 +83,8 @@ struct span {
 /* A zeroed span with fresh random trace and span ids (getrandom). NULL with errno on failure. */
 struct span *span__new(void);
 void span__free(struct span *s);
+/* True when all LEN bytes of ID are zero: OTLP's "no id" (a root span's parent). */
+bool span__id_is_zero(const uint8_t *id, size_t len);
 /* Fills BUF with random bytes, never all zero (an all-zero id is invalid in OTLP). */
 int span__random_id(uint8_t *buf, size_t len);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Where test artifacts go: $GOSPAN_BUILD/unit-data, created on demand. */
 static inline const char *test_data_dir(void)
@@ -89,6 +90,51 @@ static inline char *test_read_file(const char *path, size_t *len)
 		*len = n;
 out:
 	fclose(f);
+	return buf;
+}
+
+/* Sends fd 2 to a temporary file so a test can read what gospan told the user. */
+struct test_capture {
+	FILE *tmp;
+	int saved;
+};
+
+/* 0, or -1 when stderr cannot be redirected. */
+static inline int test_capture_start(struct test_capture *c)
+{
+	fflush(stderr);
+	c->saved = -1;
+	c->tmp = tmpfile();
+	if (!c->tmp)
+		return -1;
+	c->saved = dup(2);
+	if (c->saved < 0 || dup2(fileno(c->tmp), 2) < 0) {
+		fclose(c->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Restores stderr and returns what was written to it (malloc'ed), or NULL on failure. */
+static inline char *test_capture_end(struct test_capture *c)
+{
+	char *buf = NULL;
+	long n;
+
+	fflush(stderr);
+	if (c->saved < 0 || dup2(c->saved, 2) < 0)
+		return NULL;
+	close(c->saved);
+	if (fseek(c->tmp, 0, SEEK_END) || (n = ftell(c->tmp)) < 0)
+		goto out;
+	rewind(c->tmp);
+	buf = calloc(1, n + 1);
+	if (buf && fread(buf, 1, n, c->tmp) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+out:
+	fclose(c->tmp);
 	return buf;
 }
 

@@ -23,38 +23,17 @@
 #define NO_ENV ((char *[]){ NULL })
 #define NO_ARGS ((const char *[]){ NULL })
 
-/* Sends fd 2 to a temporary file, so tests can read what gospan told the user. */
-struct capture {
-	FILE *tmp;
-	int saved;
-};
-
-static void capture_start(struct capture *c)
+/* stderr capture that fails the test when it cannot be set up. */
+static void capture_start(struct test_capture *c)
 {
-	fflush(stderr);
-	c->tmp = tmpfile();
-	assert_non_null(c->tmp);
-	c->saved = dup(2);
-	assert_true(c->saved >= 0);
-	assert_true(dup2(fileno(c->tmp), 2) >= 0);
+	assert_int_equal(test_capture_start(c), 0);
 }
 
-static char *capture_end(struct capture *c)
+static char *capture_end(struct test_capture *c)
 {
-	char *buf;
-	long n;
+	char *buf = test_capture_end(c);
 
-	fflush(stderr);
-	assert_true(dup2(c->saved, 2) >= 0);
-	close(c->saved);
-	assert_int_equal(fseek(c->tmp, 0, SEEK_END), 0);
-	n = ftell(c->tmp);
-	assert_true(n >= 0);
-	rewind(c->tmp);
-	buf = calloc(1, n + 1);
 	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, n, c->tmp), (size_t)n);
-	fclose(c->tmp);
 	return buf;
 }
 
@@ -75,7 +54,7 @@ static int parse(struct config *cfg, char **envp, const char *const *args)
 static void expect_invalid_secret(char **envp, const char *const *args, const char *want,
 				  const char *secret)
 {
-	struct capture cap;
+	struct test_capture cap;
 	struct config cfg;
 	char *out;
 	int err;

@@ -549,38 +549,17 @@ static void server_free(struct server *s)
 	free(s->buf);
 }
 
-/* Sends fd 2 to a temporary file, so tests can read what gospan logged. */
-struct capture {
-	FILE *tmp;
-	int saved;
-};
-
-static void capture_start(struct capture *c)
+/* stderr capture that fails the test when it cannot be set up. */
+static void capture_start(struct test_capture *c)
 {
-	fflush(stderr);
-	c->tmp = tmpfile();
-	assert_non_null(c->tmp);
-	c->saved = dup(2);
-	assert_true(c->saved >= 0);
-	assert_true(dup2(fileno(c->tmp), 2) >= 0);
+	assert_int_equal(test_capture_start(c), 0);
 }
 
-static char *capture_end(struct capture *c)
+static char *capture_end(struct test_capture *c)
 {
-	char *buf;
-	long n;
+	char *buf = test_capture_end(c);
 
-	fflush(stderr);
-	assert_true(dup2(c->saved, 2) >= 0);
-	close(c->saved);
-	assert_int_equal(fseek(c->tmp, 0, SEEK_END), 0);
-	n = ftell(c->tmp);
-	assert_true(n >= 0);
-	rewind(c->tmp);
-	buf = calloc(1, n + 1);
 	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, n, c->tmp), (size_t)n);
-	fclose(c->tmp);
 	return buf;
 }
 
@@ -661,7 +640,7 @@ static void test_export__http_round_trip(void **state)
 	struct srv_resp resp[2] = { { 200, "" }, { 400, bad_body } };
 	struct span *spans[2];
 	struct resource *res;
-	struct capture cap;
+	struct test_capture cap;
 	struct server srv;
 	char *log, want[256];
 	void *h;
@@ -718,7 +697,7 @@ static void test_export__http_connection_refused(void **state)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(a);
 	struct span *s;
-	struct capture cap;
+	struct test_capture cap;
 	char *log, want[128];
 	int fd, port;
 	void *h;
@@ -801,7 +780,7 @@ static void test_export__http_sink_rejects_bad_header(void **state)
 		.nheaders = 1,
 		.timeout_ms = 1000,
 	};
-	struct capture cap;
+	struct test_capture cap;
 	char *log;
 
 	(void)state;
