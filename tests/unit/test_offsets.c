@@ -11,7 +11,6 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
-#include <unistd.h>
 
 #include "helpers.h"
 #include "gobin.h"
@@ -172,35 +171,12 @@ static void test_offsets__nearest_below_within_minor(void **state)
 	find_ok(1, 26, 999, latest, o);
 }
 
-/* offsets__find on the real table with stderr captured into BUF: its message is part of the API. */
-static int find_capturing_stderr(int major, int minor, int patch, char *buf, size_t size)
-{
-	int64_t o[GO_FIELD__COUNT];
-	FILE *tmp = tmpfile();
-	int saved, err;
-	size_t n;
-
-	assert_non_null(tmp);
-	fflush(stderr);
-	saved = dup(STDERR_FILENO);
-	assert_true(saved >= 0);
-	assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
-	err = offsets__find(table, major, minor, patch, o, NULL);
-	fflush(stderr);
-	assert_true(dup2(saved, STDERR_FILENO) >= 0);
-	close(saved);
-	rewind(tmp);
-	n = fread(buf, 1, size - 1, tmp);
-	buf[n] = '\0';
-	fclose(tmp);
-	return err;
-}
-
 static void test_offsets__unknown_minor_is_enoent(void **state)
 {
 	int64_t o[GO_FIELD__COUNT];
 	const char *resolved = "untouched";
-	char msg[2048];
+	struct test_capture cap;
+	char *msg;
 
 	(void)state;
 	assert_int_equal(offsets__find(table, 1, 16, 15, o, &resolved), -ENOENT);
@@ -211,9 +187,13 @@ static void test_offsets__unknown_minor_is_enoent(void **state)
 	assert_int_equal(offsets__find(NULL, 1, 22, 0, o, NULL), -EINVAL);
 
 	/* The message must say which version and what to do about it. */
-	assert_int_equal(find_capturing_stderr(1, 99, 3, msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(test_capture_start(&cap), 0);
+	assert_int_equal(offsets__find(table, 1, 99, 3, o, NULL), -ENOENT);
+	msg = test_capture_end(&cap);
+	assert_non_null(msg);
 	assert_non_null(strstr(msg, "no offsets for Go 1.99.3"));
 	assert_non_null(strstr(msg, "make offsets"));
+	free(msg);
 }
 
 /* Request.Pattern is new in 1.23; Request.pat and the pattern type in 1.22. */
