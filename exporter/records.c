@@ -231,14 +231,18 @@ static void set_host_port(struct span *s, const char *hp, const char *host_key,
 }
 
 /* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
-static const char *pattern_route(const char *pattern)
+static const char *pattern_route(char *pattern)
 {
-	const char *sp = strchr(pattern, ' ');
-	const char *path = sp ? sp + 1 : pattern;
+	char *sp = strchr(pattern, ' ');
+	char *path = sp ? sp + 1 : pattern;
+	size_t len;
 
 	while (*path == ' ' || *path == '\t')
 		path++;
 	path = strchr(path, '/');
+	/* "/{$}" is Go's spelling of "exactly this path": the route is the path itself. */
+	if (path && (len = strlen(path)) >= 4 && !strcmp(path + len - 3, "{$}"))
+		path[len - 3] = '\0';
 	return path;
 }
 

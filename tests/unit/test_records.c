@@ -271,6 +271,27 @@ static void test_records__status_errors_and_foreign_writers(void **state)
 	assert_null(span__get(f->spans[2], SC_HTTP_RESPONSE_STATUS_CODE));
 }
 
+static void test_records__routes_from_patterns(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "GET /users/{id}", "GET /users/{id}" },
+		{ "/users/{id}", "GET /users/{id}" },
+		{ "GET example.com/docs/", "GET /docs/" },
+		{ "GET /{$}", "GET /" },
+		{ "/items/{$}", "GET /items/" },
+		{ "", "GET" },
+	};
+	struct fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		send_start(f, i + 1, 10, "GET", "/p", "127.0.0.1:1");
+		send_end(f, i + 1, 10, 20, 200, cases[i][0], true);
+		assert_int_equal(f->nspans, i + 1);
+		assert_string_equal(f->spans[i]->name, cases[i][1]);
+	}
+}
+
 static void test_records__unknown_method_is_other(void **state)
 {
 	struct fixture *f = *state;
@@ -408,6 +429,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__routes_from_patterns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__cut_path_stays_utf8, setup, teardown),
