@@ -106,7 +106,7 @@ def special_requests(first):
     add("GET", "/slow?ms=150", 200, "/slow", min_ms=150)
     add("GET", "/panic", None, "/panic", new_conn=True)
     add("GET", "/panic", None, "/panic", new_conn=True)
-    add("GET", "/", 200, "/{$}")
+    add("GET", "/", 200, "/")  # pattern "GET /{$}": the route is the path itself
     add("GET", "/health", 200, "/health")
     add("HEAD", "/items/req-{n}", 200, "/items/{path...}")
     add("DELETE", "/echo/req-{n}", 200, "/echo/")
