@@ -30,7 +30,7 @@ GO ?= go
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 
-PKGS := libbpf libelf capstone libprotobuf-c libcurl libcjson
+PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -52,6 +52,9 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+# The other architecture's BPF objects, built on every host so both stay compilable.
+OTHER_ARCH := $(if $(filter x86,$(ARCH)),arm64,x86)
+OTHER_BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/$(OTHER_ARCH)/%.bpf.o,$(BPF_SRCS))
 
 PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
 PB_SRCS := $(patsubst proto/%.proto,$(OUTPUT)/proto/%.pb-c.c,$(PROTOS))
@@ -70,7 +73,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
 
-all: $(OUTPUT)/gospan
+all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 
 # ---- dependencies -----------------------------------------------------------------------------
 
@@ -104,6 +107,12 @@ $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h) | $(OUTPUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)llvm-strip -g $@
+
+$(OUTPUT)/bpf/$(OTHER_ARCH)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(filter-out -D__TARGET_ARCH_$(ARCH),$(BPF_CFLAGS)) -D__TARGET_ARCH_$(OTHER_ARCH) \
+		-c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -383,6 +383,21 @@ int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t 
 	return 0;
 }
 
+int elf_file__offset_to_addr(const struct elf_file *ef, uint64_t off, uint64_t *addr)
+{
+	size_t i;
+
+	for (i = 0; i < ef->nsegs; i++) {
+		const struct elf_segment *s = &ef->segs[i];
+
+		if (off >= s->offset && off - s->offset < s->filesz) {
+			*addr = s->vaddr + (off - s->offset);
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
 int elf_file__read_addr(const struct elf_file *ef, uint64_t addr, void *buf, size_t len)
 {
 	const struct elf_segment *s = find_segment(ef, addr, len ? len : 1);

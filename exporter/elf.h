@@ -34,6 +34,8 @@ bool elf_file__is_pie(const struct elf_file *ef);
 int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out);
 /* Translates a virtual address to a file offset through the PT_LOAD segments; -ERANGE if none. */
 int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off);
+/* The inverse: the virtual address file offset OFF is loaded at; -ERANGE if no segment maps it. */
+int elf_file__offset_to_addr(const struct elf_file *ef, uint64_t off, uint64_t *addr);
 /* Copies LEN file-backed bytes at virtual address ADDR; -ERANGE if they are not all in the file. */
 int elf_file__read_addr(const struct elf_file *ef, uint64_t addr, void *buf, size_t len);
 /*

@@ -149,6 +149,11 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	}
 	t->machine = elf_file__machine(ef);
 	t->pie = elf_file__is_pie(ef);
+	if (t->pie && elf_file__offset_to_addr(ef, 0, &t->link_base)) {
+		pr_err("cannot trace '%s': no loadable segment maps the start of the file", path);
+		err = -EINVAL;
+		goto cleanup;
+	}
 	if (t->machine != EM_X86_64 && t->machine != EM_AARCH64) {
 		pr_err("cannot trace '%s': unsupported machine %u (amd64 and arm64 are supported)",
 		       path, t->machine);

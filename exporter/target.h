@@ -30,6 +30,7 @@ struct target {
 	char *exe_name; /* basename of the executable */
 	uint16_t machine;
 	bool pie;
+	uint64_t link_base; /* link-time address of file offset 0: runtime base - this = load bias */
 	struct gobin *gobin;
 	const char *offsets_version; /* the table version the offsets came from */
 	int64_t offs[GO_FIELD__COUNT];

@@ -9,14 +9,6 @@
 
 #include <linux/types.h>
 
-#if defined(__TARGET_ARCH_x86)
-
-#include <asm/ptrace.h>
-
-/* amd64: g in R14; integer args in RAX, RBX, RCX, RDI, RSI, R8, R9, R10, R11. */
-#define GO_REGS struct pt_regs
-#define GO_G_PTR(ctx) ((void *)(ctx)->r14)
-
 /*
  * Each case loads at a constant offset and pins the value with an empty asm: otherwise clang
  * merges the cases into one load through a computed context pointer, which the verifier refuses.
@@ -26,6 +18,14 @@
 		v = ctx->field;                                                                    \
 		asm volatile("" : "+r"(v));                                                        \
 	} while (0)
+
+#if defined(__TARGET_ARCH_x86)
+
+#include <asm/ptrace.h>
+
+/* amd64: g in R14; integer args in RAX, RBX, RCX, RDI, RSI, R8, R9, R10, R11. */
+#define GO_REGS struct pt_regs
+#define GO_G_PTR(ctx) ((void *)(ctx)->r14)
 
 static __always_inline __u64 go_arg(const GO_REGS *ctx, __u32 slot)
 {
@@ -82,9 +82,60 @@ struct gospan_arm64_regs {
 
 static __always_inline __u64 go_arg(const GO_REGS *ctx, __u32 slot)
 {
-	if (slot < 1 || slot > 16)
-		return 0;
-	return ctx->regs[(slot - 1) & 15];
+	__u64 v = 0;
+
+	/* One constant-offset load per slot, for the verifier (see GO_REG_LOAD). */
+	switch (slot) {
+	case 1:
+		GO_REG_LOAD(v, regs[0]);
+		break;
+	case 2:
+		GO_REG_LOAD(v, regs[1]);
+		break;
+	case 3:
+		GO_REG_LOAD(v, regs[2]);
+		break;
+	case 4:
+		GO_REG_LOAD(v, regs[3]);
+		break;
+	case 5:
+		GO_REG_LOAD(v, regs[4]);
+		break;
+	case 6:
+		GO_REG_LOAD(v, regs[5]);
+		break;
+	case 7:
+		GO_REG_LOAD(v, regs[6]);
+		break;
+	case 8:
+		GO_REG_LOAD(v, regs[7]);
+		break;
+	case 9:
+		GO_REG_LOAD(v, regs[8]);
+		break;
+	case 10:
+		GO_REG_LOAD(v, regs[9]);
+		break;
+	case 11:
+		GO_REG_LOAD(v, regs[10]);
+		break;
+	case 12:
+		GO_REG_LOAD(v, regs[11]);
+		break;
+	case 13:
+		GO_REG_LOAD(v, regs[12]);
+		break;
+	case 14:
+		GO_REG_LOAD(v, regs[13]);
+		break;
+	case 15:
+		GO_REG_LOAD(v, regs[14]);
+		break;
+	case 16:
+		GO_REG_LOAD(v, regs[15]);
+		break;
+	}
+	return v;
 }
 
 #else
