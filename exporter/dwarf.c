@@ -62,7 +62,7 @@ static int plan_fields(struct walk *w)
 		dot = strrchr(name, '.');
 		len = dot ? (size_t)(dot - name) : 0;
 		if (!len || len >= STRUCT_NAME_MAX || !dot[1]) {
-			pr_err("cannot look up field '%s' in DWARF: not a STRUCT.MEMBER name", name);
+			pr_err("cannot look up field '%s' in DWARF: not STRUCT.MEMBER", name);
 			return -EINVAL;
 		}
 		for (s = 0; s < w->nstructs; s++) {
@@ -130,8 +130,8 @@ static int prepare_sections(Elf *elf, const char *path, uint64_t file_size)
 	 */
 	table = (uint64_t)(ehdr.e_shnum ? ehdr.e_shnum : 1) * ehdr.e_shentsize;
 	if (ehdr.e_shoff && (ehdr.e_shoff > file_size || table > file_size - ehdr.e_shoff)) {
-		pr_warn("cannot read the DWARF of '%s': its section headers end past the end of the "
-			"file, which is truncated or corrupt",
+		pr_warn("cannot read the DWARF of '%s': its section headers end past the end "
+			"of the file, which is truncated or corrupt",
 			path);
 		return -EINVAL;
 	}
@@ -154,8 +154,8 @@ static int prepare_sections(Elf *elf, const char *path, uint64_t file_size)
 		}
 		if (shdr.sh_type != SHT_NOBITS &&
 		    (shdr.sh_offset > file_size || shdr.sh_size > file_size - shdr.sh_offset)) {
-			pr_warn("cannot read the DWARF of '%s': section '%s' ends past the end of the "
-				"file, which is truncated or corrupt",
+			pr_warn("cannot read the DWARF of '%s': section '%s' ends past the end "
+				"of the file, which is truncated or corrupt",
 				path, name);
 			return -EINVAL;
 		}
@@ -207,52 +207,60 @@ static int member_offset(Dwarf_Die *m, Dwarf_Word *off)
 	}
 }
 
+/* Records member M of struct S (SIZE bytes, or -1 if unknown) if it is one of the wanted fields. */
+static int read_member(struct walk *w, Dwarf_Die *m, size_t s, int size)
+{
+	const char *mname = dwarf_diename(m);
+	Dwarf_Word off;
+	size_t f;
+	int err;
+
+	if (!mname)
+		return 0;
+	for (f = 0; f < GO_FIELD__COUNT; f++) {
+		if (w->field_struct[f] != s || w->out[f] >= 0 || strcmp(w->field_member[f], mname))
+			continue;
+		err = member_offset(m, &off);
+		if (err) {
+			pr_warn("cannot read the DWARF of '%s': member '%s' has %s "
+				"DW_AT_data_member_location",
+				w->path, go_field_names[f], err == -ENOENT ? "no" : "a bad");
+			return -EINVAL;
+		}
+		/* Go gives every struct a DW_AT_byte_size; a member past it is damage. */
+		if (off > OFFSET_MAX || (size >= 0 && off > (Dwarf_Word)size)) {
+			pr_warn("cannot read the DWARF of '%s': member '%s' is at offset %llu, "
+				"outside its struct of %d bytes",
+				w->path, go_field_names[f], (unsigned long long)off, size);
+			return -EINVAL;
+		}
+		w->out[f] = (int64_t)off;
+	}
+	return 0;
+}
+
 /* Fills the wanted members of struct S from its DIE; members it lacks stay -1. */
 static int read_members(struct walk *w, Dwarf_Die *die, size_t s)
 {
-	Dwarf_Word off;
-	const char *mname;
-	Dwarf_Die m;
+	int size = dwarf_bytesize(die);
 	int rc, n, err;
-	int size;
-	size_t f;
+	Dwarf_Die m;
 
-	/* Go gives every struct a DW_AT_byte_size; a member past it means the DIE is damaged. */
-	size = dwarf_bytesize(die);
-	rc = dwarf_child(die, &m);
-	for (n = 0; rc == 0; n++) {
+	for (n = 0, rc = dwarf_child(die, &m); rc == 0; n++, rc = dwarf_siblingof(&m, &m)) {
 		if (n >= MAX_MEMBERS) {
-			pr_warn("cannot read offsets from the DWARF of '%s': struct '%s' has more "
-				"than %d members, the DWARF is corrupt",
+			pr_warn("cannot read the DWARF of '%s': struct '%s' has more than %d "
+				"members, the DWARF is corrupt",
 				w->path, w->structs[s].name, MAX_MEMBERS);
 			return -EINVAL;
 		}
-		if (dwarf_tag(&m) != DW_TAG_member || !(mname = dwarf_diename(&m)))
-			goto next;
-		for (f = 0; f < GO_FIELD__COUNT; f++) {
-			if (w->field_struct[f] != s || w->out[f] >= 0 ||
-			    strcmp(w->field_member[f], mname))
-				continue;
-			err = member_offset(&m, &off);
-			if (err) {
-				pr_warn("cannot read offsets from the DWARF of '%s': member '%s' has "
-					"%s DW_AT_data_member_location",
-					w->path, go_field_names[f], err == -ENOENT ? "no" : "a bad");
-				return -EINVAL;
-			}
-			if (off > OFFSET_MAX || (size >= 0 && off > (Dwarf_Word)size)) {
-				pr_warn("cannot read offsets from the DWARF of '%s': member '%s' is "
-					"at offset %llu, outside its struct of %d bytes",
-					w->path, go_field_names[f], (unsigned long long)off, size);
-				return -EINVAL;
-			}
-			w->out[f] = (int64_t)off;
-		}
-next:
-		rc = dwarf_siblingof(&m, &m);
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		err = read_member(w, &m, s, size);
+		if (err)
+			return err;
 	}
 	if (rc < 0) {
-		pr_warn("cannot read the members of '%s' from the DWARF of '%s': %s",
+		pr_warn("cannot read the members of '%s' in the DWARF of '%s': %s",
 			w->structs[s].name, w->path, dwarf_errmsg(-1));
 		return -EINVAL;
 	}
@@ -267,16 +275,16 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 	size_t s;
 	int rc, err;
 
-	rc = dwarf_child(cudie, &die);
-	while (rc == 0 && w->nfound < w->nstructs) {
+	for (rc = dwarf_child(cudie, &die); rc == 0 && w->nfound < w->nstructs;
+	     rc = dwarf_siblingof(&die, &die)) {
 		if (++w->dies > MAX_TOP_DIES) {
-			pr_warn("cannot read offsets from the DWARF of '%s': more than %lu "
-				"top-level entries, the DWARF is corrupt",
+			pr_warn("cannot read the DWARF of '%s': more than %lu top-level entries, "
+				"the DWARF is corrupt",
 				w->path, MAX_TOP_DIES);
 			return -EINVAL;
 		}
 		if (dwarf_tag(&die) != DW_TAG_structure_type || !(name = dwarf_diename(&die)))
-			goto next;
+			continue;
 		for (s = 0; s < w->nstructs; s++) {
 			/* Go's linker writes each type once; a second copy changes nothing. */
 			if (w->structs[s].found || strcmp(w->structs[s].name, name))
@@ -288,11 +296,9 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 			w->nfound++;
 			break;
 		}
-next:
-		rc = dwarf_siblingof(&die, &die);
 	}
 	if (rc < 0) {
-		pr_warn("cannot read offsets from the DWARF of '%s': %s", w->path, dwarf_errmsg(-1));
+		pr_warn("cannot read the DWARF of '%s': %s", w->path, dwarf_errmsg(-1));
 		return -EINVAL;
 	}
 	return 0;
@@ -308,8 +314,8 @@ static int walk_units(struct walk *w, Dwarf *dbg)
 
 	for (units = 0; w->nfound < w->nstructs; units++) {
 		if (units >= MAX_UNITS) {
-			pr_warn("cannot read offsets from the DWARF of '%s': more than %d units, "
-				"the DWARF is corrupt",
+			pr_warn("cannot read the DWARF of '%s': more than %d units, the DWARF is "
+				"corrupt",
 				w->path, MAX_UNITS);
 			return -EINVAL;
 		}

@@ -374,9 +374,13 @@ int main(int argc, char **argv)
 	err = process_table__add_target(app.processes, cookie, app.target);
 	if (err)
 		goto cleanup;
-	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s)",
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s), "
+		"offsets from %s%s%s",
 		(int)pid, app.target->exe_name, app.target->gobin->go_version, nprobes,
-		app.target->serve_http.nrets, app.target->gopanic.addr ? " + gopanic" : "");
+		app.target->serve_http.nrets, app.target->gopanic.addr ? " + gopanic" : "",
+		app.target->offsets_source,
+		strcmp(app.target->offsets_source, "table") ? "" : " for Go ",
+		strcmp(app.target->offsets_source, "table") ? "" : app.target->offsets_version);
 
 	err = run(&app);
 

@@ -306,6 +306,15 @@ void offsets__free(struct offsets *o)
 	free(o);
 }
 
+void offsets__explain_miss(const struct offsets *o, int major, int minor, int patch)
+{
+	pr_err("no offsets for Go %d.%d.%d: the tables (Go %s to %s) have no %d.%d release at or "
+	       "below it and the binary carries no DWARF to read them from; regenerate the tables "
+	       "with 'make offsets'",
+	       major, minor, patch, o->nrels ? o->rels[0].name : "-",
+	       o->nrels ? o->rels[o->nrels - 1].name : "-", major, minor);
+}
+
 int offsets__find(const struct offsets *o, int major, int minor, int patch,
 		  int64_t out[GO_FIELD__COUNT], const char **resolved)
 {
@@ -325,14 +334,8 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 		if (r->major == major && r->minor == minor && r->patch <= patch)
 			best = r;
 	}
-	if (!best) {
-		pr_err("no offsets for Go %d.%d.%d: the tables (Go %s to %s) have no %d.%d "
-		       "release at or below it; regenerate them with 'make offsets' (reading the "
-		       "offsets from the target's own DWARF is not supported yet)",
-		       major, minor, patch, o->rels[0].name, o->rels[o->nrels - 1].name, major,
-		       minor);
-		return -ENOENT;
-	}
+	if (!best)
+		return -ENOENT; /* the caller may still have DWARF; it explains a refusal */
 	if (best->patch != patch)
 		pr_debug("Go %d.%d.%d is not in the offset tables; using Go %s, the nearest "
 			 "below it",

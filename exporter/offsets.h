@@ -40,10 +40,13 @@ void offsets__free(struct offsets *o);
 /*
  * Fills OUT with the offsets for Go MAJOR.MINOR.PATCH: the exact version when the table has it,
  * else the nearest release at or below it within the same minor. A field the version does not
- * have is -1. -ENOENT when no table entry applies (the message names the version and how to
- * regenerate the tables). *RESOLVED, when not NULL, gets the table version used ("1.22.12").
+ * have is -1. -ENOENT, silently, when no table entry applies: the target's DWARF may still have
+ * the offsets. *RESOLVED, when not NULL, gets the table version used ("1.22.12").
  */
 int offsets__find(const struct offsets *o, int major, int minor, int patch,
 		  int64_t out[GO_FIELD__COUNT], const char **resolved);
+
+/* Logs why MAJOR.MINOR.PATCH cannot be traced: no table entry and no DWARF, and what to do. */
+void offsets__explain_miss(const struct offsets *o, int major, int minor, int patch);
 
 #endif

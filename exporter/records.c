@@ -38,6 +38,7 @@ struct pending {
 	uint64_t start_ns; /* monotonic, from the record: names the call */
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
 	char method[MAX_METHOD_LEN + 1];
+	bool http1; /* served by net/http's own HTTP/1 connection code */
 	struct span *span;
 	struct go_panic panic; /* valid when panic_ns != 0 */
 	struct process *proc;
@@ -360,6 +361,7 @@ static void on_start(struct records *r, const struct http_server_start *e)
 	set_captured(s, NULL, e->proto, e->proto_len, MAX_PROTO_LEN, proto, sizeof(proto));
 	if (!strncmp(proto, "HTTP/", 5)) {
 		ver = proto + 5;
+		p->http1 = !strncmp(ver, "1.", 2);
 		/* "HTTP/2.0" is reported as "2", as the conventions spell it. */
 		if (!strcmp(ver, "2.0") || !strcmp(ver, "3.0"))
 			span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, 1);
@@ -398,11 +400,14 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
 
 	/*
-	 * The status is only meaningful when the writer is net/http's own *response (HTTP/1.x);
-	 * other writers (HTTP/2) have another layout, so no code is claimed for them.
+	 * The status is only meaningful when the writer is net/http's own *response; other writers
+	 * (HTTP/2) have another layout, so no code is claimed for them. The writer's itab says so
+	 * exactly; without the itab's symbol (stripped binaries), the protocol does: net/http
+	 * serves every HTTP/1.x request with a *response.
 	 */
 	t = p->proc->target;
-	status_known = !t->response_itab || e->rw_itab == t->response_itab + p->proc->load_bias;
+	status_known = t->response_itab ? e->rw_itab == t->response_itab + p->proc->load_bias :
+					  p->http1;
 	status = e->status ? e->status : 200; /* nothing written: net/http sends 200 */
 	if (status_known && status >= 100 && status <= 999) {
 		span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, status);

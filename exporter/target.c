@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "disasm.h"
+#include "dwarf.h"
 #include "elf.h"
 #include "gobin.h"
 #include "log.h"
+#include "pclntab.h"
 #include "target.h"
 
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
@@ -27,15 +29,41 @@ static const enum go_field required_fields[] = {
 	GO_FIELD_RESPONSE_STATUS,
 };
 
-static int find_site(struct target *t, struct elf_file *ef, const char *symbol,
-		     struct probe_site *site, bool want_rets)
+/* What one analysis reads from the binary, opened once. */
+struct analysis {
+	struct target *t;
+	struct elf_file *ef;
+	bool has_symtab;
+	struct pclntab *pt; /* opened when the first symbol is looked up in a stripped binary */
+};
+
+/*
+ * Finds a function by name: in .symtab when the binary has one, else in the function table the
+ * Go runtime itself needs, which survives -ldflags=-s.
+ */
+static int find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
 {
+	if (a->has_symtab)
+		return elf_file__find_symbol(a->ef, name, sym);
+	if (!a->pt) {
+		a->pt = pclntab__open(a->ef);
+		if (!a->pt)
+			return -errno;
+	}
+	return pclntab__find_func(a->pt, name, sym);
+}
+
+static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
+		     bool want_rets)
+{
+	struct target *t = a->t;
+	struct elf_file *ef = a->ef;
 	struct elf_symbol sym;
 	uint8_t *code = NULL;
 	int err;
 
 	site->symbol = symbol;
-	err = elf_file__find_symbol(ef, symbol, &sym);
+	err = find_func(a, symbol, &sym);
 	if (err)
 		return err; /* the caller knows what a missing symbol means */
 	if (!sym.size) {
@@ -74,20 +102,48 @@ cleanup:
 	return err;
 }
 
+/*
+ * The offsets: from the binary's own DWARF when it has some (exact for whatever Go built it,
+ * including releases newer than the tables), else from the tables for its Go version. Where both
+ * exist and disagree, DWARF wins and the difference is logged: it means a table is wrong.
+ */
 static int pick_offsets(struct target *t, const struct offsets *tables)
 {
 	const struct gobin *gb = t->gobin;
+	int64_t table[GO_FIELD__COUNT], dw[GO_FIELD__COUNT];
+	bool have_table, have_dwarf;
 	size_t i;
 	int err;
 
-	err = offsets__find(tables, gb->major, gb->minor, gb->patch, t->offs, &t->offsets_version);
-	if (err)
-		return err;
+	have_table = !offsets__find(tables, gb->major, gb->minor, gb->patch, table,
+				    &t->offsets_version);
+	err = dwarf__read_offsets(t->path, dw);
+	have_dwarf = !err;
+	if (err && err != -ENODATA && have_table)
+		pr_warn("using the offset tables for '%s': its DWARF could not be read", t->path);
+	if (!have_table && !have_dwarf) {
+		offsets__explain_miss(tables, gb->major, gb->minor, gb->patch);
+		return -ENOENT;
+	}
+	/*
+	 * With DWARF, its answer is the whole answer, "no such member" included: a table row may
+	 * be the nearest release below the target's, and describe a layout it no longer has.
+	 */
+	for (i = 0; i < GO_FIELD__COUNT; i++) {
+		if (have_dwarf && have_table && table[i] != dw[i])
+			pr_warn("'%s' is at offset %lld in the DWARF of '%s' but %lld in the table "
+				"for Go %s: using DWARF (-1: absent)",
+				go_field_names[i], (long long)dw[i], t->path, (long long)table[i],
+				t->offsets_version);
+		t->offs[i] = have_dwarf ? dw[i] : table[i];
+	}
+	t->offsets_source = have_dwarf ? "DWARF" : "table";
 	for (i = 0; i < sizeof(required_fields) / sizeof(required_fields[0]); i++) {
 		if (t->offs[required_fields[i]] < 0) {
-			pr_err("cannot trace '%s' (Go %d.%d.%d): the offset table has no '%s'",
+			pr_err("cannot trace '%s' (Go %d.%d.%d): no offset for '%s' in its %s",
 			       t->path, gb->major, gb->minor, gb->patch,
-			       go_field_names[required_fields[i]]);
+			       go_field_names[required_fields[i]],
+			       have_dwarf ? "DWARF or the tables" : "offset table");
 			return -ENOENT;
 		}
 	}
@@ -123,6 +179,7 @@ static void fill_config(struct target *t)
 
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables)
 {
+	struct analysis a = {};
 	struct elf_file *ef = NULL;
 	struct elf_symbol sym;
 	struct target *t;
@@ -192,35 +249,35 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		goto cleanup;
 	}
 
-	if (elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
-			      &(uint64_t){ 0 }) == -ENOENT) {
-		pr_err("cannot trace '%s': it is stripped (no symbol table); build it without -ldflags=-s",
-		       path);
-		err = -EOPNOTSUPP;
-		goto cleanup;
-	}
-	err = find_site(t, ef, SYM_SERVE_HTTP, &t->serve_http, true);
+	a.t = t;
+	a.ef = ef;
+	a.has_symtab = elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
+					 &(uint64_t){ 0 }) != -ENOENT;
+	err = find_site(&a, SYM_SERVE_HTTP, &t->serve_http, true);
 	if (err) {
 		if (err == -ENOENT)
 			pr_err("'%s' does not serve HTTP with net/http: nothing to trace", path);
 		goto cleanup;
 	}
-	/* Without gopanic a panicking handler is only noticed when its goroutine is reused. */
-	if (find_site(t, ef, SYM_GOPANIC, &t->gopanic, false)) {
+	/* Without gopanic a panicking handler is only noticed when gospan stops. */
+	if (find_site(&a, SYM_GOPANIC, &t->gopanic, false)) {
 		pr_warn("'%s' has no %s: panicking handlers will produce no span", path, SYM_GOPANIC);
 		t->gopanic.addr = 0;
 	}
-	if (!elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
+	/* Data symbols are not in the function table: stripped binaries go without the itab. */
+	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
 		t->response_itab = sym.addr;
 
 	err = pick_offsets(t, tables);
 	if (err)
 		goto cleanup;
 	fill_config(t);
+	pclntab__close(a.pt);
 	elf_file__close(ef);
 	return t;
 
 cleanup:
+	pclntab__close(a.pt);
 	if (ef)
 		elf_file__close(ef);
 	target__free(t);

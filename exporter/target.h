@@ -32,7 +32,8 @@ struct target {
 	bool pie;
 	uint64_t link_base; /* link-time address of file offset 0: runtime base - this = load bias */
 	struct gobin *gobin;
-	const char *offsets_version; /* the table version the offsets came from */
+	const char *offsets_version; /* the table version consulted; NULL when the tables have none */
+	const char *offsets_source;  /* "DWARF" or "table" */
 	int64_t offs[GO_FIELD__COUNT];
 	struct probe_site serve_http;
 	struct probe_site gopanic; /* entry only; addr 0 when the binary has none */

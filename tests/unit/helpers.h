@@ -66,6 +66,34 @@ static inline const char *test_go_build(const char *src, const char *out, const 
 	return path;
 }
 
+/*
+ * The go command of Go release VERSION ("1.17.13"). The go command fetches it through the module
+ * proxy itself (GOTOOLCHAIN), which also makes it executable: `go mod download` of the toolchain
+ * module does not. Returns a static buffer, or NULL when the release cannot be had.
+ */
+static inline const char *test_go_toolchain(const char *version)
+{
+	static char go[4096];
+	char cmd[512];
+	size_t n;
+	FILE *p;
+
+	if ((size_t)snprintf(cmd, sizeof(cmd),
+			     "cd / && env -u GOROOT GOTOOLCHAIN=go%s GOFLAGS=-mod=mod go env GOROOT",
+			     version) >= sizeof(cmd))
+		return NULL;
+	p = popen(cmd, "r");
+	if (!p)
+		return NULL;
+	if (!fgets(go, sizeof(go) - 8, p))
+		go[0] = '\0';
+	if (pclose(p) != 0 || !go[0])
+		return NULL;
+	n = strcspn(go, "\n");
+	memcpy(go + n, "/bin/go", 8);
+	return access(go, X_OK) ? NULL : go;
+}
+
 /* Reads a whole file into a NUL-terminated malloc'ed buffer; NULL on failure. */
 static inline char *test_read_file(const char *path, size_t *len)
 {

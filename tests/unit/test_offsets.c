@@ -189,6 +189,7 @@ static void test_offsets__unknown_minor_is_enoent(void **state)
 	/* The message must say which version and what to do about it. */
 	assert_int_equal(test_capture_start(&cap), 0);
 	assert_int_equal(offsets__find(table, 1, 99, 3, o, NULL), -ENOENT);
+	offsets__explain_miss(table, 1, 99, 3);
 	msg = test_capture_end(&cap);
 	assert_non_null(msg);
 	assert_non_null(strstr(msg, "no offsets for Go 1.99.3"));

@@ -134,6 +134,8 @@ static int teardown(void **state)
 		e.field##_len = (uint32_t)_n;                                                      \
 	} while (0)
 
+static const char *next_proto = "HTTP/1.1";
+
 static void send_start(struct fixture *f, uint64_t goid, uint64_t start, const char *method,
 		       const char *path, const char *remote)
 {
@@ -149,7 +151,7 @@ static void send_start(struct fixture *f, uint64_t goid, uint64_t start, const c
 	SET_STR(path, path);
 	SET_STR(host, "example.com:8443");
 	SET_STR(remote_addr, remote);
-	SET_STR(proto, "HTTP/1.1");
+	SET_STR(proto, next_proto);
 	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
 }
 
@@ -269,6 +271,27 @@ static void test_records__status_errors_and_foreign_writers(void **state)
 	assert_null(span__get(f->spans[1], SC_HTTP_ROUTE));
 	/* Another writer type: the status word is not ours to read. */
 	assert_null(span__get(f->spans[2], SC_HTTP_RESPONSE_STATUS_CODE));
+}
+
+/* Without the itab symbol (stripped binaries) the protocol tells whose writer it is. */
+static void test_records__status_by_protocol_without_itab(void **state)
+{
+	uint64_t itab = target->response_itab;
+	struct fixture *f = *state;
+
+	target->response_itab = 0;
+	send_start(f, 1, 10, "GET", "/h1", "127.0.0.1:1");
+	send_end(f, 1, 10, 20, 404, "", false);
+	next_proto = "HTTP/2.0";
+	send_start(f, 2, 10, "GET", "/h2", "127.0.0.1:1");
+	send_end(f, 2, 10, 20, 0x7fffdeadbeef, "", false);
+	next_proto = "HTTP/1.1";
+	target->response_itab = itab;
+
+	assert_int_equal(f->nspans, 2);
+	assert_int_equal(int_attr(f->spans[0], SC_HTTP_RESPONSE_STATUS_CODE), 404);
+	assert_null(span__get(f->spans[1], SC_HTTP_RESPONSE_STATUS_CODE));
+	assert_string_equal(str_attr(f->spans[1], SC_NETWORK_PROTOCOL_VERSION), "2");
 }
 
 static void test_records__routes_from_patterns(void **state)
@@ -430,6 +453,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__routes_from_patterns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__status_by_protocol_without_itab, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__cut_path_stays_utf8, setup, teardown),

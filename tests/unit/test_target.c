@@ -56,6 +56,8 @@ static void test_target__http_server_is_analysed(void **state)
 	assert_int_equal(t->gobin->major, 1);
 	assert_true(t->gobin->minor >= 17);
 	assert_non_null(t->offsets_version);
+	/* Built with DWARF, so the offsets come from the binary itself. */
+	assert_string_equal(t->offsets_source, "DWARF");
 
 	/* The entry is the symbol's file offset; every RET lies inside the function. */
 	ef = elf_file__open(bin);
@@ -84,7 +86,7 @@ static void test_target__http_server_is_analysed(void **state)
 
 static void test_target__refuses_what_it_cannot_trace(void **state)
 {
-	const char *nohttp, *stripped;
+	const char *nohttp;
 	char path[4096];
 
 	(void)state;
@@ -109,11 +111,37 @@ static void test_target__refuses_what_it_cannot_trace(void **state)
 	assert_null(target__analyse(nohttp, NULL, tables));
 	assert_int_equal(errno, ENOENT);
 
-	stripped = test_go_build("httpserver", "target-stripped", "", "-ldflags='-s -w'");
+}
+
+/* -s -w: no .symtab, no DWARF. Functions come from the Go function table, offsets from tables. */
+static void test_target__stripped_binary_is_analysed(void **state)
+{
+	const char *plain_bin = test_go_build("httpserver", "target-twin", "", "");
+	struct target *plain, *stripped;
+	const char *bin;
+	size_t i;
+
+	(void)state;
+	assert_non_null(plain_bin);
+	plain = target__analyse(plain_bin, NULL, tables);
+	assert_non_null(plain);
+	bin = test_go_build("httpserver", "target-stripped", "", "-ldflags='-s -w'");
+	assert_non_null(bin);
+	stripped = target__analyse(bin, NULL, tables);
 	assert_non_null(stripped);
-	errno = 0;
-	assert_null(target__analyse(stripped, NULL, tables));
-	assert_int_equal(errno, EOPNOTSUPP);
+
+	assert_string_equal(stripped->offsets_source, "table");
+	assert_int_equal(stripped->response_itab, 0); /* a data symbol: gone with .symtab */
+	/* -s -w does not move code: the same probe sites as the unstripped twin. */
+	assert_int_equal(stripped->serve_http.entry_off, plain->serve_http.entry_off);
+	assert_int_equal(stripped->serve_http.nrets, plain->serve_http.nrets);
+	for (i = 0; i < plain->serve_http.nrets; i++)
+		assert_int_equal(stripped->serve_http.ret_offs[i], plain->serve_http.ret_offs[i]);
+	assert_int_equal(stripped->gopanic.entry_off, plain->gopanic.entry_off);
+	/* The table and the DWARF agree on this release. */
+	assert_memory_equal(stripped->offs, plain->offs, sizeof(plain->offs));
+	target__free(plain);
+	target__free(stripped);
 }
 
 int main(void)
@@ -121,6 +149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_target__http_server_is_analysed),
 		cmocka_unit_test(test_target__refuses_what_it_cannot_trace),
+		cmocka_unit_test(test_target__stripped_binary_is_analysed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

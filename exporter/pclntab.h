@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Go function table (pclntab) of a target binary: the name -> address map the Go runtime
+ * itself needs for stack traces, so it survives `-ldflags="-s -w"`, which drops .symtab. gospan
+ * falls back to it when a function is not in .symtab. Go 1.16 and newer table formats only.
+ */
+#ifndef GOSPAN_PCLNTAB_H
+#define GOSPAN_PCLNTAB_H
+
+#include "elf.h"
+
+struct pclntab;
+
+/*
+ * Opens the Go function table of EF. NULL with errno: ENOENT when there is none, EINVAL when it
+ * is malformed or of a format not supported (Go 1.16+ formats: magic 0xfffffffa (1.16-1.17),
+ * 0xfffffff0 (1.18-1.19), 0xfffffff1 (1.20+)), logged. Names point into EF's mapping: close the
+ * table before EF.
+ */
+struct pclntab *pclntab__open(struct elf_file *ef);
+/*
+ * Finds function NAME ("net/http.serverHandler.ServeHTTP"): its link-time entry address and size
+ * (up to the next function's entry). -ENOENT if absent.
+ */
+int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out);
+void pclntab__close(struct pclntab *pt);
+
+#endif

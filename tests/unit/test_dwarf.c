@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tests for dwarf.c on real binaries built here: every offset read from the DWARF of a program
+ * built by the installed Go and by older releases (GNU .zdebug_* and SHF_COMPRESSED sections,
+ * DWARF 4 and 5) must equal the committed table's for that release; PIE, uncompressed and arm64
+ * builds must give the same answers; binaries without DWARF, C binaries, truncated copies and
+ * damaged DWARF must each get their defined error, never a crash or a wrong offset.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "helpers.h"
+#include "dwarf.h"
+#include "elf.h"
+#include "gobin.h"
+#include "log.h"
+#include "offsets.h"
+
+#define TABLE_PATH "../../offsets/go_offsets.json"
+/* What dwarf.c accepts; anything it returns must be -1 or within this. */
+#define OFFSET_MAX (1 << 16)
+
+#if defined(__x86_64__)
+#define HOST_GOARCH "amd64"
+#elif defined(__aarch64__)
+#define HOST_GOARCH "arm64"
+#else
+#error "gospan runs on x86_64 and arm64 only"
+#endif
+
+static struct offsets *table;
+/* testdata/httpserver built by the installed Go, default flags: the reference for most tests. */
+static char host_bin[4096];
+static int64_t host_offs[GO_FIELD__COUNT];
+
+static enum log_level quiet_level(void)
+{
+	return getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR;
+}
+
+static int setup(void **state)
+{
+	const char *p;
+	size_t len;
+	char *json;
+
+	(void)state;
+	/* The failure tests log their reasons on purpose; debug output only on request. */
+	log_set_level(quiet_level());
+	json = test_read_file(TABLE_PATH, &len);
+	if (!json) {
+		fprintf(stderr, "cannot read %s\n", TABLE_PATH);
+		return -1;
+	}
+	table = offsets__parse(json, len);
+	free(json);
+	if (!table)
+		return -1;
+	p = test_go_build("httpserver", "dwarf_httpserver", "", "");
+	if (!p || (size_t)snprintf(host_bin, sizeof(host_bin), "%s", p) >= sizeof(host_bin))
+		return -1;
+	return dwarf__read_offsets(host_bin, host_offs) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	offsets__free(table);
+	return 0;
+}
+
+static void build(char *out, size_t size, const char *name, const char *env, const char *flags)
+{
+	const char *p = test_go_build("httpserver", name, env, flags);
+
+	assert_non_null(p);
+	assert_true((size_t)snprintf(out, size, "%s", p) < size);
+}
+
+/* The Go release that built BIN, from its buildinfo. */
+static void go_version_of(const char *bin, int *major, int *minor, int *patch)
+{
+	struct elf_file *ef = elf_file__open(bin);
+	struct gobin *gb;
+
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	assert_non_null(gb);
+	*major = gb->major;
+	*minor = gb->minor;
+	*patch = gb->patch;
+	gobin__free(gb);
+	elf_file__close(ef);
+}
+
+/* Every field read from BIN's DWARF must be the committed table's for the release that built it. */
+static void assert_matches_table(const char *bin, const int64_t got[GO_FIELD__COUNT])
+{
+	int64_t want[GO_FIELD__COUNT];
+	const char *resolved = NULL;
+	int ma, mi, pa;
+
+	go_version_of(bin, &ma, &mi, &pa);
+	if (offsets__find(table, ma, mi, pa, want, &resolved))
+		fail_msg("Go %d.%d.%d is not in %s: run make offsets", ma, mi, pa, TABLE_PATH);
+	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		if (got[f] != want[f])
+			fail_msg("Go %d.%d.%d (table row %s) '%s': table %lld, DWARF %lld", ma, mi,
+				 pa, resolved, go_field_names[f], (long long)want[f],
+				 (long long)got[f]);
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Section NAME's header in PATH; -ENOENT when PATH has no such section. */
+static int section_header(const char *path, const char *name, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	const char *n;
+	int fd, err = -ENOENT;
+	Elf *elf;
+
+	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
+	while ((scn = elf_nextscn(elf, scn))) {
+		assert_non_null(gelf_getshdr(scn, out));
+		n = elf_strptr(elf, shstrndx, out->sh_name);
+		if (n && !strcmp(n, name)) {
+			err = 0;
+			break;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void data_path(char *out, size_t size, const char *name)
+{
+	assert_true((size_t)snprintf(out, size, "%s/%s", test_data_dir(), name) < size);
+}
+
+/* Runs dwarf__read_offsets on PATH with warnings on; returns its result, *MSG what it logged. */
+static int read_logged(const char *path, int64_t out[GO_FIELD__COUNT], char **msg)
+{
+	struct test_capture cap;
+	int rc;
+
+	log_set_level(LOG_WARN);
+	assert_int_equal(test_capture_start(&cap), 0);
+	rc = dwarf__read_offsets(path, out);
+	*msg = test_capture_end(&cap);
+	log_set_level(quiet_level());
+	assert_non_null(*msg);
+	return rc;
+}
+
+static void assert_all_unset(const int64_t o[GO_FIELD__COUNT])
+{
+	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		if (o[f] != -1)
+			fail_msg("'%s' is %lld after a failed read, not -1", go_field_names[f],
+				 (long long)o[f]);
+	}
+}
+
+/* The go command of release VERSION; a release that cannot be had fails the test. */
+static bool toolchain(const char *version, char *go, size_t size)
+{
+	const char *path = test_go_toolchain(version);
+
+	if (!path)
+		fail_msg("cannot get the Go %s toolchain through the module proxy", version);
+	assert_true((size_t)snprintf(go, size, "%s", path) < size);
+	return true;
+}
+
+/* Builds testdata/httpserver with the go command GO of release VERSION into OUT. */
+static void build_with(const char *go, const char *version, char *out, size_t size)
+{
+	int ma, mi, pa;
+	char name[64];
+
+	assert_int_equal(gobin__parse_version(version, &ma, &mi, &pa), 0);
+	snprintf(name, sizeof(name), "dwarf_httpserver_go%s", version);
+	data_path(out, size, name);
+	/* -buildvcs only exists from Go 1.18 on; 1.17 refuses to start with it in GOFLAGS. */
+	assert_int_equal(test_sh("cd testdata/httpserver && env -u GOROOT GOTOOLCHAIN=local "
+				 "CGO_ENABLED=0 GOFLAGS='-mod=mod%s' '%s' build -o '%s' . >&2",
+				 ma == 1 && mi < 18 ? "" : " -buildvcs=false", go, out),
+			 0);
+}
+
+static void test_dwarf__installed_go_matches_table(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	double best = 1e9, t;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(dwarf__read_offsets(host_bin, o), 0);
+	assert_matches_table(host_bin, o);
+	assert_true(o[GO_FIELD_G_GOID] > 0);
+	assert_int_equal(o[GO_FIELD_REQ_METHOD], 0);
+	assert_true(o[GO_FIELD_REQ_URL] > 0);
+	assert_true(o[GO_FIELD_URL_PATH] > 0);
+	assert_true(o[GO_FIELD_RESPONSE_STATUS] > 0);
+
+	/* Measured, not asserted: the cost a user pays once per target at start-up. */
+	for (int i = 0; i < 5; i++) {
+		t = now_ms();
+		assert_int_equal(dwarf__read_offsets(host_bin, o), 0);
+		t = now_ms() - t;
+		if (t < best)
+			best = t;
+	}
+	assert_int_equal(stat(host_bin, &st), 0);
+	printf("dwarf__read_offsets on a %.1f MB Go binary: %.1f ms (best of 5)\n",
+	       st.st_size / 1e6, best);
+}
+
+/*
+ * Releases on both sides of each layout change and compression format: 1.17 writes GNU
+ * .zdebug_* sections, 1.19 and later SHF_COMPRESSED ones, 1.25 and later DWARF 5; goid moved
+ * to 160 in 1.23 and back in 1.25; Request.pat appeared in 1.22.
+ */
+static void test_dwarf__older_toolchains_match_table(void **state)
+{
+	static const char *const versions[] = { "1.17.13", "1.21.13", "1.22.12", "1.24.13" };
+	int64_t o[GO_FIELD__COUNT];
+	char go[4096], bin[4096], built[32];
+	int tested = 0, ma, mi, pa;
+	GElf_Shdr shdr;
+	double t;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (!toolchain(versions[i], go, sizeof(go)))
+			continue;
+		build_with(go, versions[i], bin, sizeof(bin));
+		go_version_of(bin, &ma, &mi, &pa);
+		snprintf(built, sizeof(built), "%d.%d.%d", ma, mi, pa);
+		assert_string_equal(built, versions[i]);
+		if (mi < 19) {
+			assert_int_equal(section_header(bin, ".zdebug_info", &shdr), 0);
+			assert_int_equal(section_header(bin, ".debug_info", &shdr), -ENOENT);
+		} else {
+			assert_int_equal(section_header(bin, ".debug_info", &shdr), 0);
+			assert_true(shdr.sh_flags & SHF_COMPRESSED);
+		}
+		t = now_ms();
+		assert_int_equal(dwarf__read_offsets(bin, o), 0);
+		t = now_ms() - t;
+		assert_matches_table(bin, o);
+		printf("Go %s: offsets from DWARF match the table (%.1f ms)\n", versions[i], t);
+		tested++;
+	}
+	if (!tested)
+		skip();
+}
+
+static void test_dwarf__pie_same_offsets(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	struct elf_file *ef;
+	char bin[4096];
+
+	(void)state;
+	build(bin, sizeof(bin), "dwarf_httpserver_pie", "", "-buildmode=pie");
+	ef = elf_file__open(bin);
+	assert_non_null(ef);
+	assert_true(elf_file__is_pie(ef));
+	elf_file__close(ef);
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	assert_memory_equal(o, host_offs, sizeof(o));
+}
+
+static void test_dwarf__uncompressed_same_offsets(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	GElf_Shdr shdr;
+	char bin[4096];
+
+	(void)state;
+	build(bin, sizeof(bin), "dwarf_httpserver_plain", "", "-ldflags=-compressdwarf=false");
+	assert_int_equal(section_header(bin, ".debug_info", &shdr), 0);
+	assert_false(shdr.sh_flags & SHF_COMPRESSED);
+	/* And the reference really is compressed, so both paths are exercised. */
+	assert_int_equal(section_header(host_bin, ".debug_info", &shdr), 0);
+	assert_true(shdr.sh_flags & SHF_COMPRESSED);
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	assert_memory_equal(o, host_offs, sizeof(o));
+}
+
+static void test_dwarf__arm64_same_as_amd64(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	struct elf_file *ef;
+	char bin[4096];
+
+	(void)state;
+	build(bin, sizeof(bin), "dwarf_httpserver_arm64", "GOARCH=arm64", "");
+	ef = elf_file__open(bin);
+	assert_non_null(ef);
+	assert_int_equal(elf_file__machine(ef), EM_AARCH64);
+	elf_file__close(ef);
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	/* Go lays structs out alike on every 64-bit target: the tables do not depend on GOARCH. */
+	assert_memory_equal(o, host_offs, sizeof(o));
+	assert_matches_table(bin, o);
+}
+
+/*
+ * A Go program without net/http: runtime.g is there, so the read succeeds, and every net/http
+ * and net/url field is -1 (the table would have them; DWARF only describes what was linked).
+ */
+static void test_dwarf__go_without_http(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	const char *p;
+
+	(void)state;
+	p = test_go_build("nohttp", "dwarf_nohttp", "", "");
+	assert_non_null(p);
+	assert_int_equal(dwarf__read_offsets(p, o), 0);
+	assert_int_equal(o[GO_FIELD_G_GOID], host_offs[GO_FIELD_G_GOID]);
+	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		if (f != GO_FIELD_G_GOID && o[f] != -1)
+			fail_msg("'%s' is %lld in a program without net/http", go_field_names[f],
+				 (long long)o[f]);
+	}
+}
+
+/* No DWARF is the ordinary case of a release build: -ENODATA, quietly, with nothing filled in. */
+static void test_dwarf__no_dwarf_is_enodata(void **state)
+{
+	static const struct {
+		const char *name, *flags;
+	} builds[] = {
+		{ "dwarf_httpserver_w", "-ldflags=-w" },
+		{ "dwarf_httpserver_sw", "'-ldflags=-s -w'" },
+	};
+	int64_t o[GO_FIELD__COUNT];
+	GElf_Shdr shdr;
+	char bin[4096];
+	char *msg;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
+		build(bin, sizeof(bin), builds[i].name, "", builds[i].flags);
+		assert_int_equal(section_header(bin, ".debug_info", &shdr), -ENOENT);
+		for (int f = 0; f < GO_FIELD__COUNT; f++)
+			o[f] = 7;
+		assert_int_equal(read_logged(bin, o, &msg), -ENODATA);
+		assert_string_equal(msg, "");
+		free(msg);
+		assert_all_unset(o);
+	}
+}
+
+/*
+ * A C binary: without DWARF (as distributions ship /bin/true) it is -ENODATA like any stripped
+ * binary; with DWARF, which describes no Go runtime, -ENOENT with a message saying so.
+ */
+static void test_dwarf__c_binaries(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	char bin[4096], *msg;
+	GElf_Shdr shdr;
+	int want;
+
+	(void)state;
+	want = section_header("/bin/true", ".debug_info", &shdr) ? -ENODATA : -ENOENT;
+	assert_int_equal(dwarf__read_offsets("/bin/true", o), want);
+	assert_all_unset(o);
+
+	data_path(bin, sizeof(bin), "dwarf_c_with_debuginfo");
+	assert_int_equal(test_sh("printf 'struct g { long goid; } g;\\nint main(void) { return "
+				 "(int)g.goid; }\\n' | cc -g -O0 -x c - -o '%s'",
+				 bin),
+			 0);
+	assert_int_equal(section_header(bin, ".debug_info", &shdr), 0);
+	assert_int_equal(read_logged(bin, o, &msg), -ENOENT);
+	assert_non_null(strstr(msg, bin));
+	assert_non_null(strstr(msg, "runtime.g.goid"));
+	free(msg);
+	assert_all_unset(o);
+}
+
+static void test_dwarf__not_elf_or_missing(void **state)
+{
+	int64_t o[GO_FIELD__COUNT];
+	char *msg;
+
+	(void)state;
+	assert_int_equal(read_logged(TABLE_PATH, o, &msg), -ENOEXEC);
+	assert_non_null(strstr(msg, "not an ELF file"));
+	free(msg);
+	assert_all_unset(o);
+	assert_int_equal(read_logged("testdata/no-such-binary", o, &msg), -ENOENT);
+	assert_non_null(strstr(msg, "'testdata/no-such-binary'"));
+	free(msg);
+	assert_all_unset(o);
+}
+
+/*
+ * Copies cut at every interesting point: inside the ELF header, inside the section headers
+ * (which Go writes near the start), inside the code, inside the DWARF, one byte short. Each must
+ * be an error that is logged, never -ENODATA (it would pass for a -w build) and never a crash.
+ */
+static void test_dwarf__truncated_copies_fail(void **state)
+{
+	const char *sources[2] = { host_bin, NULL };
+	int64_t o[GO_FIELD__COUNT];
+	char plain[4096], cut[4096], *buf, *msg;
+	size_t len = 0, sizes[9];
+	GElf_Shdr shdr;
+	int rc;
+
+	(void)state;
+	build(plain, sizeof(plain), "dwarf_httpserver_plain", "", "-ldflags=-compressdwarf=false");
+	sources[1] = plain;
+	data_path(cut, sizeof(cut), "dwarf_truncated");
+	for (int s = 0; s < 2; s++) {
+		buf = test_read_file(sources[s], &len);
+		assert_non_null(buf);
+		assert_int_equal(section_header(sources[s], ".debug_info", &shdr), 0);
+		sizes[0] = 0;
+		sizes[1] = 32; /* inside the ELF header */
+		sizes[2] = 64;
+		sizes[3] = 600; /* inside the section headers */
+		sizes[4] = len / 4;
+		sizes[5] = len / 2;
+		sizes[6] = shdr.sh_offset + 100; /* inside .debug_info */
+		sizes[7] = len * 3 / 4;
+		sizes[8] = len - 1;
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			write_file(cut, buf, sizes[i]);
+			rc = read_logged(cut, o, &msg);
+			if (rc >= 0 || rc == -ENODATA)
+				fail_msg("'%s' cut to %zu of %zu bytes: %d", sources[s], sizes[i],
+					 len, rc);
+			assert_true(strlen(msg) > 0);
+			free(msg);
+			assert_all_unset(o);
+		}
+		free(buf);
+	}
+}
+
+/* Offset of the first N-byte run NEEDLE in HAY[FROM..TO), or -1. */
+static long find_bytes(const char *hay, size_t from, size_t to, const char *needle, size_t n)
+{
+	for (size_t i = from; i + n <= to; i++) {
+		if (!memcmp(hay + i, needle, n))
+			return (long)i;
+	}
+	return -1;
+}
+
+/*
+ * A damaged member offset must be refused, not handed to BPF. Go writes a member as its name
+ * inline, then its offset as ULEB128: goid's 152 is "goid\0\x98\x01". Rewriting every such run
+ * to 16383 (0xff 0x7f, the same length) puts goid far outside runtime.g.
+ */
+static void test_dwarf__corrupt_member_offset_refused(void **state)
+{
+	char plain[4096], bad[4096], pat[8], *buf, *msg;
+	int64_t o[GO_FIELD__COUNT];
+	long at, hits = 0;
+	GElf_Shdr shdr;
+	size_t len = 0, end;
+	uint64_t goid;
+
+	(void)state;
+	build(plain, sizeof(plain), "dwarf_httpserver_plain", "", "-ldflags=-compressdwarf=false");
+	assert_int_equal(dwarf__read_offsets(plain, o), 0);
+	goid = (uint64_t)o[GO_FIELD_G_GOID];
+	assert_true(goid >= 128 && goid < 16384);
+	memcpy(pat, "goid", 5);
+	pat[5] = (char)(0x80 | (goid & 0x7f));
+	pat[6] = (char)(goid >> 7);
+	buf = test_read_file(plain, &len);
+	assert_non_null(buf);
+	assert_int_equal(section_header(plain, ".debug_info", &shdr), 0);
+	end = shdr.sh_offset + shdr.sh_size;
+	for (at = (long)shdr.sh_offset; (at = find_bytes(buf, at, end, pat, 7)) >= 0; at += 7) {
+		buf[at + 5] = (char)0xff;
+		buf[at + 6] = 0x7f;
+		hits++;
+	}
+	assert_true(hits > 0);
+	data_path(bad, sizeof(bad), "dwarf_bad_goid");
+	write_file(bad, buf, len);
+	free(buf);
+	assert_int_equal(read_logged(bad, o, &msg), -EINVAL);
+	assert_non_null(strstr(msg, "runtime.g.goid"));
+	assert_non_null(strstr(msg, "16383"));
+	free(msg);
+	assert_all_unset(o);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/*
+ * Random damage to .debug_info and .debug_abbrev (deterministic seeds, so a failure replays):
+ * whatever libdw makes of it, the answer is an error or offsets within bounds, and it returns.
+ * Run under SANITIZE=1 this is also a memory-safety check.
+ */
+static void test_dwarf__damaged_dwarf_never_crashes(void **state)
+{
+	static const char *const sections[] = { ".debug_info", ".debug_abbrev" };
+	char plain[4096], bad[4096], *orig, *buf;
+	int errors = 0, oks = 0, rc, rounds = 200;
+	int64_t o[GO_FIELD__COUNT];
+	uint64_t seed = 0x9e3779b97f4a7c15ULL, r;
+	const GElf_Shdr *sh;
+	GElf_Shdr shdr[2];
+	size_t len = 0, pos;
+	double t = now_ms();
+
+	(void)state;
+	build(plain, sizeof(plain), "dwarf_httpserver_plain", "", "-ldflags=-compressdwarf=false");
+	for (int s = 0; s < 2; s++)
+		assert_int_equal(section_header(plain, sections[s], &shdr[s]), 0);
+	orig = test_read_file(plain, &len);
+	assert_non_null(orig);
+	buf = malloc(len);
+	assert_non_null(buf);
+	data_path(bad, sizeof(bad), "dwarf_damaged");
+
+	/* The abbreviations zeroed: nothing in .debug_info can be decoded. */
+	memcpy(buf, orig, len);
+	memset(buf + shdr[1].sh_offset, 0, shdr[1].sh_size);
+	write_file(bad, buf, len);
+	assert_true(dwarf__read_offsets(bad, o) < 0);
+	assert_all_unset(o);
+
+	for (int round = 0; round < rounds; round++) {
+		memcpy(buf, orig, len);
+		for (int k = 0; k < 16; k++) {
+			r = xorshift(&seed);
+			/* Mostly .debug_info, the bigger target; some hits on the abbreviations. */
+			sh = &shdr[(r & 7) == 0];
+			pos = sh->sh_offset + (r >> 8) % sh->sh_size;
+			buf[pos] = (char)(xorshift(&seed) & 0xff);
+		}
+		write_file(bad, buf, len);
+		rc = dwarf__read_offsets(bad, o);
+		if (rc) {
+			assert_true(rc < 0);
+			assert_all_unset(o);
+			errors++;
+			continue;
+		}
+		for (int f = 0; f < GO_FIELD__COUNT; f++)
+			assert_true(o[f] >= -1 && o[f] <= OFFSET_MAX);
+		oks++;
+	}
+	printf("damaged DWARF: %d rounds, %d errors, %d read (%.0f ms)\n", rounds, errors, oks,
+	       now_ms() - t);
+	free(buf);
+	free(orig);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dwarf__installed_go_matches_table),
+		cmocka_unit_test(test_dwarf__older_toolchains_match_table),
+		cmocka_unit_test(test_dwarf__pie_same_offsets),
+		cmocka_unit_test(test_dwarf__uncompressed_same_offsets),
+		cmocka_unit_test(test_dwarf__arm64_same_as_amd64),
+		cmocka_unit_test(test_dwarf__go_without_http),
+		cmocka_unit_test(test_dwarf__no_dwarf_is_enodata),
+		cmocka_unit_test(test_dwarf__c_binaries),
+		cmocka_unit_test(test_dwarf__not_elf_or_missing),
+		cmocka_unit_test(test_dwarf__truncated_copies_fail),
+		cmocka_unit_test(test_dwarf__corrupt_member_offset_refused),
+		cmocka_unit_test(test_dwarf__damaged_dwarf_never_crashes),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
