@@ -159,6 +159,25 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
     RESULTS[(version, flavour)] = f"verified ({source})"
 
 
+def test_go_before_register_abi_is_refused(build_dir, gospan_bin, bpf_ready):
+    """Go 1.16 passed arguments on the stack: gospan must say so and stop, not guess."""
+    out = build_dir / "e2e" / "server-go1.16.15"
+    res = subprocess.run([str(toolchain("1.16.15")), "build", "-o", str(out), "."],
+                         cwd=LEGACY_SRC, capture_output=True, text=True, timeout=600,
+                         env=_go_env("1.16.15"))
+    assert res.returncode == 0, res.stderr
+    svc = Service(out, env=_clean_env())
+    try:
+        res = subprocess.run([str(gospan_bin), "--pid", str(svc.pid)], env=_clean_env(),
+                             capture_output=True, text=True, timeout=60)
+        assert svc.alive()
+    finally:
+        svc.stop()
+    assert res.returncode != 0
+    assert "go1.16.15; gospan needs Go 1.17 or later" in res.stderr, res.stderr
+    assert "gospan: attached" not in res.stderr
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _write_compatibility():
     yield

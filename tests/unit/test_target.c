@@ -144,12 +144,55 @@ static void test_target__stripped_binary_is_analysed(void **state)
 	target__free(stripped);
 }
 
+/*
+ * A Go release newer than every table: traced through its DWARF, refused when stripped. The
+ * table here stops at 1.17.0, so the installed Go plays the part of a release from the future.
+ */
+static void test_target__newer_than_tables_needs_dwarf(void **state)
+{
+	static const char old_table[] =
+		"{\"schema\": 1, \"versions\": [\"1.17.0\"], \"fields\": {"
+		"\"runtime.g.goid\": [{\"from\": \"1.17.0\", \"to\": \"1.17.0\", \"offset\": 152}]}}";
+	const char *plain_bin, *stripped_bin;
+	struct test_capture cap;
+	struct offsets *old;
+	struct target *t;
+	char *msg;
+
+	(void)state;
+	old = offsets__parse(old_table, sizeof(old_table) - 1);
+	assert_non_null(old);
+	plain_bin = test_go_build("httpserver", "target-future", "", "");
+	assert_non_null(plain_bin);
+	t = target__analyse(plain_bin, NULL, old);
+	assert_non_null(t);
+	assert_string_equal(t->offsets_source, "DWARF");
+	assert_true(t->cfg.g_goid > 0);
+	assert_true(t->cfg.response_status > 0);
+	target__free(t);
+
+	stripped_bin = test_go_build("httpserver", "target-future-stripped", "", "-ldflags='-s -w'");
+	assert_non_null(stripped_bin);
+	assert_int_equal(test_capture_start(&cap), 0);
+	errno = 0;
+	t = target__analyse(stripped_bin, NULL, old);
+	msg = test_capture_end(&cap);
+	assert_null(t);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "no offsets for Go 1."));
+	assert_non_null(strstr(msg, "make offsets"));
+	free(msg);
+	offsets__free(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_target__http_server_is_analysed),
 		cmocka_unit_test(test_target__refuses_what_it_cannot_trace),
 		cmocka_unit_test(test_target__stripped_binary_is_analysed),
+		cmocka_unit_test(test_target__newer_than_tables_needs_dwarf),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
