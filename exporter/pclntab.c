@@ -48,9 +48,10 @@ enum {
 #define NAME_MAX_LEN 4096
 
 struct pcln_func {
-	const char *name; /* in the ELF mapping */
+	const char *name; /* in the ELF mapping, or owned when rewritten */
 	uint64_t addr;
 	uint64_t size;
+	bool owned;
 };
 
 struct pclntab {
@@ -280,6 +281,34 @@ static int read_name(struct pcln_view *v, uint64_t i, const char **name)
 	return 0;
 }
 
+/*
+ * The function table spells some compiler-made names with a middle dot ("type:.eq.T·1"); the
+ * Go linker writes them with "." in .symtab (for ASCII-only tools), and callers look functions
+ * up by .symtab names. Returns a rewritten copy, or NULL (errno set) when NAME needs none.
+ */
+static char *dotted_name(const char *name)
+{
+	char *copy, *in, *out;
+
+	if (!strstr(name, "\xc2\xb7")) {
+		errno = 0;
+		return NULL;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return NULL;
+	for (in = out = copy; *in; in++) {
+		if (in[0] == '\xc2' && in[1] == '\xb7') {
+			*out++ = '.';
+			in++;
+			continue;
+		}
+		*out++ = *in;
+	}
+	*out = '\0';
+	return copy;
+}
+
 static int func_cmp(const void *a, const void *b)
 {
 	const struct pcln_func *x = a, *y = b;
@@ -346,7 +375,13 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 			continue;
 		}
 		f = &pt->funcs[pt->nfuncs++];
-		f->name = name;
+		f->name = dotted_name(name);
+		if (f->name)
+			f->owned = true;
+		else if (errno)
+			return -ENOMEM;
+		else
+			f->name = name;
 		f->addr = base + entry;
 		f->size = next - entry;
 	}
@@ -357,6 +392,19 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 	return 0;
 }
 
+static void free_funcs(struct pclntab *pt)
+{
+	size_t i;
+
+	for (i = 0; i < pt->nfuncs; i++) {
+		if (pt->funcs[i].owned)
+			free((char *)pt->funcs[i].name);
+	}
+	free(pt->funcs);
+	pt->funcs = NULL;
+	pt->nfuncs = 0;
+}
+
 /* Parses and indexes the candidate in V into a fresh PT; on failure PT is left empty. */
 static int try_table(struct elf_file *ef, struct pcln_view *v, struct pclntab *pt)
 {
@@ -364,11 +412,8 @@ static int try_table(struct elf_file *ef, struct pcln_view *v, struct pclntab *p
 
 	if (!err)
 		err = index_funcs(ef, v, pt);
-	if (err) {
-		free(pt->funcs);
-		pt->funcs = NULL;
-		pt->nfuncs = 0;
-	}
+	if (err)
+		free_funcs(pt);
 	return err;
 }
 
@@ -504,6 +549,6 @@ void pclntab__close(struct pclntab *pt)
 {
 	if (!pt)
 		return;
-	free(pt->funcs);
+	free_funcs(pt);
 	free(pt);
 }

@@ -21,6 +21,11 @@ struct pclntab *pclntab__open(struct elf_file *ef);
 /*
  * Finds function NAME ("net/http.serverHandler.ServeHTTP"): its link-time entry address and size
  * (up to the next function's entry). -ENOENT if absent.
+ *
+ * Names are matched as .symtab spells them, with two limits of the table itself: an assembly
+ * function and its ABI wrapper share one name (the lower address is returned; .symtab calls the
+ * assembly one "NAME.abi0"), and Go 1.18-1.20 store generic instantiations as "F[...]", so a full
+ * instantiated name is not found there.
  */
 int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out);
 void pclntab__close(struct pclntab *pt);
