@@ -207,8 +207,8 @@ static int moduledata_text(struct elf_file *ef, const struct pcln_view *v, const
 		return -ENOENT;
 	d = data;
 	/* moduledata is pointer-aligned in memory. */
-	for (off = (v->ptrsize - addr % v->ptrsize) % v->ptrsize; size >= need && off <= size - need;
-	     off += v->ptrsize) {
+	for (off = (v->ptrsize - addr % v->ptrsize) % v->ptrsize;
+	     size >= need && off <= size - need; off += v->ptrsize) {
 		if (get_uint(d + off + MD_PCHEADER * v->ptrsize, v->ptrsize) == (v->addr & mask) &&
 		    is_moduledata(v, d + off)) {
 			*text = get_uint(d + off + MD_TEXT * v->ptrsize, v->ptrsize);

@@ -160,8 +160,7 @@ static void test_gobin__go1_19(void **state)
 	(void)state;
 	if (access(GO119, X_OK)) {
 		/* Debian's golang-1.19 package; `apt-get install golang-1.19` provides it. */
-		print_message("skipped: %s is missing (apt-get install golang-1.19)\n", GO119);
-		skip();
+		TEST_SKIP("%s is missing (apt-get install golang-1.19)", GO119);
 	}
 	build(bin, sizeof(bin), "httpserver", "gobin_go1.19", GO119_ENV, "");
 	gb = read_bin(bin);

@@ -280,7 +280,7 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 
 	(void)state;
 	if (test_sh("command -v llvm-dwarfdump >/dev/null"))
-		skip();
+		TEST_SKIP("llvm-dwarfdump is missing (apt-get install llvm)");
 	p = popen("go env GOVERSION", "r");
 	assert_non_null(p);
 	assert_non_null(fgets(ver, sizeof(ver), p));

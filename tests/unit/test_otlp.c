@@ -399,9 +399,8 @@ static void test_otlp__official_python_decoder(void **state)
 
 	if (test_sh("python3 -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' "
 		    ">/dev/null 2>&1")) {
-		print_message("skipped: python3 or its opentelemetry-proto package is missing "
-			      "(python3 -m pip install opentelemetry-proto)\n");
-		skip();
+		TEST_SKIP("python3 or its opentelemetry-proto package is missing "
+			  "(python3 -m pip install opentelemetry-proto)");
 	}
 	assert_int_equal(otlp__encode(f->spans, NSPANS, &buf, &len), 0);
 	snprintf(outpath, sizeof(outpath), "%s/otlp_python_dump.txt", test_data_dir());
