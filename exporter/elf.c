@@ -17,12 +17,6 @@
 #include "elf.h"
 #include "log.h"
 
-struct elf_sym_entry {
-	const char *name; /* in the mapped .strtab */
-	uint64_t addr;
-	uint64_t size;
-};
-
 struct elf_segment {
 	uint64_t vaddr;
 	uint64_t offset;
@@ -40,7 +34,7 @@ struct elf_file {
 	size_t shstrndx;
 	struct elf_segment *segs;
 	size_t nsegs;
-	struct elf_sym_entry *syms; /* sorted by name, then address */
+	struct sym_entry *syms; /* sorted by name, then address */
 	size_t nsyms;
 };
 
@@ -150,9 +144,9 @@ static int check_sections(struct elf_file *ef)
 	return 0;
 }
 
-static int sym_cmp(const void *a, const void *b)
+static int sym_entry_cmp(const void *a, const void *b)
 {
-	const struct elf_sym_entry *x = a, *y = b;
+	const struct sym_entry *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 
 	if (c)
@@ -198,7 +192,7 @@ static int index_symbols(struct elf_file *ef)
 	if (!ef->syms)
 		return -ENOMEM;
 	for (i = 0; i < count; i++) {
-		struct elf_sym_entry *e;
+		struct sym_entry *e;
 		const char *name;
 		GElf_Sym sym;
 		int type;
@@ -222,7 +216,7 @@ static int index_symbols(struct elf_file *ef)
 		e->addr = sym.st_value;
 		e->size = sym.st_size;
 	}
-	qsort(ef->syms, ef->nsyms, sizeof(*ef->syms), sym_cmp);
+	sym_index__sort(ef->syms, ef->nsyms);
 	return 0;
 }
 
@@ -337,24 +331,35 @@ bool elf_file__is_pie(const struct elf_file *ef)
 	return ef->type == ET_DYN;
 }
 
-int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out)
+void sym_index__sort(struct sym_entry *entries, size_t n)
 {
-	size_t lo = 0, hi = ef->nsyms;
+	qsort(entries, n, sizeof(*entries), sym_entry_cmp);
+}
 
-	/* Lower bound, so that of several symbols with one name the lowest address wins. */
+int sym_index__find(const struct sym_entry *entries, size_t n, const char *name,
+		    struct elf_symbol *out)
+{
+	size_t lo = 0, hi = n;
+
+	/* Lower bound, so that of several entries with one name the lowest address wins. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (strcmp(ef->syms[mid].name, name) < 0)
+		if (strcmp(entries[mid].name, name) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == ef->nsyms || strcmp(ef->syms[lo].name, name))
+	if (lo == n || strcmp(entries[lo].name, name))
 		return -ENOENT;
-	out->addr = ef->syms[lo].addr;
-	out->size = ef->syms[lo].size;
+	out->addr = entries[lo].addr;
+	out->size = entries[lo].size;
 	return 0;
+}
+
+int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out)
+{
+	return sym_index__find(ef->syms, ef->nsyms, name, out);
 }
 
 /* The PT_LOAD segment whose file-backed part holds [addr, addr + len), or NULL. */

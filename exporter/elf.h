@@ -18,6 +18,22 @@ struct elf_symbol {
 };
 
 /*
+ * A name -> address index, sorted by name then address: .symtab's and the Go function table's
+ * (pclntab.c) are both searched through it.
+ */
+struct sym_entry {
+	const char *name;
+	uint64_t addr;
+	uint64_t size;
+	bool owned; /* NAME was allocated for the index (pclntab.c rewrites some names) */
+};
+
+void sym_index__sort(struct sym_entry *entries, size_t n);
+/* Of several entries named NAME, the lowest address wins. -ENOENT when there is none. */
+int sym_index__find(const struct sym_entry *entries, size_t n, const char *name,
+		    struct elf_symbol *out);
+
+/*
  * Opens and indexes PATH. NULL with errno set on failure, the reason logged: ENOEXEC when PATH is
  * not an ELF file (or empty), EINVAL when it is a truncated or corrupt one, else open(2)'s errno.
  */

@@ -47,15 +47,8 @@ enum {
  */
 #define NAME_MAX_LEN 4096
 
-struct pcln_func {
-	const char *name; /* in the ELF mapping, or owned when rewritten */
-	uint64_t addr;
-	uint64_t size;
-	bool owned;
-};
-
 struct pclntab {
-	struct pcln_func *funcs; /* sorted by name, then address */
+	struct sym_entry *funcs; /* sorted by name, then address */
 	size_t nfuncs;
 };
 
@@ -309,16 +302,6 @@ static char *dotted_name(const char *name)
 	return copy;
 }
 
-static int func_cmp(const void *a, const void *b)
-{
-	const struct pcln_func *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-
-	if (c)
-		return c;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
 /* Checks that the functions lie inside .text: a wrong text start or entry shows up here. */
 static int check_text_range(struct elf_file *ef, struct pcln_view *v, uint64_t base)
 {
@@ -358,7 +341,7 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 		return -ENOMEM;
 	for (i = 0; i < v->nfunc; i++) {
 		uint64_t entry = ft_field(v, 2 * i), next = ft_field(v, 2 * i + 2);
-		struct pcln_func *f;
+		struct sym_entry *f;
 		const char *name = NULL;
 
 		if (next < entry)
@@ -388,7 +371,7 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 	if (skipped)
 		pr_debug("'%s': %zu functions with names over %d bytes not indexed",
 			 elf_file__path(ef), skipped, NAME_MAX_LEN);
-	qsort(pt->funcs, pt->nfuncs, sizeof(*pt->funcs), func_cmp);
+	sym_index__sort(pt->funcs, pt->nfuncs);
 	return 0;
 }
 
@@ -527,22 +510,7 @@ cleanup:
 
 int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out)
 {
-	size_t lo = 0, hi = pt->nfuncs;
-
-	/* Lower bound, so that of several functions with one name the lowest address wins. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(pt->funcs[mid].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == pt->nfuncs || strcmp(pt->funcs[lo].name, name))
-		return -ENOENT;
-	out->addr = pt->funcs[lo].addr;
-	out->size = pt->funcs[lo].size;
-	return 0;
+	return sym_index__find(pt->funcs, pt->nfuncs, name, out);
 }
 
 void pclntab__close(struct pclntab *pt)
