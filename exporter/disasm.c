@@ -59,10 +59,23 @@ static bool all_padding(const uint8_t *p, size_t len, bool int3_ok)
 	return true;
 }
 
-static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
-		 struct rets *r)
+/* What the sweep collects: returns, or direct calls to one address (CALL_TO != 0). */
+static bool wanted(uint16_t machine, const cs_insn *insn, uint64_t call_to)
 {
-	unsigned int ret_id = machine == EM_X86_64 ? X86_INS_RET : ARM64_INS_RET;
+	if (!call_to)
+		return insn->id == (machine == EM_X86_64 ? X86_INS_RET : ARM64_INS_RET);
+	if (machine == EM_X86_64)
+		return insn->id == X86_INS_CALL && insn->detail->x86.op_count == 1 &&
+		       insn->detail->x86.operands[0].type == X86_OP_IMM &&
+		       (uint64_t)insn->detail->x86.operands[0].imm == call_to;
+	return insn->id == ARM64_INS_BL && insn->detail->arm64.op_count == 1 &&
+	       insn->detail->arm64.operands[0].type == ARM64_OP_IMM &&
+	       (uint64_t)insn->detail->arm64.operands[0].imm == call_to;
+}
+
+static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		 uint64_t call_to, struct rets *r)
+{
 	const uint8_t *p = code;
 	uint64_t pc = addr;
 	size_t left = len;
@@ -77,7 +90,7 @@ static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint
 	while (left) {
 		/* cs_disasm_iter advances p, left and pc past each instruction it decodes. */
 		while (cs_disasm_iter(cs, &p, &left, &pc, insn)) {
-			if (insn->id == ret_id) {
+			if (wanted(machine, insn, call_to)) {
 				err = rets_add(r, insn->address - addr);
 				if (err)
 					goto cleanup;
@@ -103,8 +116,8 @@ cleanup:
 	return err;
 }
 
-int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
-		      uint64_t **offs, size_t *n)
+static int find(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr, uint64_t call_to,
+		uint64_t **offs, size_t *n)
 {
 	struct rets r = { 0 };
 	cs_arch arch;
@@ -130,7 +143,16 @@ int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_
 		pr_err("cannot start capstone for machine %u: %s", machine, cs_strerror(cerr));
 		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
 	}
-	err = sweep(cs, machine, code, len, addr, &r);
+	/* Call targets need operand details; returns do not, and the sweep is faster without. */
+	if (call_to) {
+		cerr = cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+		if (cerr != CS_ERR_OK) {
+			pr_err("cannot ask capstone for operands: %s", cs_strerror(cerr));
+			cs_close(&cs);
+			return -EINVAL;
+		}
+	}
+	err = sweep(cs, machine, code, len, addr, call_to, &r);
 	if (!err && !r.n)
 		err = -ENOENT;
 	cerr = cs_close(&cs);
@@ -145,4 +167,18 @@ int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_
 	*offs = r.offs;
 	*n = r.n;
 	return 0;
+}
+
+int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		      uint64_t **offs, size_t *n)
+{
+	return find(machine, code, len, addr, 0, offs, n);
+}
+
+int disasm__find_calls(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		       uint64_t target, uint64_t **offs, size_t *n)
+{
+	if (!target)
+		return -EINVAL;
+	return find(machine, code, len, addr, target, offs, n);
 }

@@ -18,4 +18,12 @@
 int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
 		      uint64_t **offs, size_t *n);
 
+/*
+ * Like disasm__find_rets, for the direct calls (x86 CALL rel32, arm64 BL) to TARGET, a link-time
+ * address: where a callee's arguments are in registers but the callee has not begun. -ENOENT
+ * when there is none.
+ */
+int disasm__find_calls(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		       uint64_t target, uint64_t **offs, size_t *n);
+
 #endif

@@ -4,8 +4,9 @@
  * type at the top level of a compile unit, named with its full import path ("net/http.Request"),
  * its members as DW_TAG_member children with a constant DW_AT_data_member_location. So only the
  * top-level DIEs of each unit are looked at, nothing deeper than the members of a wanted struct,
- * and the walk stops once every wanted struct has been seen. Every loop is bounded and every
- * offset checked, because a corrupt file must cost a warning, never a wrong offset handed to BPF.
+ * and the walk stops once every wanted struct has been seen or is known to be absent (a binary
+ * has one map implementation, not both). Every loop is bounded and every offset checked, because
+ * a corrupt file must cost a warning, never a wrong offset handed to BPF.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,16 +37,40 @@
 #define OFFSET_MAX (1 << 16)
 #define STRUCT_NAME_MAX 128
 
+/*
+ * Structs a binary has one or the other of, never both: Go's maps are the bucketed runtime.hmap
+ * up to 1.23 (and in 1.24 and 1.25 built with GOEXPERIMENT=noswissmap), the Swiss tables of
+ * internal/runtime/maps from 1.24 on. Finding one settles the other, so that the walk can stop
+ * early in a binary of either kind. A name ending in '.' stands for every struct of a package.
+ */
+static const struct {
+	const char *a, *b;
+} exclusive_structs[] = {
+	{ "runtime.hmap", "internal/runtime/maps." },
+};
+
+/*
+ * Structs reached only through a member of another: Go before 1.22 has neither Request.pat nor
+ * net/http.pattern, and once Request is seen without pat there is no pattern to look for.
+ */
+static const struct {
+	const char *name;
+	enum go_field via;
+} dependent_structs[] = {
+	{ "net/http.pattern", GO_FIELD_REQ_PAT },
+};
+
 struct want_struct {
 	char name[STRUCT_NAME_MAX]; /* as Go's DWARF names it: "net/http.Request" */
 	bool found;
+	bool settled; /* found, or known not to be in this binary */
 };
 
 struct walk {
 	const char *path;
 	int64_t *out;
 	struct want_struct structs[GO_FIELD__COUNT];
-	size_t nstructs, nfound;
+	size_t nstructs, nfound, nsettled;
 	size_t field_struct[GO_FIELD__COUNT]; /* index into structs */
 	const char *field_member[GO_FIELD__COUNT];
 	unsigned long dies; /* top-level DIEs looked at, against MAX_TOP_DIES */
@@ -78,6 +103,53 @@ static int plan_fields(struct walk *w)
 		w->field_member[f] = dot + 1;
 	}
 	return 0;
+}
+
+/* Whether struct NAME is PAT, or in package PAT when PAT ends with '.'. */
+static bool struct_matches(const char *name, const char *pat)
+{
+	size_t len = strlen(pat);
+
+	if (len && pat[len - 1] == '.')
+		return !strncmp(name, pat, len) && !strchr(name + len, '.');
+	return !strcmp(name, pat);
+}
+
+static void settle(struct walk *w, size_t s)
+{
+	if (w->structs[s].settled)
+		return;
+	w->structs[s].settled = true;
+	w->nsettled++;
+}
+
+/* Records that struct S has been read, and settles what that rules out. */
+static void mark_found(struct walk *w, size_t s)
+{
+	const char *name = w->structs[s].name;
+	size_t i, t;
+
+	w->structs[s].found = true;
+	w->nfound++;
+	settle(w, s);
+	for (t = 0; t < w->nstructs; t++) {
+		const char *other = w->structs[t].name;
+
+		for (i = 0; i < sizeof(exclusive_structs) / sizeof(exclusive_structs[0]); i++) {
+			if ((struct_matches(name, exclusive_structs[i].a) &&
+			     struct_matches(other, exclusive_structs[i].b)) ||
+			    (struct_matches(name, exclusive_structs[i].b) &&
+			     struct_matches(other, exclusive_structs[i].a)))
+				settle(w, t);
+		}
+		for (i = 0; i < sizeof(dependent_structs) / sizeof(dependent_structs[0]); i++) {
+			enum go_field via = dependent_structs[i].via;
+
+			if (w->field_struct[via] == s && w->out[via] < 0 &&
+			    !strcmp(other, dependent_structs[i].name))
+				settle(w, t);
+		}
+	}
 }
 
 /*
@@ -275,7 +347,7 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 	size_t s;
 	int rc, err;
 
-	for (rc = dwarf_child(cudie, &die); rc == 0 && w->nfound < w->nstructs;
+	for (rc = dwarf_child(cudie, &die); rc == 0 && w->nsettled < w->nstructs;
 	     rc = dwarf_siblingof(&die, &die)) {
 		if (++w->dies > MAX_TOP_DIES) {
 			pr_warn("cannot read the DWARF of '%s': more than %lu top-level entries, "
@@ -286,14 +358,16 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 		if (dwarf_tag(&die) != DW_TAG_structure_type || !(name = dwarf_diename(&die)))
 			continue;
 		for (s = 0; s < w->nstructs; s++) {
-			/* Go's linker writes each type once; a second copy changes nothing. */
-			if (w->structs[s].found || strcmp(w->structs[s].name, name))
+			/*
+			 * Go's linker writes each type once; a second copy changes nothing, and a
+			 * settled struct this binary is not meant to have is left alone too.
+			 */
+			if (w->structs[s].settled || strcmp(w->structs[s].name, name))
 				continue;
 			err = read_members(w, &die, s);
 			if (err)
 				return err;
-			w->structs[s].found = true;
-			w->nfound++;
+			mark_found(w, s);
 			break;
 		}
 	}
@@ -312,7 +386,7 @@ static int walk_units(struct walk *w, Dwarf *dbg)
 	Dwarf_Die cudie;
 	int units, rc, err;
 
-	for (units = 0; w->nfound < w->nstructs; units++) {
+	for (units = 0; w->nsettled < w->nstructs; units++) {
 		if (units >= MAX_UNITS) {
 			pr_warn("cannot read the DWARF of '%s': more than %d units, the DWARF is "
 				"corrupt",
@@ -331,8 +405,9 @@ static int walk_units(struct walk *w, Dwarf *dbg)
 		if (err)
 			return err;
 	}
-	pr_debug("DWARF of '%s': found %zu of %zu structs in %d units, %lu top-level entries",
-		 w->path, w->nfound, w->nstructs, units, w->dies);
+	pr_debug("DWARF of '%s': found %zu of %zu structs, ruled out %zu, in %d units and %lu "
+		 "top-level entries",
+		 w->path, w->nfound, w->nstructs, w->nsettled - w->nfound, units, w->dies);
 	return 0;
 }
 

@@ -214,7 +214,7 @@ static void print_summary(struct app *app, bool final)
 {
 	struct records_stats rs = {};
 	struct exporter_stats es = {};
-	uint64_t bpf_drops[DROP__COUNT] = {}, total;
+	uint64_t bpf_drops[DROP__COUNT] = {}, prop[PROP__COUNT] = {}, total;
 	char reasons[1024];
 	size_t len = 0;
 	int i;
@@ -233,6 +233,8 @@ static void print_summary(struct app *app, bool final)
 	} while (0)
 	reasons[0] = '\0';
 	total = 0;
+	if (app->probes)
+		probes__propagation(app->probes, prop);
 	REASON("ringbuf_full", bpf_drops[DROP_RINGBUF_FULL]);
 	REASON("inflight_map_full", bpf_drops[DROP_INFLIGHT_FULL]);
 	REASON("no_target_config", bpf_drops[DROP_NO_CONFIG]);
@@ -248,12 +250,16 @@ static void print_summary(struct app *app, bool final)
 #undef REASON
 
 	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
-		"in flight %llu, queued %llu, export failures %llu%s",
+		"in flight %llu, queued %llu, export failures %llu, not sampled %llu; trace context "
+		"sent %llu (already set %llu, no room %llu, refused %llu, other writer %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
 		(unsigned long long)rs.pending, (unsigned long long)es.queue_depth,
-		(unsigned long long)es.export_failures,
+		(unsigned long long)es.export_failures, (unsigned long long)rs.unsampled,
+		(unsigned long long)prop[PROP_INJECTED], (unsigned long long)prop[PROP_ALREADY_SET],
+		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_WRITE_REFUSED],
+		(unsigned long long)prop[PROP_NOT_BUFIO],
 		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 
@@ -365,6 +371,13 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	/*
+	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
+	 * load bias, known for --pid. With --exe, PIE processes send no trace context.
+	 */
+	if (app.target->pie && app.target->bufio_itab && app.cfg.pid)
+		app.target->cfg.bufio_itab =
+			app.target->bufio_itab + process__load_bias(pid, app.target->link_base);
 	/* --exe traces every process of the binary, present and future: attach to the file. */
 	nprobes = probes__attach(app.probes, app.target, app.cfg.pid ? app.cfg.pid : -1, &cookie);
 	if (nprobes < 0) {
@@ -374,13 +387,19 @@ int main(int argc, char **argv)
 	err = process_table__add_target(app.processes, cookie, app.target);
 	if (err)
 		goto cleanup;
-	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s), "
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s), "
 		"offsets from %s%s%s",
 		(int)pid, app.target->exe_name, app.target->gobin->go_version, nprobes,
 		app.target->serve_http.nrets, app.target->gopanic.addr ? " + gopanic" : "",
+		app.target->round_trip.addr ? " + HTTP client" : "",
 		app.target->offsets_source,
 		strcmp(app.target->offsets_source, "table") ? "" : " for Go ",
 		strcmp(app.target->offsets_source, "table") ? "" : app.target->offsets_version);
+
+	if (app.target->round_trip.addr && !probes__can_propagate(app.probes))
+		pr_warn("outgoing trace context is off: this kernel refuses bpf_probe_write_user "
+			"(lockdown, see /sys/kernel/security/lockdown); client spans are still made, "
+			"but the services they call start traces of their own");
 
 	err = run(&app);
 

@@ -33,6 +33,23 @@ const char *const go_field_names[GO_FIELD__COUNT] = {
 	[GO_FIELD_PATTERN_STR] = "net/http.pattern.str",
 	[GO_FIELD_URL_PATH] = "net/url.URL.Path",
 	[GO_FIELD_RESPONSE_STATUS] = "net/http.response.status",
+	[GO_FIELD_G_PARENT_GOID] = "runtime.g.parentGoid",
+	[GO_FIELD_URL_SCHEME] = "net/url.URL.Scheme",
+	[GO_FIELD_URL_USER] = "net/url.URL.User",
+	[GO_FIELD_URL_HOST] = "net/url.URL.Host",
+	[GO_FIELD_URL_RAW_QUERY] = "net/url.URL.RawQuery",
+	[GO_FIELD_RESP_STATUS_CODE] = "net/http.Response.StatusCode",
+	[GO_FIELD_BUFIO_BUF] = "bufio.Writer.buf",
+	[GO_FIELD_BUFIO_N] = "bufio.Writer.n",
+	[GO_FIELD_HMAP_COUNT] = "runtime.hmap.count",
+	[GO_FIELD_HMAP_B] = "runtime.hmap.B",
+	[GO_FIELD_HMAP_BUCKETS] = "runtime.hmap.buckets",
+	[GO_FIELD_SWISS_USED] = "internal/runtime/maps.Map.used",
+	[GO_FIELD_SWISS_DIR_PTR] = "internal/runtime/maps.Map.dirPtr",
+	[GO_FIELD_SWISS_DIR_LEN] = "internal/runtime/maps.Map.dirLen",
+	[GO_FIELD_SWISS_TABLE_GROUPS] = "internal/runtime/maps.table.groups",
+	[GO_FIELD_SWISS_GROUPS_DATA] = "internal/runtime/maps.groupsReference.data",
+	[GO_FIELD_SWISS_GROUPS_MASK] = "internal/runtime/maps.groupsReference.lengthMask",
 };
 
 #define OFFSETS_SCHEMA 1

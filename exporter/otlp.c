@@ -142,6 +142,11 @@ static void put_span(struct tree *t, size_t i, const struct span *s)
 	 * OTLP (whether the parent was remote), which the model does not know.
 	 */
 	p->flags = s->flags & TRACE_FLAGS_MASK;
+	/* OTLP's SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE (bit 8) and _IS_REMOTE (bit 9). */
+	if (s->parent_known)
+		p->flags |= 0x100 | (s->remote_parent ? 0x200 : 0);
+	if (s->trace_state)
+		p->trace_state = (char *)s->trace_state;
 	p->name = (char *)(s->name ? s->name : "");
 	p->kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)s->kind;
 	p->start_time_unix_nano = s->start_ns;

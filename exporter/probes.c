@@ -14,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "http_server.skel.h"
+#include "http.skel.h"
 #include "log.h"
 #include "probes.h"
 #include "target.h"
@@ -23,12 +23,13 @@
 #define WAKE_FRACTION 4
 
 struct probes {
-	struct http_server_bpf *skel;
+	struct http_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
 	uint32_t ntargets;
 	int ncpus;
+	bool can_write_user; /* bpf_probe_write_user allowed: trace context goes out */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -43,6 +44,32 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	log_msg(l > LOG_DEBUG ? LOG_DEBUG : l, "libbpf: %s", buf);
 	return 0;
+}
+
+/*
+ * Kernel lockdown (integrity or confidentiality) takes bpf_probe_write_user away: the verifier
+ * refuses any program that calls it, so the whole object would fail to load. A program of one
+ * call tells beforehand. libbpf's own helper probe does not recognise lockdown's refusal.
+ */
+static bool kernel_allows_write_user(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 0 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gospan_probe", "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0) {
+		pr_debug("bpf_probe_write_user is refused: %s", strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
 }
 
 struct probes *probes__load(probes_record_fn fn, void *ctx)
@@ -60,7 +87,7 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 		pr_err("cannot count possible CPUs: %s", strerror(-err));
 		goto cleanup;
 	}
-	p->skel = http_server_bpf__open();
+	p->skel = http_bpf__open();
 	if (!p->skel) {
 		err = -errno;
 		pr_err("cannot open the BPF object: %s", strerror(-err));
@@ -68,7 +95,15 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 	}
 	p->skel->rodata->wake_threshold =
 		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
-	err = http_server_bpf__load(p->skel);
+	p->can_write_user = kernel_allows_write_user();
+	if (!p->can_write_user) {
+		err = bpf_program__set_autoload(p->skel->progs.inject_traceparent, false);
+		if (err) {
+			pr_err("cannot leave out the trace-context writer: %s", strerror(-err));
+			goto cleanup;
+		}
+	}
+	err = http_bpf__load(p->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
 		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
@@ -116,6 +151,22 @@ static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, con
 	return 0;
 }
 
+/* ENTRY at the site's entry (if given), AT_OFFS at each of its ret_offs; nothing if addr is 0. */
+static int attach_site(struct probes *p, struct bpf_program *entry, struct bpf_program *at_offs,
+		       pid_t pid, const char *path, const struct probe_site *site, uint32_t c)
+{
+	size_t i;
+	int err = 0;
+
+	if (!site->addr)
+		return 0;
+	if (entry)
+		err = attach_one(p, entry, pid, path, site->entry_off, c);
+	for (i = 0; !err && i < site->nrets; i++)
+		err = attach_one(p, at_offs, pid, path, site->ret_offs[i], c);
+	return err;
+}
+
 int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t *cookie)
 {
 	const struct probe_site *s = &t->serve_http;
@@ -140,6 +191,13 @@ int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t
 				 c);
 	if (!err && t->gopanic.addr)
 		err = attach_one(p, p->skel->progs.go_panic, pid, t->path, t->gopanic.entry_off, c);
+	err = err ?: attach_site(p, p->skel->progs.client_entry, p->skel->progs.client_return, pid,
+				 t->path, &t->round_trip, c);
+	if (p->can_write_user && t->round_trip.addr)
+		err = err ?: attach_site(p, NULL, p->skel->progs.inject_traceparent, pid, t->path,
+					 &t->inject, c);
+	err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
+				 &t->newproc1, c);
 	if (err) {
 		/* All or nothing: an entry without its RETs would only fill the in-flight map. */
 		while (p->nlinks > first)
@@ -165,16 +223,17 @@ int probes__poll(struct probes *p, int timeout_ms)
 	return (n > 0 ? n : 0) + (m > 0 ? m : 0);
 }
 
-int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
+/* Sums the per-CPU counters 0..N-1 of the per-CPU array FD into OUT. */
+static int sum_percpu(struct probes *p, int fd, uint32_t n, uint64_t *out)
 {
 	uint64_t *vals;
 	uint32_t r;
-	int fd = bpf_map__fd(p->skel->maps.drops), err = 0, cpu;
+	int err = 0, cpu;
 
 	vals = calloc(p->ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (r = 0; r < DROP__COUNT; r++) {
+	for (r = 0; r < n; r++) {
 		out[r] = 0;
 		if (bpf_map_lookup_elem(fd, &r, vals)) {
 			err = -errno;
@@ -185,6 +244,21 @@ int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
 	}
 	free(vals);
 	return err;
+}
+
+int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
+{
+	return sum_percpu(p, bpf_map__fd(p->skel->maps.drops), DROP__COUNT, out);
+}
+
+bool probes__can_propagate(const struct probes *p)
+{
+	return p->can_write_user;
+}
+
+int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT])
+{
+	return sum_percpu(p, bpf_map__fd(p->skel->maps.propagation), PROP__COUNT, out);
 }
 
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns)
@@ -216,6 +290,6 @@ void probes__destroy(struct probes *p)
 	probes__detach(p);
 	free(p->links);
 	ring_buffer__free(p->rb);
-	http_server_bpf__destroy(p->skel);
+	http_bpf__destroy(p->skel);
 	free(p);
 }

@@ -6,6 +6,7 @@
 #ifndef GOSPAN_PROBES_H
 #define GOSPAN_PROBES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,6 +30,10 @@ int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t
 int probes__poll(struct probes *p, int timeout_ms);
 /* Sums the per-CPU drop counters. */
 int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
+/* False when the kernel refuses bpf_probe_write_user (lockdown): no trace context goes out. */
+bool probes__can_propagate(const struct probes *p);
+/* Sums the per-CPU propagation counters (enum propagation_result). */
+int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
 /* Deletes the in-flight entry of goroutine GOID in PID if it still belongs to the call at START_NS. */
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns);
 /* Removes every uprobe; the ring buffer stays readable so nothing already captured is lost. */

@@ -121,7 +121,7 @@ static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
  * How far the PIE binary was moved from its link address: where its offset-0 mapping starts,
  * minus the link address of offset 0 (Go links PIE at 0x400000, not at 0).
  */
-static uint64_t load_bias(pid_t pid, uint64_t link_base)
+uint64_t process__load_bias(pid_t pid, uint64_t link_base)
 {
 	char path[64], line[512], exe[PATH_MAX], *mpath;
 	unsigned long long start, end, off;
@@ -212,7 +212,7 @@ struct process *process_table__get(struct process_table *pt, pid_t pid, uint32_t
 	p->pid = pid;
 	p->target = t;
 	if (t->pie)
-		p->load_bias = load_bias(pid, t->link_base);
+		p->load_bias = process__load_bias(pid, t->link_base);
 	err = build_resource(pt, p);
 	if (err) {
 		pr_warn("cannot describe process %d: %s", (int)pid, strerror(-err));

@@ -35,6 +35,8 @@ const struct target *process_table__target(const struct process_table *pt, uint3
 struct process *process_table__get(struct process_table *pt, pid_t pid, uint32_t cookie);
 /* The process PID if known, else NULL. */
 struct process *process_table__find(struct process_table *pt, pid_t pid);
+/* How far PID's PIE binary was moved from LINK_BASE, its link address of file offset 0; 0 if unknown. */
+uint64_t process__load_bias(pid_t pid, uint64_t link_base);
 /* Forgets PID (it exited). */
 void process_table__remove(struct process_table *pt, pid_t pid);
 

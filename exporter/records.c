@@ -32,8 +32,14 @@ const char *const records_drop_names[RECORDS_DROP__COUNT] = {
 	[RECORDS_DROP_UNFINISHED] = "in_flight_at_exit",
 };
 
+enum call_kind {
+	CALL_SERVER,
+	CALL_CLIENT,
+};
+
 struct pending {
 	uint32_t pid;
+	enum call_kind kind; /* a goroutine can be in a server call and a client call at once */
 	uint64_t goid;
 	uint64_t start_ns; /* monotonic, from the record: names the call */
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
@@ -90,13 +96,13 @@ static struct pending **bucket(struct records *r, uint32_t pid, uint64_t goid)
 	return &r->buckets[(h >> 32) & (PENDING_BUCKETS - 1)];
 }
 
-/* Finds and unlinks the pending call of (pid, goid). */
-static struct pending *take(struct records *r, uint32_t pid, uint64_t goid)
+/* Finds and unlinks the pending call of (pid, goid, kind). */
+static struct pending *take(struct records *r, uint32_t pid, uint64_t goid, enum call_kind kind)
 {
 	struct pending **pp, *p;
 
 	for (pp = bucket(r, pid, goid); (p = *pp); pp = &p->next) {
-		if (p->pid == pid && p->goid == goid) {
+		if (p->pid == pid && p->goid == goid && p->kind == kind) {
 			*pp = p->next;
 			r->stats.pending--;
 			return p;
@@ -105,12 +111,12 @@ static struct pending *take(struct records *r, uint32_t pid, uint64_t goid)
 	return NULL;
 }
 
-static struct pending *find(struct records *r, uint32_t pid, uint64_t goid)
+static struct pending *find(struct records *r, uint32_t pid, uint64_t goid, enum call_kind kind)
 {
 	struct pending *p;
 
 	for (p = *bucket(r, pid, goid); p; p = p->next)
-		if (p->pid == pid && p->goid == goid)
+		if (p->pid == pid && p->goid == goid && p->kind == kind)
 			return p;
 	return NULL;
 }
@@ -268,6 +274,21 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 	span__set_name(s, name, strlen(name));
 }
 
+/*
+ * Hands a finished span on, unless its trace is not sampled: the caller said so in the
+ * traceparent flags, and a parent-based sampler keeps no span of such a trace.
+ */
+static void emit(struct records *r, struct span *s)
+{
+	if (!(s->flags & 1)) {
+		r->stats.unsampled++;
+		span__free(s);
+		return;
+	}
+	r->stats.spans++;
+	r->opts.submit(r->opts.ctx, s);
+}
+
 /* A panicked call that did not return: the request failed at the panic. */
 static void finish_panicked(struct records *r, struct pending *p)
 {
@@ -281,23 +302,23 @@ static void finish_panicked(struct records *r, struct pending *p)
 	if (r->opts.forget)
 		r->opts.forget(r->opts.ctx, p->pid, p->goid, p->start_ns);
 	r->stats.panics++;
-	r->stats.spans++;
-	r->opts.submit(r->opts.ctx, s);
+	emit(r, s);
 	p->span = NULL;
 	pending_free(p);
 }
 
-static void on_start(struct records *r, const struct http_server_start *e)
+/*
+ * Opens the pending call a start record names, with its span: ids as BPF chose them (the calls
+ * it makes already carry them), times converted. NULL when it cannot be held (counted).
+ */
+static struct pending *open_call(struct records *r, const struct record_header *h, uint32_t cookie,
+				 const struct span_ids *ids, enum call_kind kind)
 {
-	char method[MAX_METHOD_LEN * 3 + 1], host[MAX_HOST_LEN * 3 + 1];
-	char remote[MAX_ADDR_LEN * 3 + 1], proto[MAX_PROTO_LEN * 3 + 1];
-	const struct clock_sync *clk = r->opts.clock;
 	struct pending *p, *old, **b;
 	struct process *proc;
 	struct span *s;
-	const char *ver;
 
-	old = take(r, e->hdr.pid, e->hdr.goid);
+	old = take(r, h->pid, h->goid, kind);
 	if (old) {
 		/* The goroutine started a new call: the old one will never return. */
 		if (old->panic_ns)
@@ -307,42 +328,77 @@ static void on_start(struct records *r, const struct http_server_start *e)
 	}
 	if (r->stats.pending >= r->opts.max_pending) {
 		r->stats.dropped[RECORDS_DROP_TOO_MANY_PENDING]++;
-		return;
+		return NULL;
 	}
-	proc = process_table__get(r->opts.processes, e->hdr.pid, e->cookie);
+	proc = process_table__get(r->opts.processes, h->pid, cookie);
 	if (!proc) {
 		r->stats.dropped[RECORDS_DROP_NO_PROCESS]++;
-		return;
+		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
 	s = p ? span__new() : NULL;
 	if (!s) {
 		free(p);
 		r->stats.dropped[RECORDS_DROP_NO_MEMORY]++;
-		return;
+		return NULL;
 	}
-	p->pid = e->hdr.pid;
-	p->goid = e->hdr.goid;
-	p->start_ns = e->hdr.start_ns;
+	p->pid = h->pid;
+	p->goid = h->goid;
+	p->kind = kind;
+	p->start_ns = h->start_ns;
 	p->span = s;
 	p->proc = proc;
 
 	s->res = proc->res;
-	s->kind = SPAN_KIND_SERVER;
-	s->start_ns = clock__to_unix_ns(clk, e->hdr.start_ns);
-	s->flags = 1; /* sampled: every request is recorded */
+	s->kind = kind == CALL_SERVER ? SPAN_KIND_SERVER : SPAN_KIND_CLIENT;
+	s->start_ns = clock__to_unix_ns(r->opts.clock, h->start_ns);
+	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
+	memcpy(s->span_id, ids->span_id, sizeof(s->span_id));
+	memcpy(s->parent_span_id, ids->parent_span_id, sizeof(s->parent_span_id));
+	s->flags = ids->flags;
+	s->parent_known = !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id));
+	s->remote_parent = ids->remote_parent;
 
-	set_captured(s, NULL, e->method, e->method_len, MAX_METHOD_LEN, method, sizeof(method));
+	b = bucket(r, p->pid, p->goid);
+	p->next = *b;
+	*b = p;
+	r->stats.pending++;
+	return p;
+}
+
+/* Sets http.request.method (and the name's method part) the way the conventions ask. */
+static void set_method(struct span *s, struct pending *p, const char *raw, uint32_t len)
+{
+	char method[MAX_METHOD_LEN * 3 + 1];
+
+	set_captured(s, NULL, raw, len, MAX_METHOD_LEN, method, sizeof(method));
 	if (known_method(method)) {
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, method, strlen(method));
 		snprintf(p->method, sizeof(p->method), "%s", method);
 	} else {
 		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
-		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, e->method, e->method_len,
-			     MAX_METHOD_LEN, NULL, 0);
+		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, raw, len, MAX_METHOD_LEN, NULL, 0);
 		snprintf(p->method, sizeof(p->method), "HTTP");
 	}
+}
+
+static void on_start(struct records *r, const struct http_server_start *e)
+{
+	char host[MAX_HOST_LEN * 3 + 1], remote[MAX_ADDR_LEN * 3 + 1];
+	char proto[MAX_PROTO_LEN * 3 + 1];
+	struct pending *p;
+	struct span *s;
+	const char *ver;
+
+	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_SERVER);
+	if (!p)
+		return;
+	s = p->span;
+	if (e->tracestate_len && e->tracestate_len <= MAX_TRACESTATE_LEN)
+		s->trace_state = span__strndup(s, e->tracestate, e->tracestate_len);
+
+	set_method(s, p, e->method, e->method_len);
 	set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN, NULL, 0);
 	span__set_str(s, SC_URL_SCHEME, e->tls ? "https" : "http", e->tls ? 5 : 4);
 
@@ -370,11 +426,6 @@ static void on_start(struct records *r, const struct http_server_start *e)
 	}
 	if (e->content_length > 0)
 		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
-
-	b = bucket(r, p->pid, p->goid);
-	p->next = *b;
-	*b = p;
-	r->stats.pending++;
 }
 
 static void on_end(struct records *r, const struct http_server_end *e)
@@ -385,7 +436,7 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	bool status_known;
 	int64_t status;
 
-	p = take(r, e->hdr.pid, e->hdr.goid);
+	p = take(r, e->hdr.pid, e->hdr.goid, CALL_SERVER);
 	if (!p) {
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
 		return;
@@ -422,15 +473,111 @@ static void on_end(struct records *r, const struct http_server_end *e)
 
 	set_route_and_name(s, p->method, e->pattern, e->pattern_len);
 
-	r->stats.spans++;
-	r->opts.submit(r->opts.ctx, s);
+	emit(r, s);
+	p->span = NULL;
+	pending_free(p);
+}
+
+/*
+ * Appends QUERY to OUT with every value replaced by "REDACTED" and the keys kept, as the HTTP
+ * conventions advise for url.full: values often carry tokens and signatures.
+ */
+static void append_redacted_query(char *out, size_t size, const char *query)
+{
+	size_t len = strlen(out);
+	const char *p = query;
+
+	while (*p && len + 1 < size) {
+		size_t key = strcspn(p, "=&");
+
+		len += snprintf(out + len, len < size ? size - len : 0, "%.*s", (int)key, p);
+		p += key;
+		if (*p == '=') {
+			len += snprintf(out + len, len < size ? size - len : 0, "=REDACTED");
+			p += 1 + strcspn(p + 1, "&");
+		}
+		if (*p == '&') {
+			len += snprintf(out + len, len < size ? size - len : 0, "&");
+			p++;
+		}
+	}
+}
+
+static void on_client_start(struct records *r, const struct http_client_start *e)
+{
+	char scheme[MAX_SCHEME_LEN * 3 + 1], host[MAX_HOST_LEN * 3 + 1];
+	char path[MAX_PATH_LEN * 3 + 1], query[MAX_QUERY_LEN * 3 + 1];
+	char url[sizeof(scheme) + sizeof(host) + sizeof(path) + 4 * sizeof(query)];
+	const struct attr *port;
+	struct pending *p;
+	struct span *s;
+
+	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_CLIENT);
+	if (!p)
+		return;
+	s = p->span;
+	set_method(s, p, e->method, e->method_len);
+	set_captured(s, NULL, e->scheme, e->scheme_len, MAX_SCHEME_LEN, scheme, sizeof(scheme));
+	set_captured(s, NULL, e->host, e->host_len, MAX_HOST_LEN, host, sizeof(host));
+	set_captured(s, NULL, e->path, e->path_len, MAX_PATH_LEN, path, sizeof(path));
+	set_captured(s, NULL, e->query, e->query_len, MAX_QUERY_LEN, query, sizeof(query));
+
+	/* URL.Host is "host[:port]"; user info lives apart (URL.User) and is never read. */
+	snprintf(url, sizeof(url), "%s://%s%s%s", scheme, host, path[0] || !query[0] ? path : "/",
+		 query[0] ? "?" : "");
+	if (query[0])
+		append_redacted_query(url, sizeof(url), query);
+	span__set_str(s, SC_URL_FULL, url, strlen(url));
+	if (e->path_len > MAX_PATH_LEN || e->query_len > MAX_QUERY_LEN || e->host_len > MAX_HOST_LEN)
+		mark_truncated(s, SC_URL_FULL);
+	if (host[0])
+		set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+	/* The port is required for client spans: the scheme's default when the URL has none. */
+	port = span__get(s, SC_SERVER_PORT);
+	if (!port && (!strcmp(scheme, "http") || !strcmp(scheme, "https")))
+		span__set_int(s, SC_SERVER_PORT, scheme[4] == 's' ? 443 : 80);
+	span__set_name(s, p->method, strlen(p->method));
+}
+
+static void on_client_end(struct records *r, const struct http_client_end *e)
+{
+	struct pending *p;
+	struct span *s;
+	char code[16];
+
+	p = take(r, e->hdr.pid, e->hdr.goid, CALL_CLIENT);
+	if (!p) {
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	if (p->start_ns != e->hdr.start_ns) {
+		drop(r, p, RECORDS_DROP_ABANDONED);
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	s = p->span;
+	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	if (e->err_itab) {
+		/* No response: the transport failed (refused, reset, timed out, ...). */
+		s->status = SPAN_STATUS_ERROR;
+		span__set_str(s, SC_ERROR_TYPE, "_OTHER", 6);
+	} else if (e->status >= 100 && e->status <= 999) {
+		span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, e->status);
+		/* For a client, 4xx is an error too: the call did not get what it asked for. */
+		if (e->status >= 400) {
+			s->status = SPAN_STATUS_ERROR;
+			snprintf(code, sizeof(code), "%d", (int)e->status);
+			span__set_str(s, SC_ERROR_TYPE, code, strlen(code));
+		}
+	}
+	emit(r, s);
 	p->span = NULL;
 	pending_free(p);
 }
 
 static void on_panic(struct records *r, const struct go_panic *e)
 {
-	struct pending *p = find(r, e->hdr.pid, e->hdr.goid);
+	struct pending *p = find(r, e->hdr.pid, e->hdr.goid, CALL_SERVER);
 
 	if (!p || p->start_ns != e->hdr.start_ns)
 		return;
@@ -460,6 +607,16 @@ int records__handle(void *ctx, const void *data, size_t size)
 		if (size < sizeof(struct go_panic))
 			goto malformed;
 		on_panic(r, data);
+		return 0;
+	case EVENT_HTTP_CLIENT_START:
+		if (size < sizeof(struct http_client_start))
+			goto malformed;
+		on_client_start(r, data);
+		return 0;
+	case EVENT_HTTP_CLIENT_END:
+		if (size < sizeof(struct http_client_end))
+			goto malformed;
+		on_client_end(r, data);
 		return 0;
 	}
 malformed:

@@ -32,6 +32,7 @@ extern const char *const records_drop_names[RECORDS_DROP__COUNT];
 struct records_stats {
 	uint64_t spans;	   /* spans completed and handed on */
 	uint64_t panics;   /* of which finished by a panic */
+	uint64_t unsampled; /* not exported: their trace came in with the sampled flag off */
 	uint64_t pending;  /* calls in flight now */
 	uint64_t dropped[RECORDS_DROP__COUNT];
 };

@@ -11,6 +11,7 @@
 #define SC_HTTP_REQUEST_BODY_SIZE "http.request.body.size"
 #define SC_URL_PATH "url.path"
 #define SC_URL_SCHEME "url.scheme"
+#define SC_URL_FULL "url.full"
 #define SC_SERVER_ADDRESS "server.address"
 #define SC_SERVER_PORT "server.port"
 #define SC_CLIENT_ADDRESS "client.address"

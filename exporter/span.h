@@ -68,6 +68,9 @@ struct span {
 	uint8_t span_id[8];
 	uint8_t parent_span_id[8]; /* all zero: a root span */
 	uint32_t flags;		   /* W3C trace flags; bit 0 = sampled */
+	bool parent_known;	   /* whether the parent is remote (another process) is known */
+	bool remote_parent;	   /* the parent came from another process (traceparent) */
+	const char *trace_state;   /* W3C tracestate as received, in the arena; NULL = none */
 	const char *name;	   /* in the arena */
 	enum span_kind kind;
 	uint64_t start_ns; /* UNIX epoch nanoseconds */

@@ -20,6 +20,21 @@
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
 #define SYM_GOPANIC "runtime.gopanic"
 #define SYM_RESPONSE_ITAB "go:itab.*net/http.response,net/http.ResponseWriter"
+#define SYM_ROUND_TRIP "net/http.(*Transport).roundTrip"
+#define SYM_REQUEST_WRITE "net/http.(*Request).write"
+#define SYM_WRITE_SUBSET "net/http.Header.writeSubset"
+#define SYM_NEWPROC1 "runtime.newproc1"
+#define SYM_BUFIO_ITAB "go:itab.*bufio.Writer,io.Writer"
+
+/*
+ * Layout of map[string][]string storage, from the sizes of its key (a string: 16 bytes) and value
+ * (a slice: 24 bytes) and the runtime's rules, which DWARF does not describe as a struct.
+ * Buckets (Go <= 1.23): 8 tophash bytes, 8 keys, 8 values, an overflow pointer; hmap.oldbuckets
+ * follows hmap.buckets. Swiss groups (Go 1.24+): an 8-byte control word, then 8 key/value slots.
+ */
+#define GO_STRING_SIZE 16
+#define GO_SLICE_SIZE 24
+#define MAP_SLOTS 8
 
 /* Fields without which no server span can be built. */
 static const enum go_field required_fields[] = {
@@ -53,8 +68,14 @@ static int find_func(struct analysis *a, const char *name, struct elf_symbol *sy
 	return pclntab__find_func(a->pt, name, sym);
 }
 
-static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
-		     bool want_rets)
+enum site_kind {
+	SITE_ENTRY,	 /* the entry only */
+	SITE_RETS,	 /* the entry and every return */
+	SITE_CALLS_TO,	 /* direct calls to CALLEE (in ret_offs) */
+};
+
+static int find_site_kind(struct analysis *a, const char *symbol, struct probe_site *site,
+			  enum site_kind kind, uint64_t callee)
 {
 	struct target *t = a->t;
 	struct elf_file *ef = a->ef;
@@ -77,7 +98,7 @@ static int find_site(struct analysis *a, const char *symbol, struct probe_site *
 		       symbol, t->path, (unsigned long long)sym.addr);
 		return err;
 	}
-	if (!want_rets)
+	if (kind == SITE_ENTRY)
 		return 0;
 
 	code = malloc(sym.size);
@@ -88,10 +109,16 @@ static int find_site(struct analysis *a, const char *symbol, struct probe_site *
 		pr_err("cannot read the code of '%s' in '%s': %s", symbol, t->path, strerror(-err));
 		goto cleanup;
 	}
-	err = disasm__find_rets(t->machine, code, sym.size, sym.addr, &site->ret_offs, &site->nrets);
+	if (kind == SITE_RETS)
+		err = disasm__find_rets(t->machine, code, sym.size, sym.addr, &site->ret_offs,
+					&site->nrets);
+	else
+		err = disasm__find_calls(t->machine, code, sym.size, sym.addr, callee,
+					 &site->ret_offs, &site->nrets);
 	if (err) {
-		pr_err("cannot find the returns of '%s' in '%s': %s", symbol, t->path,
-		       err == -ENOENT ? "no RET instruction" : strerror(-err));
+		pr_err("cannot find the %s of '%s' in '%s': %s",
+		       kind == SITE_RETS ? "returns" : "calls", symbol, t->path,
+		       err == -ENOENT ? "none in its code" : strerror(-err));
 		goto cleanup;
 	}
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
@@ -150,6 +177,71 @@ static int pick_offsets(struct target *t, const struct offsets *tables)
 	return 0;
 }
 
+static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
+		     bool want_rets)
+{
+	return find_site_kind(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
+}
+
+/*
+ * The client side: optional, a service may make no HTTP calls. Without the injection point or
+ * the *bufio.Writer itab, client spans are still made but carry no trace context out.
+ */
+static void find_client_sites(struct analysis *a)
+{
+	struct target *t = a->t;
+	struct elf_symbol callee, sym;
+
+	if (find_site(a, SYM_ROUND_TRIP, &t->round_trip, true)) {
+		t->round_trip.addr = 0;
+		return;
+	}
+	if (find_func(a, SYM_WRITE_SUBSET, &callee) ||
+	    find_site_kind(a, SYM_REQUEST_WRITE, &t->inject, SITE_CALLS_TO, callee.addr)) {
+		pr_warn("'%s': no place to write traceparent into requests was found: client "
+			"calls will not carry trace context",
+			t->path);
+		t->inject.addr = 0;
+	}
+	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_BUFIO_ITAB, &sym))
+		t->bufio_itab = sym.addr;
+}
+
+static void fill_map_layout(struct target *t)
+{
+	struct target_config *c = &t->cfg;
+
+	if (t->offs[GO_FIELD_HMAP_B] >= 0 && t->offs[GO_FIELD_HMAP_BUCKETS] >= 0) {
+		c->map_kind = 1;
+		c->hmap_b = t->offs[GO_FIELD_HMAP_B];
+		c->hmap_buckets = t->offs[GO_FIELD_HMAP_BUCKETS];
+		c->hmap_oldbuckets = c->hmap_buckets + 8;
+		c->bucket_keys = MAP_SLOTS;
+		c->bucket_elems = c->bucket_keys + MAP_SLOTS * GO_STRING_SIZE;
+		c->bucket_overflow = c->bucket_elems + MAP_SLOTS * GO_SLICE_SIZE;
+		c->bucket_size = c->bucket_overflow + 8;
+	} else if (t->offs[GO_FIELD_SWISS_DIR_PTR] >= 0 && t->offs[GO_FIELD_SWISS_DIR_LEN] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_TABLE_GROUPS] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_GROUPS_DATA] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_GROUPS_MASK] >= 0) {
+		c->map_kind = 2;
+		c->swiss_dir_ptr = t->offs[GO_FIELD_SWISS_DIR_PTR];
+		c->swiss_dir_len = t->offs[GO_FIELD_SWISS_DIR_LEN];
+		c->table_groups_data =
+			t->offs[GO_FIELD_SWISS_TABLE_GROUPS] + t->offs[GO_FIELD_SWISS_GROUPS_DATA];
+		c->table_groups_mask =
+			t->offs[GO_FIELD_SWISS_TABLE_GROUPS] + t->offs[GO_FIELD_SWISS_GROUPS_MASK];
+		c->group_slots = 8;
+		c->slot_size = GO_STRING_SIZE + GO_SLICE_SIZE;
+		c->slot_elem = GO_STRING_SIZE;
+		c->group_size = c->group_slots + MAP_SLOTS * c->slot_size;
+	} else {
+		pr_warn("'%s': the layout of its maps is unknown: incoming traceparent headers will "
+			"be ignored",
+			t->path);
+	}
+}
+
 static void fill_config(struct target *t)
 {
 	struct target_config *c = &t->cfg;
@@ -175,6 +267,28 @@ static void fill_config(struct target *t)
 	c->arg_rw_itab = 2;
 	c->arg_rw_data = 3;
 	c->arg_req = 4;
+
+	c->req_header = t->offs[GO_FIELD_REQ_HEADER];
+	/* A PIE binary's itab moves with it: the caller adds the process's load bias. */
+	c->bufio_itab = t->pie ? 0 : t->bufio_itab;
+	c->g_parent_goid = t->offs[GO_FIELD_G_PARENT_GOID];
+	c->url_scheme = t->offs[GO_FIELD_URL_SCHEME];
+	c->url_host = t->offs[GO_FIELD_URL_HOST];
+	c->url_raw_query = t->offs[GO_FIELD_URL_RAW_QUERY];
+	c->resp_status_code = t->offs[GO_FIELD_RESP_STATUS_CODE];
+	c->bufio_buf = t->offs[GO_FIELD_BUFIO_BUF];
+	c->bufio_n = t->offs[GO_FIELD_BUFIO_N];
+	fill_map_layout(t);
+	/* (t *Transport) roundTrip(req *Request) (*Response, error) */
+	c->arg_rt_req = 2;
+	c->ret_rt_resp = 1;
+	c->ret_rt_err = 2;
+	/* (h Header) writeSubset(w io.Writer, ...): the map, then the interface's two words */
+	c->arg_ws_header = 1;
+	c->arg_ws_w_itab = 2;
+	c->arg_ws_w_data = 3;
+	/* newproc1(...) *g */
+	c->ret_newproc_g = 1;
 }
 
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables)
@@ -264,6 +378,10 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		pr_warn("'%s' has no %s: panicking handlers will produce no span", path, SYM_GOPANIC);
 		t->gopanic.addr = 0;
 	}
+	find_client_sites(&a);
+	/* Handing spans to new goroutines needs g.parentGoid (Go 1.21+); checked after offsets. */
+	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true))
+		t->newproc1.addr = 0;
 	/* Data symbols are not in the function table: stripped binaries go without the itab. */
 	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
 		t->response_itab = sym.addr;
@@ -271,6 +389,14 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	err = pick_offsets(t, tables);
 	if (err)
 		goto cleanup;
+	if (t->offs[GO_FIELD_G_PARENT_GOID] < 0)
+		t->newproc1.addr = 0;
+	if (t->round_trip.addr && (t->offs[GO_FIELD_URL_SCHEME] < 0 ||
+				   t->offs[GO_FIELD_URL_HOST] < 0 ||
+				   t->offs[GO_FIELD_RESP_STATUS_CODE] < 0)) {
+		pr_warn("'%s': no offsets for the HTTP client's structs: no client spans", path);
+		t->round_trip.addr = 0;
+	}
 	fill_config(t);
 	pclntab__close(a.pt);
 	elf_file__close(ef);
@@ -290,6 +416,9 @@ void target__free(struct target *t)
 	if (!t)
 		return;
 	free(t->serve_http.ret_offs);
+	free(t->round_trip.ret_offs);
+	free(t->inject.ret_offs);
+	free(t->newproc1.ret_offs);
 	gobin__free(t->gobin);
 	free(t->path);
 	free(t->exe_name);

@@ -37,6 +37,11 @@ struct target {
 	int64_t offs[GO_FIELD__COUNT];
 	struct probe_site serve_http;
 	struct probe_site gopanic; /* entry only; addr 0 when the binary has none */
+	/* Client side; addr 0 when the binary makes no HTTP calls. */
+	struct probe_site round_trip;
+	struct probe_site inject;   /* calls of Header.writeSubset in (*Request).write: ret_offs */
+	struct probe_site newproc1; /* RETs only; addr 0 without g.parentGoid (Go < 1.21) */
+	uint64_t bufio_itab;	    /* *bufio.Writer's io.Writer itab; 0 = unknown (stripped) */
 	uint64_t response_itab; /* link-time address of the *http.response ResponseWriter itab; 0 = unknown */
 	struct target_config cfg; /* what the BPF programs get */
 };

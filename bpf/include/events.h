@@ -16,6 +16,14 @@
 #define MAX_ADDR_LEN 64
 #define MAX_PROTO_LEN 16
 #define MAX_PATTERN_LEN 128
+#define MAX_SCHEME_LEN 8
+#define MAX_QUERY_LEN 128
+#define MAX_TRACESTATE_LEN 256
+/* "00-" 32 hex "-" 16 hex "-" 2 hex: a version-00 W3C traceparent. */
+#define TRACEPARENT_LEN 55
+
+/* How far a span context is handed down to goroutines started by goroutines that have one. */
+#define MAX_GOROUTINE_DEPTH 8
 
 /* How many targets (binaries) one gospan can hold at once; index = attach cookie. */
 #define MAX_TARGETS 64
@@ -24,6 +32,8 @@ enum event_type {
 	EVENT_HTTP_SERVER_START = 1,
 	EVENT_HTTP_SERVER_END = 2,
 	EVENT_GO_PANIC = 3,
+	EVENT_HTTP_CLIENT_START = 4,
+	EVENT_HTTP_CLIENT_END = 5,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -32,6 +42,28 @@ enum drop_reason {
 	DROP_INFLIGHT_FULL,    /* in-flight map update failed */
 	DROP_NO_CONFIG,	       /* probe fired with a cookie that has no target config */
 	DROP__COUNT,
+};
+
+/* What happened to outgoing trace context; index into the propagation map. */
+enum propagation_result {
+	PROP_INJECTED = 0,   /* a traceparent line was written into the request */
+	PROP_ALREADY_SET,    /* the request carried its own traceparent: left alone */
+	PROP_NO_ROOM,	     /* the write buffer had no room for the line */
+	PROP_WRITE_REFUSED,  /* bpf_probe_write_user failed (kernel lockdown) */
+	PROP_NOT_BUFIO,	     /* the writer was not the transport's *bufio.Writer */
+	PROP__COUNT,
+};
+
+/*
+ * The span a goroutine is working for: its own server span, or the one it inherited from the
+ * goroutine that started it. Client calls made on it become children of SPAN_ID.
+ */
+struct span_ctx {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	__u8 flags; /* W3C trace flags: bit 0 = sampled */
+	__u8 depth; /* goroutine generations from the span's own goroutine */
+	__u8 _pad[6];
 };
 
 /*
@@ -54,10 +86,48 @@ struct target_config {
 	__s64 pattern_str; /* pattern.str string */
 	__s64 url_path;
 	__s64 response_status; /* http.response.status int */
-	__u32 arg_rw_itab;     /* ServeHTTP's ResponseWriter interface: type word */
-	__u32 arg_rw_data;     /* ... and data word */
-	__u32 arg_req;	       /* ServeHTTP's *Request */
-	__u32 _pad;
+	__s64 req_header;
+	__s64 g_parent_goid; /* Go 1.21+; -1: goroutines inherit no span context */
+	__s64 url_scheme;
+	__s64 url_host;
+	__s64 url_raw_query;
+	__s64 resp_status_code; /* http.Response.StatusCode */
+	__s64 bufio_buf;
+	__s64 bufio_n;
+	__u64 bufio_itab; /* link-time address of the *bufio.Writer io.Writer itab + load bias; 0 = unknown */
+
+	/*
+	 * map[string][]string (http.Header) internals, to find traceparent without a probe per
+	 * header line. MAP_KIND 1: buckets (Go <= 1.23); 2: Swiss tables (Go 1.24+); 0: unknown.
+	 */
+	__u32 map_kind;
+	__u32 _pad0;
+	__s64 hmap_b;
+	__s64 hmap_buckets;
+	__s64 hmap_oldbuckets;
+	__s64 bucket_keys;     /* offset of keys[0] in a bucket */
+	__s64 bucket_elems;    /* offset of elems[0] */
+	__s64 bucket_overflow; /* offset of the overflow pointer */
+	__s64 bucket_size;
+	__s64 swiss_dir_ptr;
+	__s64 swiss_dir_len;
+	__s64 table_groups_data; /* table.groups.data */
+	__s64 table_groups_mask; /* table.groups.lengthMask */
+	__s64 group_slots;	 /* offset of slot 0 in a group (after the control word) */
+	__s64 slot_size;
+	__s64 slot_elem; /* offset of the value in a slot */
+	__s64 group_size;
+
+	__u32 arg_rw_itab; /* ServeHTTP's ResponseWriter interface: type word */
+	__u32 arg_rw_data; /* ... and data word */
+	__u32 arg_req;	   /* ServeHTTP's *Request */
+	__u32 arg_rt_req;  /* (*Transport).roundTrip's *Request */
+	__u32 ret_rt_resp; /* ... its *Response result */
+	__u32 ret_rt_err;  /* ... and its error's type word */
+	__u32 arg_ws_header; /* Header.writeSubset's receiver (the map) */
+	__u32 arg_ws_w_itab; /* ... its io.Writer: type word */
+	__u32 arg_ws_w_data; /* ... and data word */
+	__u32 ret_newproc_g; /* runtime.newproc1's *g result */
 };
 
 /* Key of the in-flight map: goroutine ids are only unique within one process. */
@@ -77,6 +147,13 @@ struct inflight_call {
 	__u32 _pad;
 };
 
+/* An outgoing call in flight, by goroutine. */
+struct client_call {
+	__u64 start_ns;
+	__u64 header; /* the request's Header map: where its traceparent is written */
+	struct span_ctx ctx;
+};
+
 struct record_header {
 	__u32 type; /* enum event_type */
 	__u32 pid;  /* tgid of the traced process */
@@ -84,9 +161,20 @@ struct record_header {
 	__u64 start_ns; /* CLOCK_MONOTONIC at ServeHTTP entry: with pid and goid, names one call */
 };
 
+/* Trace identity of a span, chosen in BPF so that calls it makes can carry it. */
+struct span_ids {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	__u8 parent_span_id[8]; /* all zero: a root span */
+	__u8 flags;
+	__u8 remote_parent; /* the parent came in a traceparent header */
+	__u8 _pad[6];
+};
+
 /* Emitted at serverHandler.ServeHTTP entry: what arrived, before the handler could change it. */
 struct http_server_start {
 	struct record_header hdr;
+	struct span_ids ids;
 	__s64 content_length;
 	__u32 cookie; /* target index */
 	__u8 tls;     /* Request.TLS != nil */
@@ -103,6 +191,35 @@ struct http_server_start {
 	char host[MAX_HOST_LEN];
 	char remote_addr[MAX_ADDR_LEN];
 	char proto[MAX_PROTO_LEN];
+	__u32 tracestate_len;
+	__u32 _pad3;
+	char tracestate[MAX_TRACESTATE_LEN];
+};
+
+/* Emitted at (*Transport).roundTrip entry. */
+struct http_client_start {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u32 cookie;
+	__u32 method_len;
+	__u32 scheme_len;
+	__u32 host_len;
+	__u32 path_len;
+	__u32 query_len;
+	char method[MAX_METHOD_LEN];
+	char scheme[MAX_SCHEME_LEN];
+	char host[MAX_HOST_LEN];
+	char path[MAX_PATH_LEN];
+	char query[MAX_QUERY_LEN];
+};
+
+/* Emitted at every RET of (*Transport).roundTrip. */
+struct http_client_end {
+	struct record_header hdr;
+	__u64 end_ns;
+	__s64 status;	/* Response.StatusCode; 0 when there is no response */
+	__u64 err_itab; /* the error's type word; 0 = no error */
+	__u8 span_id[8];
 };
 
 /* Emitted at every RET of serverHandler.ServeHTTP. */

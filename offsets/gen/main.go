@@ -10,9 +10,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -51,16 +53,37 @@ var fields = []struct{ typ, member string }{
 	{"net/http.pattern", "str"},
 	{"net/url.URL", "Path"},
 	{"net/http.response", "status"},
+	{"runtime.g", "parentGoid"},
+	{"net/url.URL", "Scheme"},
+	{"net/url.URL", "User"},
+	{"net/url.URL", "Host"},
+	{"net/url.URL", "RawQuery"},
+	{"net/http.Response", "StatusCode"},
+	{"bufio.Writer", "buf"},
+	{"bufio.Writer", "n"},
+	// Go's maps: the bucketed hash map up to 1.23, Swiss tables from 1.24 (their package path
+	// is the same in every release that has them).
+	{"runtime.hmap", "count"},
+	{"runtime.hmap", "B"},
+	{"runtime.hmap", "buckets"},
+	{"internal/runtime/maps.Map", "used"},
+	{"internal/runtime/maps.Map", "dirPtr"},
+	{"internal/runtime/maps.Map", "dirLen"},
+	{"internal/runtime/maps.table", "groups"},
+	{"internal/runtime/maps.groupsReference", "data"},
+	{"internal/runtime/maps.groupsReference", "lengthMask"},
 }
 
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
-// The probe uses the server, the mux and the request so that every type in fields reaches the
-// binary's DWARF; it never runs.
+// The probe uses the server, the mux, the request, the client and its response, a bufio.Writer
+// and a map so that every type in fields reaches the binary's DWARF; it never runs. (The
+// runtime's own types, runtime.g and the map implementation, are there in any Go binary.)
 const probeMain = `package main
 
 import (
+	"bufio"
 	"net"
 	"net/http"
 	"net/url"
@@ -80,6 +103,20 @@ func main() {
 		l, err := net.Listen("tcp", os.Args[1])
 		if err == nil {
 			_ = (&http.Server{Handler: mux}).Serve(l)
+		}
+	}
+	if len(os.Args) > 2 && u != nil {
+		m := map[string][]string{u.Scheme: {u.Host, u.RawQuery, u.User.String()}}
+		req, err := http.NewRequest("GET", os.Args[2], nil)
+		if err == nil {
+			req.Header = m
+			resp, err := (&http.Client{}).Do(req)
+			if err == nil {
+				bw := bufio.NewWriter(os.Stdout)
+				_, _ = bw.WriteString(resp.Status)
+				_ = bw.Flush()
+				_ = resp.StatusCode == len(m) && resp.Body.Close() == nil
+			}
 		}
 	}
 	runtime.Gosched()
@@ -230,6 +267,14 @@ func byMinor(all []goVersion, minMinor int) [][]goVersion {
 	return out
 }
 
+// probeDir is where the probe's source and builds live in CACHE: a directory named after the
+// source, so a binary built from an older probe, which may lack a type fields now names, is never
+// reused for the current one.
+func probeDir(cache string) string {
+	sum := sha256.Sum256([]byte(probeGoMod + "\x00" + probeMain))
+	return filepath.Join(cache, "probe-"+hex.EncodeToString(sum[:6]))
+}
+
 // writeProbe puts the probe's source in the cache once, before any build reads it.
 func writeProbe(cache string) error {
 	src := filepath.Join(cache, "src")
@@ -332,10 +377,24 @@ func readOffsets(bin string) (map[string]int64, error) {
 	// The types every supported release has must be there: their absence means the probe no
 	// longer pulls them in, not that Go dropped them.
 	for _, must := range []string{"runtime.g", "net/http.Request", "net/url.URL",
-		"net/http.response"} {
+		"net/http.response", "net/http.Response", "bufio.Writer"} {
 		if structs[must] == nil {
 			return nil, fmt.Errorf("%s: no DWARF for %s", bin, must)
 		}
+	}
+	// Every release has one map implementation, all of whose types gospan reads: both or
+	// neither would mean a renamed type, and a partial Swiss set a renamed helper type.
+	swiss := 0
+	for _, t := range []string{"internal/runtime/maps.Map", "internal/runtime/maps.table",
+		"internal/runtime/maps.groupsReference"} {
+		if structs[t] != nil {
+			swiss++
+		}
+	}
+	if (structs["runtime.hmap"] != nil) == (swiss > 0) || (swiss != 0 && swiss != 3) {
+		return nil, fmt.Errorf("%s: DWARF has runtime.hmap: %v and %d of the 3 Swiss map "+
+			"types; want exactly one map implementation",
+			bin, structs["runtime.hmap"] != nil, swiss)
 	}
 	out := map[string]int64{}
 	for _, fl := range fields {
@@ -575,10 +634,11 @@ func run() error {
 	if len(minors) == 0 {
 		return errors.New("no Go releases to cover")
 	}
-	if err := writeProbe(*cache); err != nil {
+	dir := probeDir(*cache)
+	if err := writeProbe(dir); err != nil {
 		return err
 	}
-	p := &prober{goCmd: goCmd, cache: *cache, arches: strings.Split(*arches, ","),
+	p := &prober{goCmd: goCmd, cache: dir, arches: strings.Split(*arches, ","),
 		slots: make(chan struct{}, max(*jobs, 1))}
 	versions, per, err := probeAll(p, minors)
 	if err != nil {

@@ -210,20 +210,70 @@ static bool toolchain(const char *version, char *go, size_t size)
 	return true;
 }
 
-/* Builds testdata/httpserver with the go command GO of release VERSION into OUT. */
-static void build_with(const char *go, const char *version, char *out, size_t size)
+/*
+ * Builds testdata/httpserver with the go command GO of release VERSION into OUT, with
+ * GOEXPERIMENT=EXPERIMENT unless that is NULL.
+ */
+static void build_with(const char *go, const char *version, const char *experiment, char *out,
+		       size_t size)
 {
 	int ma, mi, pa;
-	char name[64];
+	char name[96];
 
 	assert_int_equal(gobin__parse_version(version, &ma, &mi, &pa), 0);
-	snprintf(name, sizeof(name), "dwarf_httpserver_go%s", version);
+	snprintf(name, sizeof(name), "dwarf_httpserver_go%s%s%s", version, experiment ? "_" : "",
+		 experiment ? experiment : "");
 	data_path(out, size, name);
 	/* -buildvcs only exists from Go 1.18 on; 1.17 refuses to start with it in GOFLAGS. */
-	assert_int_equal(test_sh("cd testdata/httpserver && env -u GOROOT GOTOOLCHAIN=local "
-				 "CGO_ENABLED=0 GOFLAGS='-mod=mod%s' '%s' build -o '%s' . >&2",
-				 ma == 1 && mi < 18 ? "" : " -buildvcs=false", go, out),
+	assert_int_equal(test_sh("cd testdata/httpserver && env -u GOROOT -u GOEXPERIMENT "
+				 "GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS='-mod=mod%s' %s%s '%s' "
+				 "build -o '%s' . >&2",
+				 ma == 1 && mi < 18 ? "" : " -buildvcs=false",
+				 experiment ? "GOEXPERIMENT=" : "", experiment ? experiment : "", go,
+				 out),
 			 0);
+}
+
+/*
+ * Runs dwarf__read_offsets on PATH, which must succeed, and checks from its debug summary that
+ * the walk ended because every wanted struct was found or ruled out, not at the end of the DWARF.
+ */
+static void read_stopping_early(const char *path, int64_t out[GO_FIELD__COUNT])
+{
+	struct test_capture cap;
+	unsigned found, total, ruled;
+	const char *line;
+	char *msg;
+	int rc;
+
+	log_set_level(LOG_DEBUG);
+	assert_int_equal(test_capture_start(&cap), 0);
+	rc = dwarf__read_offsets(path, out);
+	msg = test_capture_end(&cap);
+	log_set_level(quiet_level());
+	assert_non_null(msg);
+	assert_int_equal(rc, 0);
+	line = strstr(msg, "': found ");
+	if (!line || sscanf(line, "': found %u of %u structs, ruled out %u", &found, &total,
+			    &ruled) != 3)
+		fail_msg("no walk summary in the debug output for '%s':\n%s", path, msg);
+	if (found + ruled != total)
+		fail_msg("'%s': walked all its DWARF, %u of %u structs found, %u ruled out", path,
+			 found, total, ruled);
+	free(msg);
+}
+
+/*
+ * Fields that come and go between the releases tested here: g.parentGoid from 1.21, the
+ * bucketed runtime.hmap up to 1.23, the Swiss tables of internal/runtime/maps from 1.24.
+ */
+static void assert_versioned_fields(const int64_t o[GO_FIELD__COUNT], int minor, bool swiss)
+{
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID] > 0, minor >= 21);
+	for (int f = GO_FIELD_HMAP_COUNT; f <= GO_FIELD_HMAP_BUCKETS; f++)
+		assert_int_equal(o[f] >= 0, !swiss);
+	for (int f = GO_FIELD_SWISS_USED; f <= GO_FIELD_SWISS_GROUPS_MASK; f++)
+		assert_int_equal(o[f] >= 0, swiss);
 }
 
 static void test_dwarf__installed_go_matches_table(void **state)
@@ -240,6 +290,10 @@ static void test_dwarf__installed_go_matches_table(void **state)
 	assert_true(o[GO_FIELD_REQ_URL] > 0);
 	assert_true(o[GO_FIELD_URL_PATH] > 0);
 	assert_true(o[GO_FIELD_RESPONSE_STATUS] > 0);
+	assert_true(o[GO_FIELD_URL_HOST] > 0);
+	assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
+	assert_true(o[GO_FIELD_BUFIO_N] > 0);
+	read_stopping_early(host_bin, o);
 
 	/* Measured, not asserted: the cost a user pays once per target at start-up. */
 	for (int i = 0; i < 5; i++) {
@@ -257,11 +311,13 @@ static void test_dwarf__installed_go_matches_table(void **state)
 /*
  * Releases on both sides of each layout change and compression format: 1.17 writes GNU
  * .zdebug_* sections, 1.19 and later SHF_COMPRESSED ones, 1.25 and later DWARF 5; goid moved
- * to 160 in 1.23 and back in 1.25; Request.pat appeared in 1.22.
+ * to 160 in 1.23 and back in 1.25; Request.pat appeared in 1.22, g.parentGoid in 1.21; maps
+ * became Swiss tables in 1.24.
  */
 static void test_dwarf__older_toolchains_match_table(void **state)
 {
-	static const char *const versions[] = { "1.17.13", "1.21.13", "1.22.12", "1.24.13" };
+	static const char *const versions[] = { "1.17.13", "1.20.14", "1.21.13",
+						"1.22.12", "1.23.12", "1.24.13" };
 	int64_t o[GO_FIELD__COUNT];
 	char go[4096], bin[4096], built[32];
 	int tested = 0, ma, mi, pa;
@@ -272,7 +328,7 @@ static void test_dwarf__older_toolchains_match_table(void **state)
 	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		if (!toolchain(versions[i], go, sizeof(go)))
 			continue;
-		build_with(go, versions[i], bin, sizeof(bin));
+		build_with(go, versions[i], NULL, bin, sizeof(bin));
 		go_version_of(bin, &ma, &mi, &pa);
 		snprintf(built, sizeof(built), "%d.%d.%d", ma, mi, pa);
 		assert_string_equal(built, versions[i]);
@@ -287,6 +343,8 @@ static void test_dwarf__older_toolchains_match_table(void **state)
 		assert_int_equal(dwarf__read_offsets(bin, o), 0);
 		t = now_ms() - t;
 		assert_matches_table(bin, o);
+		assert_versioned_fields(o, mi, mi >= 24);
+		read_stopping_early(bin, o);
 		printf("Go %s: offsets from DWARF match the table (%.1f ms)\n", versions[i], t);
 		tested++;
 	}
@@ -346,8 +404,39 @@ static void test_dwarf__arm64_same_as_amd64(void **state)
 }
 
 /*
+ * Go 1.24 and 1.25 could still be built with the old maps (GOEXPERIMENT=noswissmap). The table,
+ * made from default builds, says such a release has Swiss maps; the binary's DWARF knows better
+ * and must give runtime.hmap, with the Swiss structs ruled out, never a mix of the two.
+ */
+static void test_dwarf__noswissmap_build_has_hmap(void **state)
+{
+	int64_t o[GO_FIELD__COUNT], want[GO_FIELD__COUNT];
+	char go[4096], bin[4096];
+
+	(void)state;
+	if (!toolchain("1.24.13", go, sizeof(go)))
+		return;
+	build_with(go, "1.24.13", "noswissmap", bin, sizeof(bin));
+	read_stopping_early(bin, o);
+	assert_versioned_fields(o, 24, false);
+	assert_int_equal(offsets__find(table, 1, 24, 13, want, NULL), 0);
+	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		if (f >= GO_FIELD_HMAP_COUNT && f <= GO_FIELD_SWISS_GROUPS_MASK)
+			continue;
+		if (o[f] != want[f])
+			fail_msg("'%s': table %lld, noswissmap DWARF %lld", go_field_names[f],
+				 (long long)want[f], (long long)o[f]);
+	}
+	/* The old layout, as it was in 1.23: only members after buckets moved. */
+	assert_int_equal(o[GO_FIELD_HMAP_COUNT], 0);
+	assert_int_equal(o[GO_FIELD_HMAP_B], 9);
+	assert_int_equal(o[GO_FIELD_HMAP_BUCKETS], 16);
+}
+
+/*
  * A Go program without net/http: runtime.g is there, so the read succeeds, and every net/http
  * and net/url field is -1 (the table would have them; DWARF only describes what was linked).
+ * The runtime's own structs, g and the maps, are in every Go binary.
  */
 static void test_dwarf__go_without_http(void **state)
 {
@@ -358,12 +447,19 @@ static void test_dwarf__go_without_http(void **state)
 	p = test_go_build("nohttp", "dwarf_nohttp", "", "");
 	assert_non_null(p);
 	assert_int_equal(dwarf__read_offsets(p, o), 0);
-	assert_int_equal(o[GO_FIELD_G_GOID], host_offs[GO_FIELD_G_GOID]);
 	for (int f = 0; f < GO_FIELD__COUNT; f++) {
-		if (f != GO_FIELD_G_GOID && o[f] != -1)
-			fail_msg("'%s' is %lld in a program without net/http", go_field_names[f],
+		const char *name = go_field_names[f];
+
+		if (!strncmp(name, "runtime.", 8) || !strncmp(name, "internal/runtime/", 17)) {
+			if (o[f] != host_offs[f])
+				fail_msg("'%s' is %lld without net/http, %lld with it", name,
+					 (long long)o[f], (long long)host_offs[f]);
+		} else if (!strncmp(name, "net/", 4) && o[f] != -1) {
+			fail_msg("'%s' is %lld in a program without net/http", name,
 				 (long long)o[f]);
+		}
 	}
+	assert_true(o[GO_FIELD_G_PARENT_GOID] > 0);
 }
 
 /* No DWARF is the ordinary case of a release build: -ENODATA, quietly, with nothing filled in. */
@@ -612,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_dwarf__pie_same_offsets),
 		cmocka_unit_test(test_dwarf__uncompressed_same_offsets),
 		cmocka_unit_test(test_dwarf__arm64_same_as_amd64),
+		cmocka_unit_test(test_dwarf__noswissmap_build_has_hmap),
 		cmocka_unit_test(test_dwarf__go_without_http),
 		cmocka_unit_test(test_dwarf__no_dwarf_is_enodata),
 		cmocka_unit_test(test_dwarf__c_binaries),

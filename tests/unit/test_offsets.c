@@ -79,7 +79,8 @@ static void latest_of_minor(int minor, char *buf, size_t size)
 /*
  * Values read from the DWARF of programs built with those releases (llvm-dwarfdump agrees):
  * goid moved from 152 to 160 when Go 1.23 added g.syscallbp; Request gained Pattern in 1.23,
- * which pushed pat from 248 to 264.
+ * which pushed pat from 248 to 264. g.parentGoid follows goid's moves, plus one of its own in
+ * 1.26; url.URL reordered its members in 1.26, moving RawQuery from 96 to 88.
  */
 static void test_offsets__known_values(void **state)
 {
@@ -98,15 +99,41 @@ static void test_offsets__known_values(void **state)
 	assert_int_equal(o[GO_FIELD_REQ_PAT], 248);
 	assert_int_equal(o[GO_FIELD_PATTERN_STR], 0);
 	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 272);
+	assert_int_equal(o[GO_FIELD_URL_SCHEME], 0);
+	assert_int_equal(o[GO_FIELD_URL_USER], 32);
+	assert_int_equal(o[GO_FIELD_URL_HOST], 40);
+	assert_int_equal(o[GO_FIELD_URL_RAW_QUERY], 96);
+	assert_int_equal(o[GO_FIELD_RESP_STATUS_CODE], 16);
+	assert_int_equal(o[GO_FIELD_BUFIO_BUF], 16);
+	assert_int_equal(o[GO_FIELD_BUFIO_N], 40);
+	assert_int_equal(o[GO_FIELD_HMAP_COUNT], 0);
+	assert_int_equal(o[GO_FIELD_HMAP_B], 9);
+	assert_int_equal(o[GO_FIELD_HMAP_BUCKETS], 16);
 
 	find_ok(1, 23, 0, "1.23.0", o);
 	assert_int_equal(o[GO_FIELD_G_GOID], 160);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 280);
 	assert_int_equal(o[GO_FIELD_REQ_PATTERN], 232);
 	assert_int_equal(o[GO_FIELD_REQ_PAT], 264);
 	assert_int_equal(o[GO_FIELD_URL_PATH], 56);
 
+	find_ok(1, 24, 0, "1.24.0", o);
+	assert_int_equal(o[GO_FIELD_SWISS_USED], 0);
+	assert_int_equal(o[GO_FIELD_SWISS_DIR_PTR], 16);
+	assert_int_equal(o[GO_FIELD_SWISS_DIR_LEN], 24);
+	assert_int_equal(o[GO_FIELD_SWISS_TABLE_GROUPS], 16);
+	assert_int_equal(o[GO_FIELD_SWISS_GROUPS_DATA], 0);
+	assert_int_equal(o[GO_FIELD_SWISS_GROUPS_MASK], 8);
+
 	find_ok(1, 25, 0, "1.25.0", o);
 	assert_int_equal(o[GO_FIELD_G_GOID], 152);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 272);
+
+	find_ok(1, 26, 0, "1.26.0", o);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 280);
+	assert_int_equal(o[GO_FIELD_URL_RAW_QUERY], 88);
+	assert_int_equal(o[GO_FIELD_URL_HOST], 40);
 
 	/*
 	 * response.status moved in a patch release, 1.26.11: the table must list the release that
@@ -118,6 +145,20 @@ static void test_offsets__known_values(void **state)
 	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 128);
 	assert_int_equal(offsets__find(table, 1, 26, 7, o, NULL), 0);
 	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
+}
+
+/* Whether every field from FIRST to LAST is present (all) or absent (none); fails on a mix. */
+static bool all_or_none(const int64_t o[GO_FIELD__COUNT], enum go_field first, enum go_field last,
+			const char *release)
+{
+	int n = 0;
+
+	for (int f = first; f <= (int)last; f++)
+		n += o[f] >= 0;
+	if (n && n != (int)(last - first + 1))
+		fail_msg("Go %s has %d of the %d fields %s..%s", release, n,
+			 (int)(last - first + 1), go_field_names[first], go_field_names[last]);
+	return n > 0;
 }
 
 /* Every listed release resolves to itself, with every field gospan requires present. */
@@ -143,6 +184,16 @@ static void test_offsets__every_listed_release_is_exact(void **state)
 		assert_true(o[GO_FIELD_REQ_REMOTE_ADDR] > 0);
 		assert_true(o[GO_FIELD_URL_PATH] > 0);
 		assert_true(o[GO_FIELD_RESPONSE_STATUS] > 0);
+		assert_int_equal(o[GO_FIELD_URL_SCHEME], 0);
+		assert_true(o[GO_FIELD_URL_HOST] > 0);
+		assert_true(o[GO_FIELD_URL_RAW_QUERY] > 0);
+		assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
+		assert_true(o[GO_FIELD_BUFIO_N] > o[GO_FIELD_BUFIO_BUF]);
+		assert_int_equal(o[GO_FIELD_G_PARENT_GOID] > o[GO_FIELD_G_GOID], mi >= 21);
+		/* One map implementation per release, never both, never neither, never half. */
+		if (all_or_none(o, GO_FIELD_HMAP_COUNT, GO_FIELD_HMAP_BUCKETS, v->valuestring) ==
+		    all_or_none(o, GO_FIELD_SWISS_USED, GO_FIELD_SWISS_GROUPS_MASK, v->valuestring))
+			fail_msg("Go %s: not exactly one map implementation", v->valuestring);
 		n++;
 	}
 	cJSON_Delete(root);
@@ -197,7 +248,10 @@ static void test_offsets__unknown_minor_is_enoent(void **state)
 	free(msg);
 }
 
-/* Request.Pattern is new in 1.23; Request.pat and the pattern type in 1.22. */
+/*
+ * Request.Pattern is new in 1.23; Request.pat and the pattern type in 1.22; g.parentGoid in 1.21.
+ * Maps are runtime.hmap up to 1.23 and Swiss tables (internal/runtime/maps) from 1.24.
+ */
 static void test_offsets__fields_that_come_and_go(void **state)
 {
 	int64_t o[GO_FIELD__COUNT];
@@ -224,6 +278,24 @@ static void test_offsets__fields_that_come_and_go(void **state)
 		find_ok(1, minor, 1000, latest, o);
 		assert_true(o[GO_FIELD_REQ_PATTERN] > 0);
 	}
+
+	latest_of_minor(20, latest, sizeof(latest));
+	find_ok(1, 20, 1000, latest, o);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], -1);
+	find_ok(1, 21, 0, "1.21.0", o);
+	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 272);
+
+	latest_of_minor(23, latest, sizeof(latest));
+	find_ok(1, 23, 1000, latest, o);
+	for (int f = GO_FIELD_HMAP_COUNT; f <= GO_FIELD_HMAP_BUCKETS; f++)
+		assert_true(o[f] >= 0);
+	for (int f = GO_FIELD_SWISS_USED; f <= GO_FIELD_SWISS_GROUPS_MASK; f++)
+		assert_int_equal(o[f], -1);
+	find_ok(1, 24, 0, "1.24.0", o);
+	for (int f = GO_FIELD_HMAP_COUNT; f <= GO_FIELD_HMAP_BUCKETS; f++)
+		assert_int_equal(o[f], -1);
+	for (int f = GO_FIELD_SWISS_USED; f <= GO_FIELD_SWISS_GROUPS_MASK; f++)
+		assert_true(o[f] >= 0);
 }
 
 /* DW_AT_data_member_location of STRUCT_NAME.MEMBER in BIN according to llvm-dwarfdump, or -1. */
@@ -271,6 +343,25 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 		{ GO_FIELD_REQ_CONTENT_LENGTH, "net/http.Request", "ContentLength" },
 		{ GO_FIELD_URL_PATH, "net/url.URL", "Path" },
 		{ GO_FIELD_RESPONSE_STATUS, "net/http.response", "status" },
+		{ GO_FIELD_G_PARENT_GOID, "runtime.g", "parentGoid" },
+		{ GO_FIELD_URL_SCHEME, "net/url.URL", "Scheme" },
+		{ GO_FIELD_URL_USER, "net/url.URL", "User" },
+		{ GO_FIELD_URL_HOST, "net/url.URL", "Host" },
+		{ GO_FIELD_URL_RAW_QUERY, "net/url.URL", "RawQuery" },
+		{ GO_FIELD_RESP_STATUS_CODE, "net/http.Response", "StatusCode" },
+		{ GO_FIELD_BUFIO_BUF, "bufio.Writer", "buf" },
+		{ GO_FIELD_BUFIO_N, "bufio.Writer", "n" },
+		/* The installed Go has one of these two sets; the other must be -1 on both sides. */
+		{ GO_FIELD_HMAP_COUNT, "runtime.hmap", "count" },
+		{ GO_FIELD_HMAP_B, "runtime.hmap", "B" },
+		{ GO_FIELD_HMAP_BUCKETS, "runtime.hmap", "buckets" },
+		{ GO_FIELD_SWISS_USED, "internal/runtime/maps.Map", "used" },
+		{ GO_FIELD_SWISS_DIR_PTR, "internal/runtime/maps.Map", "dirPtr" },
+		{ GO_FIELD_SWISS_DIR_LEN, "internal/runtime/maps.Map", "dirLen" },
+		{ GO_FIELD_SWISS_TABLE_GROUPS, "internal/runtime/maps.table", "groups" },
+		{ GO_FIELD_SWISS_GROUPS_DATA, "internal/runtime/maps.groupsReference", "data" },
+		{ GO_FIELD_SWISS_GROUPS_MASK, "internal/runtime/maps.groupsReference",
+		  "lengthMask" },
 	};
 	int64_t o[GO_FIELD__COUNT];
 	char ver[64] = "";

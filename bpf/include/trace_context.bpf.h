@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * W3C trace context in BPF: fresh ids, and traceparent read from and written into requests.
+ * Ids are chosen here, not in user space, because a call must carry its span's id in the same
+ * instant the span begins.
+ */
+#ifndef GOSPAN_TRACE_CONTEXT_BPF_H
+#define GOSPAN_TRACE_CONTEXT_BPF_H
+
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+
+#include "events.h"
+
+/* Random bytes; an all-zero id is invalid, so the last byte is never left at zero. */
+static __always_inline void random_id(__u8 *id, __u32 len)
+{
+	__u32 i, r;
+
+	for (i = 0; i < len; i += 4) {
+		r = bpf_get_prandom_u32();
+		__builtin_memcpy(id + i, &r, 4);
+	}
+	id[len - 1] |= 1;
+}
+
+static __always_inline int hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1; /* W3C: lowercase only */
+}
+
+/* Decodes 2*N hex characters at S into N bytes; -1 on a bad character or an all-zero id. */
+static __always_inline int hex_decode(const char *s, __u8 *out, __u32 n)
+{
+	__u8 any = 0;
+	__u32 i;
+	int hi, lo;
+
+	for (i = 0; i < 16; i++) {
+		if (i >= n)
+			break;
+		hi = hex_val(s[2 * i]);
+		lo = hex_val(s[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (__u8)(hi << 4 | lo);
+		any |= out[i];
+	}
+	return any ? 0 : -1;
+}
+
+/*
+ * Parses a version-00 traceparent ("00-<trace id>-<parent id>-<flags>") of LEN bytes into IDS:
+ * trace id, the caller's span as parent, flags. -1 when it is not one (then IDS is untouched).
+ */
+static __always_inline int traceparent_parse(const char *tp, __u32 len, struct span_ids *ids)
+{
+	__u8 trace_id[16], parent[8], flags;
+
+	if (len != TRACEPARENT_LEN || tp[0] != '0' || tp[1] != '0' || tp[2] != '-' ||
+	    tp[35] != '-' || tp[52] != '-')
+		return -1;
+	if (hex_decode(tp + 3, trace_id, 16) || hex_decode(tp + 36, parent, 8))
+		return -1;
+	if (hex_val(tp[53]) < 0 || hex_val(tp[54]) < 0)
+		return -1;
+	flags = (__u8)(hex_val(tp[53]) << 4 | hex_val(tp[54]));
+	__builtin_memcpy(ids->trace_id, trace_id, 16);
+	__builtin_memcpy(ids->parent_span_id, parent, 8);
+	ids->flags = flags;
+	ids->remote_parent = 1;
+	return 0;
+}
+
+/* Computed, not looked up: static const tables end up in .rodata, which clang 14 describes wrongly. */
+static __always_inline char hex_digit(__u8 v)
+{
+	return v < 10 ? '0' + v : 'a' + v - 10;
+}
+
+static __always_inline void hex_encode(char *out, const __u8 *in, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < 16; i++) {
+		if (i >= n)
+			break;
+		out[2 * i] = hex_digit((in[i] >> 4) & 0xf);
+		out[2 * i + 1] = hex_digit(in[i] & 0xf);
+	}
+}
+
+/* The header line "Traceparent: 00-<trace id>-<span id>-<flags>\r\n" naming CTX's span. */
+#define TRACEPARENT_LINE_LEN (13 + TRACEPARENT_LEN + 2)
+static __always_inline void traceparent_line(char *line, const struct span_ctx *ctx)
+{
+	__builtin_memcpy(line, "Traceparent: 00-", 16);
+	hex_encode(line + 16, ctx->trace_id, 16);
+	line[48] = '-';
+	hex_encode(line + 49, ctx->span_id, 8);
+	line[65] = '-';
+	hex_encode(line + 66, &ctx->flags, 1);
+	line[68] = '\r';
+	line[69] = '\n';
+}
+
+#endif

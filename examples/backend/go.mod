@@ -1,0 +1,3 @@
+module gospan.example/backend
+
+go 1.22

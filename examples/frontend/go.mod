@@ -1,0 +1,3 @@
+module gospan.example/frontend
+
+go 1.22

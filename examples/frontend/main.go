@@ -1,0 +1,230 @@
+// frontend is the upstream half of gospan's distributed-tracing example: each request it serves
+// calls the backend with net/http's client, on the handler's own goroutine or on one the handler
+// starts, so gospan has client calls to link to the request that caused them. With -background
+// it also calls the backend on a timer, outside any request.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	backgroundEvery = 200 * time.Millisecond
+	callTimeout     = 15 * time.Second
+	maxBody         = 1 << 20
+)
+
+// call is one request to the backend as the frontend saw it; handlers answer with a list of them.
+type call struct {
+	Via    string          `json:"via"`
+	URL    string          `json:"url"`
+	Status int             `json:"status,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Body   json.RawMessage `json:"body,omitempty"` // the backend's answer when it is JSON
+	Text   string          `json:"text,omitempty"` // else its text
+}
+
+func (c call) ok() bool { return c.Error == "" && c.Status == http.StatusOK }
+
+type app struct {
+	client      *http.Client
+	backend     string // base URL, no trailing slash
+	unreachable string // base URL where nothing listens
+}
+
+// get calls URL and records the outcome; it never fails, the caller decides what is an error.
+func (a *app) get(ctx context.Context, via, u string) call {
+	c := call{Via: via, URL: u}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	c.Status = resp.StatusCode
+	if err != nil {
+		c.Error = "reading the body: " + err.Error()
+	}
+	body = bytes.TrimSpace(body)
+	if json.Valid(body) {
+		c.Body = body
+	} else {
+		c.Text = string(body)
+	}
+	return c
+}
+
+// workURL names the backend call for ID; the query's key says how the call was made, so it
+// survives gospan's redaction of query values in url.full ("?direct=REDACTED").
+func (a *app) workURL(id, via string) string {
+	return a.backend + "/work/" + url.PathEscape(id) + "?" + url.QueryEscape(via) + "=yes"
+}
+
+// spawn runs a call on a goroutine of its own and returns the channel its outcome arrives on.
+func (a *app) spawn(ctx context.Context, id string) <-chan call {
+	ch := make(chan call, 1)
+	go func() { ch <- a.get(ctx, "spawn", a.workURL(id, "spawn")) }()
+	return ch
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// answer replies 200 when every call got a 200 from the backend, else 502 Bad Gateway.
+func answer(w http.ResponseWriter, calls ...call) {
+	status := http.StatusOK
+	for _, c := range calls {
+		if !c.ok() {
+			status = http.StatusBadGateway
+		}
+	}
+	writeJSON(w, status, map[string]any{"service": "frontend", "calls": calls})
+}
+
+func (a *app) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("GET /direct/{id}", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct")))
+	})
+	mux.HandleFunc("GET /spawn/{id}", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, <-a.spawn(r.Context(), r.PathValue("id")))
+	})
+	mux.HandleFunc("GET /both/{id}", func(w http.ResponseWriter, r *http.Request) {
+		// The spawned call runs while the direct one does, on a second connection.
+		ch := a.spawn(r.Context(), r.PathValue("id"))
+		direct := a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct"))
+		answer(w, direct, <-ch)
+	})
+	mux.HandleFunc("GET /error", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, a.get(r.Context(), "error", a.unreachable+"/nowhere"))
+	})
+	mux.HandleFunc("GET /backend-fail", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, a.get(r.Context(), "backend-fail", a.backend+"/fail"))
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// background calls the backend every backgroundEvery until ctx ends, outside any request.
+func (a *app) background(ctx context.Context) {
+	t := time.NewTicker(backgroundEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if c := a.get(ctx, "background", a.backend+"/work/bg"); !c.ok() && ctx.Err() == nil {
+				log.Printf("frontend: background call to '%s' failed: status %d %s",
+					c.URL, c.Status, c.Error)
+			}
+		}
+	}
+}
+
+// closedPort returns a loopback address that was free a moment ago: connecting to it is refused.
+func closedPort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address (port 0 picks a free one)")
+	backend := flag.String("backend", "http://127.0.0.1:8081", "base URL of the backend")
+	unreachable := flag.String("unreachable", "", "base URL where nothing listens, for /error "+
+		"(default: a loopback port that was free at start)")
+	bg := flag.Bool("background", false, "call the backend's /work/bg every 200 ms")
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+
+	if u, err := url.Parse(*backend); err != nil || u.Host == "" ||
+		(u.Scheme != "http" && u.Scheme != "https") {
+		log.Fatalf("frontend: -backend '%s' is not an http(s) URL", *backend)
+	}
+	if *unreachable == "" {
+		a, err := closedPort()
+		if err != nil {
+			log.Fatalf("frontend: cannot find a closed loopback port: %v", err)
+		}
+		*unreachable = "http://" + a
+	}
+
+	// One client for every call, so connections to the backend are kept alive and reused. No
+	// proxy: an HTTP_PROXY in the environment must not reroute the calls.
+	a := &app{
+		client: &http.Client{
+			Timeout: callTimeout,
+			Transport: &http.Transport{
+				Proxy:               nil,
+				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				MaxIdleConns:        256,
+				MaxIdleConnsPerHost: 128,
+				IdleConnTimeout:     90 * time.Second,
+			},
+		},
+		backend:     strings.TrimRight(*backend, "/"),
+		unreachable: strings.TrimRight(*unreachable, "/"),
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("frontend: cannot listen on '%s': %v", *addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *bg {
+		go a.background(ctx)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	// Printed after Listen, so whoever waits for this line can connect at once.
+	fmt.Printf("listening on %s\n", ln.Addr())
+
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatalf("frontend: %v", err)
+	}
+}
