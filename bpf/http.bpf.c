@@ -444,6 +444,9 @@ int client_return(GO_REGS *ctx)
 	resp = (void *)go_arg(ctx, cfg->ret_rt_resp);
 	e->err_itab = go_arg(ctx, cfg->ret_rt_err);
 	e->status = resp ? (__s64)go_read_word(resp, cfg->resp_status_code) : 0;
+	e->proto_len = resp && cfg->resp_proto >= 0 ?
+			       go_read_string(e->proto, MAX_PROTO_LEN, resp + cfg->resp_proto) :
+			       0;
 	bpf_ringbuf_submit(e, submit_flags());
 	bpf_map_delete_elem(&client_calls, &key);
 	return 0;

@@ -50,6 +50,7 @@ const char *const go_field_names[GO_FIELD__COUNT] = {
 	[GO_FIELD_SWISS_TABLE_GROUPS] = "internal/runtime/maps.table.groups",
 	[GO_FIELD_SWISS_GROUPS_DATA] = "internal/runtime/maps.groupsReference.data",
 	[GO_FIELD_SWISS_GROUPS_MASK] = "internal/runtime/maps.groupsReference.lengthMask",
+	[GO_FIELD_RESP_PROTO] = "net/http.Response.Proto",
 };
 
 #define OFFSETS_SCHEMA 1

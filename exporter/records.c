@@ -308,6 +308,27 @@ static void finish_panicked(struct records *r, struct pending *p)
 }
 
 /*
+ * Sets network.protocol.version from a Go Proto string ("HTTP/1.1", "HTTP/2.0"); true for
+ * HTTP/1.x, which net/http serves with its own response writer.
+ */
+static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
+{
+	char proto[MAX_PROTO_LEN * 3 + 1];
+	const char *ver;
+
+	set_captured(s, NULL, raw, len, MAX_PROTO_LEN, proto, sizeof(proto));
+	if (strncmp(proto, "HTTP/", 5))
+		return false;
+	ver = proto + 5;
+	/* "HTTP/2.0" is reported as "2", as the conventions spell it. */
+	if (!strcmp(ver, "2.0") || !strcmp(ver, "3.0"))
+		span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, 1);
+	else
+		span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, strlen(ver));
+	return !strncmp(ver, "1.", 2);
+}
+
+/*
  * Opens the pending call a start record names, with its span: ids as BPF chose them (the calls
  * it makes already carry them), times converted. NULL when it cannot be held (counted).
  */
@@ -386,10 +407,8 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 static void on_start(struct records *r, const struct http_server_start *e)
 {
 	char host[MAX_HOST_LEN * 3 + 1], remote[MAX_ADDR_LEN * 3 + 1];
-	char proto[MAX_PROTO_LEN * 3 + 1];
 	struct pending *p;
 	struct span *s;
-	const char *ver;
 
 	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_SERVER);
 	if (!p)
@@ -414,16 +433,7 @@ static void on_start(struct records *r, const struct http_server_start *e)
 		if (a)
 			span__set_str(s, SC_CLIENT_ADDRESS, a->s, strlen(a->s));
 	}
-	set_captured(s, NULL, e->proto, e->proto_len, MAX_PROTO_LEN, proto, sizeof(proto));
-	if (!strncmp(proto, "HTTP/", 5)) {
-		ver = proto + 5;
-		p->http1 = !strncmp(ver, "1.", 2);
-		/* "HTTP/2.0" is reported as "2", as the conventions spell it. */
-		if (!strcmp(ver, "2.0") || !strcmp(ver, "3.0"))
-			span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, 1);
-		else
-			span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, strlen(ver));
-	}
+	p->http1 = set_protocol_version(s, e->proto, e->proto_len);
 	if (e->content_length > 0)
 		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
 }
@@ -562,6 +572,7 @@ static void on_client_end(struct records *r, const struct http_client_end *e)
 		s->status = SPAN_STATUS_ERROR;
 		span__set_str(s, SC_ERROR_TYPE, "_OTHER", 6);
 	} else if (e->status >= 100 && e->status <= 999) {
+		set_protocol_version(s, e->proto, e->proto_len);
 		span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, e->status);
 		/* For a client, 4xx is an error too: the call did not get what it asked for. */
 		if (e->status >= 400) {

@@ -92,6 +92,7 @@ struct target_config {
 	__s64 url_host;
 	__s64 url_raw_query;
 	__s64 resp_status_code; /* http.Response.StatusCode */
+	__s64 resp_proto;	/* http.Response.Proto */
 	__s64 bufio_buf;
 	__s64 bufio_n;
 	__u64 bufio_itab; /* link-time address of the *bufio.Writer io.Writer itab + load bias; 0 = unknown */
@@ -220,6 +221,9 @@ struct http_client_end {
 	__s64 status;	/* Response.StatusCode; 0 when there is no response */
 	__u64 err_itab; /* the error's type word; 0 = no error */
 	__u8 span_id[8];
+	__u32 proto_len; /* Response.Proto, e.g. "HTTP/1.1" */
+	__u32 _pad;
+	char proto[MAX_PROTO_LEN];
 };
 
 /* Emitted at every RET of serverHandler.ServeHTTP. */

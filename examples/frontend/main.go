@@ -186,8 +186,11 @@ func main() {
 		client: &http.Client{
 			Timeout: callTimeout,
 			Transport: &http.Transport{
-				Proxy:               nil,
-				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				Proxy: nil,
+				DialContext: (&net.Dialer{
+					Timeout:   5 * time.Second,
+					KeepAlive: 30 * time.Second,
+				}).DialContext,
 				MaxIdleConns:        256,
 				MaxIdleConnsPerHost: 128,
 				IdleConnTimeout:     90 * time.Second,

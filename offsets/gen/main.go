@@ -72,6 +72,7 @@ var fields = []struct{ typ, member string }{
 	{"internal/runtime/maps.table", "groups"},
 	{"internal/runtime/maps.groupsReference", "data"},
 	{"internal/runtime/maps.groupsReference", "lengthMask"},
+	{"net/http.Response", "Proto"},
 }
 
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.

@@ -7,7 +7,8 @@ module under v1.x tags. `go install pkg@version` refuses the module (its go.mod 
 directives), so it is downloaded with `go mod download` and built as the main module. The build
 takes about 6 minutes on 2 CPUs the first time; the binary is kept in
 
-    $GOSPAN_JAEGER_CACHE, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan   /jaeger-<version>/jaeger
+    <cache>/jaeger-<version>/jaeger, where <cache> is $GOSPAN_JAEGER_CACHE, else
+    $XDG_CACHE_HOME/gospan, else ~/.cache/gospan
 
 and reused by every later run (also by CI on the same machine). GOSPAN_JAEGER_BIN names a ready
 binary instead. Import the `jaeger` fixture into a test module to use it.
@@ -218,7 +219,7 @@ class Jaeger:
         return (self.get("/api/services") or {}).get("data") or []
 
     def trace(self, trace_id_hex):
-        """The trace with that id as the query API gives it ({traceID, spans, processes}), or None."""
+        """The trace with that id, as the query API gives it, or None."""
         got = self.get(f"/api/traces/{trace_id_hex}")
         data = (got or {}).get("data") or []
         return data[0] if data else None

@@ -13,7 +13,7 @@ import pytest
 
 from jaeger import jaeger, jaeger_bin, parents, service_of, tag  # noqa: F401 (fixtures)
 from test_distributed import (GoService, backend_bin, frontend_bin, get,  # noqa: F401 (fixtures)
-                              needs_propagation)
+                              NO_PROPAGATION)
 
 TRACE_TIMEOUT = 20.0  # gospan batches every 200 ms, Jaeger's batch processor every 100 ms
 
@@ -103,12 +103,20 @@ def test_client_span_is_child_of_server_span(jaeger, traced_to_jaeger):
     assert not trace.get("warnings"), f"Jaeger warns: {trace['warnings']}\n{_describe(trace)}"
 
 
-@needs_propagation
 def test_request_is_one_trace_across_two_services(jaeger, traced_to_jaeger):
+    """One trace, frontend SERVER -> frontend CLIENT -> backend SERVER. Under lockdown no trace
+    context reaches the backend: Jaeger then holds two traces, and neither names the other."""
     frontend, backend, gospans = traced_to_jaeger
     n = f"jt-{uuid.uuid4().hex[:12]}"
     sent = get(frontend.base_url, f"/direct/{n}")
     assert sent.status == 200, sent
+    if NO_PROPAGATION:
+        fe = wait_for_trace(jaeger, "frontend", {"url.path": f"/direct/{n}"}, 2, gospans)
+        be = wait_for_trace(jaeger, "backend", {"url.path": f"/work/{n}"}, 1, gospans)
+        assert fe["traceID"] != be["traceID"], (_describe(fe), _describe(be))
+        assert [parents(s) for s in be["spans"]] == [[]], _describe(be)
+        assert sent.body["calls"][0]["body"]["traceparent"] == "", sent.body
+        return
     trace = wait_for_trace(jaeger, "frontend", {"url.path": f"/direct/{n}"}, 3, gospans)
     spans = trace["spans"]
     assert len(spans) == 3, (f"Jaeger's trace {trace['traceID']} has {len(spans)} spans, "

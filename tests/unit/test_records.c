@@ -135,6 +135,7 @@ static int teardown(void **state)
 	} while (0)
 
 static const char *next_proto = "HTTP/1.1";
+static uint8_t next_flags = 1;
 
 static void send_start(struct fixture *f, uint64_t goid, uint64_t start, const char *method,
 		       const char *path, const char *remote)
@@ -147,6 +148,11 @@ static void send_start(struct fixture *f, uint64_t goid, uint64_t start, const c
 	e.hdr.start_ns = start;
 	e.cookie = COOKIE;
 	e.content_length = -1;
+	/* Ids as BPF would choose them: fresh trace, sampled. */
+	memset(e.ids.trace_id, 0xab, sizeof(e.ids.trace_id));
+	memcpy(e.ids.span_id, &goid, sizeof(goid));
+	e.ids.span_id[7] = 0x5e;
+	e.ids.flags = next_flags;
 	SET_STR(method, method);
 	SET_STR(path, path);
 	SET_STR(host, "example.com:8443");
@@ -445,6 +451,93 @@ static void test_records__unrecovered_panic_ends_at_the_panic(void **state)
 	assert_int_equal(f->spans[1]->status, SPAN_STATUS_ERROR);
 }
 
+/* The caller's traceparent said "not sampled": the span is counted, not exported. */
+static void test_records__unsampled_traces_are_not_exported(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+
+	next_flags = 0;
+	send_start(f, 1, 10, "GET", "/quiet", "127.0.0.1:1");
+	send_end(f, 1, 10, 20, 200, "", true);
+	next_flags = 1;
+	send_start(f, 2, 10, "GET", "/loud", "127.0.0.1:1");
+	send_end(f, 2, 10, 20, 200, "", true);
+	records__stats(f->r, &st);
+	assert_int_equal(f->nspans, 1);
+	assert_int_equal(st.unsampled, 1);
+	assert_string_equal(str_attr(f->spans[0], SC_URL_PATH), "/loud");
+	/* The span keeps the ids BPF chose. */
+	assert_int_equal(f->spans[0]->trace_id[0], 0xab);
+	assert_int_equal(f->spans[0]->span_id[7], 0x5e);
+}
+
+static void send_client(struct fixture *f, uint64_t goid, const char *url_host, const char *path,
+			const char *query, int64_t status, uint64_t err_itab)
+{
+	struct http_client_start e = {};
+	struct http_client_end x = {};
+
+	e.hdr.type = EVENT_HTTP_CLIENT_START;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = 100;
+	e.cookie = COOKIE;
+	memset(e.ids.trace_id, 0xcd, sizeof(e.ids.trace_id));
+	memset(e.ids.span_id, 0x11, sizeof(e.ids.span_id));
+	memset(e.ids.parent_span_id, 0x22, sizeof(e.ids.parent_span_id));
+	e.ids.flags = 1;
+	SET_STR(method, "GET");
+	SET_STR(scheme, "http");
+	SET_STR(host, url_host);
+	SET_STR(path, path);
+	SET_STR(query, query);
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+	x.hdr = e.hdr;
+	x.hdr.type = EVENT_HTTP_CLIENT_END;
+	x.end_ns = 300;
+	x.status = status;
+	x.err_itab = err_itab;
+	assert_int_equal(records__handle(f->r, &x, sizeof(x)), 0);
+}
+
+static void test_records__client_spans(void **state)
+{
+	struct fixture *f = *state;
+	const struct span *s;
+
+	send_client(f, 1, "api.example.com:8443", "/v1/items", "token=s3cret&page=2", 200, 0);
+	send_client(f, 2, "example.com", "/missing", "", 404, 0);
+	send_client(f, 3, "127.0.0.1:9", "/down", "", 0, 0x4242);
+	assert_int_equal(f->nspans, 3);
+
+	s = f->spans[0];
+	assert_int_equal(s->kind, SPAN_KIND_CLIENT);
+	assert_string_equal(s->name, "GET");
+	/* Query values never leave the process: only the keys do. */
+	assert_string_equal(str_attr(s, SC_URL_FULL),
+			    "http://api.example.com:8443/v1/items?token=REDACTED&page=REDACTED");
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "api.example.com");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 8443);
+	assert_int_equal(int_attr(s, SC_HTTP_RESPONSE_STATUS_CODE), 200);
+	assert_int_equal(s->status, SPAN_STATUS_UNSET);
+	assert_int_equal(s->parent_span_id[0], 0x22);
+	assert_int_equal(s->end_ns - s->start_ns, 200);
+
+	/* 4xx is an error for a client; the default port comes from the scheme. */
+	s = f->spans[1];
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "404");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 80);
+	assert_string_equal(str_attr(s, SC_URL_FULL), "http://example.com/missing");
+
+	/* A transport error: no response, no status code. */
+	s = f->spans[2];
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_non_null(str_attr(s, SC_ERROR_TYPE));
+	assert_null(span__get(s, SC_HTTP_RESPONSE_STATUS_CODE));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +546,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__routes_from_patterns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__unsampled_traces_are_not_exported, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_records__client_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__status_by_protocol_without_itab, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,
