@@ -371,6 +371,16 @@ int client_entry(GO_REGS *ctx)
 	/* A child of the span this goroutine works for; outside any request, a new trace. */
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	parent = bpf_map_lookup_elem(&active, &key);
+	if (!parent && cfg->g_parent_goid >= 0) {
+		/*
+		 * A goroutine the request's goroutine started: one read of g.parentGoid finds
+		 * its span at no extra probe hit (deeper generations: --follow-goroutines).
+		 */
+		struct goroutine_key pk = { .pid = key.pid };
+
+		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
+		parent = bpf_map_lookup_elem(&active, &pk);
+	}
 	if (parent) {
 		__builtin_memcpy(e->ids.trace_id, parent->trace_id, sizeof(e->ids.trace_id));
 		__builtin_memcpy(e->ids.parent_span_id, parent->span_id, sizeof(parent->span_id));

@@ -28,6 +28,7 @@ enum setting_id {
 	S_PID,
 	S_EXE,
 	S_VERBOSE,
+	S_FOLLOW_GOROUTINES,
 	S_HELP,
 	S_VERSION,
 	S_SERVICE_NAME,
@@ -67,6 +68,7 @@ struct setting {
 static int parse_pid(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_bool(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_service(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val);
 static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
@@ -92,6 +94,12 @@ static const struct setting settings[S__COUNT] = {
 		    .parse = parse_exe },
 	[S_VERBOSE] = { .opt = "verbose", .short_opt = 'v', .help = "status line every 10 s",
 			.parse = parse_flag, .flag = true },
+	[S_FOLLOW_GOROUTINES] = { .env = "GOSPAN_FOLLOW_GOROUTINES", .opt = "follow-goroutines",
+				  .def = "false",
+				  .help = "hand spans down goroutine generations (up to 8) by probing "
+					  "runtime.newproc1: one more probe hit per goroutine started; "
+					  "without it a goroutine inherits only from the one that started it",
+				  .parse = parse_bool, .flag = true },
 	[S_HELP] = { .opt = "help", .short_opt = 'h', .help = "this help", .parse = parse_flag,
 		     .flag = true },
 	[S_VERSION] = { .opt = "version", .help = "print the version", .parse = parse_flag,
@@ -218,6 +226,21 @@ static int parse_flag(struct config *cfg, enum setting_id id, const char *name, 
 		cfg->help = true;
 	else
 		cfg->version = true;
+	return 0;
+}
+
+static int parse_bool(struct config *cfg, enum setting_id id, const char *name, const char *val)
+{
+	bool v;
+
+	if (!strcasecmp(val, "true") || !strcmp(val, "1"))
+		v = true;
+	else if (!strcasecmp(val, "false") || !strcmp(val, "0"))
+		v = false;
+	else
+		return refuse(name, val, "expected true or false");
+	if (id == S_FOLLOW_GOROUTINES)
+		cfg->follow_goroutines = v;
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct config {
 	pid_t pid;  /* --pid / OTEL_GO_AUTO_TARGET_PID; 0 = unset */
 	char *exe;  /* --exe / OTEL_GO_AUTO_TARGET_EXE; NULL = unset */
 	bool verbose;
+	bool follow_goroutines; /* --follow-goroutines / GOSPAN_FOLLOW_GOROUTINES */
 	bool help;
 	bool version;
 

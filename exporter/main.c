@@ -210,11 +210,22 @@ static int start_exporter(struct app *app)
 	return 0;
 }
 
+/* Whether the kernel counts BPF program runs (sysctl kernel.bpf_stats_enabled). */
+static bool bpf_stats_enabled(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "re");
+	int c = f ? fgetc(f) : EOF;
+
+	if (f)
+		fclose(f);
+	return c == '1';
+}
+
 static void print_summary(struct app *app, bool final)
 {
 	struct records_stats rs = {};
 	struct exporter_stats es = {};
-	uint64_t bpf_drops[DROP__COUNT] = {}, prop[PROP__COUNT] = {}, total;
+	uint64_t bpf_drops[DROP__COUNT] = {}, prop[PROP__COUNT] = {}, total, hits;
 	char reasons[1024];
 	size_t len = 0;
 	int i;
@@ -249,6 +260,9 @@ static void print_summary(struct app *app, bool final)
 	total += es.dropped_queue_full + es.dropped_export_failed;
 #undef REASON
 
+	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits))
+		pr_info("probe hits: %llu (counted by the kernel: kernel.bpf_stats_enabled=1)",
+			(unsigned long long)hits);
 	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
 		"in flight %llu, queued %llu, export failures %llu, not sampled %llu; trace context "
 		"sent %llu (already set %llu, no room %llu, refused %llu, other writer %llu)%s",
@@ -379,7 +393,8 @@ int main(int argc, char **argv)
 		app.target->cfg.bufio_itab =
 			app.target->bufio_itab + process__load_bias(pid, app.target->link_base);
 	/* --exe traces every process of the binary, present and future: attach to the file. */
-	nprobes = probes__attach(app.probes, app.target, app.cfg.pid ? app.cfg.pid : -1, &cookie);
+	nprobes = probes__attach(app.probes, app.target, app.cfg.pid ? app.cfg.pid : -1,
+				 app.cfg.follow_goroutines, &cookie);
 	if (nprobes < 0) {
 		err = nprobes;
 		goto cleanup;

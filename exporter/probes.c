@@ -167,7 +167,8 @@ static int attach_site(struct probes *p, struct bpf_program *entry, struct bpf_p
 	return err;
 }
 
-int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t *cookie)
+int probes__attach(struct probes *p, const struct target *t, pid_t pid, bool follow_goroutines,
+		   uint32_t *cookie)
 {
 	const struct probe_site *s = &t->serve_http;
 	size_t first = p->nlinks, i;
@@ -196,8 +197,9 @@ int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t
 	if (p->can_write_user && t->round_trip.addr)
 		err = err ?: attach_site(p, NULL, p->skel->progs.inject_traceparent, pid, t->path,
 					 &t->inject, c);
-	err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
-				 &t->newproc1, c);
+	if (follow_goroutines)
+		err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
+					 &t->newproc1, c);
 	if (err) {
 		/* All or nothing: an entry without its RETs would only fill the in-flight map. */
 		while (p->nlinks > first)
@@ -249,6 +251,27 @@ static int sum_percpu(struct probes *p, int fd, uint32_t n, uint64_t *out)
 int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
 {
 	return sum_percpu(p, bpf_map__fd(p->skel->maps.drops), DROP__COUNT, out);
+}
+
+int probes__hits(struct probes *p, uint64_t *hits)
+{
+	struct bpf_program *prog;
+	struct bpf_prog_info info;
+	__u32 len;
+	int fd;
+
+	*hits = 0;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		fd = bpf_program__fd(prog);
+		if (fd < 0)
+			continue; /* left out at load (the writer, under lockdown) */
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			return -errno;
+		*hits += info.run_cnt;
+	}
+	return 0;
 }
 
 bool probes__can_propagate(const struct probes *p)

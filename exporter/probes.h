@@ -23,13 +23,20 @@ typedef int (*probes_record_fn)(void *ctx, const void *data, size_t size);
 struct probes *probes__load(probes_record_fn fn, void *ctx);
 /*
  * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
- * *COOKIE (assigned here). Returns the number of uprobes attached, or a negative errno.
+ * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's. Returns the number of
+ * uprobes attached, or a negative errno.
  */
-int probes__attach(struct probes *p, const struct target *t, pid_t pid, uint32_t *cookie);
+int probes__attach(struct probes *p, const struct target *t, pid_t pid, bool follow_goroutines,
+		   uint32_t *cookie);
 /* Waits up to TIMEOUT_MS, then consumes whatever is in the ring buffer. Records seen, or -errno. */
 int probes__poll(struct probes *p, int timeout_ms);
 /* Sums the per-CPU drop counters. */
 int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
+/*
+ * Total runs of gospan's BPF programs: the probe hits the traced processes paid. The kernel counts
+ * them only while kernel.bpf_stats_enabled is 1.
+ */
+int probes__hits(struct probes *p, uint64_t *hits);
 /* False when the kernel refuses bpf_probe_write_user (lockdown): no trace context goes out. */
 bool probes__can_propagate(const struct probes *p);
 /* Sums the per-CPU propagation counters (enum propagation_result). */
