@@ -13,6 +13,7 @@ results: it is produced by this test, never edited by hand.
 
 import os
 import platform
+import re
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -48,7 +49,10 @@ CASES = [(v, f) for v in VERSIONS for f in EVERY_VERSION] + [(NEWEST, f) for f i
 
 LEGACY_SRC = REPO / "tests" / "e2e" / "legacyserver"
 EXAMPLE_SRC = REPO / "examples" / "httpserver"
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
 RESULTS = {}  # (version, flavour) -> "verified" or the failure
+HITS = {}  # (version, flavour) -> probe hits per request, counted by the kernel
 
 
 def parse(v):
@@ -99,6 +103,10 @@ def check_spans(spans, version, svc, modern, gospan_err):
     by_path = {s.attrs["url.path"]: s for s in spans}
 
     user = by_path["/users/1"]
+    assert user.trace_id.hex() == CALLER_TRACE, f"go{version}: traceparent not joined"
+    assert user.parent_span_id.hex() == CALLER_SPAN
+    assert user.proto.trace_state == "vendor=opaque"
+    assert by_path["/fail"].trace_id.hex() != CALLER_TRACE  # no traceparent: its own trace
     assert user.attrs["http.request.method"] == "GET"
     assert user.attrs["http.response.status_code"] == 200
     assert user.attrs["network.protocol.version"] == "1.1"
@@ -126,9 +134,19 @@ def check_spans(spans, version, svc, modern, gospan_err):
     assert slow.end_ns - slow.start_ns >= 30_000_000
 
 
+@pytest.fixture(scope="module")
+def bpf_stats(bpf_ready):
+    """Has the kernel count BPF program runs while this module runs (restored afterwards)."""
+    path = Path("/proc/sys/kernel/bpf_stats_enabled")
+    old = path.read_text().strip()
+    path.write_text("1")
+    yield
+    path.write_text(old)
+
+
 @pytest.mark.parametrize("version,flavour", CASES, ids=[f"{v}-{f}" for v, f in CASES])
 def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_receiver,
-                              bpf_ready):
+                              bpf_ready, bpf_stats):
     RESULTS[(version, flavour)] = "failed"
     modern = parse(version) >= (1, 22, 0)
     out = build_dir / "e2e" / f"server-go{version}-{flavour}"
@@ -148,6 +166,13 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
                     ("GET", "/fail", None, 500), ("GET", slow, None, 200)]
         for method, path, body, want in requests:
             req = urllib.request.Request(svc.base_url + path, data=body, method=method)
+            if path == "/users/1":
+                # Read from the Header map inside the entry probe: buckets up to Go 1.23,
+                # Swiss tables from 1.24. Other headers around it make the map non-trivial.
+                for i in range(12):
+                    req.add_header(f"X-Filler-{i}", "x" * i)
+                req.add_header("traceparent", f"00-{CALLER_TRACE}-{CALLER_SPAN}-01")
+                req.add_header("tracestate", "vendor=opaque")
             try:
                 with urllib.request.urlopen(req, timeout=10) as r:
                     got = r.status
@@ -164,6 +189,9 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
     check_spans(spans, version, svc, modern, g.stderr)
     source = "DWARF" if "offsets from DWARF" in g.stderr else "table"
     RESULTS[(version, flavour)] = f"verified ({source})"
+    m = re.search(r"probe hits: (\d+)", g.stderr)
+    assert m, f"gospan printed no probe hit count:\n{g.stderr}"
+    HITS[(version, flavour)] = int(m.group(1)) / len(requests)
 
 
 def test_go_before_register_abi_is_refused(build_dir, gospan_bin, bpf_ready):
@@ -201,11 +229,17 @@ def _write_compatibility():
         "",
         f"Run on {platform.system()} {platform.release()} {platform.machine()}.",
         "",
-        "| Go | " + " | ".join(EVERY_VERSION) + " |",
-        "|---|" + "---|" * len(EVERY_VERSION),
+        "The last column is the probe hits one server request costs (ServeHTTP's entry and its",
+        "return; an incoming traceparent is read inside the entry probe, at no extra hit),",
+        "counted by the kernel (kernel.bpf_stats_enabled) over the plain build's requests.",
+        "",
+        "| Go | " + " | ".join(EVERY_VERSION) + " | probe hits / request |",
+        "|---|" + "---|" * (len(EVERY_VERSION) + 1),
     ]
     for v in VERSIONS:
-        lines.append(f"| {v}{' (Debian)' if v in DEBIAN_GO else ''} | " + " | ".join(RESULTS[(v, f)] for f in EVERY_VERSION) + " |")
+        hits = HITS.get((v, "plain"))
+        cells = [RESULTS[(v, f)] for f in EVERY_VERSION] + [f"{hits:g}" if hits else "-"]
+        lines.append(f"| {v}{' (Debian)' if v in DEBIAN_GO else ''} | " + " | ".join(cells) + " |")
     lines += ["", f"Other build flavours, on Go {NEWEST}:", "", "| flavour | how it is built | result |",
               "|---|---|---|"]
     for f in NEWEST_ONLY:
