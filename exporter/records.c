@@ -438,6 +438,28 @@ static void on_start(struct records *r, const struct http_server_start *e)
 		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
 }
 
+/*
+ * Takes the pending call an end record closes and sets its span's end; NULL (counted) when the
+ * start was lost, or when the call held is an older one that never returned.
+ */
+static struct pending *close_call(struct records *r, const struct record_header *h,
+				  enum call_kind kind, uint64_t end_ns)
+{
+	struct pending *p = take(r, h->pid, h->goid, kind);
+
+	if (!p) {
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return NULL;
+	}
+	if (p->start_ns != h->start_ns) {
+		drop(r, p, RECORDS_DROP_ABANDONED);
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return NULL;
+	}
+	p->span->end_ns = clock__to_unix_ns(r->opts.clock, end_ns);
+	return p;
+}
+
 static void on_end(struct records *r, const struct http_server_end *e)
 {
 	const struct target *t;
@@ -446,19 +468,10 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	bool status_known;
 	int64_t status;
 
-	p = take(r, e->hdr.pid, e->hdr.goid, CALL_SERVER);
-	if (!p) {
-		r->stats.dropped[RECORDS_DROP_NO_START]++;
+	p = close_call(r, &e->hdr, CALL_SERVER, e->end_ns);
+	if (!p)
 		return;
-	}
-	if (p->start_ns != e->hdr.start_ns) {
-		/* Not the call we hold: ours never returned and this one's start was lost. */
-		drop(r, p, RECORDS_DROP_ABANDONED);
-		r->stats.dropped[RECORDS_DROP_NO_START]++;
-		return;
-	}
 	s = p->span;
-	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
 
 	/*
 	 * The status is only meaningful when the writer is net/http's own *response; other writers
@@ -555,18 +568,10 @@ static void on_client_end(struct records *r, const struct http_client_end *e)
 	struct span *s;
 	char code[16];
 
-	p = take(r, e->hdr.pid, e->hdr.goid, CALL_CLIENT);
-	if (!p) {
-		r->stats.dropped[RECORDS_DROP_NO_START]++;
+	p = close_call(r, &e->hdr, CALL_CLIENT, e->end_ns);
+	if (!p)
 		return;
-	}
-	if (p->start_ns != e->hdr.start_ns) {
-		drop(r, p, RECORDS_DROP_ABANDONED);
-		r->stats.dropped[RECORDS_DROP_NO_START]++;
-		return;
-	}
 	s = p->span;
-	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
 	if (e->err_itab) {
 		/* No response: the transport failed (refused, reset, timed out, ...). */
 		s->status = SPAN_STATUS_ERROR;

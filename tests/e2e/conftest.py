@@ -195,15 +195,18 @@ class _LineReader:
 
 
 class Service:
-    def __init__(self, binary, addr="127.0.0.1:0", env=None):
-        self.proc = subprocess.Popen([str(binary), "-addr", addr], stdin=subprocess.DEVNULL,
+    """A Go service of this repository's, started on ADDR with extra command-line ARGS."""
+
+    def __init__(self, binary, addr="127.0.0.1:0", env=None, args=()):
+        self.name = Path(binary).name
+        self.proc = subprocess.Popen([str(binary), "-addr", addr, *args], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.pid = self.proc.pid
         self.out = _LineReader(self.proc.stdout, "listening on ")
         self.err = _LineReader(self.proc.stderr)
         if not self.out.matched.wait(15.0):
             self.stop()
-            raise AssertionError(f"example service did not start listening within 15 s:\n"
+            raise AssertionError(f"{self.name} did not start listening within 15 s:\n"
                                  f"{self.out.text}\n{self.err.text}")
         self.host, port = self.out.match.split()[-1].rsplit(":", 1)
         self.port = int(port)

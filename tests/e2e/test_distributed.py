@@ -30,7 +30,6 @@ Everything here is judged on what the official opentelemetry-proto decoder made 
 import http.client
 import json
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -41,8 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, _clean_env, _go_env,
-                      _LineReader)
+from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
+                      _go_env)
 
 FRONTEND_SRC = REPO / "examples" / "frontend"
 BACKEND_SRC = REPO / "examples" / "backend"
@@ -106,39 +105,11 @@ def backend_bin(build_dir, go_version, bpf_ready):
     return build_example(BACKEND_SRC, build_dir, go_version)
 
 
-class GoService:
+class GoService(Service):
     """One of the example services, on a free loopback port, with extra command-line ARGS."""
 
     def __init__(self, binary, args=()):
-        self.name = binary.name
-        self.proc = subprocess.Popen([str(binary), "-addr", "127.0.0.1:0", *args],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=_clean_env())
-        self.pid = self.proc.pid
-        self.out = _LineReader(self.proc.stdout, "listening on ")
-        self.err = _LineReader(self.proc.stderr)
-        if not self.out.matched.wait(15.0):
-            self.stop()
-            raise AssertionError(f"{self.name} did not start listening within 15 s:\n"
-                                 f"{self.out.text}\n{self.err.text}")
-        self.host, port = self.out.match.split()[-1].rsplit(":", 1)
-        self.port = int(port)
-        self.base_url = f"http://{self.host}:{self.port}"
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.out.join()
-        self.err.join()
-        return self.proc.returncode
+        super().__init__(binary, env=_clean_env(), args=args)
 
 
 @dataclass
