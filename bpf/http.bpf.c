@@ -247,7 +247,10 @@ int serve_http_entry(GO_REGS *ctx)
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (!read_traceparent(cfg, req, &e->ids)) {
 		random_id(e->ids.trace_id, sizeof(e->ids.trace_id));
-		e->ids.flags = 1;
+		e->ids.flags = sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
+	} else if (!cfg->parent_based) {
+		e->ids.flags = (e->ids.flags & ~1) |
+			       sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
 	}
 	random_id(e->ids.span_id, sizeof(e->ids.span_id));
 	e->tracestate_len = 0;
@@ -384,10 +387,14 @@ int client_entry(GO_REGS *ctx)
 	if (parent) {
 		__builtin_memcpy(e->ids.trace_id, parent->trace_id, sizeof(e->ids.trace_id));
 		__builtin_memcpy(e->ids.parent_span_id, parent->span_id, sizeof(parent->span_id));
-		e->ids.flags = parent->flags;
+		e->ids.flags = cfg->parent_based ?
+				       parent->flags :
+				       (parent->flags & ~1) | sample_root(cfg->root_sampler,
+									cfg->ratio_bound,
+									e->ids.trace_id);
 	} else {
 		random_id(e->ids.trace_id, sizeof(e->ids.trace_id));
-		e->ids.flags = 1;
+		e->ids.flags = sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
 	}
 	random_id(e->ids.span_id, sizeof(e->ids.span_id));
 

@@ -46,6 +46,9 @@ enum setting_id {
 	S_BSP_QUEUE,
 	S_BSP_BATCH,
 	S_LOG_LEVEL,
+	S_SAMPLER,
+	S_SAMPLER_ARG,
+	S_SDK_DISABLED,
 	S__COUNT,
 };
 
@@ -69,6 +72,8 @@ static int parse_pid(struct config *cfg, enum setting_id id, const char *name, c
 static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_bool(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_sampler(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_ratio(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_service(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val);
 static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
@@ -146,6 +151,16 @@ static const struct setting settings[S__COUNT] = {
 			  .help = "spans per export request at most", .parse = parse_count },
 	[S_LOG_LEVEL] = { .env = "OTEL_LOG_LEVEL", .def = "info",
 			  .help = "error, warn, info or debug", .parse = parse_log_level },
+	[S_SAMPLER] = { .env = "OTEL_TRACES_SAMPLER", .def = "parentbased_always_on",
+			.help = "always_on, always_off, traceidratio, parentbased_always_on, "
+				"parentbased_always_off or parentbased_traceidratio",
+			.parse = parse_sampler },
+	[S_SAMPLER_ARG] = { .env = "OTEL_TRACES_SAMPLER_ARG", .def = "1.0",
+			    .help = "the ratio of traces kept by the traceidratio samplers, 0 to 1",
+			    .parse = parse_ratio },
+	[S_SDK_DISABLED] = { .env = "OTEL_SDK_DISABLED", .def = "false",
+			     .help = "true: gospan traces nothing and exits at once",
+			     .parse = parse_bool },
 };
 
 static int refuse(const char *name, const char *val, const char *why)
@@ -241,6 +256,51 @@ static int parse_bool(struct config *cfg, enum setting_id id, const char *name, 
 		return refuse(name, val, "expected true or false");
 	if (id == S_FOLLOW_GOROUTINES)
 		cfg->follow_goroutines = v;
+	else if (id == S_SDK_DISABLED)
+		cfg->sdk_disabled = v;
+	return 0;
+}
+
+static int parse_sampler(struct config *cfg, enum setting_id id, const char *name, const char *val)
+{
+	static const struct {
+		const char *name;
+		enum root_sampler root;
+		bool parent_based;
+	} samplers[] = {
+		{ "always_on", ROOT_ALWAYS_ON, false },
+		{ "always_off", ROOT_ALWAYS_OFF, false },
+		{ "traceidratio", ROOT_RATIO, false },
+		{ "parentbased_always_on", ROOT_ALWAYS_ON, true },
+		{ "parentbased_always_off", ROOT_ALWAYS_OFF, true },
+		{ "parentbased_traceidratio", ROOT_RATIO, true },
+	};
+	size_t i;
+
+	(void)id;
+	for (i = 0; i < sizeof(samplers) / sizeof(samplers[0]); i++) {
+		if (!strcmp(val, samplers[i].name)) {
+			cfg->root_sampler = samplers[i].root;
+			cfg->parent_based = samplers[i].parent_based;
+			return 0;
+		}
+	}
+	return refuse(name, val,
+		      "expected always_on, always_off, traceidratio, parentbased_always_on, "
+		      "parentbased_always_off or parentbased_traceidratio");
+}
+
+static int parse_ratio(struct config *cfg, enum setting_id id, const char *name, const char *val)
+{
+	char *end;
+	double v;
+
+	(void)id;
+	errno = 0;
+	v = strtod(val, &end);
+	if (!*val || *end || errno || !(v >= 0.0 && v <= 1.0))
+		return refuse(name, val, "expected a number from 0 to 1");
+	cfg->sampler_ratio = v;
 	return 0;
 }
 

@@ -11,10 +11,18 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "events.h"
 #include "export_http.h"
 #include "log.h"
 
 #define CONFIG_MAX_SETTINGS 32
+
+/* OTEL_TRACES_SAMPLER's decision for spans without a parent to follow. */
+enum root_sampler {
+	ROOT_ALWAYS_ON = SAMPLER_ALWAYS_ON,
+	ROOT_ALWAYS_OFF = SAMPLER_ALWAYS_OFF,
+	ROOT_RATIO = SAMPLER_RATIO,
+};
 
 enum traces_exporter {
 	TRACES_EXPORTER_OTLP,
@@ -27,6 +35,10 @@ struct config {
 	char *exe;  /* --exe / OTEL_GO_AUTO_TARGET_EXE; NULL = unset */
 	bool verbose;
 	bool follow_goroutines; /* --follow-goroutines / GOSPAN_FOLLOW_GOROUTINES */
+	bool sdk_disabled;	/* OTEL_SDK_DISABLED */
+	enum root_sampler root_sampler; /* OTEL_TRACES_SAMPLER */
+	bool parent_based;
+	double sampler_ratio; /* OTEL_TRACES_SAMPLER_ARG */
 	bool help;
 	bool version;
 

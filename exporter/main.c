@@ -333,6 +333,10 @@ int main(int argc, char **argv)
 		printf("%s %s\n", GOSPAN_NAME, GOSPAN_VERSION);
 		goto cleanup;
 	}
+	if (app.cfg.sdk_disabled) {
+		pr_info("OTEL_SDK_DISABLED is true: not tracing");
+		goto cleanup;
+	}
 	if (!app.cfg.pid == !app.cfg.exe) {
 		pr_err("name one target: --pid PID or --exe PATH (or OTEL_GO_AUTO_TARGET_PID / "
 		       "OTEL_GO_AUTO_TARGET_EXE); see --help");
@@ -385,6 +389,10 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	/* The sampler runs where ids are chosen, in BPF: see struct target_config. */
+	app.target->cfg.root_sampler = app.cfg.root_sampler;
+	app.target->cfg.parent_based = app.cfg.parent_based;
+	app.target->cfg.ratio_bound = (uint64_t)(app.cfg.sampler_ratio * 9223372036854775808.0);
 	/*
 	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
 	 * load bias, known for --pid. With --exe, PIE processes send no trace context.

@@ -22,6 +22,11 @@
 /* "00-" 32 hex "-" 16 hex "-" 2 hex: a version-00 W3C traceparent. */
 #define TRACEPARENT_LEN 55
 
+/* target_config.root_sampler values. */
+#define SAMPLER_ALWAYS_ON 0
+#define SAMPLER_ALWAYS_OFF 1
+#define SAMPLER_RATIO 2
+
 /* How far a span context is handed down to goroutines started by goroutines that have one. */
 #define MAX_GOROUTINE_DEPTH 8
 
@@ -129,6 +134,16 @@ struct target_config {
 	__u32 arg_ws_w_itab; /* ... its io.Writer: type word */
 	__u32 arg_ws_w_data; /* ... and data word */
 	__u32 ret_newproc_g; /* runtime.newproc1's *g result */
+
+	/*
+	 * OTEL_TRACES_SAMPLER, decided where ids are chosen so the flag a call carries out agrees
+	 * with what is exported. ROOT_SAMPLER: 0 always on, 1 always off, 2 trace-id ratio (a trace
+	 * is kept when the last 8 bytes of its id, big-endian, shifted right by one, are below
+	 * RATIO_BOUND). PARENT_BASED: a span with a parent follows the parent's sampled flag.
+	 */
+	__u32 root_sampler;
+	__u32 parent_based;
+	__u64 ratio_bound;
 };
 
 /* Key of the in-flight map: goroutine ids are only unique within one process. */

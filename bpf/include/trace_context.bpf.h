@@ -24,6 +24,21 @@ static __always_inline void random_id(__u8 *id, __u32 len)
 	id[len - 1] |= 1;
 }
 
+/* The sampled flag (0 or 1) for a span without a parent to follow, by its trace id. */
+static __always_inline __u8 sample_root(__u32 sampler, __u64 bound, const __u8 *trace_id)
+{
+	__u64 x = 0;
+	__u32 i;
+
+	if (sampler == SAMPLER_ALWAYS_OFF)
+		return 0;
+	if (sampler != SAMPLER_RATIO)
+		return 1;
+	for (i = 8; i < 16; i++)
+		x = x << 8 | trace_id[i];
+	return (x >> 1) < bound;
+}
+
 static __always_inline int hex_val(char c)
 {
 	if (c >= '0' && c <= '9')
