@@ -30,7 +30,7 @@ GO ?= go
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 
-PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson
+PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson zlib
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -79,7 +79,7 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
-	curl wrk iproute2 python3-pip golang-1.19
+	curl wrk iproute2 python3-pip golang-1.19 zlib1g-dev
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest
 
 deps:

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "log.h"
@@ -49,10 +52,22 @@ enum setting_id {
 	S_SAMPLER,
 	S_SAMPLER_ARG,
 	S_SDK_DISABLED,
+	S_COMPRESSION,
+	S_TRACES_COMPRESSION,
+	S_CERTIFICATE,
+	S_TRACES_CERTIFICATE,
+	S_CLIENT_CERT,
+	S_TRACES_CLIENT_CERT,
+	S_CLIENT_KEY,
+	S_TRACES_CLIENT_KEY,
+	S_INSECURE,
+	S_TRACES_INSECURE,
 	S__COUNT,
 };
 
 _Static_assert(S__COUNT <= CONFIG_MAX_SETTINGS, "raise CONFIG_MAX_SETTINGS");
+_Static_assert(S_TRACES_CLIENT_KEY - S_CERTIFICATE + 1 == CONFIG_TLS_PATHS,
+	       "one tls_paths slot per TLS file setting");
 
 /* NAME is how the value was given ("--pid", "OTEL_BSP_SCHEDULE_DELAY"), for messages. */
 typedef int (*parse_fn)(struct config *cfg, enum setting_id id, const char *name, const char *val);
@@ -72,6 +87,9 @@ static int parse_pid(struct config *cfg, enum setting_id id, const char *name, c
 static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_bool(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_compression(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val);
+static int parse_file(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_sampler(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_ratio(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_service(struct config *cfg, enum setting_id id, const char *name,
@@ -161,6 +179,37 @@ static const struct setting settings[S__COUNT] = {
 	[S_SDK_DISABLED] = { .env = "OTEL_SDK_DISABLED", .def = "false",
 			     .help = "true: gospan traces nothing and exits at once",
 			     .parse = parse_bool },
+	[S_COMPRESSION] = { .env = "OTEL_EXPORTER_OTLP_COMPRESSION", .def = "none",
+			    .help = "request body compression: gzip or none",
+			    .parse = parse_compression },
+	[S_TRACES_COMPRESSION] = { .env = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+				   .help = "gzip or none; overrides the above",
+				   .parse = parse_compression },
+	[S_CERTIFICATE] = { .env = "OTEL_EXPORTER_OTLP_CERTIFICATE",
+			    .help = "PEM file of the CAs that verify the collector (https); "
+				    "default: the system's",
+			    .parse = parse_file },
+	[S_TRACES_CERTIFICATE] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+				   .help = "traces CA file; overrides the above",
+				   .parse = parse_file },
+	[S_CLIENT_CERT] = { .env = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+			    .help = "PEM client certificate, for mutual TLS", .parse = parse_file },
+	[S_TRACES_CLIENT_CERT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+				   .help = "traces client certificate; overrides the above",
+				   .parse = parse_file },
+	[S_CLIENT_KEY] = { .env = "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+			   .help = "PEM private key of the client certificate",
+			   .parse = parse_file },
+	[S_TRACES_CLIENT_KEY] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+				  .help = "traces client key; overrides the above",
+				  .parse = parse_file },
+	[S_INSECURE] = { .env = "OTEL_EXPORTER_OTLP_INSECURE", .def = "false",
+			 .help = "true or false; gRPC only, ignored for http/protobuf, where the "
+				 "endpoint's http:// or https:// decides",
+			 .parse = parse_bool },
+	[S_TRACES_INSECURE] = { .env = "OTEL_EXPORTER_OTLP_TRACES_INSECURE",
+				.help = "true or false; ignored like the above",
+				.parse = parse_bool },
 };
 
 static int refuse(const char *name, const char *val, const char *why)
@@ -258,6 +307,7 @@ static int parse_bool(struct config *cfg, enum setting_id id, const char *name, 
 		cfg->follow_goroutines = v;
 	else if (id == S_SDK_DISABLED)
 		cfg->sdk_disabled = v;
+	/* S_INSECURE, S_TRACES_INSECURE: checked, then unused (see their help). */
 	return 0;
 }
 
@@ -575,6 +625,46 @@ static int parse_protocol(struct config *cfg, enum setting_id id, const char *na
 	return refuse(name, val, "only http/protobuf is supported");
 }
 
+static int parse_compression(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val)
+{
+	bool gzip;
+
+	if (!strcmp(val, "gzip"))
+		gzip = true;
+	else if (!strcmp(val, "none"))
+		gzip = false;
+	else
+		return refuse(name, val, "expected gzip or none");
+	if (id == S_COMPRESSION)
+		cfg->base_gzip = gzip;
+	else
+		cfg->traces_gzip = gzip;
+	return 0;
+}
+
+/*
+ * A TLS file must be there and readable at start: libcurl would only say so at the first
+ * export, as a TLS error that does not name the setting.
+ */
+static int parse_file(struct config *cfg, enum setting_id id, const char *name, const char *val)
+{
+	struct stat st;
+	int fd;
+
+	if (!*val)
+		return refuse(name, val, "empty path");
+	fd = open(val, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return refuse(name, val, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return refuse(name, val, "not a regular file");
+	}
+	close(fd);
+	return replace_str(&cfg->tls_paths[id - S_CERTIFICATE], val);
+}
+
 static int parse_ms(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
 	long v, *dst;
@@ -748,6 +838,27 @@ static int finish(struct config *cfg)
 	cfg->export_timeout_ms = cfg->traces_timeout_ms ? cfg->traces_timeout_ms :
 							  cfg->base_timeout_ms;
 
+	/* Each _TRACES_ variable set wins over its general one. */
+	cfg->gzip = cfg->raw[S_TRACES_COMPRESSION] ? cfg->traces_gzip : cfg->base_gzip;
+	for (i = 0; i < 3; i++) {
+		const char *p = cfg->tls_paths[2 * i + 1] ?: cfg->tls_paths[2 * i];
+		char **dst = i == 0 ? &cfg->ca_file : i == 1 ? &cfg->client_cert : &cfg->client_key;
+
+		free(*dst);
+		*dst = p ? strdup(p) : NULL;
+		if (p && !*dst)
+			return -ENOMEM;
+	}
+	if (cfg->client_key && !cfg->client_cert) {
+		pr_err("invalid %s '%s': no client certificate to go with it",
+		       settings[cfg->tls_paths[S_TRACES_CLIENT_KEY - S_CERTIFICATE] ?
+					S_TRACES_CLIENT_KEY :
+					S_CLIENT_KEY]
+			       .env,
+		       cfg->client_key);
+		return -EINVAL;
+	}
+
 	/* A small queue alone shrinks the default batch; a batch set above it is a mistake. */
 	if (cfg->bsp_max_batch > cfg->bsp_max_queue && cfg->source[S_BSP_BATCH] == SRC_DEFAULT)
 		cfg->bsp_max_batch = cfg->bsp_max_queue;
@@ -817,6 +928,13 @@ cleanup:
 
 void config__free(struct config *cfg)
 {
+	size_t i;
+
+	for (i = 0; i < CONFIG_TLS_PATHS; i++)
+		free(cfg->tls_paths[i]);
+	free(cfg->ca_file);
+	free(cfg->client_cert);
+	free(cfg->client_key);
 	free(cfg->exe);
 	free(cfg->service_name);
 	free(cfg->traces_url);

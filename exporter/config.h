@@ -15,7 +15,8 @@
 #include "export_http.h"
 #include "log.h"
 
-#define CONFIG_MAX_SETTINGS 32
+#define CONFIG_MAX_SETTINGS 48
+#define CONFIG_TLS_PATHS 6
 
 /* OTEL_TRACES_SAMPLER's decision for spans without a parent to follow. */
 enum root_sampler {
@@ -54,6 +55,11 @@ struct config {
 	struct header_kv *headers;
 	size_t nheaders;
 	long export_timeout_ms; /* OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT */
+	bool gzip; /* OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION=gzip */
+	/* OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY, or NULL */
+	char *ca_file;
+	char *client_cert;
+	char *client_key;
 
 	long bsp_schedule_delay_ms; /* OTEL_BSP_SCHEDULE_DELAY, default 5000 */
 	long bsp_max_queue;	    /* OTEL_BSP_MAX_QUEUE_SIZE, default 2048 */
@@ -72,6 +78,8 @@ struct config {
 	size_t ntraces_headers;
 	long base_timeout_ms;
 	long traces_timeout_ms;
+	bool base_gzip, traces_gzip;
+	char *tls_paths[CONFIG_TLS_PATHS]; /* per setting, general then traces, in enum order */
 };
 
 /*

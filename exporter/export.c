@@ -185,6 +185,9 @@ void exporter__shutdown(struct exporter *e)
 	e->stopping = true;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
+	/* Outside the lock: the sink may be inside export, waiting out a backoff. */
+	if (e->opts.ops->stop)
+		e->opts.ops->stop(e->opts.ctx);
 	pthread_join(e->thread, NULL);
 	e->joined = true;
 }
@@ -195,6 +198,8 @@ void exporter__stats(struct exporter *e, struct exporter_stats *out)
 	*out = e->stats;
 	out->queue_depth = e->count;
 	pthread_mutex_unlock(&e->lock);
+	if (e->opts.ops->stats)
+		e->opts.ops->stats(e->opts.ctx, out);
 }
 
 void exporter__free(struct exporter *e)

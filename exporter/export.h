@@ -11,12 +11,20 @@
 #include <stdint.h>
 
 struct span;
+struct exporter_stats;
 
 /* Where batches go: OTLP/HTTP (export_http.c), the console (console.c), or nowhere. */
 struct sink_ops {
 	const char *name;
 	/* Sends N spans; 0 on success, negative errno on failure (already logged by the sink). */
 	int (*export)(void *ctx, struct span *const *spans, size_t n);
+	/*
+	 * Optional. Called by exporter__shutdown from another thread: the sink stops waiting to
+	 * retry and bounds what the exports still to come may take.
+	 */
+	void (*stop)(void *ctx);
+	/* Optional. Adds the sink's own counters (retries, rejected) to OUT. */
+	void (*stats)(void *ctx, struct exporter_stats *out);
 	void (*free)(void *ctx);
 };
 
@@ -35,6 +43,8 @@ struct exporter_stats {
 	uint64_t dropped_export_failed;
 	uint64_t export_failures; /* failed export calls (each may hold many spans) */
 	uint64_t queue_depth;
+	uint64_t retries;  /* requests sent again after a retryable failure (sink-counted) */
+	uint64_t rejected; /* spans the collector refused in a partial success (sink-counted) */
 };
 
 /* Starts the export thread. NULL with errno on failure. */
@@ -44,7 +54,11 @@ struct exporter *exporter__new(const struct exporter_opts *opts);
  * full or the exporter is shut down. Never blocks on I/O.
  */
 int exporter__submit(struct exporter *e, struct span *s);
-/* Exports everything queued, then stops the thread. Safe to call once before exporter__free. */
+/*
+ * Exports everything queued, then stops the thread. The sink is told to stop retrying first, so
+ * with an unreachable collector this still returns in about one export timeout; what could not
+ * be sent is counted in dropped_export_failed. Safe to call once before exporter__free.
+ */
 void exporter__shutdown(struct exporter *e);
 void exporter__stats(struct exporter *e, struct exporter_stats *out);
 void exporter__free(struct exporter *e);

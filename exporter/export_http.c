@@ -2,15 +2,20 @@
 /*
  * OTLP/HTTP protobuf transport. One libcurl easy handle lives as long as the sink, so the
  * connection to the collector is kept alive across batches. Header values can be API keys: they
- * are sent, never logged.
+ * are sent, never logged. Failures the OTLP specification calls transient (429, 502, 503, 504,
+ * no connection) are retried with jittered exponential backoff, honouring Retry-After, within
+ * the export timeout; the waits happen on the export thread and end at once on shutdown.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
+#include <zlib.h>
 
 #include "export.h"
 #include "export_http.h"
@@ -18,17 +23,48 @@
 #include "otlp.h"
 #include "version.h"
 
-#define BODY_KEEP 200 /* bytes of an error response worth showing */
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+
+#define BODY_KEEP 200	    /* bytes of an error response worth showing */
+#define BODY_MAX (16 << 10) /* response bytes kept for decoding a partial success */
 #define CONNECT_TIMEOUT_MAX_MS 5000
+#define BACKOFF_DEFAULT_MS 1000
+#define BACKOFF_MAX_MS 30000
 
 struct http_sink {
 	CURL *curl;
 	struct curl_slist *headers;
 	char *url;
 	char errbuf[CURL_ERROR_SIZE];
-	char body[BODY_KEEP + 1];
+	uint8_t body[BODY_MAX + 1];
 	size_t body_len;
+	bool body_cut; /* the response was longer than BODY_MAX */
+	long timeout_ms, backoff_ms;
+	bool gzip;
+	unsigned int seed; /* jitter: rand_r, used by the export thread only */
+
+	/* Shared with exporter__shutdown and exporter__stats, which run on other threads. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; signalled by stop */
+	bool stopping;
+	long long stop_deadline_ms; /* exports end by then once stopping */
+	uint64_t retries, rejected;
 };
+
+/* What one request came to. */
+enum attempt {
+	ATTEMPT_OK,
+	ATTEMPT_RETRY, /* transient: worth sending again */
+	ATTEMPT_FAIL,
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -39,15 +75,20 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* Keeps the start of the response body for error messages; the rest is read and discarded. */
+/*
+ * Keeps the start of the response body: a partial success to decode, or an error to show. The
+ * rest is read and discarded.
+ */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct http_sink *h = arg;
-	size_t n = size * nmemb, room = BODY_KEEP - h->body_len, take;
+	size_t n = size * nmemb, room = BODY_MAX - h->body_len, take;
 
 	take = n < room ? n : room;
 	memcpy(h->body + h->body_len, data, take);
 	h->body_len += take;
+	if (take < n)
+		h->body_cut = true;
 	return n;
 }
 
@@ -61,6 +102,8 @@ static void http_sink_free(void *ctx)
 		curl_easy_cleanup(h->curl);
 	curl_slist_free_all(h->headers);
 	free(h->url);
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
@@ -89,6 +132,8 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 	/* Else curl waits for "100 Continue" before large bodies, which some servers never send. */
 	if (!err)
 		err = add_header(&h->headers, "Expect:");
+	if (!err && opts->gzip)
+		err = add_header(&h->headers, "Content-Encoding: gzip");
 	for (i = 0; !err && i < opts->nheaders; i++) {
 		const struct header_kv *kv = &opts->headers[i];
 
@@ -106,6 +151,29 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 	return err;
 }
 
+/* The sink's lock and a condition variable on the monotonic clock, for backoff waits. */
+static int sync_init(struct http_sink *h)
+{
+	pthread_condattr_t attr;
+	int err;
+
+	err = pthread_condattr_init(&attr);
+	if (err)
+		return -err;
+	err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(&h->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (err)
+		return -err;
+	err = pthread_mutex_init(&h->lock, NULL);
+	if (err) {
+		pthread_cond_destroy(&h->cond);
+		return -err;
+	}
+	return 0;
+}
+
 void *http_sink__new(const struct http_sink_opts *opts)
 {
 	struct http_sink *h;
@@ -120,13 +188,23 @@ void *http_sink__new(const struct http_sink_opts *opts)
 		errno = EIO;
 		return NULL;
 	}
-	if (!opts->url || opts->timeout_ms <= 0) {
+	if (!opts->url || opts->timeout_ms <= 0 || opts->backoff_ms < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
+	err = sync_init(h);
+	if (err) {
+		free(h);
+		errno = -err;
+		return NULL;
+	}
+	h->timeout_ms = opts->timeout_ms;
+	h->backoff_ms = opts->backoff_ms ? opts->backoff_ms : BACKOFF_DEFAULT_MS;
+	h->gzip = opts->gzip;
+	h->seed = (unsigned int)now_ms() ^ (unsigned int)(uintptr_t)h;
 	err = -ENOMEM;
 	h->url = strdup(opts->url);
 	if (!h->url)
@@ -163,6 +241,12 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	SETOPT(CURLOPT_WRITEFUNCTION, on_body);
 	SETOPT(CURLOPT_WRITEDATA, h);
 	SETOPT(CURLOPT_TCP_KEEPALIVE, 1L);
+	if (opts->ca_file)
+		SETOPT(CURLOPT_CAINFO, opts->ca_file);
+	if (opts->client_cert)
+		SETOPT(CURLOPT_SSLCERT, opts->client_cert);
+	if (opts->client_key)
+		SETOPT(CURLOPT_SSLKEY, opts->client_key);
 #undef SETOPT
 	return h;
 
@@ -176,7 +260,7 @@ cleanup:
 	return NULL;
 }
 
-/* A response body made printable: control bytes and non-ASCII shown as '?'. */
+/* The first LEN bytes of S made printable and terminated: control bytes and non-ASCII as '?'. */
 static void printable(char *s, size_t len)
 {
 	size_t i;
@@ -187,13 +271,205 @@ static void printable(char *s, size_t len)
 	s[len] = '\0';
 }
 
+/* BUF gzip-compressed into a new buffer (RFC 1952), for Content-Encoding: gzip. */
+static int gzip_body(const uint8_t *buf, size_t len, uint8_t **out, size_t *out_len)
+{
+	z_stream zs = {};
+	uint8_t *z = NULL;
+	uLong cap;
+	int zrc, err = -ENOMEM;
+
+	if (len > UINT_MAX)
+		return -EFBIG;
+	/* 15 + 16: the largest window, with a gzip header and trailer instead of zlib's. */
+	zrc = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (zrc != Z_OK)
+		return zrc == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+	cap = deflateBound(&zs, len);
+	if (cap > UINT_MAX) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	z = malloc(cap);
+	if (!z)
+		goto cleanup;
+	zs.next_in = (Bytef *)buf;
+	zs.avail_in = (uInt)len;
+	zs.next_out = z;
+	zs.avail_out = (uInt)cap;
+	/* deflateBound is enough for one Z_FINISH call: anything else is a zlib failure. */
+	zrc = deflate(&zs, Z_FINISH);
+	if (zrc != Z_STREAM_END) {
+		err = -EIO;
+		goto cleanup;
+	}
+	*out = z;
+	*out_len = zs.total_out;
+	z = NULL;
+	err = 0;
+cleanup:
+	deflateEnd(&zs);
+	free(z);
+	return err;
+}
+
+/* Connection-level failures worth another try; anything else (TLS setup, bad URL) is not. */
+static bool curl_retryable(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The statuses the OTLP/HTTP specification lists as retryable. */
+static bool status_retryable(long status)
+{
+	return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+/*
+ * Logs a partial success (some spans refused) from a 2xx body. A body that does not decode is
+ * not an error: the spans were accepted, and some receivers answer with nothing or with JSON.
+ */
+static void check_partial_success(struct http_sink *h, size_t n)
+{
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse *resp;
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess *ps;
+	char msg[BODY_KEEP + 1];
+	size_t mlen;
+
+	if (!h->body_len)
+		return;
+	if (h->body_cut) {
+		pr_debug("response from '%s' longer than %d bytes: not decoded", h->url, BODY_MAX);
+		return;
+	}
+	resp = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
+		NULL, h->body_len, h->body);
+	if (!resp) {
+		pr_debug("response from '%s' is not an ExportTraceServiceResponse", h->url);
+		return;
+	}
+	ps = resp->partial_success;
+	if (ps && (ps->rejected_spans || (ps->error_message && *ps->error_message))) {
+		mlen = ps->error_message ? strlen(ps->error_message) : 0;
+		if (mlen > BODY_KEEP)
+			mlen = BODY_KEEP;
+		memcpy(msg, ps->error_message ? ps->error_message : "", mlen);
+		printable(msg, mlen);
+		pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->url,
+			(long long)ps->rejected_spans, n, mlen ? ": " : "", msg);
+		if (ps->rejected_spans > 0) {
+			pthread_mutex_lock(&h->lock);
+			h->rejected += (uint64_t)ps->rejected_spans;
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	opentelemetry__proto__collector__trace__v1__export_trace_service_response__free_unpacked(
+		resp, NULL);
+}
+
+/*
+ * Sends BODY once with at most BUDGET_MS to spend. On ATTEMPT_RETRY, *RETRY_AFTER_MS is the
+ * server's Retry-After, or -1 when it gave none; WHY says what went wrong, for the log.
+ */
+static enum attempt post_once(struct http_sink *h, const uint8_t *body, size_t len, size_t n,
+			      long long budget_ms, long long *retry_after_ms, char *why,
+			      size_t why_len)
+{
+	curl_off_t retry_after = 0;
+	long status = 0, connect_ms;
+	size_t shown;
+	CURLcode rc;
+
+	*retry_after_ms = -1;
+	h->body_len = 0;
+	h->body_cut = false;
+	h->errbuf[0] = '\0';
+	connect_ms = budget_ms < CONNECT_TIMEOUT_MAX_MS ? (long)budget_ms : CONNECT_TIMEOUT_MAX_MS;
+	rc = curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)budget_ms);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	if (rc != CURLE_OK) {
+		snprintf(why, why_len, "%s", curl_easy_strerror(rc));
+		return ATTEMPT_FAIL;
+	}
+	rc = curl_easy_perform(h->curl);
+	if (rc != CURLE_OK) {
+		snprintf(why, why_len, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+		return curl_retryable(rc) ? ATTEMPT_RETRY : ATTEMPT_FAIL;
+	}
+	rc = curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK) {
+		snprintf(why, why_len, "no response code: %s", curl_easy_strerror(rc));
+		return ATTEMPT_FAIL;
+	}
+	if (status >= 200 && status <= 299) {
+		check_partial_success(h, n);
+		return ATTEMPT_OK;
+	}
+	shown = h->body_len < BODY_KEEP ? h->body_len : BODY_KEEP;
+	printable((char *)h->body, shown);
+	snprintf(why, why_len, "HTTP %ld%s%.*s", status, shown ? ": " : "", (int)shown,
+		 (char *)h->body);
+	if (!status_retryable(status))
+		return ATTEMPT_FAIL;
+	/* Delta-seconds or an HTTP date, both turned into seconds from now by libcurl. */
+	rc = curl_easy_getinfo(h->curl, CURLINFO_RETRY_AFTER, &retry_after);
+	if (rc == CURLE_OK && retry_after > 0)
+		*retry_after_ms = retry_after > LLONG_MAX / 1000 ? LLONG_MAX : retry_after * 1000LL;
+	return ATTEMPT_RETRY;
+}
+
+/* The wait before retry number ATTEMPT (0 first): doubling, capped, then jittered to 50-100 %. */
+static long long backoff_ms(struct http_sink *h, unsigned int attempt)
+{
+	long long d = h->backoff_ms;
+
+	while (attempt-- && d < BACKOFF_MAX_MS)
+		d *= 2;
+	if (d > BACKOFF_MAX_MS)
+		d = BACKOFF_MAX_MS;
+	/* Many exporters that lost the same collector must not come back in step. */
+	return d / 2 + rand_r(&h->seed) % (d / 2 + 1);
+}
+
+/* Sleeps until UNTIL_MS (monotonic); false as soon as the sink is stopped. */
+static bool sleep_until(struct http_sink *h, long long until_ms)
+{
+	struct timespec ts = { .tv_sec = until_ms / 1000, .tv_nsec = until_ms % 1000 * 1000000 };
+	bool stopped;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->stopping && now_ms() < until_ms)
+		if (pthread_cond_timedwait(&h->cond, &h->lock, &ts) == ETIMEDOUT)
+			break;
+	stopped = h->stopping;
+	pthread_mutex_unlock(&h->lock);
+	return !stopped;
+}
+
 static int http_export(void *ctx, struct span *const *spans, size_t n)
 {
 	struct http_sink *h = ctx;
-	uint8_t *buf = NULL;
-	long status = 0;
-	size_t len;
-	CURLcode rc;
+	uint8_t *buf = NULL, *zbuf = NULL, *body;
+	long long deadline, wait, left;
+	char why[BODY_KEEP + 64] = "not sent before the shutdown deadline";
+	unsigned int attempt;
+	size_t len, zlen, blen;
+	enum attempt res;
 	int err;
 
 	err = otlp__encode(spans, n, &buf, &len);
@@ -201,41 +477,96 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
 		return err;
 	}
-	h->body_len = 0;
-	h->errbuf[0] = '\0';
+	body = buf;
+	blen = len;
+	if (h->gzip) {
+		err = gzip_body(buf, len, &zbuf, &zlen);
+		if (err) {
+			pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->url,
+			       strerror(-err));
+			goto cleanup;
+		}
+		body = zbuf;
+		blen = zlen;
+	}
+
+	/* The export timeout covers the retries too; after shutdown, so does the stop deadline. */
+	deadline = now_ms() + h->timeout_ms;
+	pthread_mutex_lock(&h->lock);
+	if (h->stopping && h->stop_deadline_ms < deadline)
+		deadline = h->stop_deadline_ms;
+	pthread_mutex_unlock(&h->lock);
+
 	err = -EIO;
-	rc = curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, buf);
-	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	if (rc == CURLE_OK)
-		rc = curl_easy_perform(h->curl);
-	if (rc != CURLE_OK) {
-		pr_err("export to '%s' failed: %s", h->url,
-		       h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
-		goto cleanup;
+	for (attempt = 0;; attempt++) {
+		left = deadline - now_ms();
+		if (left <= 0) {
+			pr_err("export to '%s' failed: %s; no time left to retry", h->url, why);
+			break;
+		}
+		res = post_once(h, body, blen, n, left, &wait, why, sizeof(why));
+		if (res == ATTEMPT_OK) {
+			pr_debug("exported %zu spans (%zu bytes) to '%s'", n, blen, h->url);
+			err = 0;
+			break;
+		}
+		if (res == ATTEMPT_FAIL) {
+			pr_err("export to '%s' failed: %s", h->url, why);
+			break;
+		}
+		if (wait < 0)
+			wait = backoff_ms(h, attempt);
+		if (wait >= deadline - now_ms()) {
+			pr_err("export to '%s' failed: %s; retry in %lld ms would pass the export "
+			       "timeout",
+			       h->url, why, wait);
+			break;
+		}
+		pr_warn("export to '%s' failed: %s; retrying in %lld ms", h->url, why, wait);
+		if (!sleep_until(h, now_ms() + wait)) {
+			pr_err("export to '%s' failed: %s; not retried: shutting down", h->url,
+			       why);
+			break;
+		}
+		pthread_mutex_lock(&h->lock);
+		h->retries++;
+		pthread_mutex_unlock(&h->lock);
 	}
-	rc = curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (rc != CURLE_OK) {
-		pr_err("export to '%s' failed: no response code: %s", h->url,
-		       curl_easy_strerror(rc));
-		goto cleanup;
-	}
-	if (status < 200 || status > 299) {
-		printable(h->body, h->body_len);
-		pr_err("export to '%s' failed: HTTP %ld%s%s", h->url, status,
-		       h->body_len ? ": " : "", h->body);
-		goto cleanup;
-	}
-	pr_debug("exported %zu spans (%zu bytes) to '%s'", n, len, h->url);
-	err = 0;
 cleanup:
 	/* The handle keeps the pointer; it is replaced before the next perform. */
+	free(zbuf);
 	free(buf);
 	return err;
+}
+
+/* From exporter__shutdown: no more backoff waits, and one export timeout for what is left. */
+static void http_sink_stop(void *ctx)
+{
+	struct http_sink *h = ctx;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->stopping) {
+		h->stopping = true;
+		h->stop_deadline_ms = now_ms() + h->timeout_ms;
+	}
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void http_sink_stats(void *ctx, struct exporter_stats *out)
+{
+	struct http_sink *h = ctx;
+
+	pthread_mutex_lock(&h->lock);
+	out->retries += h->retries;
+	out->rejected += h->rejected;
+	pthread_mutex_unlock(&h->lock);
 }
 
 const struct sink_ops http_sink_ops = {
 	.name = "otlp",
 	.export = http_export,
+	.stop = http_sink_stop,
+	.stats = http_sink_stats,
 	.free = http_sink_free,
 };

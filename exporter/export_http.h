@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* OTLP/HTTP protobuf transport over libcurl: one kept-alive handle, headers, timeouts. */
+/*
+ * OTLP/HTTP protobuf transport over libcurl: one kept-alive handle, headers, timeouts, TLS files,
+ * gzip, and the OTLP retry rules (429, 502, 503, 504 and connection failures, with backoff).
+ */
 #ifndef GOSPAN_EXPORT_HTTP_H
 #define GOSPAN_EXPORT_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct header_kv {
@@ -14,7 +18,12 @@ struct http_sink_opts {
 	const char *url; /* full traces URL, e.g. http://localhost:4318/v1/traces */
 	const struct header_kv *headers;
 	size_t nheaders;
-	long timeout_ms; /* whole request */
+	long timeout_ms; /* one export, its retries included */
+	bool gzip;	 /* OTEL_EXPORTER_OTLP_COMPRESSION=gzip */
+	const char *ca_file;	 /* PEM CA bundle (CURLOPT_CAINFO), or NULL for the system's */
+	const char *client_cert; /* PEM client certificate for mutual TLS, or NULL */
+	const char *client_key;	 /* its private key, or NULL */
+	long backoff_ms; /* first retry delay, doubled each time; 0 = 1000 */
 };
 
 extern const struct sink_ops http_sink_ops;

@@ -183,6 +183,10 @@ static int start_exporter(struct app *app)
 		.headers = cfg->headers,
 		.nheaders = cfg->nheaders,
 		.timeout_ms = cfg->export_timeout_ms,
+		.gzip = cfg->gzip,
+		.ca_file = cfg->ca_file,
+		.client_cert = cfg->client_cert,
+		.client_key = cfg->client_key,
 	};
 
 	switch (cfg->exporter) {
@@ -264,13 +268,15 @@ static void print_summary(struct app *app, bool final)
 		pr_info("probe hits: %llu (counted by the kernel: kernel.bpf_stats_enabled=1)",
 			(unsigned long long)hits);
 	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
-		"in flight %llu, queued %llu, export failures %llu, not sampled %llu; trace context "
+		"in flight %llu, queued %llu, export failures %llu, retries %llu, rejected by the "
+		"backend %llu, not sampled %llu; trace context "
 		"sent %llu (already set %llu, no room %llu, refused %llu, other writer %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
 		(unsigned long long)rs.pending, (unsigned long long)es.queue_depth,
-		(unsigned long long)es.export_failures, (unsigned long long)rs.unsampled,
+		(unsigned long long)es.export_failures, (unsigned long long)es.retries,
+		(unsigned long long)es.rejected, (unsigned long long)rs.unsampled,
 		(unsigned long long)prop[PROP_INJECTED], (unsigned long long)prop[PROP_ALREADY_SET],
 		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_WRITE_REFUSED],
 		(unsigned long long)prop[PROP_NOT_BUFIO],

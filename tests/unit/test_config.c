@@ -530,6 +530,161 @@ static void test_config__help_shows_values_and_sources(void **state)
 	config__free(&cfg);
 }
 
+/* A scratch directory with three small files standing in for the PEM ones. */
+struct tls_files {
+	char dir[64], ca[96], cert[96], key[96];
+};
+
+static void tls_files_make(struct tls_files *t)
+{
+	const char *paths[3];
+	FILE *f;
+	int i;
+
+	snprintf(t->dir, sizeof(t->dir), "/tmp/gospan-test-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->ca, sizeof(t->ca), "%s/ca.pem", t->dir);
+	snprintf(t->cert, sizeof(t->cert), "%s/cert.pem", t->dir);
+	snprintf(t->key, sizeof(t->key), "%s/key.pem", t->dir);
+	paths[0] = t->ca;
+	paths[1] = t->cert;
+	paths[2] = t->key;
+	for (i = 0; i < 3; i++) {
+		f = fopen(paths[i], "w");
+		assert_non_null(f);
+		assert_true(fputs("-----BEGIN CERTIFICATE-----\n", f) >= 0);
+		assert_int_equal(fclose(f), 0);
+	}
+}
+
+static void tls_files_remove(struct tls_files *t)
+{
+	unlink(t->ca);
+	unlink(t->cert);
+	unlink(t->key);
+	rmdir(t->dir);
+}
+
+static void test_config__compression(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
+	assert_false(cfg.gzip);
+	config__free(&cfg);
+
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_COMPRESSION=gzip"), NO_ARGS), 0);
+	assert_true(cfg.gzip);
+	config__free(&cfg);
+
+	/* The traces variable wins, either way. */
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_COMPRESSION=gzip",
+				   "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=none"),
+			       NO_ARGS),
+			 0);
+	assert_false(cfg.gzip);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip"), NO_ARGS),
+			 0);
+	assert_true(cfg.gzip);
+	config__free(&cfg);
+
+	expect_invalid(ENV("OTEL_EXPORTER_OTLP_COMPRESSION=zstd"), NO_ARGS,
+		       "invalid OTEL_EXPORTER_OTLP_COMPRESSION 'zstd': expected gzip or none");
+	expect_invalid(ENV("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=GZIP"), NO_ARGS,
+		       "invalid OTEL_EXPORTER_OTLP_TRACES_COMPRESSION 'GZIP': expected gzip or "
+		       "none");
+}
+
+static void test_config__tls_files(void **state)
+{
+	char ca[160], tca[160], cert[160], key[160], tkey[160];
+	struct tls_files t;
+	struct config cfg;
+
+	(void)state;
+	tls_files_make(&t);
+	snprintf(ca, sizeof(ca), "OTEL_EXPORTER_OTLP_CERTIFICATE=%s", t.ca);
+	snprintf(tca, sizeof(tca), "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE=%s", t.cert);
+	snprintf(cert, sizeof(cert), "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=%s", t.cert);
+	snprintf(key, sizeof(key), "OTEL_EXPORTER_OTLP_CLIENT_KEY=%s", t.key);
+	snprintf(tkey, sizeof(tkey), "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY=%s", t.ca);
+
+	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
+	assert_null(cfg.ca_file);
+	assert_null(cfg.client_cert);
+	assert_null(cfg.client_key);
+	config__free(&cfg);
+
+	assert_int_equal(parse(&cfg, ENV(ca, cert, key), NO_ARGS), 0);
+	assert_string_equal(cfg.ca_file, t.ca);
+	assert_string_equal(cfg.client_cert, t.cert);
+	assert_string_equal(cfg.client_key, t.key);
+	config__free(&cfg);
+
+	/* _TRACES_ variables win over the general ones. */
+	assert_int_equal(parse(&cfg, ENV(ca, tca, cert, key, tkey), NO_ARGS), 0);
+	assert_string_equal(cfg.ca_file, t.cert);
+	assert_string_equal(cfg.client_key, t.ca);
+	config__free(&cfg);
+
+	/* A key alone has no certificate to go with. */
+	snprintf(tkey, sizeof(tkey), "invalid OTEL_EXPORTER_OTLP_CLIENT_KEY '%s': no client", t.key);
+	expect_invalid(ENV(key), NO_ARGS, tkey);
+
+	/* A directory is not a certificate file. */
+	snprintf(ca, sizeof(ca), "OTEL_EXPORTER_OTLP_CERTIFICATE=%s", t.dir);
+	snprintf(tca, sizeof(tca), "invalid OTEL_EXPORTER_OTLP_CERTIFICATE '%s': not a regular file",
+		 t.dir);
+	expect_invalid(ENV(ca), NO_ARGS, tca);
+	tls_files_remove(&t);
+}
+
+static void test_config__tls_file_missing(void **state)
+{
+	static const char *const vars[] = {
+		"OTEL_EXPORTER_OTLP_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_CLIENT_KEY",
+		"OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+	};
+	char var[160], want[200];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		snprintf(var, sizeof(var), "%s=/nonexistent/gospan/ca.pem", vars[i]);
+		snprintf(want, sizeof(want),
+			 "invalid %s '/nonexistent/gospan/ca.pem': No such file or directory",
+			 vars[i]);
+		expect_invalid(ENV(var), NO_ARGS, want);
+	}
+}
+
+static void test_config__insecure(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	/* Accepted for compatibility with gRPC setups; http/protobuf goes by the URL scheme. */
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_INSECURE=true",
+				   "OTEL_EXPORTER_OTLP_TRACES_INSECURE=false",
+				   "OTEL_EXPORTER_OTLP_ENDPOINT=https://collector:4318"),
+			       NO_ARGS),
+			 0);
+	assert_string_equal(cfg.traces_url, "https://collector:4318/v1/traces");
+	config__free(&cfg);
+	expect_invalid(ENV("OTEL_EXPORTER_OTLP_INSECURE=yes"), NO_ARGS,
+		       "invalid OTEL_EXPORTER_OTLP_INSECURE 'yes': expected true or false");
+	expect_invalid(ENV("OTEL_EXPORTER_OTLP_TRACES_INSECURE=2"), NO_ARGS,
+		       "invalid OTEL_EXPORTER_OTLP_TRACES_INSECURE '2': expected true or false");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +705,10 @@ int main(void)
 		cmocka_unit_test(test_config__timeouts),
 		cmocka_unit_test(test_config__batch_and_queue),
 		cmocka_unit_test(test_config__help_shows_values_and_sources),
+		cmocka_unit_test(test_config__compression),
+		cmocka_unit_test(test_config__tls_files),
+		cmocka_unit_test(test_config__tls_file_missing),
+		cmocka_unit_test(test_config__insecure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "export.h"
 #include "export_http.h"
@@ -376,6 +377,7 @@ struct srv_req {
 	char api_key[128];
 	bool has_empty; /* "X-Empty:" arrived with an empty value */
 	char user_agent[128];
+	char content_encoding[32];
 	uint8_t *body;
 	size_t body_len;
 };
@@ -383,6 +385,8 @@ struct srv_req {
 struct srv_resp {
 	int status;
 	const char *body;
+	size_t body_len;     /* 0: strlen(body) */
+	const char *headers; /* extra header lines, each ending "\r\n", or NULL */
 };
 
 struct server {
@@ -391,7 +395,7 @@ struct server {
 	pthread_t thread;
 	int nresp;
 	struct srv_resp resp[SRV_MAX_REQS];
-	int nreqs, naccepts;
+	int nreqs, naccepts; /* read with __atomic_load_n while the server runs */
 	struct srv_req reqs[SRV_MAX_REQS];
 	char *buf;
 };
@@ -436,7 +440,8 @@ static bool get_header(const char *hdrs, const char *name, char *out, size_t cap
 static void serve_conn(struct server *s, int fd)
 {
 	char tmp[32], hdr[256], *end;
-	size_t have = 0, hlen, clen;
+	size_t have = 0, hlen, clen, blen;
+	const struct srv_resp *rs;
 	struct srv_req *r;
 	ssize_t got;
 
@@ -455,6 +460,8 @@ static void serve_conn(struct server *s, int fd)
 		get_header(s->buf, "Content-Type", r->content_type, sizeof(r->content_type));
 		get_header(s->buf, "X-Api-Key", r->api_key, sizeof(r->api_key));
 		get_header(s->buf, "User-Agent", r->user_agent, sizeof(r->user_agent));
+		get_header(s->buf, "Content-Encoding", r->content_encoding,
+			   sizeof(r->content_encoding));
 		r->has_empty = get_header(s->buf, "X-Empty", tmp, sizeof(tmp)) && !tmp[0];
 		clen = 0;
 		if (get_header(s->buf, "Content-Length", tmp, sizeof(tmp)))
@@ -478,12 +485,14 @@ static void serve_conn(struct server *s, int fd)
 		memmove(s->buf, s->buf + hlen + clen, have - hlen - clen);
 		have -= hlen + clen;
 
+		rs = &s->resp[s->nreqs];
+		blen = rs->body_len ? rs->body_len : strlen(rs->body);
 		snprintf(hdr, sizeof(hdr),
-			 "HTTP/1.1 %d X\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
-			 s->resp[s->nreqs].status, strlen(s->resp[s->nreqs].body));
-		s->nreqs++;
-		if (!write_all(fd, hdr, strlen(hdr)) ||
-		    !write_all(fd, s->resp[s->nreqs - 1].body, strlen(s->resp[s->nreqs - 1].body)))
+			 "HTTP/1.1 %d X\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\n%s\r\n",
+			 rs->status, blen, rs->headers ? rs->headers : "");
+		__atomic_add_fetch(&s->nreqs, 1, __ATOMIC_SEQ_CST);
+		if (!write_all(fd, hdr, strlen(hdr)) || !write_all(fd, rs->body, blen))
 			return;
 	}
 }
@@ -509,8 +518,11 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-/* Listens on 127.0.0.1 (a free port) and answers the next requests with RESP, in order. */
-static void server_start(struct server *s, const struct srv_resp *resp, int nresp)
+/*
+ * Binds 127.0.0.1 (a free port) without listening yet: connections are refused until
+ * server_listen, and the port cannot be taken by anyone else meanwhile.
+ */
+static void server_bind(struct server *s, const struct srv_resp *resp, int nresp)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(a);
@@ -527,10 +539,21 @@ static void server_start(struct server *s, const struct srv_resp *resp, int nres
 	assert_true(s->lfd >= 0);
 	assert_int_equal(setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
 	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s->lfd, 8), 0);
 	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
 	s->port = ntohs(a.sin_port);
+}
+
+static void server_listen(struct server *s)
+{
+	assert_int_equal(listen(s->lfd, 8), 0);
 	assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+}
+
+/* Listens on 127.0.0.1 (a free port) and answers the next requests with RESP, in order. */
+static void server_start(struct server *s, const struct srv_resp *resp, int nresp)
+{
+	server_bind(s, resp, nresp);
+	server_listen(s);
 }
 
 /* Waits for the server to finish; what it recorded stays readable until server_free. */
@@ -568,21 +591,43 @@ static const struct header_kv test_headers[] = {
 	{ .key = "X-Empty", .value = "" },
 };
 
-static void *new_sink(int port)
+/* A sink for 127.0.0.1:PORT with O's settings (timeout, backoff, gzip) and the test headers. */
+static void *new_sink_opts(int port, struct http_sink_opts *o)
 {
 	char url[128];
-	struct http_sink_opts o = {
-		.url = url,
-		.headers = test_headers,
-		.nheaders = 2,
-		.timeout_ms = WAIT_SEC * 1000,
-	};
 	void *h;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/traces", port);
-	h = http_sink__new(&o);
+	o->url = url;
+	o->headers = test_headers;
+	o->nheaders = 2;
+	if (!o->timeout_ms)
+		o->timeout_ms = WAIT_SEC * 1000;
+	h = http_sink__new(o);
 	assert_non_null(h);
 	return h;
+}
+
+static void *new_sink(int port)
+{
+	struct http_sink_opts o = {};
+
+	return new_sink_opts(port, &o);
+}
+
+/* The sink's own counters, as exporter__stats would add them. */
+static void sink_stats(void *h, struct exporter_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	http_sink_ops.stats(h, st);
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 static struct span *make_named_span(const struct resource *res, const char *name)
@@ -600,6 +645,10 @@ static struct span *make_named_span(const struct resource *res, const char *name
 }
 
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest pb_request;
+#define pb_response_size \
+	opentelemetry__proto__collector__trace__v1__export_trace_service_response__get_packed_size
+#define pb_response_pack \
+	opentelemetry__proto__collector__trace__v1__export_trace_service_response__pack
 
 /* Decodes BODY as an ExportTraceServiceRequest and checks it carries exactly SPANS. */
 static void assert_body_holds(const struct srv_req *r, struct span *const *spans, size_t n)
@@ -637,7 +686,10 @@ static void test_export__http_round_trip(void **state)
 {
 	/* Over 200 bytes of body with control bytes in the shown part and a marker past the cut. */
 	static char bad_body[400];
-	struct srv_resp resp[2] = { { 200, "" }, { 400, bad_body } };
+	struct srv_resp resp[2] = {
+		{ .status = 200, .body = "" },
+		{ .status = 400, .body = bad_body },
+	};
 	struct span *spans[2];
 	struct resource *res;
 	struct test_capture cap;
@@ -694,6 +746,8 @@ static void test_export__http_round_trip(void **state)
 
 static void test_export__http_connection_refused(void **state)
 {
+	struct http_sink_opts o = {};
+	struct exporter_stats st;
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(a);
 	struct span *s;
@@ -713,15 +767,21 @@ static void test_export__http_connection_refused(void **state)
 	close(fd);
 
 	s = make_named_span(NULL, "GET /");
-	h = new_sink(port);
+	/* Refused connections are retried, within a short export timeout here. */
+	o.timeout_ms = 1000;
+	o.backoff_ms = 50;
+	h = new_sink_opts(port, &o);
 	capture_start(&cap);
 	assert_int_equal(http_sink_ops.export(h, &s, 1), -EIO);
 	log = capture_end(&cap);
+	sink_stats(h, &st);
 	http_sink_ops.free(h);
 
 	snprintf(want, sizeof(want), "export to 'http://127.0.0.1:%d/v1/traces' failed: ", port);
 	if (!strstr(log, want))
 		fail_msg("want \"%s\" in the log, got \"%s\"", want, log);
+	assert_non_null(strstr(log, "retrying in "));
+	assert_true(st.retries >= 1);
 	assert_null(strstr(log, "sekret"));
 	free(log);
 	span__free(s);
@@ -730,7 +790,7 @@ static void test_export__http_connection_refused(void **state)
 /* The whole path: exporter thread, batching, HTTP sink, a receiver decoding protobuf. */
 static void test_export__exporter_over_http(void **state)
 {
-	struct srv_resp resp[1] = { { 200, "" } };
+	struct srv_resp resp[1] = { { .status = 200, .body = "" } };
 	struct exporter_opts o = { .max_queue = 16, .max_batch = 16, .delay_ms = 600000 };
 	uint8_t ids[3][8];
 	struct exporter_stats st;
@@ -794,6 +854,257 @@ static void test_export__http_sink_rejects_bad_header(void **state)
 	free(log);
 }
 
+/* ---- retries, partial success, gzip ------------------------------------------------------ */
+
+static void test_export__http_retry_after(void **state)
+{
+	const struct srv_resp resp[2] = {
+		{ .status = 503, .body = "busy", .headers = "Retry-After: 1\r\n" },
+		{ .status = 200, .body = "" },
+	};
+	struct http_sink_opts o = { .backoff_ms = 20 };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct server srv;
+	struct span *s;
+	long long t0, took;
+	char *log;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 2);
+	s = make_named_span(NULL, "GET /");
+	/* A backoff of 20 ms: only the server's Retry-After can make the wait about a second. */
+	h = new_sink_opts(srv.port, &o);
+	capture_start(&cap);
+	t0 = mono_ms();
+	assert_int_equal(http_sink_ops.export(h, &s, 1), 0);
+	took = mono_ms() - t0;
+	log = capture_end(&cap);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 2);
+	assert_body_holds(&srv.reqs[1], &s, 1);
+	assert_int_equal(st.retries, 1);
+	if (took < 950 || took >= WAIT_SEC * 1000)
+		fail_msg("retried after %lld ms, want about 1000 (Retry-After: 1)", took);
+	if (!strstr(log, "HTTP 503: busy; retrying in 1000 ms"))
+		fail_msg("want the 503 and the wait in the log, got \"%s\"", log);
+	free(log);
+	server_free(&srv);
+	span__free(s);
+}
+
+static void test_export__http_400_not_retried(void **state)
+{
+	const struct srv_resp resp[1] = { { .status = 400, .body = "bad request" } };
+	struct exporter_opts eo = { .max_queue = 8, .max_batch = 8, .delay_ms = 600000 };
+	struct http_sink_opts o = { .backoff_ms = 20 };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct exporter *e;
+	struct server srv;
+	char *log;
+	int i;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	eo.ops = &http_sink_ops;
+	eo.ctx = new_sink_opts(srv.port, &o);
+	e = exporter__new(&eo);
+	assert_non_null(e);
+	capture_start(&cap);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(exporter__submit(e, make_named_span(NULL, "GET /")), 0);
+	exporter__shutdown(e);
+	log = capture_end(&cap);
+	exporter__stats(e, &st);
+	exporter__free(e);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 1);
+	assert_int_equal(st.retries, 0);
+	assert_int_equal(st.exported, 0);
+	assert_int_equal(st.export_failures, 1);
+	assert_int_equal(st.dropped_export_failed, 3);
+	assert_non_null(strstr(log, "HTTP 400: bad request"));
+	assert_null(strstr(log, "retrying"));
+	free(log);
+	server_free(&srv);
+}
+
+static void test_export__http_refused_then_up(void **state)
+{
+	const struct srv_resp resp[1] = { { .status = 200, .body = "" } };
+	struct exporter_opts eo = { .max_queue = 8, .max_batch = 8, .delay_ms = 20 };
+	struct http_sink_opts o = { .backoff_ms = 100 };
+	struct timespec nap = { .tv_nsec = 300 * 1000000L };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct exporter *e;
+	struct server srv;
+	char *log;
+
+	(void)state;
+	server_bind(&srv, resp, 1); /* bound, not listening: connections are refused */
+	eo.ops = &http_sink_ops;
+	eo.ctx = new_sink_opts(srv.port, &o);
+	e = exporter__new(&eo);
+	assert_non_null(e);
+	capture_start(&cap);
+	assert_int_equal(exporter__submit(e, make_named_span(NULL, "GET /")), 0);
+	nanosleep(&nap, NULL);
+	server_listen(&srv);
+	/* Before shutdown, which would end the retries: the backoff alone must deliver it. */
+	wait_exported(e, 1, &st);
+	log = capture_end(&cap);
+	exporter__free(e);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 1);
+	assert_true(st.retries >= 1);
+	assert_int_equal(st.dropped_export_failed, 0);
+	assert_non_null(strstr(log, "retrying in "));
+	free(log);
+	server_free(&srv);
+}
+
+static void test_export__http_gzip(void **state)
+{
+	const struct srv_resp resp[1] = { { .status = 200, .body = "" } };
+	struct http_sink_opts o = { .gzip = true };
+	struct srv_req plain = {};
+	struct span *spans[2];
+	struct server srv;
+	z_stream zs = {};
+	size_t cap = 1 << 20;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	spans[0] = make_named_span(NULL, "GET /items/{id}");
+	spans[1] = make_named_span(NULL, "POST /cart");
+	h = new_sink_opts(srv.port, &o);
+	assert_int_equal(http_sink_ops.export(h, spans, 2), 0);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 1);
+	assert_string_equal(srv.reqs[0].content_encoding, "gzip");
+	/* The gzip magic, then inflated with zlib's own gzip decoder (15 + 16: gzip only). */
+	assert_true(srv.reqs[0].body_len > 18);
+	assert_int_equal(srv.reqs[0].body[0], 0x1f);
+	assert_int_equal(srv.reqs[0].body[1], 0x8b);
+	plain.body = malloc(cap);
+	assert_non_null(plain.body);
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = srv.reqs[0].body;
+	zs.avail_in = srv.reqs[0].body_len;
+	zs.next_out = plain.body;
+	zs.avail_out = cap;
+	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	assert_int_equal(zs.avail_in, 0);
+	plain.body_len = zs.total_out;
+	inflateEnd(&zs);
+	assert_body_holds(&plain, spans, 2);
+
+	free(plain.body);
+	server_free(&srv);
+	span__free(spans[0]);
+	span__free(spans[1]);
+}
+
+static void test_export__http_partial_success(void **state)
+{
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse pr =
+		OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
+	Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess ps =
+		OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
+	static uint8_t body[256];
+	struct srv_resp resp[1] = { { .status = 200, .body = (const char *)body } };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct span *spans[3];
+	struct server srv;
+	char *log;
+	size_t i;
+	void *h;
+
+	(void)state;
+	ps.rejected_spans = 2;
+	ps.error_message = "span too large\n";
+	pr.partial_success = &ps;
+	assert_true(pb_response_size(&pr) <= sizeof(body));
+	resp[0].body_len = pb_response_pack(&pr, body);
+	server_start(&srv, resp, 1);
+	for (i = 0; i < 3; i++)
+		spans[i] = make_named_span(NULL, "GET /");
+	h = new_sink(srv.port);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export(h, spans, 3), 0); /* the rest was accepted */
+	log = capture_end(&cap);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(st.rejected, 2);
+	assert_int_equal(st.retries, 0);
+	if (!strstr(log, "rejected 2 of 3 spans: span too large?"))
+		fail_msg("want the partial success in the log, got \"%s\"", log);
+	free(log);
+	server_free(&srv);
+	for (i = 0; i < 3; i++)
+		span__free(spans[i]);
+}
+
+static void test_export__shutdown_ends_backoff(void **state)
+{
+	const struct srv_resp resp[1] = {
+		{ .status = 503, .body = "", .headers = "Retry-After: 60\r\n" },
+	};
+	struct exporter_opts eo = { .max_queue = 8, .max_batch = 8, .delay_ms = 20 };
+	/* A long timeout, so the 60 s wait is allowed and only the shutdown can end it. */
+	struct http_sink_opts o = { .timeout_ms = 120000 };
+	struct timespec nap = { .tv_nsec = 1000000 };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct exporter *e;
+	struct server srv;
+	long long t0, took;
+	char *log;
+	int i;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	eo.ops = &http_sink_ops;
+	eo.ctx = new_sink_opts(srv.port, &o);
+	e = exporter__new(&eo);
+	assert_non_null(e);
+	capture_start(&cap);
+	assert_int_equal(exporter__submit(e, make_named_span(NULL, "GET /")), 0);
+	for (i = 0; i < WAIT_SEC * 1000 && !__atomic_load_n(&srv.nreqs, __ATOMIC_SEQ_CST); i++)
+		nanosleep(&nap, NULL);
+	t0 = mono_ms();
+	exporter__shutdown(e);
+	took = mono_ms() - t0;
+	log = capture_end(&cap);
+	exporter__stats(e, &st);
+	exporter__free(e);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 1);
+	if (took >= WAIT_SEC * 1000)
+		fail_msg("shutdown took %lld ms during a 60 s backoff", took);
+	assert_int_equal(st.exported, 0);
+	assert_int_equal(st.dropped_export_failed, 1);
+	assert_int_equal(st.retries, 0);
+	assert_non_null(strstr(log, "shutting down"));
+	free(log);
+	server_free(&srv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -807,6 +1118,12 @@ int main(void)
 		cmocka_unit_test(test_export__http_connection_refused),
 		cmocka_unit_test(test_export__exporter_over_http),
 		cmocka_unit_test(test_export__http_sink_rejects_bad_header),
+		cmocka_unit_test(test_export__http_retry_after),
+		cmocka_unit_test(test_export__http_400_not_retried),
+		cmocka_unit_test(test_export__http_refused_then_up),
+		cmocka_unit_test(test_export__http_gzip),
+		cmocka_unit_test(test_export__http_partial_success),
+		cmocka_unit_test(test_export__shutdown_ends_backoff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,303 @@
+"""A real OpenTelemetry Collector for the end-to-end tests: built from source through the Go
+module proxy with the official builder (go.opentelemetry.io/collector/cmd/builder), cached, and run
+on loopback with the OTLP/HTTP receiver and the file exporter writing OTLP JSON lines.
+
+The distribution holds the otlp receiver, the debug exporter and the contrib file exporter, all at
+COLLECTOR_VERSION. The builder's own `go mod tidy` also resolves the test-only imports of every
+component, and the module proxy does not serve all of those (the file exporter's tests import an
+encoding extension the proxy answers 403 for), so the builder only generates the sources and
+go.mod (`--skip-compilation`; its failing tidy leaves both in place) and the fixture finishes with
+`go mod tidy -e` and `go build`. v0.162.0 is the newest release whose build dependencies the proxy
+serves in full (the otlp receiver of v0.163.0 on imports a module the proxy refuses). The first
+build takes about 2 minutes on 2 CPUs with an empty module cache; the binary is kept in
+
+    <cache>/otelcol-<version>/otelcol, where <cache> is $GOSPAN_OTELCOL_CACHE, else
+    $XDG_CACHE_HOME/gospan, else ~/.cache/gospan
+
+and reused by every later run. GOSPAN_OTELCOL_BIN names a ready binary instead. Import the
+`collector` fixture into a test module to use it.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ReceivedSpan, _LineReader
+
+COLLECTOR_VERSION = os.environ.get("GOSPAN_OTELCOL_VERSION", "v0.162.0")
+BUILDER_MODULE = "go.opentelemetry.io/collector/cmd/builder"
+BUILD_TIMEOUT = 1200
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+
+MANIFEST = """\
+dist:
+  name: otelcol
+  module: gospan.test/otelcol
+  description: OpenTelemetry Collector for gospan's end-to-end tests
+  output_path: {out}
+receivers:
+  - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver {version}
+exporters:
+  - gomod: go.opentelemetry.io/collector/exporter/debugexporter {version}
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter {version}
+"""
+
+
+def cache_dir():
+    if os.environ.get("GOSPAN_OTELCOL_CACHE"):
+        return Path(os.environ["GOSPAN_OTELCOL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gospan"
+
+
+def _go_env(gobin=None):
+    env = dict(os.environ)
+    env.setdefault("GOTOOLCHAIN", "auto")
+    env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
+    if gobin:
+        env["GOBIN"] = str(gobin)
+    return env
+
+
+def _run(argv, cwd=None, timeout=BUILD_TIMEOUT, gobin=None):
+    try:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=_go_env(gobin))
+    except FileNotFoundError:
+        pytest.skip(f"'{argv[0]}' is not installed; Go is needed to build the Collector")
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"'{' '.join(map(str, argv))}' did not finish within {timeout} s")
+
+
+def collector_binary(version=COLLECTOR_VERSION):
+    """The path of a Collector binary of VERSION, building and caching it when missing."""
+    if os.environ.get("GOSPAN_OTELCOL_BIN"):
+        path = Path(os.environ["GOSPAN_OTELCOL_BIN"])
+        if not os.access(path, os.X_OK):
+            pytest.fail(f"GOSPAN_OTELCOL_BIN='{path}' is not an executable")
+        return path
+    home = cache_dir() / f"otelcol-{version}"
+    dest = home / "otelcol"
+    if os.access(dest, os.X_OK):
+        return dest
+    home.mkdir(parents=True, exist_ok=True)
+    # One build at a time; whoever else wants the same version waits for it.
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.access(dest, os.X_OK):
+            return dest
+        t0 = time.monotonic()
+        tools, src = home / "tools", home / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        res = _run(["go", "install", f"{BUILDER_MODULE}@{version}"], gobin=tools, timeout=600)
+        if res.returncode != 0:
+            pytest.skip(f"cannot install {BUILDER_MODULE}@{version} through the Go module "
+                        f"proxy:\n{res.stderr[-2000:]}")
+        manifest = home / "manifest.yaml"
+        manifest.write_text(MANIFEST.format(out=src, version=version))
+        # Generates the sources and go.mod; its own tidy may fail on test-only imports (above).
+        gen = _run([str(tools / "builder"), "--config", str(manifest), "--skip-compilation"])
+        if not (src / "go.mod").exists() or not (src / "main.go").exists():
+            pytest.fail(f"the Collector builder generated no sources in '{src}':\n"
+                        f"{gen.stderr[-4000:]}")
+        res = _run(["go", "mod", "tidy", "-e"], cwd=src)
+        if res.returncode != 0:
+            pytest.fail(f"'go mod tidy -e' failed for the Collector {version}:\n"
+                        f"{res.stderr[-4000:]}")
+        tmp = home / "otelcol.partial"
+        res = _run(["go", "build", "-trimpath", "-o", str(tmp), "."], cwd=src)
+        if res.returncode != 0:
+            pytest.fail(f"cannot build the Collector {version}:\n{res.stderr[-4000:]}")
+        os.replace(tmp, dest)
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.rmtree(tools, ignore_errors=True)
+        (home / "build.log").write_text(
+            f"built the Collector {version} (otlp receiver, debug and file exporters) with "
+            f"{BUILDER_MODULE} in {time.monotonic() - t0:.0f} s\n")
+    return dest
+
+
+CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:{otlp_port}
+exporters:
+  file:
+    path: {path}
+    flush_interval: 100ms
+  debug:
+    verbosity: basic
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [file, debug]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: info
+"""
+
+
+class Collector:
+    """A running Collector: OTLP/HTTP in at `otlp_endpoint`, every batch one JSON line in
+    `output`."""
+
+    def __init__(self, binary, workdir, otlp_port):
+        self.otlp_endpoint = f"http://127.0.0.1:{otlp_port}"
+        self.otlp_url = f"{self.otlp_endpoint}/v1/traces"
+        self.output = Path(workdir) / "traces.jsonl"
+        config = Path(workdir) / "otelcol.yaml"
+        config.write_text(CONFIG.format(otlp_port=otlp_port, path=self.output))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        self.proc = subprocess.Popen([str(binary), "--config", f"file:{config}"], env=env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.out = _LineReader(self.proc.stdout)
+        self.err = _LineReader(self.proc.stderr)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def log(self):
+        return (f"--- otelcol stderr ---\n{self.err.text}\n"
+                f"--- otelcol stdout ---\n{self.out.text}")
+
+    def _wait_ready(self):
+        """Ready when an empty export is answered 200: receiver and pipeline are both up."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        while True:
+            if self.proc.poll() is not None:
+                self.out.join()
+                self.err.join()
+                raise AssertionError(f"the Collector exited with status {self.proc.returncode} "
+                                     f"before it was ready\n{self.log()}")
+            try:
+                req = urllib.request.Request(self.otlp_url, data=b"", method="POST",
+                                             headers={"Content-Type": "application/x-protobuf"})
+                with opener.open(req, timeout=2.0) as resp:
+                    if resp.status == 200:
+                        return
+            except (OSError, urllib.error.HTTPError):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the Collector was not ready within {READY_TIMEOUT:.0f} s\n"
+                                     f"{self.log()}")
+            time.sleep(0.1)
+
+    def spans(self):
+        """Every span the file exporter has written so far."""
+        try:
+            text = self.output.read_text()
+        except FileNotFoundError:
+            return []
+        got = []
+        # The last piece is a line still being written (or empty): the next read has it whole.
+        for line in text.split("\n")[:-1]:
+            if line.strip():
+                got.extend(spans_of_json(json.loads(line)))
+        return got
+
+    def wait_for_spans(self, n, timeout):
+        """Waits until at least N spans were written; returns them all."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.spans()
+            if len(got) >= n or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.out.join()
+        self.err.join()
+        return self.proc.returncode
+
+
+# ---- reading the OTLP JSON encoding (ids in hex, 64-bit integers as strings) -------------------
+
+
+def json_any_value(v):
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "doubleValue" in v:
+        return float(v["doubleValue"])
+    if "bytesValue" in v:
+        return v["bytesValue"]
+    if "arrayValue" in v:
+        return [json_any_value(x) for x in v["arrayValue"].get("values") or []]
+    if "kvlistValue" in v:
+        return json_attributes(v["kvlistValue"].get("values") or [])
+    return None
+
+
+def json_attributes(kvs):
+    return {kv["key"]: json_any_value(kv.get("value") or {}) for kv in kvs or []}
+
+
+def spans_of_json(doc):
+    """The spans of one OTLP JSON TracesData document, as conftest.ReceivedSpan."""
+    got = []
+    for rs in doc.get("resourceSpans") or []:
+        res = json_attributes((rs.get("resource") or {}).get("attributes"))
+        for ss in rs.get("scopeSpans") or []:
+            scope = ss.get("scope") or {}
+            for s in ss.get("spans") or []:
+                status = s.get("status") or {}
+                got.append(ReceivedSpan(
+                    name=s.get("name", ""), kind=int(s.get("kind", 0)),
+                    trace_id=bytes.fromhex(s.get("traceId", "")),
+                    span_id=bytes.fromhex(s.get("spanId", "")),
+                    parent_span_id=bytes.fromhex(s.get("parentSpanId", "")),
+                    start_ns=int(s.get("startTimeUnixNano", 0)),
+                    end_ns=int(s.get("endTimeUnixNano", 0)),
+                    attrs=json_attributes(s.get("attributes")),
+                    status_code=int(status.get("code", 0)),
+                    status_message=status.get("message", ""), resource=res,
+                    scope_name=scope.get("name", ""), scope_version=scope.get("version", ""),
+                    proto=s))
+    return got
+
+
+# ---- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def collector_bin(bpf_ready):
+    return collector_binary()
+
+
+@pytest.fixture(scope="module")
+def collector(collector_bin, free_port, tmp_path_factory):
+    c = Collector(collector_bin, tmp_path_factory.mktemp("otelcol"), free_port())
+    yield c
+    c.stop()
