@@ -143,9 +143,9 @@ static const struct setting settings[S__COUNT] = {
 	[S_TRACES_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 				.help = "full traces URL, used as given", .parse = parse_endpoint },
 	[S_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_PROTOCOL", .def = "http/protobuf",
-			 .help = "only http/protobuf is supported", .parse = parse_protocol },
+			 .help = "http/protobuf or http/json (gRPC is not supported)", .parse = parse_protocol },
 	[S_TRACES_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-				.help = "only http/protobuf is supported",
+				.help = "http/protobuf or http/json; overrides the above",
 				.parse = parse_protocol },
 	[S_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_HEADERS",
 			.help = "request headers, key=value,... (values percent-decoded)",
@@ -616,13 +616,16 @@ static int parse_endpoint(struct config *cfg, enum setting_id id, const char *na
 static int parse_protocol(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val)
 {
-	(void)cfg;
 	(void)id;
-	if (!strcmp(val, "http/protobuf"))
+	/* Applied in table order: the _TRACES_ variable comes later and so wins. */
+	if (!strcmp(val, "http/protobuf") || !strcmp(val, "http/json")) {
+		cfg->protocol_json = !strcmp(val, "http/json");
 		return 0;
+	}
 	if (!strcmp(val, "grpc"))
-		return refuse(name, val, "gRPC is not supported; use http/protobuf (port 4318)");
-	return refuse(name, val, "only http/protobuf is supported");
+		return refuse(name, val,
+			      "gRPC is not supported; use http/protobuf or http/json (port 4318)");
+	return refuse(name, val, "expected http/protobuf or http/json");
 }
 
 static int parse_compression(struct config *cfg, enum setting_id id, const char *name,

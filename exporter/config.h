@@ -56,6 +56,7 @@ struct config {
 	size_t nheaders;
 	long export_timeout_ms; /* OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT */
 	bool gzip; /* OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION=gzip */
+	bool protocol_json; /* OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL=http/json */
 	/* OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY, or NULL */
 	char *ca_file;
 	char *client_cert;

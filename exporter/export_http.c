@@ -32,6 +32,7 @@
 #define BACKOFF_MAX_MS 30000
 
 struct http_sink {
+	bool json; /* the body is OTLP/JSON */
 	CURL *curl;
 	struct curl_slist *headers;
 	char *url;
@@ -128,7 +129,9 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 	size_t i;
 	int err;
 
-	err = add_header(&h->headers, "Content-Type: application/x-protobuf");
+	h->json = opts->json;
+	err = add_header(&h->headers, opts->json ? "Content-Type: application/json" :
+						   "Content-Type: application/x-protobuf");
 	/* Else curl waits for "100 Continue" before large bodies, which some servers never send. */
 	if (!err)
 		err = add_header(&h->headers, "Expect:");
@@ -472,7 +475,8 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 	enum attempt res;
 	int err;
 
-	err = otlp__encode(spans, n, &buf, &len);
+	err = h->json ? otlp__encode_json(spans, n, (char **)&buf, &len) :
+			otlp__encode(spans, n, &buf, &len);
 	if (err) {
 		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
 		return err;

@@ -20,6 +20,7 @@ struct http_sink_opts {
 	size_t nheaders;
 	long timeout_ms; /* one export, its retries included */
 	bool gzip;	 /* OTEL_EXPORTER_OTLP_COMPRESSION=gzip */
+	bool json;	 /* http/json instead of http/protobuf */
 	const char *ca_file;	 /* PEM CA bundle (CURLOPT_CAINFO), or NULL for the system's */
 	const char *client_cert; /* PEM client certificate for mutual TLS, or NULL */
 	const char *client_key;	 /* its private key, or NULL */

@@ -184,6 +184,7 @@ static int start_exporter(struct app *app)
 		.nheaders = cfg->nheaders,
 		.timeout_ms = cfg->export_timeout_ms,
 		.gzip = cfg->gzip,
+		.json = cfg->protocol_json,
 		.ca_file = cfg->ca_file,
 		.client_cert = cfg->client_cert,
 		.client_key = cfg->client_key,

@@ -15,4 +15,10 @@ struct span;
  */
 int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out_len);
 
+/*
+ * The same request as OTLP/JSON (http/json): hex ids, 64-bit integers as strings. *OUT is a
+ * NUL-terminated malloc'ed string, *OUT_LEN its length. -ENOMEM, or -EINVAL for N == 0.
+ */
+int otlp__encode_json(struct span *const *spans, size_t n, char **out, size_t *out_len);
+
 #endif

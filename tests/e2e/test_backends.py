@@ -75,16 +75,21 @@ COLLECTOR_REQUESTS = [
 ]
 
 
-def test_collector_writes_the_spans_gospan_sent(collector, start_service, start_gospan):
+@pytest.mark.parametrize("protocol", ["http/protobuf", "http/json"])
+def test_collector_writes_the_spans_gospan_sent(protocol, collector, start_service, start_gospan):
+    """Both OTLP/HTTP encodings, decoded by the Collector itself."""
     svc = start_service()
+    before = len(collector.spans())
     g = start_gospan(svc.pid, env={
         "OTEL_EXPORTER_OTLP_ENDPOINT": collector.otlp_endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
         "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=e2e-collector",
     })
     g.wait_attached()
     for method, path, body, status, _ in COLLECTOR_REQUESTS:
         assert call(svc, method, path, body) == status, (method, path)
-    spans = collector.wait_for_spans(len(COLLECTOR_REQUESTS), SPAN_WAIT)
+    spans = collector.wait_for_spans(before + len(COLLECTOR_REQUESTS), SPAN_WAIT)
+    spans = [s for s in spans[before:] if s.resource.get("process.pid") == svc.pid]
     assert g.stop() == 0, g.stderr
     assert "failed" not in g.stderr, g.stderr
     assert len(spans) == len(COLLECTOR_REQUESTS), (

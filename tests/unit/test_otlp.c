@@ -17,6 +17,8 @@
 
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 
+#include <cjson/cJSON.h>
+
 #include "helpers.h"
 #include "otlp.h"
 #include "semconv.h"
@@ -493,6 +495,67 @@ static void test_otlp__bad_arguments(void **state)
 	assert_int_equal(len, 7);
 }
 
+/* OTLP/JSON: hex ids (not base64), 64-bit integers as strings, a root span without a parent. */
+static void test_otlp__json_encoding(void **state)
+{
+	struct resource *res = resource__new();
+	struct span *root = span__new(), *child = span__new();
+	struct span *spans[2] = { root, child };
+	const cJSON *rs, *sp, *a, *v;
+	char *text, hex[17];
+	size_t len, i;
+	cJSON *doc;
+
+	(void)state;
+	assert_non_null(res);
+	assert_non_null(root);
+	assert_non_null(child);
+	assert_int_equal(resource__set_str(res, SC_SERVICE_NAME, "svc"), 0);
+	root->res = child->res = res;
+	root->kind = SPAN_KIND_SERVER;
+	root->start_ns = 1700000000123456789ULL;
+	root->end_ns = 1700000000223456789ULL;
+	assert_int_equal(span__set_name(root, "GET /a", 6), 0);
+	assert_int_equal(span__set_int(root, SC_HTTP_RESPONSE_STATUS_CODE, 503), 0);
+	root->status = SPAN_STATUS_ERROR;
+	memcpy(child->trace_id, root->trace_id, sizeof(root->trace_id));
+	memcpy(child->parent_span_id, root->span_id, sizeof(root->span_id));
+	child->kind = SPAN_KIND_CLIENT;
+
+	assert_int_equal(otlp__encode_json(spans, 2, &text, &len), 0);
+	assert_int_equal(strlen(text), len);
+	doc = cJSON_Parse(text);
+	assert_non_null(doc);
+	rs = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "resourceSpans"), 0);
+	assert_non_null(rs);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "resourceSpans")), 1);
+	sp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(rs, "scopeSpans"), 0),
+				 "spans");
+	assert_int_equal(cJSON_GetArraySize(sp), 2);
+	a = cJSON_GetArrayItem(sp, 0);
+	for (i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", root->span_id[i]);
+	assert_string_equal(cJSON_GetObjectItem(a, "spanId")->valuestring, hex);
+	assert_int_equal(strlen(cJSON_GetObjectItem(a, "traceId")->valuestring), 32);
+	assert_null(cJSON_GetObjectItem(a, "parentSpanId"));
+	assert_string_equal(cJSON_GetObjectItem(a, "startTimeUnixNano")->valuestring,
+			    "1700000000123456789");
+	assert_int_equal(cJSON_GetObjectItem(a, "kind")->valueint, SPAN_KIND_SERVER);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "status"), "code")->valueint,
+			 SPAN_STATUS_ERROR);
+	v = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "attributes"), 0),
+				"value");
+	assert_string_equal(cJSON_GetObjectItem(v, "intValue")->valuestring, "503");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(sp, 1), "parentSpanId")
+				    ->valuestring,
+			    hex);
+	cJSON_Delete(doc);
+	free(text);
+	span__free(root);
+	span__free(child);
+	resource__free(res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +563,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_otlp__official_python_decoder, setup,
 						teardown),
 		cmocka_unit_test(test_otlp__grouping_many),
+		cmocka_unit_test(test_otlp__json_encoding),
 		cmocka_unit_test_setup_teardown(test_otlp__bad_arguments, setup, teardown),
 	};
 
