@@ -46,6 +46,7 @@ enum setting_id {
 	S_TIMEOUT,
 	S_TRACES_TIMEOUT,
 	S_BSP_DELAY,
+	S_BSP_EXPORT_TIMEOUT,
 	S_BSP_QUEUE,
 	S_BSP_BATCH,
 	S_LOG_LEVEL,
@@ -154,13 +155,19 @@ static const struct setting settings[S__COUNT] = {
 			       .help = "traces request headers; override the above by name",
 			       .parse = parse_headers, .secret = true },
 	[S_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TIMEOUT", .def = "10000",
-			.help = "export request timeout, ms", .parse = parse_ms },
+			.help = "timeout of each export request (connect, send, answer), ms",
+			.parse = parse_ms },
 	[S_TRACES_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
-			       .help = "traces export request timeout, ms; overrides the above",
+			       .help = "traces request timeout, ms; overrides the above",
 			       .parse = parse_ms },
 	[S_BSP_DELAY] = { .env = "OTEL_BSP_SCHEDULE_DELAY", .def = "5000",
 			  .help = "longest wait before queued spans are sent, ms",
 			  .parse = parse_ms },
+	[S_BSP_EXPORT_TIMEOUT] = { .env = "OTEL_BSP_EXPORT_TIMEOUT", .def = "30000",
+				   .help = "time one batch may spend on requests and retries, ms; "
+					   "after a transient failure it stays queued and is sent "
+					   "again later, and at exit what is queued gets this long",
+				   .parse = parse_ms },
 	[S_BSP_QUEUE] = { .env = "OTEL_BSP_MAX_QUEUE_SIZE", .def = "2048",
 			  .help = "spans queued for export at most; beyond, spans are dropped "
 				  "and counted",
@@ -677,6 +684,8 @@ static int parse_ms(struct config *cfg, enum setting_id id, const char *name, co
 		dst = &cfg->base_timeout_ms;
 	else if (id == S_TRACES_TIMEOUT)
 		dst = &cfg->traces_timeout_ms;
+	else if (id == S_BSP_EXPORT_TIMEOUT)
+		dst = &cfg->bsp_export_timeout_ms;
 	else
 		dst = &cfg->bsp_schedule_delay_ms;
 	/* A delay of 0 would spin the export thread; a timeout of 0 means none to libcurl. */

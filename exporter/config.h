@@ -63,6 +63,7 @@ struct config {
 	char *client_key;
 
 	long bsp_schedule_delay_ms; /* OTEL_BSP_SCHEDULE_DELAY, default 5000 */
+	long bsp_export_timeout_ms; /* OTEL_BSP_EXPORT_TIMEOUT, default 30000 */
 	long bsp_max_queue;	    /* OTEL_BSP_MAX_QUEUE_SIZE, default 2048 */
 	long bsp_max_batch;	    /* OTEL_BSP_MAX_EXPORT_BATCH_SIZE, default 512 */
 

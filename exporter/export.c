@@ -3,7 +3,10 @@
  * The batch span processor. The ring-buffer reader pushes finished spans into a fixed ring under
  * a mutex and never waits for anything else; the export thread takes batches out and hands them
  * to the sink. When the ring is full the newest span is dropped and counted: capture must never
- * stall because a collector is slow.
+ * stall because a collector is slow. The batch being exported still counts against the queue
+ * size, and a batch that failed for a transient reason is kept and offered to the sink again
+ * before anything newer: memory stays within OTEL_BSP_MAX_QUEUE_SIZE spans whatever the
+ * collector does, and what fits is delivered once, in order, when it comes back.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +26,7 @@ struct exporter {
 	struct span **ring;
 	size_t head, count; /* ring[head] is the oldest */
 	struct span **batch; /* the export thread's, allocated up front so it cannot fail later */
+	size_t inflight;     /* spans in batch: being exported, or kept for another try */
 	bool stopping, joined;
 	pthread_t thread;
 	struct exporter_stats stats;
@@ -52,40 +56,71 @@ static size_t take_batch(struct exporter *e)
 	return n;
 }
 
+/* Frees every span still in the ring, counted as export failures. Called with the lock held. */
+static size_t drop_queued(struct exporter *e)
+{
+	size_t n = e->count;
+
+	while (e->count) {
+		span__free(e->ring[e->head]);
+		e->head = (e->head + 1) % e->opts.max_queue;
+		e->count--;
+	}
+	e->stats.dropped_export_failed += n;
+	return n;
+}
+
 static void *export_thread(void *arg)
 {
 	struct exporter *e = arg;
 	struct timespec deadline;
-	size_t n, i;
+	bool retry = false;
+	size_t n = 0, i, left;
 	int err;
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		deadline_after(&deadline, e->opts.delay_ms);
-		/* Send when a full batch is there, when the delay passes, or when stopping. */
-		while (!e->stopping && e->count < e->opts.max_batch) {
-			if (pthread_cond_timedwait(&e->wake, &e->lock, &deadline) == ETIMEDOUT)
-				break;
+		if (!retry) {
+			deadline_after(&deadline, e->opts.delay_ms);
+			/* Send when a full batch is there, when the delay passes, or when stopping. */
+			while (!e->stopping && e->count < e->opts.max_batch) {
+				if (pthread_cond_timedwait(&e->wake, &e->lock, &deadline) ==
+				    ETIMEDOUT)
+					break;
+			}
+			if (!e->count) {
+				if (e->stopping)
+					break;
+				continue;
+			}
+			n = take_batch(e);
+			e->inflight = n;
 		}
-		if (!e->count) {
-			if (e->stopping)
-				break;
-			continue;
-		}
-		n = take_batch(e);
 		/* The sink may block for a whole export timeout: the reader must not wait on it. */
 		pthread_mutex_unlock(&e->lock);
-
 		err = e->opts.ops->export(e->opts.ctx, e->batch, n);
+		pthread_mutex_lock(&e->lock);
+
+		if (err)
+			e->stats.export_failures++;
+		/* Transient: the sink paces the next call, which sends the same spans again. */
+		retry = err == -EAGAIN && !e->stopping;
+		if (retry)
+			continue;
 		for (i = 0; i < n; i++)
 			span__free(e->batch[i]);
-
-		pthread_mutex_lock(&e->lock);
-		if (err) {
-			e->stats.export_failures++;
-			e->stats.dropped_export_failed += n;
-		} else {
+		e->inflight = 0;
+		if (!err) {
 			e->stats.exported += n;
+			continue;
+		}
+		e->stats.dropped_export_failed += n;
+		/* Stopping with the collector unreachable: one timeout each would only delay exit. */
+		if (err == -EAGAIN && e->count) {
+			left = drop_queued(e);
+			pr_err("%zu queued spans not sent: the collector did not answer while "
+			       "gospan was stopping",
+			       left);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -159,7 +194,7 @@ int exporter__submit(struct exporter *e, struct span *s)
 	pthread_mutex_lock(&e->lock);
 	e->stats.submitted++;
 	/* After shutdown nothing would export it: counted with the full-queue drops. */
-	full = e->count == e->opts.max_queue || e->stopping;
+	full = e->count + e->inflight >= e->opts.max_queue || e->stopping;
 	if (full) {
 		e->stats.dropped_queue_full++;
 	} else {
@@ -196,7 +231,7 @@ void exporter__stats(struct exporter *e, struct exporter_stats *out)
 {
 	pthread_mutex_lock(&e->lock);
 	*out = e->stats;
-	out->queue_depth = e->count;
+	out->queue_depth = e->count + e->inflight;
 	pthread_mutex_unlock(&e->lock);
 	if (e->opts.ops->stats)
 		e->opts.ops->stats(e->opts.ctx, out);

@@ -2,6 +2,8 @@
 /*
  * The batch span processor: a bounded queue between the ring-buffer reader and an export thread.
  * The reader never waits on the network: when the queue is full a span is dropped and counted.
+ * A batch whose export failed for a transient reason stays queued, at the head, until it is sent,
+ * so an outage of any length loses nothing that fits in the queue.
  * Batches go out when they reach the batch size or the schedule delay passes, whichever is first.
  */
 #ifndef GOSPAN_EXPORT_H
@@ -16,7 +18,12 @@ struct exporter_stats;
 /* Where batches go: OTLP/HTTP (export_http.c), the console (console.c), or nowhere. */
 struct sink_ops {
 	const char *name;
-	/* Sends N spans; 0 on success, negative errno on failure (already logged by the sink). */
+	/*
+	 * Sends N spans; 0 on success, negative errno on failure (already logged by the sink).
+	 * -EAGAIN means the failure was transient (collector unreachable, 429, 503...): the
+	 * processor keeps the batch and calls again with the same spans, and the sink paces
+	 * those calls. Any other error drops the batch.
+	 */
 	int (*export)(void *ctx, struct span *const *spans, size_t n);
 	/*
 	 * Optional. Called by exporter__shutdown from another thread: the sink stops waiting to
@@ -42,7 +49,7 @@ struct exporter_stats {
 	uint64_t dropped_queue_full;
 	uint64_t dropped_export_failed;
 	uint64_t export_failures; /* failed export calls (each may hold many spans) */
-	uint64_t queue_depth;
+	uint64_t queue_depth; /* spans waiting, the batch being sent included */
 	uint64_t retries;  /* requests sent again after a retryable failure (sink-counted) */
 	uint64_t rejected; /* spans the collector refused in a partial success (sink-counted) */
 };
@@ -55,9 +62,10 @@ struct exporter *exporter__new(const struct exporter_opts *opts);
  */
 int exporter__submit(struct exporter *e, struct span *s);
 /*
- * Exports everything queued, then stops the thread. The sink is told to stop retrying first, so
- * with an unreachable collector this still returns in about one export timeout; what could not
- * be sent is counted in dropped_export_failed. Safe to call once before exporter__free.
+ * Exports everything queued, then stops the thread. The sink is told to stop retrying first, and
+ * the first transient failure after that drops what is left, so with an unreachable collector
+ * this still returns in about one request timeout; what could not be sent is counted in
+ * dropped_export_failed. Safe to call once before exporter__free.
  */
 void exporter__shutdown(struct exporter *e);
 void exporter__stats(struct exporter *e, struct exporter_stats *out);

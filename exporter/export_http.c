@@ -3,8 +3,12 @@
  * OTLP/HTTP protobuf transport. One libcurl easy handle lives as long as the sink, so the
  * connection to the collector is kept alive across batches. Header values can be API keys: they
  * are sent, never logged. Failures the OTLP specification calls transient (429, 502, 503, 504,
- * no connection) are retried with jittered exponential backoff, honouring Retry-After, within
- * the export timeout; the waits happen on the export thread and end at once on shutdown.
+ * no connection) are retried with jittered exponential backoff, honouring Retry-After. Each
+ * request has the OTLP timeout; one export call, its retries included, has the batch timeout, and
+ * when that runs out the call returns -EAGAIN and the batch processor calls again with the same
+ * spans. The backoff carries on across those calls, so a long outage costs a request every 30 s
+ * at most. The waits happen on the export thread and end at once on shutdown, after which each
+ * batch gets one last request and no retry.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -40,8 +44,11 @@ struct http_sink {
 	uint8_t body[BODY_MAX + 1];
 	size_t body_len;
 	bool body_cut; /* the response was longer than BODY_MAX */
-	long timeout_ms, backoff_ms;
+	long timeout_ms, batch_timeout_ms, backoff_ms;
 	bool gzip;
+	/* The export thread's: transient failures in a row, and when the next request may go. */
+	unsigned int streak;
+	long long next_ms;
 	unsigned int seed; /* jitter: rand_r, used by the export thread only */
 
 	/* Shared with exporter__shutdown and exporter__stats, which run on other threads. */
@@ -205,6 +212,7 @@ void *http_sink__new(const struct http_sink_opts *opts)
 		return NULL;
 	}
 	h->timeout_ms = opts->timeout_ms;
+	h->batch_timeout_ms = opts->batch_timeout_ms > 0 ? opts->batch_timeout_ms : opts->timeout_ms;
 	h->backoff_ms = opts->backoff_ms ? opts->backoff_ms : BACKOFF_DEFAULT_MS;
 	h->gzip = opts->gzip;
 	h->seed = (unsigned int)now_ms() ^ (unsigned int)(uintptr_t)h;
@@ -464,77 +472,129 @@ static bool sleep_until(struct http_sink *h, long long until_ms)
 	return !stopped;
 }
 
-static int http_export(void *ctx, struct span *const *spans, size_t n)
+/* Encodes SPANS as OTLP (protobuf or JSON), gzipped when configured: *BODY points into *BUF. */
+static int encode_body(struct http_sink *h, struct span *const *spans, size_t n, uint8_t **buf,
+		       uint8_t **zbuf, uint8_t **body, size_t *blen)
 {
-	struct http_sink *h = ctx;
-	uint8_t *buf = NULL, *zbuf = NULL, *body;
-	long long deadline, wait, left;
-	char why[BODY_KEEP + 64] = "not sent before the shutdown deadline";
-	unsigned int attempt;
-	size_t len, zlen, blen;
-	enum attempt res;
+	size_t len, zlen;
 	int err;
 
-	err = h->json ? otlp__encode_json(spans, n, (char **)&buf, &len) :
-			otlp__encode(spans, n, &buf, &len);
+	err = h->json ? otlp__encode_json(spans, n, (char **)buf, &len) :
+			otlp__encode(spans, n, buf, &len);
 	if (err) {
 		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
 		return err;
 	}
-	body = buf;
-	blen = len;
-	if (h->gzip) {
-		err = gzip_body(buf, len, &zbuf, &zlen);
-		if (err) {
-			pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->url,
-			       strerror(-err));
-			goto cleanup;
-		}
-		body = zbuf;
-		blen = zlen;
+	*body = *buf;
+	*blen = len;
+	if (!h->gzip)
+		return 0;
+	err = gzip_body(*buf, len, zbuf, &zlen);
+	if (err) {
+		pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->url, strerror(-err));
+		return err;
 	}
+	*body = *zbuf;
+	*blen = zlen;
+	return 0;
+}
 
-	/* The export timeout covers the retries too; after shutdown, so does the stop deadline. */
-	deadline = now_ms() + h->timeout_ms;
+static bool sink_stopping(struct http_sink *h, long long *stop_deadline_ms)
+{
+	bool stopping;
+
 	pthread_mutex_lock(&h->lock);
-	if (h->stopping && h->stop_deadline_ms < deadline)
-		deadline = h->stop_deadline_ms;
+	stopping = h->stopping;
+	*stop_deadline_ms = h->stop_deadline_ms;
 	pthread_mutex_unlock(&h->lock);
+	return stopping;
+}
 
-	err = -EIO;
-	for (attempt = 0;; attempt++) {
+static void count_retry(struct http_sink *h)
+{
+	pthread_mutex_lock(&h->lock);
+	h->retries++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int http_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct http_sink *h = ctx;
+	uint8_t *buf = NULL, *zbuf = NULL, *body;
+	long long deadline, stop_deadline, wait, left;
+	char why[BODY_KEEP + 64] = "not sent before the shutdown deadline";
+	bool stopping;
+	size_t blen;
+	enum attempt res;
+	int err;
+
+	err = encode_body(h, spans, n, &buf, &zbuf, &body, &blen);
+	if (err)
+		goto cleanup;
+
+	/*
+	 * After a transient failure the processor calls again with the same batch: wait out the
+	 * backoff (or Retry-After) the last call chose, unless shutting down.
+	 */
+	if (h->streak) {
+		if (h->next_ms > now_ms())
+			sleep_until(h, h->next_ms);
+		count_retry(h);
+	}
+	deadline = now_ms() + h->batch_timeout_ms;
+	stopping = sink_stopping(h, &stop_deadline);
+	if (stopping && stop_deadline < deadline)
+		deadline = stop_deadline;
+
+	for (;;) {
 		left = deadline - now_ms();
 		if (left <= 0) {
-			pr_err("export to '%s' failed: %s; no time left to retry", h->url, why);
+			pr_err("export to '%s' failed: %s; no time left before shutdown", h->url, why);
+			err = -EAGAIN;
 			break;
 		}
-		res = post_once(h, body, blen, n, left, &wait, why, sizeof(why));
+		res = post_once(h, body, blen, n, left < h->timeout_ms ? left : h->timeout_ms, &wait,
+				why, sizeof(why));
 		if (res == ATTEMPT_OK) {
 			pr_debug("exported %zu spans (%zu bytes) to '%s'", n, blen, h->url);
+			if (h->streak)
+				pr_info("export to '%s' works again", h->url);
+			h->streak = 0;
 			err = 0;
 			break;
 		}
 		if (res == ATTEMPT_FAIL) {
-			pr_err("export to '%s' failed: %s", h->url, why);
+			pr_err("export to '%s' failed: %s; %zu spans dropped", h->url, why, n);
+			h->streak = 0;
+			err = -EIO;
 			break;
 		}
 		if (wait < 0)
-			wait = backoff_ms(h, attempt);
-		if (wait >= deadline - now_ms()) {
-			pr_err("export to '%s' failed: %s; retry in %lld ms would pass the export "
-			       "timeout",
-			       h->url, why, wait);
+			wait = backoff_ms(h, h->streak);
+		h->streak++;
+		h->next_ms = now_ms() + wait;
+		if (sink_stopping(h, &stop_deadline)) {
+			pr_err("export to '%s' failed: %s; not retried: shutting down", h->url,
+			       why);
+			err = -EAGAIN;
+			break;
+		}
+		if (h->next_ms >= deadline) {
+			/* Not lost: the processor keeps the batch and calls again. */
+			pr_warn("export to '%s' failed: %s; %zu spans kept queued, retrying in "
+				"%lld ms",
+				h->url, why, n, wait);
+			err = -EAGAIN;
 			break;
 		}
 		pr_warn("export to '%s' failed: %s; retrying in %lld ms", h->url, why, wait);
-		if (!sleep_until(h, now_ms() + wait)) {
+		if (!sleep_until(h, h->next_ms)) {
 			pr_err("export to '%s' failed: %s; not retried: shutting down", h->url,
 			       why);
+			err = -EAGAIN;
 			break;
 		}
-		pthread_mutex_lock(&h->lock);
-		h->retries++;
-		pthread_mutex_unlock(&h->lock);
+		count_retry(h);
 	}
 cleanup:
 	/* The handle keeps the pointer; it is replaced before the next perform. */
@@ -543,7 +603,7 @@ cleanup:
 	return err;
 }
 
-/* From exporter__shutdown: no more backoff waits, and one export timeout for what is left. */
+/* From exporter__shutdown: no more backoff waits, and one batch timeout for what is left. */
 static void http_sink_stop(void *ctx)
 {
 	struct http_sink *h = ctx;
@@ -551,7 +611,7 @@ static void http_sink_stop(void *ctx)
 	pthread_mutex_lock(&h->lock);
 	if (!h->stopping) {
 		h->stopping = true;
-		h->stop_deadline_ms = now_ms() + h->timeout_ms;
+		h->stop_deadline_ms = now_ms() + h->batch_timeout_ms;
 	}
 	pthread_cond_broadcast(&h->cond);
 	pthread_mutex_unlock(&h->lock);

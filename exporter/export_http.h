@@ -2,6 +2,8 @@
 /*
  * OTLP/HTTP protobuf transport over libcurl: one kept-alive handle, headers, timeouts, TLS files,
  * gzip, and the OTLP retry rules (429, 502, 503, 504 and connection failures, with backoff).
+ * An export that runs out of time on a transient failure returns -EAGAIN: the batch processor
+ * keeps the batch and offers it again, and the sink's backoff carries on across those calls.
  */
 #ifndef GOSPAN_EXPORT_HTTP_H
 #define GOSPAN_EXPORT_HTTP_H
@@ -18,7 +20,8 @@ struct http_sink_opts {
 	const char *url; /* full traces URL, e.g. http://localhost:4318/v1/traces */
 	const struct header_kv *headers;
 	size_t nheaders;
-	long timeout_ms; /* one export, its retries included */
+	long timeout_ms;       /* each request: OTEL_EXPORTER_OTLP_TIMEOUT */
+	long batch_timeout_ms; /* one export call, retries included; 0 = timeout_ms */
 	bool gzip;	 /* OTEL_EXPORTER_OTLP_COMPRESSION=gzip */
 	bool json;	 /* http/json instead of http/protobuf */
 	const char *ca_file;	 /* PEM CA bundle (CURLOPT_CAINFO), or NULL for the system's */

@@ -183,6 +183,7 @@ static int start_exporter(struct app *app)
 		.headers = cfg->headers,
 		.nheaders = cfg->nheaders,
 		.timeout_ms = cfg->export_timeout_ms,
+		.batch_timeout_ms = cfg->bsp_export_timeout_ms,
 		.gzip = cfg->gzip,
 		.json = cfg->protocol_json,
 		.ca_file = cfg->ca_file,

@@ -3,8 +3,8 @@
 - TLS: a throw-away CA and a server certificate for 127.0.0.1 made with the openssl command line;
   an HTTPS OTLP receiver. The CA given with OTEL_EXPORTER_OTLP_CERTIFICATE is trusted; without
   it the export is refused by verification; a missing CA file stops gospan before it starts.
-- An outage in the middle of a run: every span made before, during and after it is delivered
-  exactly once, through retries.
+- An outage in the middle of a run, four times longer than OTEL_BSP_EXPORT_TIMEOUT: every span
+  made before, during and after it is delivered exactly once, the failed batch kept queued.
 - A backend that never answers: the bounded queue (OTEL_BSP_MAX_QUEUE_SIZE) drops spans rather
   than growing or slowing the service, and the summary accounts for every captured span.
 """
@@ -28,6 +28,7 @@ import pytest
 from conftest import ReceivedSpan, _clean_env, attributes
 
 HTTP_TIMEOUT = 10.0
+OUTAGE_S = 8.0  # four times OTEL_BSP_EXPORT_TIMEOUT in the outage test
 SPAN_WAIT = 20.0
 
 
@@ -377,7 +378,9 @@ def test_mid_run_outage_loses_and_duplicates_nothing(receivers, start_service, s
     g = start_gospan(svc.pid, rx, env={
         "OTEL_BSP_MAX_QUEUE_SIZE": "2048",
         "OTEL_BSP_SCHEDULE_DELAY": "200",
-        "OTEL_EXPORTER_OTLP_TIMEOUT": "10000",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "1000",
+        # Far shorter than the outage: the batch must outlive its export call, kept queued.
+        "OTEL_BSP_EXPORT_TIMEOUT": "2000",
     })
     g.wait_attached()
     before = [f"/users/before-{i}" for i in range(10)]
@@ -392,9 +395,11 @@ def test_mid_run_outage_loses_and_duplicates_nothing(receivers, start_service, s
     for p in during:
         assert call(svc, "GET", p) == 200
         time.sleep(0.05)
-    time.sleep(max(0.0, 3.0 - (time.monotonic() - t_down)))
+    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - t_down)))
     assert re.search(r"export to .* failed", g.stderr), (
         f"no export failed while the receiver was down\n{g.stderr}")
+    assert re.search(r"spans kept queued", g.stderr), (
+        f"no batch outlived its export timeout during the outage\n{g.stderr}")
     rx2 = receivers(port=port)
 
     after = [f"/users/after-{i}" for i in range(10)]

@@ -52,6 +52,7 @@ struct fake_sink {
 	bool gate_closed; /* export waits while set */
 	bool in_export;
 	int result; /* what export returns */
+	size_t fail_first; /* this many calls return -EAGAIN first, recording nothing */
 	size_t calls, nspans;
 	size_t batches[256];
 	uint64_t seen[MAX_SEEN]; /* start_ns of every span, in arrival order: the test's sequence */
@@ -68,6 +69,19 @@ static int fake_export(void *ctx, struct span *const *spans, size_t n)
 	pthread_cond_broadcast(&f->cond);
 	while (f->gate_closed)
 		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->fail_first || f->result == -EAGAIN) {
+		struct timespec ms = { .tv_nsec = 1000000 };
+
+		if (f->fail_first)
+			f->fail_first--;
+		f->calls++;
+		f->in_export = false;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+		/* A real sink paces its retries; without this the processor would spin. */
+		nanosleep(&ms, NULL);
+		return -EAGAIN;
+	}
 	if (f->calls < 256)
 		f->batches[f->calls] = n;
 	f->calls++;
@@ -203,14 +217,17 @@ static void test_export__queue_full_drops_and_counts(void **state)
 	assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
 	assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
 	assert_true(fake_wait_in_export(&f));
-	/* The queue holds 4 more; beyond that, submit refuses at once instead of waiting. */
-	for (i = 0; i < 4; i++)
+	/*
+	 * The batch in the sink still counts against the queue size of 4: room for 2 more, and
+	 * beyond that submit refuses at once instead of waiting.
+	 */
+	for (i = 0; i < 2; i++)
 		assert_int_equal(exporter__submit(e, make_span(seq++)), 0);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(exporter__submit(e, make_span(100 + i)), -ENOSPC);
 
 	exporter__stats(e, &st);
-	assert_int_equal(st.submitted, 9);
+	assert_int_equal(st.submitted, 7);
 	assert_int_equal(st.dropped_queue_full, 3);
 	assert_int_equal(st.queue_depth, 4);
 	assert_int_equal(st.exported, 0);
@@ -218,11 +235,11 @@ static void test_export__queue_full_drops_and_counts(void **state)
 	fake_open_gate(&f);
 	exporter__shutdown(e);
 	exporter__stats(e, &st);
-	assert_int_equal(st.exported, 6);
+	assert_int_equal(st.exported, 4);
 	assert_int_equal(st.dropped_queue_full, 3);
 	assert_int_equal(st.dropped_export_failed, 0);
 	assert_int_equal(st.queue_depth, 0);
-	assert_in_order(&f, 6);
+	assert_in_order(&f, 4);
 	exporter__free(e);
 	assert_true(f.freed);
 	fake_destroy(&f);
@@ -337,6 +354,76 @@ static void test_export__failed_export_counts(void **state)
 	assert_int_equal(st.dropped_export_failed, 12);
 	assert_int_equal(st.export_failures, 3); /* 5 + 5 + 2 */
 	assert_int_equal(st.dropped_queue_full, 0);
+	exporter__free(e);
+	fake_destroy(&f);
+}
+
+/* A transient failure keeps the batch: it is sent again, first, and nothing is lost or doubled. */
+static void test_export__transient_failure_keeps_batch(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	uint64_t i;
+
+	(void)state;
+	fake_init(&f);
+	f.fail_first = 5;
+	e = new_exporter(&f, 100, 4, 600000);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+	wait_exported(e, 8, &st);
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 10);
+	assert_int_equal(st.export_failures, 5);
+	assert_int_equal(st.dropped_export_failed, 0);
+	assert_int_equal(st.queue_depth, 0);
+	assert_int_equal(f.nspans, 10);
+	assert_in_order(&f, 10);
+	exporter__free(e);
+	fake_destroy(&f);
+}
+
+/*
+ * While a batch waits for another try it holds its place in the queue; at shutdown, a collector
+ * still failing drops it and everything behind it, counted, instead of one timeout per batch.
+ */
+static void test_export__transient_failure_bounded_and_dropped_at_exit(void **state)
+{
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	uint64_t i;
+
+	(void)state;
+	fake_init(&f);
+	f.result = -EAGAIN;
+	e = new_exporter(&f, 6, 4, 600000);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+	/* The full batch has gone to the sink and failed at least once. */
+	for (i = 0; i < WAIT_SEC * 1000; i++) {
+		exporter__stats(e, &st);
+		if (st.export_failures)
+			break;
+		usleep(1000);
+	}
+	assert_true(st.export_failures >= 1);
+	assert_int_equal(exporter__submit(e, make_span(4)), 0);
+	assert_int_equal(exporter__submit(e, make_span(5)), 0);
+	assert_int_equal(exporter__submit(e, make_span(6)), -ENOSPC);
+	exporter__stats(e, &st);
+	assert_int_equal(st.queue_depth, 6);
+	assert_int_equal(st.dropped_export_failed, 0);
+
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 0);
+	assert_int_equal(st.dropped_export_failed, 6);
+	assert_int_equal(st.dropped_queue_full, 1);
+	assert_int_equal(st.queue_depth, 0);
+	assert_true(st.export_failures >= 2);
 	exporter__free(e);
 	fake_destroy(&f);
 }
@@ -772,7 +859,8 @@ static void test_export__http_connection_refused(void **state)
 	o.backoff_ms = 50;
 	h = new_sink_opts(port, &o);
 	capture_start(&cap);
-	assert_int_equal(http_sink_ops.export(h, &s, 1), -EIO);
+	/* Transient: the processor would keep the span and call again. */
+	assert_int_equal(http_sink_ops.export(h, &s, 1), -EAGAIN);
 	log = capture_end(&cap);
 	sink_stats(h, &st);
 	http_sink_ops.free(h);
@@ -1124,6 +1212,8 @@ int main(void)
 		cmocka_unit_test(test_export__http_gzip),
 		cmocka_unit_test(test_export__http_partial_success),
 		cmocka_unit_test(test_export__shutdown_ends_backoff),
+		cmocka_unit_test(test_export__transient_failure_keeps_batch),
+		cmocka_unit_test(test_export__transient_failure_bounded_and_dropped_at_exit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
