@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <zlib.h>
 
@@ -346,23 +347,34 @@ static bool status_retryable(long status)
 	return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
-/*
- * Logs a partial success (some spans refused) from a 2xx body. A body that does not decode is
- * not an error: the spans were accepted, and some receivers answer with nothing or with JSON.
- */
-static void check_partial_success(struct http_sink *h, size_t n)
+/* Logs and counts a partial success: REJECTED of N spans refused, with the collector's MESSAGE. */
+static void report_partial_success(struct http_sink *h, long long rejected, const char *message,
+				   size_t n)
+{
+	char msg[BODY_KEEP + 1];
+	size_t mlen = message ? strlen(message) : 0;
+
+	if (!rejected && !mlen)
+		return;
+	if (mlen > BODY_KEEP)
+		mlen = BODY_KEEP;
+	memcpy(msg, message ? message : "", mlen);
+	printable(msg, mlen);
+	pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->url, rejected, n,
+		mlen ? ": " : "", msg);
+	if (rejected > 0) {
+		pthread_mutex_lock(&h->lock);
+		h->rejected += (uint64_t)rejected;
+		pthread_mutex_unlock(&h->lock);
+	}
+}
+
+/* An ExportTraceServiceResponse in protobuf. */
+static void check_partial_success_pb(struct http_sink *h, size_t n)
 {
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse *resp;
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess *ps;
-	char msg[BODY_KEEP + 1];
-	size_t mlen;
 
-	if (!h->body_len)
-		return;
-	if (h->body_cut) {
-		pr_debug("response from '%s' longer than %d bytes: not decoded", h->url, BODY_MAX);
-		return;
-	}
 	resp = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
 		NULL, h->body_len, h->body);
 	if (!resp) {
@@ -370,22 +382,62 @@ static void check_partial_success(struct http_sink *h, size_t n)
 		return;
 	}
 	ps = resp->partial_success;
-	if (ps && (ps->rejected_spans || (ps->error_message && *ps->error_message))) {
-		mlen = ps->error_message ? strlen(ps->error_message) : 0;
-		if (mlen > BODY_KEEP)
-			mlen = BODY_KEEP;
-		memcpy(msg, ps->error_message ? ps->error_message : "", mlen);
-		printable(msg, mlen);
-		pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->url,
-			(long long)ps->rejected_spans, n, mlen ? ": " : "", msg);
-		if (ps->rejected_spans > 0) {
-			pthread_mutex_lock(&h->lock);
-			h->rejected += (uint64_t)ps->rejected_spans;
-			pthread_mutex_unlock(&h->lock);
-		}
-	}
+	if (ps)
+		report_partial_success(h, (long long)ps->rejected_spans, ps->error_message, n);
 	opentelemetry__proto__collector__trace__v1__export_trace_service_response__free_unpacked(
 		resp, NULL);
+}
+
+/*
+ * The same in OTLP/JSON: {"partialSuccess": {"rejectedSpans": "2", "errorMessage": "..."}}.
+ * The JSON mapping writes 64-bit integers as strings, but numbers are accepted too.
+ */
+static void check_partial_success_json(struct http_sink *h, size_t n)
+{
+	const cJSON *ps, *rej, *msg;
+	long long rejected = 0;
+	cJSON *resp;
+	char *end;
+
+	resp = cJSON_ParseWithLength((const char *)h->body, h->body_len);
+	if (!resp) {
+		pr_debug("response from '%s' is not JSON", h->url);
+		return;
+	}
+	ps = cJSON_GetObjectItemCaseSensitive(resp, "partialSuccess");
+	if (cJSON_IsObject(ps)) {
+		rej = cJSON_GetObjectItemCaseSensitive(ps, "rejectedSpans");
+		msg = cJSON_GetObjectItemCaseSensitive(ps, "errorMessage");
+		if (cJSON_IsNumber(rej)) {
+			rejected = (long long)rej->valuedouble;
+		} else if (cJSON_IsString(rej)) {
+			errno = 0;
+			rejected = strtoll(rej->valuestring, &end, 10);
+			if (errno || *end || end == rej->valuestring)
+				rejected = 0;
+		}
+		report_partial_success(h, rejected, cJSON_IsString(msg) ? msg->valuestring : NULL,
+				       n);
+	}
+	cJSON_Delete(resp);
+}
+
+/*
+ * Logs a partial success (some spans refused) from a 2xx body. A body that does not decode is
+ * not an error: the spans were accepted, and some receivers answer with nothing at all.
+ */
+static void check_partial_success(struct http_sink *h, size_t n)
+{
+	if (!h->body_len)
+		return;
+	if (h->body_cut) {
+		pr_debug("response from '%s' longer than %d bytes: not decoded", h->url, BODY_MAX);
+		return;
+	}
+	if (h->json)
+		check_partial_success_json(h, n);
+	else
+		check_partial_success_pb(h, n);
 }
 
 /*

@@ -1147,6 +1147,43 @@ static void test_export__http_partial_success(void **state)
 		span__free(spans[i]);
 }
 
+/* With http/json the answer is OTLP/JSON, its int64 written as a string. */
+static void test_export__http_json_partial_success(void **state)
+{
+	static const char body[] =
+		"{\"partialSuccess\":{\"rejectedSpans\":\"1\",\"errorMessage\":\"no\\tname\"}}";
+	struct srv_resp resp[1] = { { .status = 200, .body = body } };
+	struct http_sink_opts o = { .json = true };
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct span *spans[2];
+	struct server srv;
+	char *log;
+	size_t i;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	for (i = 0; i < 2; i++)
+		spans[i] = make_named_span(NULL, "GET /");
+	h = new_sink_opts(srv.port, &o);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export(h, spans, 2), 0);
+	log = capture_end(&cap);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(st.rejected, 1);
+	if (!strstr(log, "rejected 1 of 2 spans: no?name"))
+		fail_msg("want the JSON partial success in the log, got \"%s\"", log);
+	assert_string_equal(srv.reqs[0].content_type, "application/json");
+	free(log);
+	server_free(&srv);
+	for (i = 0; i < 2; i++)
+		span__free(spans[i]);
+}
+
 static void test_export__shutdown_ends_backoff(void **state)
 {
 	const struct srv_resp resp[1] = {
@@ -1211,6 +1248,7 @@ int main(void)
 		cmocka_unit_test(test_export__http_refused_then_up),
 		cmocka_unit_test(test_export__http_gzip),
 		cmocka_unit_test(test_export__http_partial_success),
+		cmocka_unit_test(test_export__http_json_partial_success),
 		cmocka_unit_test(test_export__shutdown_ends_backoff),
 		cmocka_unit_test(test_export__transient_failure_keeps_batch),
 		cmocka_unit_test(test_export__transient_failure_bounded_and_dropped_at_exit),
