@@ -114,7 +114,9 @@ static const struct setting settings[S__COUNT] = {
 	[S_PID] = { .env = "OTEL_GO_AUTO_TARGET_PID", .opt = "pid", .help = "process to trace",
 		    .parse = parse_pid },
 	[S_EXE] = { .env = "OTEL_GO_AUTO_TARGET_EXE", .opt = "exe",
-		    .help = "executable to trace: every process running it, waiting for the first",
+		    .help = "executable to trace: every process running it, waiting for the first; "
+			    "a path that is not in gospan's mount namespace is looked for as the "
+			    "processes see it (in a container)",
 		    .parse = parse_exe },
 	[S_VERBOSE] = { .opt = "verbose", .short_opt = 'v', .help = "status line every 10 s",
 			.parse = parse_flag, .flag = true },

@@ -59,16 +59,21 @@ static int install_signals(void)
 	return 0;
 }
 
-/* The first process whose executable is the file at PATH (same device and inode); 0 if none. */
-static pid_t find_process_of(const char *path)
+/*
+ * The first process running the file at PATH: the same device and inode when PATH exists here,
+ * else (PATH_HERE false) the same path as the process itself sees it, which is how a binary in
+ * another container's mount namespace is named. 0 if none.
+ */
+static pid_t find_process_of(const char *path, bool path_here)
 {
+	char exe[64], link[PATH_MAX];
 	struct stat want, st;
 	struct dirent *d;
-	char exe[64];
 	pid_t found = 0;
+	ssize_t n;
 	DIR *dir;
 
-	if (stat(path, &want))
+	if (path_here && stat(path, &want))
 		return 0;
 	dir = opendir("/proc");
 	if (!dir)
@@ -80,13 +85,69 @@ static pid_t find_process_of(const char *path)
 		if (*end || pid <= 0 || pid == getpid())
 			continue;
 		snprintf(exe, sizeof(exe), "/proc/%ld/exe", pid);
-		if (!stat(exe, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
+		if (path_here) {
+			if (!stat(exe, &st) && st.st_dev == want.st_dev &&
+			    st.st_ino == want.st_ino) {
+				found = (pid_t)pid;
+				break;
+			}
+			continue;
+		}
+		n = readlink(exe, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!strcmp(link, path)) {
 			found = (pid_t)pid;
 			break;
 		}
 	}
 	closedir(dir);
 	return found;
+}
+
+/*
+ * For --exe: the binary to analyse and attach to, waiting for its first process. A path that
+ * does not exist in gospan's own mount namespace is looked for inside the processes' (another
+ * container's), and reached through /proc/PID/root; the uprobes then sit on that file's inode,
+ * so later processes of the same file are traced too.
+ */
+static int resolve_exe(const struct config *cfg, char *path, size_t size, char *real,
+		       pid_t *pid)
+{
+	bool here = true, said = false;
+
+	if (!realpath(cfg->exe, real)) {
+		if ((errno != ENOENT && errno != ENOTDIR) || cfg->exe[0] != '/' ||
+		    strlen(cfg->exe) >= PATH_MAX) {
+			pr_err("cannot trace '%s': %s", cfg->exe, strerror(errno));
+			return -errno;
+		}
+		/* Not here: perhaps in a container. Matched as the processes see it. */
+		here = false;
+		strcpy(real, cfg->exe);
+	}
+	while (!(*pid = find_process_of(real, here))) {
+		if (stop_signal)
+			return -EINTR;
+		if (!said) {
+			pr_info(here ? "waiting for a process running '%s'" :
+				       "waiting for a process running '%s': not in this mount "
+				       "namespace, looking for it in the processes' own",
+				real);
+			said = true;
+		}
+		usleep(WAIT_EXE_POLL_US);
+	}
+	if (here) {
+		snprintf(path, size, "%s", real);
+	} else if ((size_t)snprintf(path, size, "/proc/%d/root%s", (int)*pid, real) >= size) {
+		pr_err("cannot trace '%s': path too long", real);
+		return -ENAMETOOLONG;
+	} else {
+		pr_info("found '%s' in the mount namespace of process %d", real, (int)*pid);
+	}
+	return 0;
 }
 
 /* Picks the binary to analyse and probe. For --exe, waits for its first process. */
@@ -96,7 +157,7 @@ static int resolve_target(const struct config *cfg, char *path, size_t size, cha
 	char link[64], real[PATH_MAX];
 	const char *base;
 	ssize_t n;
-	bool said = false;
+	int err;
 
 	if (cfg->pid) {
 		*pid = cfg->pid;
@@ -111,20 +172,9 @@ static int resolve_target(const struct config *cfg, char *path, size_t size, cha
 		/* /proc/PID/exe reaches the binary even when it was deleted or is in a container. */
 		snprintf(path, size, "%s", link);
 	} else {
-		if (!realpath(cfg->exe, real)) {
-			pr_err("cannot trace '%s': %s", cfg->exe, strerror(errno));
-			return -errno;
-		}
-		snprintf(path, size, "%s", real);
-		while (!(*pid = find_process_of(real))) {
-			if (stop_signal)
-				return -EINTR;
-			if (!said) {
-				pr_info("waiting for a process running '%s'", real);
-				said = true;
-			}
-			usleep(WAIT_EXE_POLL_US);
-		}
+		err = resolve_exe(cfg, path, size, real, pid);
+		if (err)
+			return err;
 	}
 	base = strrchr(real, '/');
 	base = base ? base + 1 : real;

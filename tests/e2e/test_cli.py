@@ -7,7 +7,7 @@ import subprocess
 import time
 import urllib.request
 
-from conftest import Gospan, Service, _clean_env
+from conftest import Gospan, Service, _LineReader, _clean_env
 
 
 def _env(receiver, **extra):
@@ -52,6 +52,50 @@ def test_exe_waits_for_the_first_process(gospan_bin, example_bin, build_dir, otl
     assert len(spans) == 1
     assert spans[0].resource["process.pid"] == svc.pid
     assert spans[0].resource["service.name"] == "httpserver-exe"
+
+
+def test_exe_in_another_mount_namespace(gospan_bin, example_bin, build_dir, otlp_receiver):
+    """--exe with the path a container sees: the binary lives on a tmpfs mounted only in the
+    service's own mount namespace, so the path does not exist where gospan runs."""
+    if not shutil.which("unshare"):
+        raise AssertionError("unshare (util-linux) is needed for this test")
+    mnt = build_dir / "e2e" / "ctr-root"
+    mnt.mkdir(exist_ok=True)
+    inner = mnt / "svc"
+    assert not inner.exists()
+    script = (f"mount -t tmpfs gospan-test {mnt} && cp {example_bin} {inner} && "
+              f"exec {inner} -addr 127.0.0.1:0")
+    g = Gospan([str(gospan_bin), "--exe", str(inner)], _env(otlp_receiver))
+    proc = None
+    try:
+        time.sleep(0.5)
+        assert g.proc.poll() is None, g.stderr
+        assert "not in this mount namespace" in g.stderr, g.stderr
+        proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_clean_env())
+        out = _LineReader(proc.stdout, "listening on ")
+        err = _LineReader(proc.stderr)
+        assert out.matched.wait(15.0), f"the namespaced service did not start\n{err.text}"
+        base = "http://" + out.match.split()[-1]
+        line = g.wait_attached()
+        assert f"pid {proc.pid}," in line and "'svc'" in line, line
+        assert f"found '{inner}' in the mount namespace of process {proc.pid}" in g.stderr
+        assert not inner.exists(), "the tmpfs leaked into gospan's mount namespace"
+        before = len(otlp_receiver.snapshot())
+        assert _get(base + "/users/ns-1") == 200
+        assert g.stop() == 0, g.stderr
+    finally:
+        if proc and proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+        if g.proc.poll() is None:
+            g.proc.kill()
+    spans = [s for s in otlp_receiver.snapshot()[before:]
+             if s.attrs.get("url.path") == "/users/ns-1"]
+    assert len(spans) == 1, g.stderr
+    assert spans[0].resource["process.pid"] == proc.pid
+    assert spans[0].attrs.get("http.response.status_code") == 200
 
 
 def test_target_and_service_name_from_the_environment(gospan_bin, start_service, otlp_receiver):
