@@ -10,12 +10,14 @@
  * at most. The waits happen on the export thread and end at once on shutdown, after which each
  * batch gets one last request and no retry.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -185,6 +187,49 @@ static int sync_init(struct http_sink *h)
 	return 0;
 }
 
+/* Whether HOST (as curl gives it: IPv6 in brackets) is this machine's loopback. */
+static bool host_is_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	char v6[INET6_ADDRSTRLEN + 2];
+	size_t n = strlen(host);
+
+	if (!strcasecmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (host[0] == '[' && n > 2 && n - 2 < sizeof(v6)) {
+		memcpy(v6, host + 1, n - 2);
+		v6[n - 2] = '\0';
+		return inet_pton(AF_INET6, v6, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return false;
+}
+
+/*
+ * Spans carry paths, addresses and the API key header: over plain http they can be read on the
+ * way to a collector on another host. Said once, at start; loopback is left alone.
+ */
+static void warn_if_cleartext(const char *url)
+{
+	char *scheme = NULL, *host = NULL;
+	CURLU *u = curl_url();
+
+	if (!u)
+		return;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    !strcasecmp(scheme, "http") && !host_is_loopback(host))
+		pr_warn("spans go to '%s' unencrypted (http://, not this host): use https:// "
+			"unless the network between is trusted",
+			url);
+	curl_free(host);
+	curl_free(scheme);
+	curl_url_cleanup(u);
+}
+
 void *http_sink__new(const struct http_sink_opts *opts)
 {
 	struct http_sink *h;
@@ -229,6 +274,7 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	err = build_headers(h, opts);
 	if (err)
 		goto cleanup;
+	warn_if_cleartext(h->url);
 
 	connect_ms = opts->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? opts->timeout_ms :
 								  CONNECT_TIMEOUT_MAX_MS;

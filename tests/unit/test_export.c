@@ -942,6 +942,43 @@ static void test_export__http_sink_rejects_bad_header(void **state)
 	free(log);
 }
 
+/* Plain http to another host is warned about once, at start; loopback and https are not. */
+static void test_export__cleartext_warning(void **state)
+{
+	static const struct {
+		const char *url;
+		bool warned;
+	} cases[] = {
+		{ "http://10.1.2.3:4318/v1/traces", true },
+		{ "http://collector.example:4318/v1/traces", true },
+		{ "HTTP://[2001:db8::1]:4318/v1/traces", true },
+		{ "http://127.0.0.1:4318/v1/traces", false },
+		{ "http://127.8.9.10/v1/traces", false },
+		{ "http://localhost:4318/v1/traces", false },
+		{ "http://[::1]:4318/v1/traces", false },
+		{ "https://collector.example/v1/traces", false },
+	};
+	struct test_capture cap;
+	struct http_sink_opts o = { .timeout_ms = 1000 };
+	size_t i;
+	char *log;
+	void *h;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o.url = cases[i].url;
+		capture_start(&cap);
+		h = http_sink__new(&o);
+		log = capture_end(&cap);
+		assert_non_null(h);
+		http_sink_ops.free(h);
+		if (cases[i].warned != !!strstr(log, "unencrypted"))
+			fail_msg("%s: want %s, log \"%s\"", cases[i].url,
+				 cases[i].warned ? "a warning" : "no warning", log);
+		free(log);
+	}
+}
+
 /* ---- retries, partial success, gzip ------------------------------------------------------ */
 
 static void test_export__http_retry_after(void **state)
@@ -1249,6 +1286,7 @@ int main(void)
 		cmocka_unit_test(test_export__http_gzip),
 		cmocka_unit_test(test_export__http_partial_success),
 		cmocka_unit_test(test_export__http_json_partial_success),
+		cmocka_unit_test(test_export__cleartext_warning),
 		cmocka_unit_test(test_export__shutdown_ends_backoff),
 		cmocka_unit_test(test_export__transient_failure_keeps_batch),
 		cmocka_unit_test(test_export__transient_failure_bounded_and_dropped_at_exit),
