@@ -213,6 +213,11 @@ static void submit_span(void *ctx, struct span *s)
 	exporter__submit(app->exporter, s); /* counts its own drops */
 }
 
+static bool process_busy(void *ctx, pid_t pid)
+{
+	return records__has_calls(ctx, pid);
+}
+
 static void forget_call(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
 {
 	struct app *app = ctx;
@@ -362,6 +367,7 @@ static int run(struct app *app)
 				pr_info("target process %d exited", (int)only_pid);
 				break;
 			}
+			process_table__prune(app->processes, process_busy, app->records);
 		}
 		if (app->cfg.verbose && now >= next_status) {
 			print_summary(app, false);

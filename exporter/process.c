@@ -4,6 +4,7 @@
  * so --exe picks up every process of a binary, including ones started after gospan.
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -89,6 +90,26 @@ void process_table__remove(struct process_table *pt, pid_t pid)
 			return;
 		}
 	}
+}
+
+size_t process_table__prune(struct process_table *pt, bool (*busy)(void *ctx, pid_t pid),
+			    void *ctx)
+{
+	struct process **pp, *p;
+	size_t n = 0;
+
+	for (pp = &pt->procs; (p = *pp);) {
+		if (kill(p->pid, 0) && errno == ESRCH && !busy(ctx, p->pid)) {
+			pr_debug("process %d exited: forgotten", (int)p->pid);
+			*pp = p->next;
+			resource__free(p->res);
+			free(p);
+			n++;
+			continue;
+		}
+		pp = &p->next;
+	}
+	return n;
 }
 
 /* The value of NAME in the process's initial environment, copied to BUF; false if absent. */

@@ -39,5 +39,12 @@ struct process *process_table__find(struct process_table *pt, pid_t pid);
 uint64_t process__load_bias(pid_t pid, uint64_t link_base);
 /* Forgets PID (it exited). */
 void process_table__remove(struct process_table *pt, pid_t pid);
+/*
+ * Forgets every process that has exited, so that --exe with a service restarting for days keeps
+ * a table as long as the processes alive. BUSY(CTX, PID) says whether calls still open point at
+ * the process (records.c); such a process stays until they are gone. Returns how many went.
+ */
+size_t process_table__prune(struct process_table *pt, bool (*busy)(void *ctx, pid_t pid),
+			    void *ctx);
 
 #endif

@@ -370,7 +370,7 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	p->span = s;
 	p->proc = proc;
 
-	s->res = proc->res;
+	span__set_resource(s, proc->res);
 	s->kind = kind == CALL_SERVER ? SPAN_KIND_SERVER : SPAN_KIND_CLIENT;
 	s->start_ns = clock__to_unix_ns(r->opts.clock, h->start_ns);
 	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
@@ -670,6 +670,20 @@ void records__tick(struct records *r, uint64_t now_ns)
 {
 	if (r->stats.pending)
 		sweep(r, now_ns, false);
+}
+
+bool records__has_calls(const struct records *r, pid_t pid)
+{
+	const struct pending *p;
+	size_t i;
+
+	if (!r->stats.pending)
+		return false;
+	for (i = 0; i < PENDING_BUCKETS; i++)
+		for (p = r->buckets[i]; p; p = p->next)
+			if (p->pid == (uint32_t)pid)
+				return true;
+	return false;
 }
 
 void records__flush(struct records *r)

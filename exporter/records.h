@@ -7,6 +7,7 @@
 #ifndef GOSPAN_RECORDS_H
 #define GOSPAN_RECORDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +56,8 @@ void records__free(struct records *r);
 int records__handle(void *r, const void *data, size_t size);
 /* Finishes panicked calls past their grace and drops calls of exited processes. NOW is monotonic. */
 void records__tick(struct records *r, uint64_t now_ns);
+/* Whether a call of process PID is still open (its span not finished). */
+bool records__has_calls(const struct records *r, pid_t pid);
 /* At shutdown: finishes every panicked call now and counts the rest as unfinished. */
 void records__flush(struct records *r);
 void records__stats(const struct records *r, struct records_stats *out);

@@ -108,7 +108,17 @@ static char *utf8_dup(const char *src)
 
 struct resource *resource__new(void)
 {
-	return calloc(1, sizeof(struct resource));
+	struct resource *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->refs = 1;
+	return r;
+}
+
+struct resource *resource__hold(struct resource *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+	return r;
 }
 
 static struct attr *resource_find(const struct resource *r, const char *key)
@@ -198,7 +208,7 @@ void resource__free(struct resource *r)
 {
 	size_t i;
 
-	if (!r)
+	if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	for (i = 0; i < r->nattrs; i++) {
 		free((char *)r->attrs[i].key);
@@ -261,7 +271,17 @@ struct span *span__new(void)
 
 void span__free(struct span *s)
 {
+	if (s && s->res_held)
+		resource__free((struct resource *)s->res);
 	free(s);
+}
+
+void span__set_resource(struct span *s, struct resource *r)
+{
+	if (s->res_held)
+		resource__free((struct resource *)s->res);
+	s->res = resource__hold(r);
+	s->res_held = true;
 }
 
 /*

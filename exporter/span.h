@@ -45,25 +45,36 @@ struct attr {
 	};
 };
 
-/* Resource attributes of one traced process; owns its strings. Lives while the process is known. */
+/*
+ * Resource attributes of one traced process; owns its strings. Reference-counted: the process
+ * table holds one reference while the process is known, and each span that points to it holds
+ * one until it is exported, so a process that exits can be forgotten while its spans still wait
+ * in the export queue.
+ */
 #define RESOURCE_MAX_ATTRS 48
 struct resource {
+	unsigned int refs; /* atomic: spans are freed on the export thread */
 	size_t nattrs;
 	struct attr attrs[RESOURCE_MAX_ATTRS];
 };
 
+/* A resource with one reference. */
 struct resource *resource__new(void);
+/* Takes one more reference; returns R. */
+struct resource *resource__hold(struct resource *r);
 /* Sets (or replaces) KEY; both are copied. -ENOSPC when full, -ENOMEM. */
 int resource__set_str(struct resource *r, const char *key, const char *val);
 int resource__set_int(struct resource *r, const char *key, int64_t val);
 const struct attr *resource__get(const struct resource *r, const char *key);
+/* Drops one reference; the last frees R. */
 void resource__free(struct resource *r);
 
 #define SPAN_MAX_ATTRS 32
 #define SPAN_ARENA_SIZE 2048
 
 struct span {
-	const struct resource *res; /* not owned */
+	const struct resource *res; /* a reference of its own when res_held */
+	bool res_held;
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
 	uint8_t parent_span_id[8]; /* all zero: a root span */
@@ -86,6 +97,8 @@ struct span {
 /* A zeroed span with fresh random trace and span ids (getrandom). NULL with errno on failure. */
 struct span *span__new(void);
 void span__free(struct span *s);
+/* Points S at R and holds a reference to it, dropped by span__free. */
+void span__set_resource(struct span *s, struct resource *r);
 /* True when all LEN bytes of ID are zero: OTLP's "no id" (a root span's parent). */
 bool span__id_is_zero(const uint8_t *id, size_t len);
 /* Fills BUF with random bytes, never all zero (an all-zero id is invalid in OTLP). */

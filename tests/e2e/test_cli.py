@@ -54,6 +54,39 @@ def test_exe_waits_for_the_first_process(gospan_bin, example_bin, build_dir, otl
     assert spans[0].resource["service.name"] == "httpserver-exe"
 
 
+def test_exe_follows_restarts_and_forgets_exited_processes(gospan_bin, example_bin, build_dir,
+                                                           otlp_receiver):
+    """A service restarted again and again under --exe: the first request of each new process
+    gets its span, with that process's pid, and gospan forgets each process that exited."""
+    exe = build_dir / "e2e" / "httpserver-restarts"
+    shutil.copy2(example_bin, exe)
+    g = Gospan([str(gospan_bin), "--exe", str(exe)], _env(otlp_receiver, OTEL_LOG_LEVEL="debug"))
+    pids = []
+    try:
+        for i in range(4):
+            svc = Service(exe, env=_clean_env())
+            pids.append(svc.pid)
+            if i == 0:
+                g.wait_attached()
+            # At once: the probes sit on the file, so a new process is traced from its start.
+            assert _get(svc.base_url + f"/users/restart-{i}") == 200
+            svc.stop()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(
+                f"process {pid} exited: forgotten" in g.stderr for pid in pids):
+            time.sleep(0.2)
+        assert g.proc.poll() is None, g.stderr
+        assert g.stop() == 0, g.stderr
+    finally:
+        if g.proc.poll() is None:
+            g.proc.kill()
+    for pid in pids:
+        assert f"process {pid} exited: forgotten" in g.stderr, (pid, g.stderr)
+    got = {s.attrs.get("url.path"): s.resource["process.pid"] for s in otlp_receiver.snapshot()
+           if str(s.attrs.get("url.path", "")).startswith("/users/restart-")}
+    assert got == {f"/users/restart-{i}": pid for i, pid in enumerate(pids)}, got
+
+
 def test_exe_in_another_mount_namespace(gospan_bin, example_bin, build_dir, otlp_receiver):
     """--exe with the path a container sees: the binary lives on a tmpfs mounted only in the
     service's own mount namespace, so the path does not exist where gospan runs."""
