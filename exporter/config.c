@@ -111,7 +111,8 @@ static int parse_log_level(struct config *cfg, enum setting_id id, const char *n
 			   const char *val);
 
 static const struct setting settings[S__COUNT] = {
-	[S_PID] = { .env = "OTEL_GO_AUTO_TARGET_PID", .opt = "pid", .help = "process to trace",
+	[S_PID] = { .env = "OTEL_GO_AUTO_TARGET_PID", .opt = "pid",
+		    .help = "process to trace; repeat --pid or --exe to trace several",
 		    .parse = parse_pid },
 	[S_EXE] = { .env = "OTEL_GO_AUTO_TARGET_EXE", .opt = "exe",
 		    .help = "executable to trace: every process running it, waiting for the first; "
@@ -269,24 +270,64 @@ static int replace_str(char **dst, const char *val)
 	return 0;
 }
 
+static int too_many_targets(const char *name, const char *val)
+{
+	char why[64];
+
+	snprintf(why, sizeof(why), "more than %d targets", CONFIG_MAX_TARGETS);
+	return refuse(name, val, why);
+}
+
+/* Repeatable: each --pid adds a process; the same one twice counts once. */
 static int parse_pid(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
+	size_t i;
 	long v;
 	int err;
 
 	(void)id;
 	err = parse_long(name, val, 1, INT_MAX, &v);
-	if (!err)
-		cfg->pid = (pid_t)v;
-	return err;
+	if (err)
+		return err;
+	for (i = 0; i < cfg->npids; i++)
+		if (cfg->pids[i] == (pid_t)v)
+			return 0;
+	if (cfg->npids + cfg->nexes >= CONFIG_MAX_TARGETS)
+		return too_many_targets(name, val);
+	cfg->pids[cfg->npids++] = (pid_t)v;
+	return 0;
 }
 
+/* Repeatable like --pid. */
 static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
+	size_t i;
+
 	(void)id;
 	if (!*val)
 		return refuse(name, val, "empty path");
-	return replace_str(&cfg->exe, val);
+	for (i = 0; i < cfg->nexes; i++)
+		if (!strcmp(cfg->exes[i], val))
+			return 0;
+	if (cfg->npids + cfg->nexes >= CONFIG_MAX_TARGETS)
+		return too_many_targets(name, val);
+	cfg->exes[cfg->nexes] = strdup(val);
+	if (!cfg->exes[cfg->nexes])
+		return -ENOMEM;
+	cfg->nexes++;
+	return 0;
+}
+
+/* Forgets the targets the environment named: the command line names its own. */
+static void drop_env_targets(struct config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nexes; i++)
+		free(cfg->exes[i]);
+	cfg->nexes = cfg->npids = 0;
+	cfg->source[S_PID] = cfg->source[S_EXE] = SRC_DEFAULT;
+	cfg->raw[S_PID] = cfg->raw[S_EXE] = NULL;
 }
 
 static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val)
@@ -800,6 +841,13 @@ static int parse_cli(struct config *cfg, int argc, char **argv)
 			pr_err("option '%s' needs a value", name);
 			return -EINVAL;
 		}
+		/*
+		 * --pid and --exe name the targets together: the first one on the command line
+		 * hides the variables, so a stale one in the environment adds no target.
+		 */
+		if ((id == S_PID || id == S_EXE) && cfg->source[S_PID] != SRC_CLI &&
+		    cfg->source[S_EXE] != SRC_CLI)
+			drop_env_targets(cfg);
 		if (apply(cfg, id, name, val, SRC_CLI))
 			return -EINVAL;
 	}
@@ -913,20 +961,6 @@ int config__parse(struct config *cfg, int argc, char **argv, char **envp)
 	err = parse_cli(cfg, argc, argv);
 	if (err)
 		goto cleanup;
-	/*
-	 * --pid and --exe name the target together: one given on the command line hides the other's
-	 * variable, so a stale variable in the environment cannot make the target ambiguous.
-	 */
-	if (cfg->source[S_PID] == SRC_CLI && cfg->source[S_EXE] == SRC_ENV) {
-		free(cfg->exe);
-		cfg->exe = NULL;
-		cfg->source[S_EXE] = SRC_DEFAULT;
-		cfg->raw[S_EXE] = NULL;
-	} else if (cfg->source[S_EXE] == SRC_CLI && cfg->source[S_PID] == SRC_ENV) {
-		cfg->pid = 0;
-		cfg->source[S_PID] = SRC_DEFAULT;
-		cfg->raw[S_PID] = NULL;
-	}
 	err = finish(cfg);
 	if (err)
 		goto cleanup;
@@ -949,7 +983,8 @@ void config__free(struct config *cfg)
 	free(cfg->ca_file);
 	free(cfg->client_cert);
 	free(cfg->client_key);
-	free(cfg->exe);
+	for (i = 0; i < cfg->nexes; i++)
+		free(cfg->exes[i]);
 	free(cfg->service_name);
 	free(cfg->traces_url);
 	free(cfg->otlp_endpoint);
@@ -961,14 +996,31 @@ void config__free(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
+/* "1, 2, 3" or "a, b": the --pid (PIDS) or --exe targets, cut to SIZE. */
+static const char *list_targets(const struct config *cfg, bool pids, char *buf, size_t size)
+{
+	size_t i, n = pids ? cfg->npids : cfg->nexes, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && len < size; i++) {
+		if (pids)
+			len += snprintf(buf + len, size - len, "%s%d", i ? ", " : "",
+					(int)cfg->pids[i]);
+		else
+			len += snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+					cfg->exes[i]);
+	}
+	return buf;
+}
+
 void config__print_help(const struct config *cfg, FILE *out)
 {
 	const struct setting *s;
-	char capped[64];
+	char capped[512];
 	const char *val;
 	int id;
 
-	fputs("usage: gospan --pid PID | --exe PATH [--verbose]\n"
+	fputs("usage: gospan [--pid PID | --exe PATH]... [--verbose]\n"
 	      "       gospan --help | --version\n\n"
 	      "Traces the HTTP requests a running Go service serves and exports them as\n"
 	      "OpenTelemetry spans (OTLP/HTTP protobuf). Needs root, or CAP_BPF, CAP_PERFMON\n"
@@ -988,6 +1040,11 @@ void config__print_help(const struct config *cfg, FILE *out)
 		else
 			fprintf(out, "  %s\n", s->env);
 		val = cfg->raw[id];
+		/* Repeated targets: all of them, not only the last one given. */
+		if (id == S_PID && cfg->npids > 1)
+			val = list_targets(cfg, true, capped, sizeof(capped));
+		else if (id == S_EXE && cfg->nexes > 1)
+			val = list_targets(cfg, false, capped, sizeof(capped));
 		if (!val)
 			val = "(unset)";
 		else if (s->secret)

@@ -31,9 +31,14 @@ enum traces_exporter {
 	TRACES_EXPORTER_NONE,
 };
 
+/* --pid and --exe may be repeated, up to this many targets in all. */
+#define CONFIG_MAX_TARGETS 16
+
 struct config {
-	pid_t pid;  /* --pid / OTEL_GO_AUTO_TARGET_PID; 0 = unset */
-	char *exe;  /* --exe / OTEL_GO_AUTO_TARGET_EXE; NULL = unset */
+	pid_t pids[CONFIG_MAX_TARGETS]; /* --pid / OTEL_GO_AUTO_TARGET_PID */
+	size_t npids;
+	char *exes[CONFIG_MAX_TARGETS]; /* --exe / OTEL_GO_AUTO_TARGET_EXE */
+	size_t nexes;
 	bool verbose;
 	bool follow_goroutines; /* --follow-goroutines / GOSPAN_FOLLOW_GOROUTINES */
 	bool sdk_disabled;	/* OTEL_SDK_DISABLED */

@@ -112,20 +112,19 @@ static pid_t find_process_of(const char *path, bool path_here)
  * container's), and reached through /proc/PID/root; the uprobes then sit on that file's inode,
  * so later processes of the same file are traced too.
  */
-static int resolve_exe(const struct config *cfg, char *path, size_t size, char *real,
-		       pid_t *pid)
+static int resolve_exe(const char *exe, char *path, size_t size, char *real, pid_t *pid)
 {
 	bool here = true, said = false;
 
-	if (!realpath(cfg->exe, real)) {
-		if ((errno != ENOENT && errno != ENOTDIR) || cfg->exe[0] != '/' ||
-		    strlen(cfg->exe) >= PATH_MAX) {
-			pr_err("cannot trace '%s': %s", cfg->exe, strerror(errno));
+	if (!realpath(exe, real)) {
+		if ((errno != ENOENT && errno != ENOTDIR) || exe[0] != '/' ||
+		    strlen(exe) >= PATH_MAX) {
+			pr_err("cannot trace '%s': %s", exe, strerror(errno));
 			return -errno;
 		}
 		/* Not here: perhaps in a container. Matched as the processes see it. */
 		here = false;
-		strcpy(real, cfg->exe);
+		strcpy(real, exe);
 	}
 	while (!(*pid = find_process_of(real, here))) {
 		if (stop_signal)
@@ -150,8 +149,11 @@ static int resolve_exe(const struct config *cfg, char *path, size_t size, char *
 	return 0;
 }
 
-/* Picks the binary to analyse and probe. For --exe, waits for its first process. */
-static int resolve_target(const struct config *cfg, char *path, size_t size, char *name,
+/*
+ * Picks the binary to analyse and probe: process ONLY_PID's (--pid), or EXE's (--exe), waiting
+ * for its first process.
+ */
+static int resolve_target(pid_t only_pid, const char *exe, char *path, size_t size, char *name,
 			  size_t name_size, pid_t *pid)
 {
 	char link[64], real[PATH_MAX];
@@ -159,12 +161,12 @@ static int resolve_target(const struct config *cfg, char *path, size_t size, cha
 	ssize_t n;
 	int err;
 
-	if (cfg->pid) {
-		*pid = cfg->pid;
-		snprintf(link, sizeof(link), "/proc/%d/exe", (int)cfg->pid);
+	if (only_pid) {
+		*pid = only_pid;
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)only_pid);
 		n = readlink(link, real, sizeof(real) - 1);
 		if (n < 0) {
-			pr_err("cannot trace process %d: %s", (int)cfg->pid,
+			pr_err("cannot trace process %d: %s", (int)only_pid,
 			       errno == ENOENT ? "no such process" : strerror(errno));
 			return -ESRCH;
 		}
@@ -172,7 +174,7 @@ static int resolve_target(const struct config *cfg, char *path, size_t size, cha
 		/* /proc/PID/exe reaches the binary even when it was deleted or is in a container. */
 		snprintf(path, size, "%s", link);
 	} else {
-		err = resolve_exe(cfg, path, size, real, pid);
+		err = resolve_exe(exe, path, size, real, pid);
 		if (err)
 			return err;
 	}
@@ -189,10 +191,19 @@ static int resolve_target(const struct config *cfg, char *path, size_t size, cha
 	return 0;
 }
 
+/* One --pid or --exe. */
+struct traced {
+	struct target *target;
+	pid_t only_pid; /* --pid; 0 for --exe, which traces every process of the file */
+	pid_t pid;	/* the process found first */
+	bool exited;	/* --pid: said once */
+};
+
 struct app {
 	struct config cfg;
 	struct offsets *tables;
-	struct target *target;
+	struct traced traced[CONFIG_MAX_TARGETS];
+	size_t ntraced;
 	struct exporter *exporter;
 	struct process_table *processes;
 	struct records *records;
@@ -343,7 +354,7 @@ static void print_summary(struct app *app, bool final)
 static int run(struct app *app)
 {
 	uint64_t now, next_tick = 0, next_sync, next_status;
-	pid_t only_pid = app->cfg.pid ? app->cfg.pid : 0;
+	size_t i, live_pids = app->cfg.npids;
 	int n;
 
 	next_sync = next_status = clock__mono_now();
@@ -363,10 +374,19 @@ static int run(struct app *app)
 		if (now >= next_tick) {
 			records__tick(app->records, now);
 			next_tick = now + TICK_NS;
-			if (only_pid && kill(only_pid, 0) && errno == ESRCH) {
-				pr_info("target process %d exited", (int)only_pid);
-				break;
+			/* --pid targets that are gone; gospan ends with the last, unless --exe. */
+			for (i = 0; i < app->ntraced; i++) {
+				struct traced *t = &app->traced[i];
+
+				if (!t->only_pid || t->exited || !kill(t->only_pid, 0) ||
+				    errno != ESRCH)
+					continue;
+				t->exited = true;
+				live_pids--;
+				pr_info("target process %d exited", (int)t->only_pid);
 			}
+			if (!live_pids && !app->cfg.nexes)
+				break;
 			process_table__prune(app->processes, process_busy, app->records);
 		}
 		if (app->cfg.verbose && now >= next_status) {
@@ -377,13 +397,66 @@ static int run(struct app *app)
 	return 0;
 }
 
+/* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
+static int add_target(struct app *app, size_t i)
+{
+	const struct config *cfg = &app->cfg;
+	struct traced *t = &app->traced[app->ntraced];
+	char path[PATH_MAX], name[NAME_MAX + 1];
+	struct target *tg;
+	uint32_t cookie;
+	int err, nprobes;
+
+	t->only_pid = i < cfg->npids ? cfg->pids[i] : 0;
+	err = resolve_target(t->only_pid, t->only_pid ? NULL : cfg->exes[i - cfg->npids], path,
+			     sizeof(path), name, sizeof(name), &t->pid);
+	if (err)
+		return err;
+	tg = target__analyse(path, name, app->tables);
+	if (!tg)
+		return -errno;
+	t->target = tg;
+	app->ntraced++;
+
+	/* The sampler runs where ids are chosen, in BPF: see struct target_config. */
+	tg->cfg.root_sampler = cfg->root_sampler;
+	tg->cfg.parent_based = cfg->parent_based;
+	tg->cfg.ratio_bound = (uint64_t)(cfg->sampler_ratio * 9223372036854775808.0);
+	/*
+	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
+	 * load bias, known for --pid. With --exe, PIE processes send no trace context.
+	 */
+	if (tg->pie && tg->bufio_itab && t->only_pid)
+		tg->cfg.bufio_itab = tg->bufio_itab + process__load_bias(t->pid, tg->link_base);
+	/* --exe traces every process of the binary, present and future: attach to the file. */
+	nprobes = probes__attach(app->probes, tg, t->only_pid ? t->only_pid : -1,
+				 cfg->follow_goroutines, &cookie);
+	if (nprobes < 0)
+		return nprobes;
+	err = process_table__add_target(app->processes, cookie, tg);
+	if (err)
+		return err;
+	/*
+	 * Its resource now, while /proc still has the process's environment (OTEL_SERVICE_NAME):
+	 * a short-lived target may be gone by the time its first record is read.
+	 */
+	if (!process_table__get(app->processes, t->pid, cookie))
+		pr_warn("cannot describe process %d: %s", (int)t->pid, strerror(errno));
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s), "
+		"offsets from %s%s%s",
+		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, tg->serve_http.nrets,
+		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
+		tg->offsets_source, strcmp(tg->offsets_source, "table") ? "" : " for Go ",
+		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	char path[PATH_MAX], name[NAME_MAX + 1];
 	struct app app = {};
-	uint32_t cookie;
-	pid_t pid = 0;
-	int err, nprobes;
+	bool client = false;
+	size_t i;
+	int err;
 
 	err = config__parse(&app.cfg, argc, argv, environ);
 	if (err)
@@ -401,8 +474,8 @@ int main(int argc, char **argv)
 		pr_info("OTEL_SDK_DISABLED is true: not tracing");
 		goto cleanup;
 	}
-	if (!app.cfg.pid == !app.cfg.exe) {
-		pr_err("name one target: --pid PID or --exe PATH (or OTEL_GO_AUTO_TARGET_PID / "
+	if (!app.cfg.npids && !app.cfg.nexes) {
+		pr_err("name a target: --pid PID or --exe PATH (or OTEL_GO_AUTO_TARGET_PID / "
 		       "OTEL_GO_AUTO_TARGET_EXE); see --help");
 		err = -EINVAL;
 		goto cleanup;
@@ -417,15 +490,6 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
-	err = resolve_target(&app.cfg, path, sizeof(path), name, sizeof(name), &pid);
-	if (err)
-		goto cleanup;
-	app.target = target__analyse(path, name, app.tables);
-	if (!app.target) {
-		err = -errno;
-		goto cleanup;
-	}
-
 	err = clock__sync(&app.clock);
 	if (err) {
 		pr_err("cannot read the clocks: %s", strerror(-err));
@@ -448,48 +512,29 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	/* Loaded once for every target: each attach gets its own cookie and configuration. */
 	app.probes = probes__load(records__handle, app.records);
 	if (!app.probes) {
 		err = -errno;
 		goto cleanup;
 	}
-	/* The sampler runs where ids are chosen, in BPF: see struct target_config. */
-	app.target->cfg.root_sampler = app.cfg.root_sampler;
-	app.target->cfg.parent_based = app.cfg.parent_based;
-	app.target->cfg.ratio_bound = (uint64_t)(app.cfg.sampler_ratio * 9223372036854775808.0);
-	/*
-	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
-	 * load bias, known for --pid. With --exe, PIE processes send no trace context.
-	 */
-	if (app.target->pie && app.target->bufio_itab && app.cfg.pid)
-		app.target->cfg.bufio_itab =
-			app.target->bufio_itab + process__load_bias(pid, app.target->link_base);
-	/* --exe traces every process of the binary, present and future: attach to the file. */
-	nprobes = probes__attach(app.probes, app.target, app.cfg.pid ? app.cfg.pid : -1,
-				 app.cfg.follow_goroutines, &cookie);
-	if (nprobes < 0) {
-		err = nprobes;
-		goto cleanup;
+	/* One after the other: an --exe may wait for its process, the ones before are traced. */
+	for (i = 0; i < app.cfg.npids + app.cfg.nexes; i++) {
+		err = add_target(&app, i);
+		if (err == -EINTR) /* stopped while an --exe waited for its process */
+			err = 0;
+		if (err || stop_signal)
+			goto detach;
+		client |= app.traced[app.ntraced - 1].target->round_trip.addr != 0;
 	}
-	err = process_table__add_target(app.processes, cookie, app.target);
-	if (err)
-		goto cleanup;
-	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s), "
-		"offsets from %s%s%s",
-		(int)pid, app.target->exe_name, app.target->gobin->go_version, nprobes,
-		app.target->serve_http.nrets, app.target->gopanic.addr ? " + gopanic" : "",
-		app.target->round_trip.addr ? " + HTTP client" : "",
-		app.target->offsets_source,
-		strcmp(app.target->offsets_source, "table") ? "" : " for Go ",
-		strcmp(app.target->offsets_source, "table") ? "" : app.target->offsets_version);
-
-	if (app.target->round_trip.addr && !probes__can_propagate(app.probes))
+	if (client && !probes__can_propagate(app.probes))
 		pr_warn("outgoing trace context is off: this kernel refuses bpf_probe_write_user "
 			"(lockdown, see /sys/kernel/security/lockdown); client spans are still made, "
 			"but the services they call start traces of their own");
 
 	err = run(&app);
 
+detach:
 	/* Stop capturing, then take what the ring buffer still holds before flushing. */
 	probes__detach(app.probes);
 	while (probes__poll(app.probes, 0) > 0)
@@ -497,14 +542,16 @@ int main(int argc, char **argv)
 	records__flush(app.records);
 	if (app.exporter)
 		exporter__shutdown(app.exporter);
-	print_summary(&app, true);
+	if (app.ntraced)
+		print_summary(&app, true);
 
 cleanup:
 	probes__destroy(app.probes);
 	records__free(app.records);
 	process_table__free(app.processes);
 	exporter__free(app.exporter);
-	target__free(app.target);
+	for (i = 0; i < app.ntraced; i++)
+		target__free(app.traced[i].target);
 	offsets__free(app.tables);
 	config__free(&app.cfg);
 	return err ? 1 : 0;

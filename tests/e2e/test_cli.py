@@ -18,6 +18,15 @@ def _env(receiver, **extra):
     return e
 
 
+def _wait_for(g, text, timeout=15.0):
+    """Until gospan has said TEXT (it loads its BPF programs first); fails if it exits."""
+    deadline = time.monotonic() + timeout
+    while text not in g.stderr:
+        assert g.proc.poll() is None, g.stderr
+        assert time.monotonic() < deadline, f"gospan did not say {text!r}\n{g.stderr}"
+        time.sleep(0.05)
+
+
 def _get(url):
     with urllib.request.urlopen(url, timeout=10) as r:
         r.read()
@@ -31,9 +40,7 @@ def test_exe_waits_for_the_first_process(gospan_bin, example_bin, build_dir, otl
     g = Gospan([str(gospan_bin), "--exe", str(exe)], _env(otlp_receiver))
     svc = None
     try:
-        time.sleep(0.5)
-        assert g.proc.poll() is None, g.stderr
-        assert "waiting for a process running" in g.stderr
+        _wait_for(g, "waiting for a process running")
         assert "gospan: attached" not in g.stderr
 
         svc = Service(exe, env=_clean_env())
@@ -87,6 +94,48 @@ def test_exe_follows_restarts_and_forgets_exited_processes(gospan_bin, example_b
     assert got == {f"/users/restart-{i}": pid for i, pid in enumerate(pids)}, got
 
 
+def test_several_targets_at_once(gospan_bin, example_bin, build_dir, otlp_receiver):
+    """--exe and --pid repeated: two processes of one binary (--exe) and a process of another
+    binary (--pid), each span with its own process.pid and service.name. The --pid target
+    exiting does not end gospan while an --exe target remains."""
+    alpha = build_dir / "e2e" / "svc-alpha"
+    beta = build_dir / "e2e" / "svc-beta"
+    shutil.copy2(example_bin, alpha)
+    shutil.copy2(example_bin, beta)
+    procs = []
+    g = None
+    try:
+        for name, exe in (("alpha", alpha), ("alpha", alpha), ("beta", beta)):
+            procs.append(Service(exe, env={**_clean_env(), "OTEL_SERVICE_NAME": name}))
+        b = procs[2]
+        g = Gospan([str(gospan_bin), "--exe", str(alpha), "--pid", str(b.pid)],
+                   _env(otlp_receiver))
+        g.wait_attached()
+        _wait_for(g, f"attached: pid {b.pid},")
+        _wait_for(g, "executable 'svc-alpha'")
+        assert g.stderr.count("gospan: attached") == 2, g.stderr
+        for i, svc in enumerate(procs):
+            assert _get(svc.base_url + f"/users/multi-{i}") == 200
+        b.stop()
+        _wait_for(g, f"target process {b.pid} exited")
+        time.sleep(0.6)
+        assert g.proc.poll() is None, f"gospan ended with an --exe target left\n{g.stderr}"
+        assert _get(procs[0].base_url + "/users/multi-after") == 200
+        assert g.stop() == 0, g.stderr
+    finally:
+        for svc in procs:
+            svc.stop()
+        if g and g.proc.poll() is None:
+            g.proc.kill()
+    got = {s.attrs.get("url.path"): (s.resource["process.pid"], s.resource["service.name"])
+           for s in otlp_receiver.snapshot()
+           if str(s.attrs.get("url.path", "")).startswith("/users/multi-")}
+    want = {f"/users/multi-{i}": (svc.pid, name)
+            for i, (svc, name) in enumerate(zip(procs, ("alpha", "alpha", "beta")))}
+    want["/users/multi-after"] = (procs[0].pid, "alpha")
+    assert got == want, got
+
+
 def test_exe_in_another_mount_namespace(gospan_bin, example_bin, build_dir, otlp_receiver):
     """--exe with the path a container sees: the binary lives on a tmpfs mounted only in the
     service's own mount namespace, so the path does not exist where gospan runs."""
@@ -101,9 +150,7 @@ def test_exe_in_another_mount_namespace(gospan_bin, example_bin, build_dir, otlp
     g = Gospan([str(gospan_bin), "--exe", str(inner)], _env(otlp_receiver))
     proc = None
     try:
-        time.sleep(0.5)
-        assert g.proc.poll() is None, g.stderr
-        assert "not in this mount namespace" in g.stderr, g.stderr
+        _wait_for(g, "not in this mount namespace")
         proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=_clean_env())

@@ -83,8 +83,8 @@ static void test_config__defaults(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
-	assert_int_equal(cfg.pid, 0);
-	assert_null(cfg.exe);
+	assert_int_equal(cfg.npids, 0);
+	assert_int_equal(cfg.nexes, 0);
 	assert_false(cfg.verbose);
 	assert_false(cfg.help);
 	assert_false(cfg.version);
@@ -116,7 +116,8 @@ static void test_config__every_variable(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
-	assert_int_equal(cfg.pid, 4242);
+	assert_int_equal(cfg.npids, 1);
+	assert_int_equal(cfg.pids[0], 4242);
 	assert_string_equal(cfg.service_name, "checkout");
 	assert_int_equal(cfg.nresource_attrs, 1);
 	assert_string_equal(cfg.resource_attrs[0].key, "team");
@@ -139,8 +140,9 @@ static void test_config__every_variable(void **state)
 		  "OTEL_EXPORTER_OTLP_TRACES_HEADERS=a=b",
 		  "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=700", "OTEL_LOG_LEVEL=error");
 	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
-	assert_string_equal(cfg.exe, "/srv/app");
-	assert_int_equal(cfg.pid, 0);
+	assert_int_equal(cfg.nexes, 1);
+	assert_string_equal(cfg.exes[0], "/srv/app");
+	assert_int_equal(cfg.npids, 0);
 	assert_int_equal(cfg.exporter, TRACES_EXPORTER_NONE);
 	assert_string_equal(cfg.traces_url, "http://127.0.0.1:9999/custom/path");
 	assert_int_equal(cfg.nheaders, 1);
@@ -172,7 +174,8 @@ static void test_config__cli_options(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--pid", "17", "-v")), 0);
-	assert_int_equal(cfg.pid, 17);
+	assert_int_equal(cfg.npids, 1);
+	assert_int_equal(cfg.pids[0], 17);
 	assert_true(cfg.verbose);
 	assert_false(cfg.help);
 	config__free(&cfg);
@@ -180,7 +183,8 @@ static void test_config__cli_options(void **state)
 	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--exe=/usr/local/bin/api", "--verbose", "-h",
 						  "--version")),
 			 0);
-	assert_string_equal(cfg.exe, "/usr/local/bin/api");
+	assert_int_equal(cfg.nexes, 1);
+	assert_string_equal(cfg.exes[0], "/usr/local/bin/api");
 	assert_true(cfg.verbose);
 	assert_true(cfg.help);
 	assert_true(cfg.version);
@@ -199,20 +203,59 @@ static void test_config__cli_wins_over_env(void **state)
 	(void)state;
 	/* The command line's --pid hides the environment's exe, and the other way round. */
 	assert_int_equal(parse(&cfg, env, ARGS("--pid=7")), 0);
-	assert_int_equal(cfg.pid, 7);
-	assert_null(cfg.exe);
+	assert_int_equal(cfg.npids, 1);
+	assert_int_equal(cfg.pids[0], 7);
+	assert_int_equal(cfg.nexes, 0);
 	config__free(&cfg);
 
 	assert_int_equal(parse(&cfg, env, ARGS("--exe", "/from/cli")), 0);
-	assert_int_equal(cfg.pid, 0);
-	assert_string_equal(cfg.exe, "/from/cli");
+	assert_int_equal(cfg.npids, 0);
+	assert_int_equal(cfg.nexes, 1);
+	assert_string_equal(cfg.exes[0], "/from/cli");
 	config__free(&cfg);
 
-	/* Both from the environment: kept both, main refuses the ambiguity. */
+	/* Both from the environment: two targets. */
 	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
-	assert_int_equal(cfg.pid, 5);
-	assert_string_equal(cfg.exe, "/from/env");
+	assert_int_equal(cfg.npids, 1);
+	assert_int_equal(cfg.pids[0], 5);
+	assert_int_equal(cfg.nexes, 1);
+	assert_string_equal(cfg.exes[0], "/from/env");
 	config__free(&cfg);
+}
+
+/* --pid and --exe repeat: every target is kept once, up to CONFIG_MAX_TARGETS. */
+static void test_config__several_targets(void **state)
+{
+	char *argv[2 * CONFIG_MAX_TARGETS + 4] = { "gospan" };
+	char pids[CONFIG_MAX_TARGETS + 1][16];
+	struct test_capture cap;
+	struct config cfg;
+	char *log;
+	int i, argc = 1;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, NO_ENV, ARGS("--pid", "10", "--exe", "/a", "--pid=11", "--exe",
+						  "/b", "--pid", "10", "--exe", "/a")),
+			 0);
+	assert_int_equal(cfg.npids, 2);
+	assert_int_equal(cfg.pids[0], 10);
+	assert_int_equal(cfg.pids[1], 11);
+	assert_int_equal(cfg.nexes, 2);
+	assert_string_equal(cfg.exes[0], "/a");
+	assert_string_equal(cfg.exes[1], "/b");
+	config__free(&cfg);
+
+	for (i = 0; i <= CONFIG_MAX_TARGETS; i++) {
+		snprintf(pids[i], sizeof(pids[i]), "%d", 100 + i);
+		argv[argc++] = "--pid";
+		argv[argc++] = pids[i];
+	}
+	argv[argc] = NULL;
+	capture_start(&cap);
+	assert_int_equal(config__parse(&cfg, argc, argv, NO_ENV), -EINVAL);
+	log = capture_end(&cap);
+	assert_non_null(strstr(log, "more than 16 targets"));
+	free(log);
 }
 
 static void test_config__bad_cli(void **state)
@@ -693,6 +736,7 @@ int main(void)
 		cmocka_unit_test(test_config__empty_variable_is_unset),
 		cmocka_unit_test(test_config__cli_options),
 		cmocka_unit_test(test_config__cli_wins_over_env),
+		cmocka_unit_test(test_config__several_targets),
 		cmocka_unit_test(test_config__bad_cli),
 		cmocka_unit_test(test_config__bad_numbers),
 		cmocka_unit_test(test_config__exporter_values),
