@@ -119,7 +119,7 @@ static const struct setting settings[S__COUNT] = {
 			    "a path that is not in gospan's mount namespace is looked for as the "
 			    "processes see it (in a container)",
 		    .parse = parse_exe },
-	[S_VERBOSE] = { .opt = "verbose", .short_opt = 'v', .help = "status line every 10 s",
+	[S_VERBOSE] = { .opt = "verbose", .short_opt = 'v', .help = "status line every 10 s; with the console exporter, every span's full line too",
 			.parse = parse_flag, .flag = true },
 	[S_FOLLOW_GOROUTINES] = { .env = "GOSPAN_FOLLOW_GOROUTINES", .opt = "follow-goroutines",
 				  .def = "false",

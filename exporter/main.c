@@ -262,7 +262,9 @@ static int start_exporter(struct app *app)
 		return 0;
 	case TRACES_EXPORTER_CONSOLE:
 		opts.ops = &console_sink_ops;
-		opts.ctx = console_sink__new(stdout);
+		/* --verbose adds every span's full line (ids, attributes) under its trace. */
+		opts.ctx = console_sink__new_opts(
+			&(struct console_opts){ .out = stdout, .verbose = cfg->verbose });
 		break;
 	case TRACES_EXPORTER_OTLP:
 		opts.ops = &http_sink_ops;

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for console.c: the exact line for known spans, quoting and escaping of values that
- * would otherwise break a line apart, snprintf-like truncation, and the sink writing a batch to a
- * real stream (and reporting a stream it cannot write to).
+ * Unit tests for console.c: the exact full line for known spans, quoting and escaping of values
+ * that would otherwise break a line apart, snprintf-like truncation; and the sink's waterfall on a
+ * real stream: the exact layout of a crafted trace, trees built from spans arriving out of order
+ * over several batches, roots with a remote parent, late children, traces whose root never comes
+ * (timeout, full buffer, free), the memory bound, and a stream it cannot write to. Spans are
+ * scribbled over and freed right after each export, as the exporter does, so the sink must have
+ * copied what it prints.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,13 +150,571 @@ static void test_console__truncates_like_snprintf(void **state)
 	span__free(s);
 }
 
-static void test_console__sink_writes_batch(void **state)
+/* ---- the sink ------------------------------------------------------------------------------ */
+
+#define T0 1700000000000000000ULL
+#define HASHES "########################################" /* BAR_WIDTH marks */
+
+static uint64_t fake_now_ns;
+
+static uint64_t fake_now(void)
+{
+	return fake_now_ns;
+}
+
+/* What a sink wrote, read back from a memory stream. */
+struct capture {
+	FILE *f;
+	char *buf;
+	size_t len;
+	size_t seen; /* how much next() already returned */
+};
+
+static void capture_open(struct capture *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->f = open_memstream(&c->buf, &c->len);
+	assert_non_null(c->f);
+}
+
+/* What was written since the last call (the sink flushes, so no fclose is needed). */
+static char *capture_next(struct capture *c)
+{
+	char *s;
+
+	assert_int_equal(fflush(c->f), 0);
+	s = strndup(c->buf ? c->buf + c->seen : "", c->len - c->seen);
+	assert_non_null(s);
+	c->seen = c->len;
+	return s;
+}
+
+static void capture_close(struct capture *c)
+{
+	assert_int_equal(fclose(c->f), 0);
+	free(c->buf);
+}
+
+static void *sink_new(FILE *f, size_t max_pending, bool verbose)
+{
+	struct console_opts opts = {
+	    .out = f,
+	    .verbose = verbose,
+	    .max_pending = max_pending,
+	    .orphan_ms = 1000,
+	    .now_ns = fake_now,
+	};
+	void *ctx;
+
+	fake_now_ns = 5000000000ULL;
+	ctx = console_sink__new_opts(&opts);
+	assert_non_null(ctx);
+	return ctx;
+}
+
+/*
+ * A span of trace TRACE, id ID, child of PARENT (0: none), from START_US to END_US after T0.
+ * Ids differ in their first byte, and a filler in the rest, so they look like real ids.
+ */
+static struct span *mk(const struct resource *res, uint8_t trace, uint8_t id, uint8_t parent,
+		       enum span_kind kind, const char *name, uint64_t start_us, uint64_t end_us)
+{
+	struct span *s = span__new();
+
+	assert_non_null(s);
+	memcpy(s->trace_id, trace_id, sizeof(trace_id));
+	s->trace_id[15] = trace;
+	memset(s->span_id, 0x5a, sizeof(s->span_id));
+	s->span_id[0] = id;
+	memset(s->parent_span_id, 0, sizeof(s->parent_span_id));
+	if (parent) {
+		memset(s->parent_span_id, 0x5a, sizeof(s->parent_span_id));
+		s->parent_span_id[0] = parent;
+	}
+	s->parent_known = parent != 0; /* as records.c sets it */
+	s->res = res;
+	s->kind = kind;
+	s->start_ns = T0 + start_us * 1000;
+	s->end_ns = T0 + end_us * 1000;
+	assert_int_equal(span__set_name(s, name, strlen(name)), 0);
+	return s;
+}
+
+/* Exports N spans as one batch, then scribbles over them and frees them, as the exporter would. */
+static void send(void *ctx, struct span **spans, size_t n)
+{
+	size_t i;
+
+	assert_int_equal(console_sink_ops.export(ctx, spans, n), 0);
+	for (i = 0; i < n; i++) {
+		const struct resource *res = spans[i]->res;
+		bool held = spans[i]->res_held;
+
+		memset(spans[i], 0xa5, sizeof(*spans[i]));
+		spans[i]->res = res;
+		spans[i]->res_held = held;
+		span__free(spans[i]);
+		spans[i] = NULL;
+	}
+}
+
+static void send1(void *ctx, struct span *s)
+{
+	send(ctx, &s, 1);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+static struct resource *service(const char *name)
+{
+	struct resource *res = resource__new();
+
+	assert_non_null(res);
+	assert_int_equal(resource__set_str(res, SC_SERVICE_NAME, name), 0);
+	return res;
+}
+
+/* The exact layout: label column, dot leaders, durations, and which bar columns are marked. */
+static void test_console__waterfall_exact(void **state)
+{
+	struct resource *res = service("frontend");
+	struct span *b[5];
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	/* Children first, as they end first; the root's window is 0..40 ms, one column per ms. */
+	b[0] = mk(res, 1, 2, 1, SPAN_KIND_CLIENT, "GET", 10000, 30000);
+	assert_int_equal(span__set_int(b[0], SC_HTTP_RESPONSE_STATUS_CODE, 200), 0);
+	assert_int_equal(span__set_str(b[0], SC_SERVER_ADDRESS, "127.0.0.1", 9), 0);
+	assert_int_equal(span__set_int(b[0], SC_SERVER_PORT, 8081), 0);
+	b[1] = mk(res, 1, 3, 1, SPAN_KIND_INTERNAL, "tick", 20000, 20000);
+	b[2] = mk(res, 1, 4, 1, SPAN_KIND_CLIENT, "GET", 35000, 40000);
+	b[2]->status = SPAN_STATUS_ERROR;
+	assert_int_equal(span__set_str(b[2], SC_ERROR_TYPE, "connection refused", 18), 0);
+	/* Between columns: from the one it starts in to the one it ends in, both included. */
+	b[3] = mk(res, 1, 5, 1, SPAN_KIND_INTERNAL, "parse", 500, 2200);
+	b[4] = mk(res, 1, 1, 0, SPAN_KIND_SERVER, "GET /direct/{id}", 0, 40000);
+	assert_int_equal(span__set_int(b[4], SC_HTTP_RESPONSE_STATUS_CODE, 200), 0);
+	send(ctx, b, 5);
+	out = capture_next(&cap);
+	/* The label column is the longest margin + label: 4 + 35 for the failed call. */
+	assert_string_equal(out,
+			    "trace 4bf92f3577b34da6a3ce929d0e0e4701  frontend  5 spans  40.000 ms\n"
+			    "  SERVER GET /direct/{id} 200 ..........    40.000 ms |" HASHES "|\n"
+			    "    INTERNAL parse .....................     1.700 ms "
+			    "|###                                     |\n"
+			    "    CLIENT GET 200 -> 127.0.0.1:8081 ...    20.000 ms "
+			    "|          ####################          |\n"
+			    "    INTERNAL tick ......................     0.000 ms "
+			    "|                    #                   |\n"
+			    "    CLIENT GET ERROR connection refused      5.000 ms "
+			    "|                                   #####|\n"
+			    "\n");
+	free(out);
+	/* A trace with shorter labels keeps the column: its bar lines up with those above. */
+	send1(ctx, mk(res, 2, 1, 0, SPAN_KIND_SERVER, "GET /x", 0, 7));
+	out = capture_next(&cap);
+	assert_string_equal(out,
+			    "trace 4bf92f3577b34da6a3ce929d0e0e4702  frontend  1 span  0.007 ms\n"
+			    "  SERVER GET /x ........................     0.007 ms |" HASHES "|\n"
+			    "\n");
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_string_equal(out, ""); /* nothing was left to flush */
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* Returns the line of OUT that contains NEEDLE, as a new string. */
+static char *line_with(const char *out, const char *needle)
+{
+	const char *p = strstr(out, needle), *start, *end;
+	char *line;
+
+	if (!p)
+		fail_msg("no line with '%s' in:\n%s", needle, out);
+	for (start = p; start > out && start[-1] != '\n'; start--)
+		;
+	end = strchr(p, '\n');
+	line = strndup(start, end ? (size_t)(end - start) : strlen(start));
+	assert_non_null(line);
+	return line;
+}
+
+static size_t margin(const char *line)
+{
+	return strspn(line, " ");
+}
+
+/* Spans over four batches, children before parents and another trace in between. */
+static void test_console__out_of_order_batches(void **state)
+{
+	struct resource *res = service("shop");
+	struct span *b[2];
+	struct capture cap;
+	char *out, *l;
+	const char *p;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	/* Trace 7: root 1 (0..100 ms) -> 2 "late-start" (50..90) -> 3 (60..70); 1 -> 4 (5..20). */
+	send1(ctx, mk(res, 7, 3, 2, SPAN_KIND_CLIENT, "grandchild", 60000, 70000));
+	b[0] = mk(res, 7, 4, 1, SPAN_KIND_CLIENT, "early", 5000, 20000);
+	b[1] = mk(res, 8, 9, 5, SPAN_KIND_CLIENT, "other-trace", 0, 1000);
+	send(ctx, b, 2);
+	send1(ctx, mk(res, 7, 2, 1, SPAN_KIND_SERVER, "middle", 50000, 90000));
+	out = capture_next(&cap);
+	assert_string_equal(out, ""); /* no root yet: nothing printed */
+	free(out);
+
+	send1(ctx, mk(res, 7, 1, 0, SPAN_KIND_SERVER, "root", 0, 100000));
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "trace "), 1);
+	assert_non_null(
+	    strstr(out, "trace 4bf92f3577b34da6a3ce929d0e0e4707  shop  4 spans  100.000 ms\n"));
+	/* Depth-first, children by start: root, early, middle, grandchild. */
+	p = strstr(out, "SERVER root");
+	assert_non_null(p);
+	p = strstr(p, "CLIENT early");
+	assert_non_null(p);
+	p = strstr(p, "SERVER middle");
+	assert_non_null(p);
+	assert_non_null(strstr(p, "CLIENT grandchild"));
+	l = line_with(out, "SERVER root");
+	assert_int_equal(margin(l), 2);
+	free(l);
+	l = line_with(out, "CLIENT early");
+	assert_int_equal(margin(l), 4);
+	free(l);
+	l = line_with(out, "SERVER middle");
+	assert_int_equal(margin(l), 4);
+	assert_non_null(strstr(l, "|                    ################    |"));
+	free(l);
+	l = line_with(out, "CLIENT grandchild");
+	assert_int_equal(margin(l), 6);
+	assert_non_null(strstr(l, "|                        ####            |"));
+	free(l);
+	assert_null(strstr(out, "other-trace"));
+	free(out);
+
+	/* The other trace never gets a root: printed as it is when the sink goes. */
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_non_null(strstr(out,
+			       "trace 4bf92f3577b34da6a3ce929d0e0e4708  shop  1 span  1.000 ms  "
+			       "(root not seen before exit)\n"));
+	assert_non_null(strstr(out, "  CLIENT other-trace "));
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* A parent in another process makes a root; a local parent that never comes does not. */
+static void test_console__remote_parent_is_root(void **state)
+{
+	struct resource *res = service("backend");
+	struct capture cap;
+	struct span *s;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	s = mk(res, 3, 1, 0x77, SPAN_KIND_SERVER, "GET /items", 0, 2000);
+	s->remote_parent = true;
+	send1(ctx, s);
+	out = capture_next(&cap);
+	assert_non_null(strstr(out,
+			       "trace 4bf92f3577b34da6a3ce929d0e0e4703  backend  1 span  2.000 ms  "
+			       "remote parent 775a5a5a5a5a5a5a\n"));
+	assert_non_null(strstr(out, "\n  SERVER GET /items "));
+	assert_null(strstr(out, "root not seen"));
+	free(out);
+
+	send1(ctx, mk(res, 4, 1, 0x77, SPAN_KIND_SERVER, "GET /local", 0, 2000));
+	out = capture_next(&cap);
+	assert_string_equal(out, "");
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_non_null(
+	    strstr(out, "e0e4704  backend  1 span  2.000 ms  (root not seen before exit)"));
+	assert_null(strstr(out, "remote parent"));
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/*
+ * One gospan tracing both ends of a call: the callee's root (its parent is the caller's CLIENT
+ * span, in another process) hangs under that CLIENT span when both are held, as one tree.
+ */
+static void test_console__cross_process_one_tree(void **state)
+{
+	struct resource *front = service("frontend"), *back = service("backend");
+	struct span *b[2];
+	struct capture cap;
+	char *out, *l;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	b[0] = mk(back, 12, 3, 2, SPAN_KIND_SERVER, "GET /items/{id}", 2000, 8000);
+	b[0]->remote_parent = true;
+	b[1] = mk(front, 12, 2, 1, SPAN_KIND_CLIENT, "GET", 1000, 9000);
+	send(ctx, b, 2);
+	out = capture_next(&cap);
+	assert_string_equal(out, ""); /* the caller's root is still to come */
+	free(out);
+	send1(ctx, mk(front, 12, 1, 0, SPAN_KIND_SERVER, "GET /direct/{id}", 0, 10000));
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "\ntrace ") + !strncmp(out, "trace ", 6), 1);
+	assert_non_null(strstr(out, "e0e470c  frontend  3 spans  10.000 ms\n"));
+	l = line_with(out, "SERVER GET /items/{id}");
+	assert_int_equal(margin(l), 6);
+	assert_non_null(strstr(l, "|        ########################        |  (service backend)"));
+	free(l);
+	l = line_with(out, "SERVER GET /direct/{id}");
+	assert_null(strstr(l, "(service"));
+	free(l);
+	free(out);
+	console_sink_ops.free(ctx);
+	capture_close(&cap);
+	resource__free(front);
+	resource__free(back);
+}
+
+/* Rootless spans wait orphan_ms from the first one's arrival, then are printed as they are. */
+static void test_console__orphan_timeout(void **state)
+{
+	struct resource *res = service("shop");
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	send1(ctx, mk(res, 5, 2, 1, SPAN_KIND_CLIENT, "child", 1000, 2000));
+	fake_now_ns += 999000000ULL;
+	send1(ctx, mk(res, 5, 3, 2, SPAN_KIND_CLIENT, "grandchild", 1200, 1800));
+	out = capture_next(&cap);
+	assert_string_equal(out, "");
+	free(out);
+	fake_now_ns += 1000000ULL; /* 1000 ms after the first span */
+	assert_int_equal(console_sink_ops.export(ctx, NULL, 0), 0);
+	out = capture_next(&cap);
+	assert_non_null(strstr(out, "e0e4705  shop  2 spans  1.000 ms  (root not seen in time)\n"
+				    "  CLIENT child "));
+	/* Still a tree: the grandchild under the child. */
+	assert_non_null(strstr(out, "\n    CLIENT grandchild "));
+	free(out);
+
+	/* The root, when it does come, is printed on its own; nothing is printed twice. */
+	send1(ctx, mk(res, 5, 1, 0, SPAN_KIND_SERVER, "root", 0, 3000));
+	out = capture_next(&cap);
+	assert_non_null(strstr(out, "e0e4705  shop  1 span  3.000 ms\n  SERVER root "));
+	assert_null(strstr(out, "child"));
+	free(out);
+	console_sink_ops.free(ctx);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* A child that ends after its parent was printed: one line under its parent's depth. */
+static void test_console__late_child(void **state)
+{
+	struct resource *res = service("shop");
+	struct span *b[2];
+	struct capture cap;
+	char *out, *l;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	b[0] = mk(res, 6, 2, 1, SPAN_KIND_SERVER, "inner", 0, 20000);
+	b[1] = mk(res, 6, 1, 0, SPAN_KIND_SERVER, "outer", 0, 40000);
+	send(ctx, b, 2);
+	free(capture_next(&cap));
+	/* A goroutine the inner handler started, still running when the request was answered. */
+	send1(ctx, mk(res, 6, 3, 2, SPAN_KIND_CLIENT, "async", 10000, 30000));
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "\n"), 3); /* header, the line, the blank after */
+	assert_non_null(strstr(out, "e0e4706  shop  1 late span of a trace printed earlier\n"));
+	l = line_with(out, "CLIENT async");
+	assert_int_equal(margin(l), 6); /* under inner, at depth 2 */
+	/* Against the trace's window of 0..40 ms, as it was drawn before. */
+	assert_non_null(strstr(l, "|          ####################          |  (late)"));
+	free(l);
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_string_equal(out, "");
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* At most max_pending spans wait: beyond, the oldest trace is printed, and none is lost. */
+static void test_console__bounded(void **state)
+{
+	struct resource *res = service("shop");
+	struct span *b[20];
+	struct capture cap;
+	char *out, want[80];
+	const char *p;
+	void *ctx;
+	int i;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 8, false);
+	for (i = 0; i < 20; i++)
+		b[i] =
+		    mk(res, 0x10 + i, 2, 1, SPAN_KIND_CLIENT, "rootless", i * 1000, i * 1000 + 1);
+	send(ctx, b, 20);
+	out = capture_next(&cap);
+	/* Twelve had to go, the oldest first, in order. */
+	assert_int_equal(count(out, "(root not seen, buffer full)"), 12);
+	assert_int_equal(count(out, "trace "), 12);
+	for (i = 0, p = out; i < 12; i++) {
+		snprintf(want, sizeof(want), "trace 4bf92f3577b34da6a3ce929d0e0e47%02x", 0x10 + i);
+		p = strstr(p, want);
+		assert_non_null(p);
+	}
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "(root not seen before exit)"), 8);
+	assert_non_null(strstr(out, "e0e471c  "));
+	assert_null(strstr(out, "e0e4710  "));
+	assert_non_null(strstr(out, "e0e4723  "));
+	free(out);
+
+	/* One trace larger than the bound is printed in parts, every span of it. */
+	ctx = sink_new(cap.f, 8, false);
+	for (i = 0; i < 20; i++)
+		b[i] = mk(res, 0x30, (uint8_t)(2 + i), 1, SPAN_KIND_CLIENT, "part", i, i + 1);
+	send(ctx, b, 20);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "CLIENT part "), 20);
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* Captured bytes cannot break a tree line apart, in the name or the service. */
+static void test_console__tree_escaping(void **state)
+{
+	struct resource *res = service("evil\nservice");
+	struct capture cap;
+	struct span *s;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	s = mk(res, 9, 1, 0, SPAN_KIND_SERVER, "GET /a\ntrace forged\r\x1b[2J", 0, 1000);
+	send1(ctx, s);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "\n"), 3); /* header, one line, the blank */
+	assert_int_equal(strncmp(out, "trace ", 6), 0);
+	assert_int_equal(count(out, "\ntrace "), 0);
+	assert_non_null(strstr(out, "  evil\\nservice  1 span"));
+	assert_non_null(strstr(out, "  SERVER GET /a\\ntrace forged\\r\\x1b[2J "));
+	assert_null(strchr(out, '\r'));
+	assert_null(strchr(out, '\x1b'));
+	free(out);
+	console_sink_ops.free(ctx);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* A name longer than the label column is cut with an ellipsis, and the bars stay aligned. */
+static void test_console__long_label_cut(void **state)
+{
+	struct resource *res = service("shop");
+	struct span *b[2];
+	struct capture cap;
+	char name[200], *out, *l1, *l2;
+	void *ctx;
+
+	(void)state;
+	memset(name, 'x', sizeof(name));
+	memcpy(name, "GET /", 5);
+	name[sizeof(name) - 1] = '\0';
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	b[0] = mk(res, 10, 2, 1, SPAN_KIND_CLIENT, "GET", 0, 500);
+	b[1] = mk(res, 10, 1, 0, SPAN_KIND_SERVER, name, 0, 1000);
+	send(ctx, b, 2);
+	out = capture_next(&cap);
+	l1 = line_with(out, "SERVER GET /x");
+	l2 = line_with(out, "CLIENT GET");
+	assert_non_null(strstr(l1, "xxx\xe2\x80\xa6 "));
+	/* 72 columns of margin and label, the ellipsis being one column of three bytes. */
+	assert_int_equal(strchr(l1, '|') - l1, strchr(l2, '|') - l2 + 2);
+	assert_int_equal(strstr(l1, "\xe2\x80\xa6") - l1, 71);
+	free(l1);
+	free(l2);
+	free(out);
+	console_sink_ops.free(ctx);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* Parent ids in a cycle have no top: they are still printed, once each, and nothing hangs. */
+static void test_console__parent_cycle(void **state)
+{
+	struct resource *res = service("shop");
+	struct span *b[2];
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	b[0] = mk(res, 11, 1, 2, SPAN_KIND_CLIENT, "one", 0, 1000);
+	b[1] = mk(res, 11, 2, 1, SPAN_KIND_CLIENT, "two", 100, 900);
+	send(ctx, b, 2);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "CLIENT one "), 1);
+	assert_int_equal(count(out, "CLIENT two "), 1);
+	assert_non_null(strstr(out, "2 spans"));
+	free(out);
+	capture_close(&cap);
+	resource__free(res);
+}
+
+/* Verbose: under the tree, every span's full line exactly as console__format_span makes it. */
+static void test_console__verbose_lines(void **state)
 {
 	struct resource *res = resource__new();
 	struct span *spans[40];
-	char *out = NULL, *line, *save = NULL, want[512];
-	size_t outlen = 0;
-	FILE *mem;
+	char *out, *p, want[40][512];
+	struct capture cap;
 	void *ctx;
 	int i;
 
@@ -163,34 +725,33 @@ static void test_console__sink_writes_batch(void **state)
 		char path[300];
 
 		spans[i] = server_span(res);
-		/* Long values: the batch outgrows the sink's first buffer. */
+		spans[i]->span_id[0] = (uint8_t)i;
+		spans[i]->start_ns += (uint64_t)i * 1000;
+		/* Long values: the output outgrows the sink's first buffer. */
 		memset(path, 'p', sizeof(path));
 		snprintf(path, 16, "/item/%d/", i);
 		path[strlen(path)] = 'p';
 		assert_int_equal(span__set_str(spans[i], SC_URL_PATH, path, sizeof(path)), 0);
+		console__format_span(spans[i], want[i], sizeof(want[i]));
 	}
-	mem = open_memstream(&out, &outlen);
-	assert_non_null(mem);
-	ctx = console_sink__new(mem);
-	assert_non_null(ctx);
-	assert_string_equal(console_sink_ops.name, "console");
-	assert_int_equal(console_sink_ops.export(ctx, spans, 40), 0);
-	/* The sink flushes, so the lines are there without closing the stream. */
-	assert_non_null(out);
-	for (i = 0, line = strtok_r(out, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save), i++) {
-		assert_true(i < 40);
-		console__format_span(spans[i], want, sizeof(want));
-		assert_string_equal(line, want);
-		assert_non_null(strstr(line, " url.path=/item/"));
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, true);
+	send(ctx, spans, 40);
+	out = capture_next(&cap);
+	/* Forty roots of one trace: one header, forty tree lines, then the forty full lines. */
+	assert_int_equal(count(out, "trace 4bf92f3577b34da6a3ce929d0e0e4736"), 1);
+	assert_int_equal(count(out, "\n  SERVER GET /users/{id} 200 "), 40);
+	for (i = 0, p = out; i < 40; i++) {
+		p = strstr(p, want[i]);
+		assert_non_null(p);
+		/* Whole lines, in the tree's order. */
+		assert_int_equal(p[-1], '\n');
+		p += strlen(want[i]);
+		assert_int_equal(*p, '\n');
 	}
-	assert_int_equal(i, 40);
-	assert_int_equal(console_sink_ops.export(ctx, spans, 0), 0);
-	console_sink_ops.free(ctx);
-	assert_int_equal(fclose(mem), 0);
 	free(out);
-	for (i = 0; i < 40; i++)
-		span__free(spans[i]);
+	console_sink_ops.free(ctx);
+	capture_close(&cap);
 	resource__free(res);
 }
 
@@ -198,12 +759,14 @@ static void test_console__sink_reports_write_failure(void **state)
 {
 	struct span *s = server_span(NULL);
 	FILE *ro = fopen("/dev/null", "r"); /* open for reading: every write fails */
+	struct console_opts opts = { 0 };
 	void *ctx;
 
 	(void)state;
 	assert_non_null(ro);
 	ctx = console_sink__new(ro);
 	assert_non_null(ctx);
+	assert_string_equal(console_sink_ops.name, "console");
 	assert_true(console_sink_ops.export(ctx, &s, 1) < 0);
 	console_sink_ops.free(ctx);
 	fclose(ro);
@@ -212,17 +775,30 @@ static void test_console__sink_reports_write_failure(void **state)
 	errno = 0;
 	assert_null(console_sink__new(NULL));
 	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(console_sink__new_opts(&opts));
+	assert_int_equal(errno, EINVAL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_console__server_line),
-		cmocka_unit_test(test_console__client_error_line),
-		cmocka_unit_test(test_console__escaping),
-		cmocka_unit_test(test_console__truncates_like_snprintf),
-		cmocka_unit_test(test_console__sink_writes_batch),
-		cmocka_unit_test(test_console__sink_reports_write_failure),
+	    cmocka_unit_test(test_console__server_line),
+	    cmocka_unit_test(test_console__client_error_line),
+	    cmocka_unit_test(test_console__escaping),
+	    cmocka_unit_test(test_console__truncates_like_snprintf),
+	    cmocka_unit_test(test_console__waterfall_exact),
+	    cmocka_unit_test(test_console__out_of_order_batches),
+	    cmocka_unit_test(test_console__remote_parent_is_root),
+	    cmocka_unit_test(test_console__cross_process_one_tree),
+	    cmocka_unit_test(test_console__orphan_timeout),
+	    cmocka_unit_test(test_console__late_child),
+	    cmocka_unit_test(test_console__bounded),
+	    cmocka_unit_test(test_console__tree_escaping),
+	    cmocka_unit_test(test_console__long_label_cut),
+	    cmocka_unit_test(test_console__parent_cycle),
+	    cmocka_unit_test(test_console__verbose_lines),
+	    cmocka_unit_test(test_console__sink_reports_write_failure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
