@@ -1024,7 +1024,8 @@ void config__print_help(const struct config *cfg, FILE *out)
 	      "       gospan --help | --version\n\n"
 	      "Traces the HTTP requests a running Go service serves and exports them as\n"
 	      "OpenTelemetry spans (OTLP/HTTP protobuf). Needs root, or CAP_BPF, CAP_PERFMON\n"
-	      "and CAP_SYS_PTRACE. Command-line options win over the environment.\n\n"
+	      "and CAP_SYS_PTRACE, plus CAP_SYS_ADMIN on kernels that reserve uprobes to it\n"
+	      "(the fix for CVE-2025-38466). Command-line options win over the environment.\n\n"
 	      "settings (current value, source):\n",
 	      out);
 	for (id = 0; id < S__COUNT; id++) {

@@ -456,7 +456,7 @@ static int add_target(struct app *app, size_t i)
 int main(int argc, char **argv)
 {
 	struct app app = {};
-	bool client = false;
+	bool client = false, attached = false;
 	size_t i;
 	int err;
 
@@ -525,9 +525,12 @@ int main(int argc, char **argv)
 		err = add_target(&app, i);
 		if (err == -EINTR) /* stopped while an --exe waited for its process */
 			err = 0;
-		if (err || stop_signal)
+		if (err)
 			goto detach;
+		attached = true;
 		client |= app.traced[app.ntraced - 1].target->round_trip.addr != 0;
+		if (stop_signal)
+			goto detach;
 	}
 	if (client && !probes__can_propagate(app.probes))
 		pr_warn("outgoing trace context is off: this kernel refuses bpf_probe_write_user "
@@ -544,7 +547,8 @@ detach:
 	records__flush(app.records);
 	if (app.exporter)
 		exporter__shutdown(app.exporter);
-	if (app.ntraced)
+	/* Nothing to account for when no target was ever attached. */
+	if (attached)
 		print_summary(&app, true);
 
 cleanup:

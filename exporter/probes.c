@@ -5,6 +5,8 @@
  * the target's offsets in the `targets` map, so one loaded object serves many binaries.
  */
 #include <errno.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +126,17 @@ cleanup:
 	return NULL;
 }
 
+/* Whether CAP is in gospan's effective set (capget, no libcap needed). */
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+
+	if (syscall(SYS_capget, &hdr, data))
+		return true; /* unknown: do not blame a capability */
+	return data[cap / 32].effective & (1U << (cap % 32));
+}
+
 static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, const char *path,
 		      uint64_t off, uint32_t cookie)
 {
@@ -145,6 +158,15 @@ static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, con
 		err = -errno;
 		pr_err("cannot attach uprobe to '%s' at offset 0x%llx: %s", path,
 		       (unsigned long long)off, strerror(-err));
+		/*
+		 * Kernels with the fix for CVE-2025-38466 (stable backports included) let only
+		 * CAP_SYS_ADMIN create uprobes through perf_event_open; CAP_PERFMON was enough
+		 * before. Say so, or the user is left guessing which capability is missing.
+		 */
+		if (err == -EACCES && !has_cap(CAP_SYS_ADMIN))
+			pr_err("this kernel lets only CAP_SYS_ADMIN create uprobes: run gospan as "
+			       "root or add CAP_SYS_ADMIN to CAP_BPF, CAP_PERFMON and "
+			       "CAP_SYS_PTRACE");
 		return err;
 	}
 	p->links[p->nlinks++] = link;
