@@ -177,3 +177,39 @@ def test_service_unharmed_by_attach_detach_and_kill(start_service, start_gospan,
     assert surely <= len(spans) <= maybe, (
         f"{len(spans)} spans exported; {surely} requests were made while gospan was attached, "
         f"{maybe} during its lifetime")
+
+
+CYCLES = 6
+
+
+def test_service_unharmed_by_repeated_kills_and_restarts(start_service, start_gospan,
+                                                         otlp_receiver):
+    """Again and again under load: gospan attached, then SIGKILL or SIGTERM in turn, then a
+    new one attached at once. Not a request lost or wrong, and every SIGTERM exits cleanly."""
+    svc = start_service()
+    load = Load(svc.port)
+    load.start()
+    rcs = []
+    try:
+        load.wait_count(200, "before gospan started")
+        for i in range(CYCLES):
+            g = start_gospan(svc.pid, otlp_receiver)
+            g.wait_attached()
+            load.wait_count(load.count + 300, f"while gospan #{i + 1} was attached")
+            sig = signal.SIGKILL if i % 2 == 0 else signal.SIGTERM
+            rcs.append((sig, g.stop(sig), g.stderr))
+        load.wait_count(load.count + 300, "after the last gospan")
+    finally:
+        load.stop()
+
+    assert not load.failures, (f"{len(load.failures)} of {load.count} requests failed:\n"
+                               + "\n".join(load.failures[:20]))
+    assert svc.alive(), f"the service died:\n{svc.err.text}"
+    for sig, rc, err in rcs:
+        want = -signal.SIGKILL if sig == signal.SIGKILL else 0
+        assert rc == want, f"gospan exited with {rc} after {sig.name}:\n{err}"
+    bad = [ln for ln in svc.err.lines
+           if any(w in ln for w in ("fatal error", "panic", "SIGTRAP", "SIGILL", "SIGSEGV",
+                                    "unexpected fault"))]
+    assert not bad, "the service complained:\n" + "\n".join(bad[:20])
+    assert otlp_receiver.errors == []
