@@ -12,14 +12,30 @@ takes about 6 minutes on 2 CPUs the first time; the binary is kept in
 
 and reused by every later run (also by CI on the same machine). GOSPAN_JAEGER_BIN names a ready
 binary instead. Import the `jaeger` fixture into a test module to use it.
+
+The same file is the demo's way to Jaeger (examples/demo.sh), run as a program:
+
+    python3 tests/e2e/jaeger.py path      where the binary is; status 1 when it is not built yet
+    python3 tests/e2e/jaeger.py build     builds it when missing, prints its path
+    python3 tests/e2e/jaeger.py serve     runs it on free loopback ports until SIGTERM; prints
+                                          "ready otlp=URL query=URL ui=yes|no" once it is ready
+    python3 tests/e2e/jaeger.py wait --query URL --spans SERVICE=N ... [--timeout S]
+    python3 tests/e2e/jaeger.py show --query URL [--service NAME]
+
+A binary built from the Go module has no web UI (its assets are not in the module; the query
+port serves a placeholder page): `ui=no` says so, and `show` prints traces as text instead.
 """
 
+import argparse
 import fcntl
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -53,37 +69,59 @@ def _go_env():
     return env
 
 
+class Unavailable(Exception):
+    """Jaeger cannot be had here (no Go, the module proxy unreachable): the tests skip."""
+
+
+class BuildError(Exception):
+    """Building or finding Jaeger went wrong where it should have worked: the tests fail."""
+
+
 def _run(argv, cwd=None, timeout=BUILD_TIMEOUT):
     try:
         return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               env=_go_env())
     except FileNotFoundError:
-        pytest.skip("Go is not installed; it is needed to build Jaeger")
+        raise Unavailable("Go is not installed; it is needed to build Jaeger") from None
     except subprocess.TimeoutExpired:
-        pytest.fail(f"'{' '.join(argv)}' did not finish within {timeout} s")
+        raise BuildError(f"'{' '.join(argv)}' did not finish within {timeout} s") from None
+
+
+def _executable(path):
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def cached_binary(version=JAEGER_VERSION):
+    """(path, ready): GOSPAN_JAEGER_BIN, or where the cache keeps VERSION, and whether it is
+    there; nothing is built."""
+    if os.environ.get("GOSPAN_JAEGER_BIN"):
+        path = Path(os.environ["GOSPAN_JAEGER_BIN"])
+        return path, _executable(path)
+    dest = cache_dir() / f"jaeger-{version}" / "jaeger"
+    return dest, _executable(dest)
 
 
 def jaeger_binary(version=JAEGER_VERSION):
-    """The path of a Jaeger v2 binary of VERSION, building and caching it when missing."""
+    """The path of a Jaeger v2 binary of VERSION, building and caching it when missing; raises
+    Unavailable or BuildError."""
+    dest, ready = cached_binary(version)
     if os.environ.get("GOSPAN_JAEGER_BIN"):
-        path = Path(os.environ["GOSPAN_JAEGER_BIN"])
-        if not os.access(path, os.X_OK):
-            pytest.fail(f"GOSPAN_JAEGER_BIN='{path}' is not an executable")
-        return path
-    home = cache_dir() / f"jaeger-{version}"
-    dest = home / "jaeger"
-    if os.access(dest, os.X_OK):
+        if not ready:
+            raise BuildError(f"GOSPAN_JAEGER_BIN='{dest}' is not an executable")
         return dest
+    if ready:
+        return dest
+    home = dest.parent
     home.mkdir(parents=True, exist_ok=True)
     # One build at a time, whoever else wants the same version waits for it.
     with open(home / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.access(dest, os.X_OK):
+        if _executable(dest):
             return dest
         res = _run(["go", "mod", "download", "-json", f"{JAEGER_MODULE}@{version}"], timeout=600)
         if res.returncode != 0:
-            pytest.skip(f"cannot download {JAEGER_MODULE}@{version} through the Go module "
-                        f"proxy: {res.stdout.strip()} {res.stderr.strip()}")
+            raise Unavailable(f"cannot download {JAEGER_MODULE}@{version} through the Go "
+                              f"module proxy: {res.stdout.strip()} {res.stderr.strip()}")
         src = home / "src"
         shutil.rmtree(src, ignore_errors=True)
         # The module cache is read-only; the build writes go.sum updates into its main module.
@@ -96,8 +134,8 @@ def jaeger_binary(version=JAEGER_VERSION):
         t0 = time.monotonic()
         res = _run(["go", "build", "-o", str(tmp), "./cmd/jaeger"], cwd=src)
         if res.returncode != 0:
-            pytest.fail(f"cannot build Jaeger {version} ({JAEGER_MODULE}/cmd/jaeger):\n"
-                        f"{res.stderr[-4000:]}")
+            raise BuildError(f"cannot build Jaeger {version} ({JAEGER_MODULE}/cmd/jaeger):\n"
+                             f"{res.stderr[-4000:]}")
         os.replace(tmp, dest)
         shutil.rmtree(src, ignore_errors=True)
         (home / "build.log").write_text(
@@ -146,13 +184,63 @@ exporters:
 """
 
 
-class Jaeger:
+class QueryAPI:
+    """Jaeger's HTTP query API at QUERY_URL, e.g. http://127.0.0.1:16686."""
+
+    def __init__(self, query_url):
+        self.query_url = query_url.rstrip("/")
+
+    def get(self, path, **params):
+        """GET PATH on the query API with PARAMS; the decoded JSON, or None on 404."""
+        url = self.query_url + path
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(url, timeout=10.0) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def services(self):
+        return (self.get("/api/services") or {}).get("data") or []
+
+    def trace(self, trace_id_hex):
+        """The trace with that id, as the query API gives it, or None."""
+        got = self.get(f"/api/traces/{trace_id_hex}")
+        data = (got or {}).get("data") or []
+        return data[0] if data else None
+
+    def find_traces(self, service, tags=None, limit=20):
+        """Traces of SERVICE (having a span with every tag in TAGS, a dict, when given)."""
+        params = dict(service=service, limit=limit, lookback="1h")
+        if tags:
+            params["tags"] = json.dumps(tags)
+        got = self.get("/api/traces", **params)
+        return (got or {}).get("data") or []
+
+    def has_ui(self):
+        """Whether the query port serves the web UI rather than the placeholder page a binary
+        built without the UI assets shows."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(self.query_url + "/", timeout=10.0) as resp:
+                page = resp.read().decode("utf-8", "replace")
+        except OSError:
+            return False
+        return not any(m in page for m in ("placeholder for the Jaeger UI",
+                                           "not compiled with the UI assets"))
+
+
+class Jaeger(QueryAPI):
     """A running Jaeger: OTLP/HTTP in at `otlp_endpoint`, the HTTP query API at `query_url`."""
 
     def __init__(self, binary, workdir, otlp_port, query_port, query_grpc_port):
+        super().__init__(f"http://127.0.0.1:{query_port}")
         self.otlp_endpoint = f"http://127.0.0.1:{otlp_port}"
         self.otlp_url = f"{self.otlp_endpoint}/v1/traces"
-        self.query_url = f"http://127.0.0.1:{query_port}"
         self._otlp_port = otlp_port
         config = Path(workdir) / "jaeger.yaml"
         config.write_text(CONFIG.format(otlp_port=otlp_port, query_port=query_port,
@@ -201,35 +289,6 @@ class Jaeger:
         except OSError:
             return False
 
-    def get(self, path, **params):
-        """GET PATH on the query API with PARAMS; the decoded JSON, or None on 404."""
-        url = self.query_url + path
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        try:
-            with opener.open(url, timeout=10.0) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as e:
-            if e.code == 404:
-                return None
-            raise
-
-    def services(self):
-        return (self.get("/api/services") or {}).get("data") or []
-
-    def trace(self, trace_id_hex):
-        """The trace with that id, as the query API gives it, or None."""
-        got = self.get(f"/api/traces/{trace_id_hex}")
-        data = (got or {}).get("data") or []
-        return data[0] if data else None
-
-    def find_traces(self, service, tags, limit=20):
-        """Traces of SERVICE having a span with every tag in TAGS (a dict)."""
-        got = self.get("/api/traces", service=service, tags=json.dumps(tags), limit=limit,
-                       lookback="1h")
-        return (got or {}).get("data") or []
-
     def alive(self):
         return self.proc.poll() is None
 
@@ -248,7 +307,12 @@ class Jaeger:
 
 @pytest.fixture(scope="session")
 def jaeger_bin(bpf_ready):
-    return jaeger_binary()
+    try:
+        return jaeger_binary()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    except BuildError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -277,3 +341,226 @@ def service_of(trace, span):
 def parents(span):
     """The (refType, spanID) pairs of a span's references."""
     return [(r.get("refType"), r.get("spanID")) for r in span.get("references") or []]
+
+
+# ---- the command line, for examples/demo.sh ------------------------------------------------
+
+
+class _Stop(Exception):
+    """A signal asked `serve` to stop."""
+
+
+def _on_signal(signum, frame):
+    raise _Stop(signum)
+
+
+def _free_ports(n):
+    """N distinct loopback TCP ports nothing listens on (all held until every one is chosen)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _cmd_path(args):
+    path, ready = cached_binary()
+    print(path)
+    return 0 if ready else 1
+
+
+def _cmd_build(args):
+    try:
+        path = jaeger_binary()
+    except (Unavailable, BuildError) as e:
+        print(f"jaeger.py: {e}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+def _cmd_serve(args):
+    if args.binary:
+        binary = Path(args.binary)
+    else:
+        binary, ready = cached_binary()
+        if not ready:
+            print(f"jaeger.py: '{binary}' is not built: run '{sys.argv[0]} build' first",
+                  file=sys.stderr)
+            return 1
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    with tempfile.TemporaryDirectory(prefix="gospan-jaeger.") as tmp:
+        try:
+            j = Jaeger(binary, args.workdir or tmp, *_free_ports(3))
+        except _Stop:
+            return 0
+        except (AssertionError, OSError) as e:
+            print(f"jaeger.py: cannot start '{binary}': {e}", file=sys.stderr)
+            return 1
+        try:
+            ui = "yes" if j.has_ui() else "no"
+            print(f"ready otlp={j.otlp_endpoint} query={j.query_url} ui={ui}", flush=True)
+            while j.alive():
+                time.sleep(0.2)
+        except _Stop:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)
+            j.stop()
+            return 0
+        rc = j.stop()
+        print(f"jaeger.py: jaeger exited with status {rc}\n{j.output()}", file=sys.stderr)
+        return 1
+
+
+def _span_counts(api, services, limit):
+    """{service: how many spans of it the query API finds}."""
+    counts = {}
+    for svc in services:
+        counts[svc] = sum(1 for t in api.find_traces(svc, limit=limit) for s in t["spans"]
+                          if service_of(t, s) == svc)
+    return counts
+
+
+def _cmd_wait(args):
+    api = QueryAPI(args.query)
+    want = {}
+    for item in args.spans:
+        svc, _, n = item.rpartition("=")
+        if not svc or not n.isdigit():
+            print(f"jaeger.py: --spans '{item}' is not SERVICE=COUNT", file=sys.stderr)
+            return 2
+        want[svc] = int(n)
+    limit = max([1000, *want.values()])
+    deadline = time.monotonic() + args.timeout
+    got, error = {}, None
+    while True:
+        try:
+            got, error = _span_counts(api, want, limit), None
+        except (OSError, ValueError) as e:
+            error = e
+        if all(got.get(s, 0) >= n for s, n in want.items()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    print("spans in Jaeger: " + ", ".join(f"{s} {got.get(s, 0)} of {n}"
+                                          for s, n in want.items()))
+    if error is not None:
+        print(f"jaeger.py: cannot query '{api.query_url}': {error}", file=sys.stderr)
+    return 0 if all(got.get(s, 0) >= n for s, n in want.items()) else 1
+
+
+def _status(span):
+    code = tag(span, "http.response.status_code")
+    failed = tag(span, "otel.status_code") == "ERROR" or tag(span, "error") in (True, "true")
+    words = [str(code)] if code is not None else []
+    if failed:
+        words.append("ERROR")
+    return " ".join(words) or "-"
+
+
+def _tree_lines(trace):
+    """A trace as text, one line per span, each span indented under its parent."""
+    spans = sorted(trace["spans"], key=lambda s: s["startTime"])
+    ids = {s["spanID"] for s in spans}
+    children, roots = {}, []
+    for s in spans:
+        parent = next((r["spanID"] for r in s.get("references") or []
+                       if r.get("spanID") in ids), None)
+        (children.setdefault(parent, []) if parent else roots).append(s)
+    start = time.strftime("%H:%M:%S", time.localtime(spans[0]["startTime"] / 1e6))
+    lines = [f"trace {trace['traceID']}  {start}  {len(spans)} span{'s' * (len(spans) != 1)}"]
+
+    def walk(span, depth):
+        kind = tag(span, "span.kind") or "-"
+        where = tag(span, "url.full") if kind == "client" else tag(span, "url.path")
+        label = "  " * depth + f"{service_of(trace, span)}  {kind:<6}  {span['operationName']}"
+        lines.append(f"  {label:<44} {_status(span):<9} {span['duration'] / 1000:>8.3f} ms  "
+                     f"{where or ''}".rstrip())
+        for child in children.get(span["spanID"], []):
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    return lines
+
+
+def _latest_by_root(traces):
+    """The latest trace of each root operation, in the order of the operations' names."""
+    latest = {}
+    for t in traces:
+        first = min(t["spans"], key=lambda s: s["startTime"])
+        op = f"{service_of(t, first)} {first['operationName']}"
+        if op not in latest or first["startTime"] > latest[op][0]:
+            latest[op] = (first["startTime"], t)
+    return [latest[op][1] for op in sorted(latest)]
+
+
+def _cmd_show(args):
+    api = QueryAPI(args.query)
+    try:
+        services = args.service or api.services()
+        by_service = {svc: api.find_traces(svc, limit=args.limit) for svc in services}
+    except (OSError, ValueError) as e:
+        print(f"jaeger.py: cannot query '{api.query_url}': {e}", file=sys.stderr)
+        return 1
+    if not services:
+        print("Jaeger holds no traces")
+        return 0
+    names = {svc: {t["traceID"] for t in traces} for svc, traces in by_service.items()}
+    first = services[0]
+    shown = set()
+    for svc in services:
+        # A trace is shown once, under the first service it has spans of.
+        mine = [t for t in by_service[svc] if t["traceID"] not in shown]
+        if not mine:
+            continue
+        if svc == first:
+            print(f"the latest trace of each {svc} operation "
+                  f"(of {len(names[svc])} traces with {svc} spans):")
+        else:
+            print(f"traces that start at {svc}, the latest of each operation "
+                  f"(of {len(mine)} with no span of {', '.join(services[:services.index(svc)])}):")
+        for t in _latest_by_root(mine):
+            print("\n".join(_tree_lines(api.trace(t["traceID"]) or t)))
+        shown |= {t["traceID"] for t in mine}
+    common = set.intersection(*names.values())
+    counts = ", ".join(f"{len(ids)} with spans of {svc}" for svc, ids in names.items())
+    line = f"traces in Jaeger: {counts}"
+    if len(services) > 1:
+        line += f"; {len(common)} with spans of {' and '.join(services)}"
+    print(line)
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="jaeger.py", description="Jaeger for gospan's demo: "
+                                 "build it, run it on loopback, read traces back.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("path", help="print where the binary is; status 1 when it is not built")
+    sub.add_parser("build", help=f"build Jaeger {JAEGER_VERSION} when missing (about 6 minutes "
+                   f"the first time), print its path")
+    p = sub.add_parser("serve", help="run Jaeger on free loopback ports until SIGTERM")
+    p.add_argument("--binary", help="the Jaeger binary (default: the cached one)")
+    p.add_argument("--workdir", help="where to write its configuration (default: a temporary "
+                   "directory)")
+    p = sub.add_parser("wait", help="wait until Jaeger holds a number of spans of each service")
+    p.add_argument("--query", required=True, help="the query API's base URL")
+    p.add_argument("--spans", action="append", required=True, metavar="SERVICE=COUNT")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    p = sub.add_parser("show", help="print the latest trace of each operation as a tree")
+    p.add_argument("--query", required=True, help="the query API's base URL")
+    p.add_argument("--service", action="append", help="a service to show (repeatable; "
+                   "default: every service Jaeger knows)")
+    p.add_argument("--limit", type=int, default=1000, help="traces read per service")
+    args = ap.parse_args(argv)
+    return {"path": _cmd_path, "build": _cmd_build, "serve": _cmd_serve, "wait": _cmd_wait,
+            "show": _cmd_show}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

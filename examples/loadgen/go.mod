@@ -1,0 +1,3 @@
+module gospan.example/loadgen
+
+go 1.22
