@@ -9,8 +9,10 @@ into a failure, because CI has both and must never go green on tests that did no
 import ctypes
 import errno
 import gzip
+import http.client
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -267,6 +269,82 @@ def attributes(kvs):
     return {kv.key: any_value(kv.value) for kv in kvs}
 
 
+def received_spans(req):
+    """Every span of a decoded ExportTraceServiceRequest, as ReceivedSpan, in order."""
+    got = []
+    for rs in req.resource_spans:
+        res = attributes(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                got.append(ReceivedSpan(
+                    name=s.name, kind=s.kind, trace_id=s.trace_id, span_id=s.span_id,
+                    parent_span_id=s.parent_span_id, start_ns=s.start_time_unix_nano,
+                    end_ns=s.end_time_unix_nano, attrs=attributes(s.attributes),
+                    status_code=s.status.code, status_message=s.status.message,
+                    resource=res, scope_name=ss.scope.name, scope_version=ss.scope.version,
+                    proto=s))
+    return got
+
+
+def decode_request(pb, encoding, body):
+    """The spans of an OTLP/HTTP protobuf body sent with Content-Encoding ENCODING, decoded by
+    the official package PB (trace_service_pb2). Raises on anything malformed."""
+    enc = encoding.lower()
+    if enc == "gzip":
+        body = gzip.decompress(body)
+    elif enc == "deflate":
+        body = zlib.decompress(body)
+    elif enc != "identity":
+        raise ValueError(f"content encoding '{encoding}'")
+    req = pb.ExportTraceServiceRequest()
+    req.ParseFromString(body)
+    return received_spans(req)
+
+
+def call(svc, method, path, body=None, timeout=10.0):
+    """One request to the service on a connection of its own; returns the status."""
+    c = http.client.HTTPConnection(svc.host, svc.port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers={"Connection": "close"})
+        resp = c.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        c.close()
+
+
+def wait_until(pred, timeout, step=0.05):
+    """True as soon as PRED() is; False after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+
+
+def counter(line, name):
+    """N from '... NAME N ...' in gospan's summary line."""
+    m = re.search(rf"{name} (\d+)", line)
+    assert m, f"'{name} N' is not in the summary: {line}"
+    return int(m.group(1))
+
+
+def drop_reasons(line):
+    """{'queue_full': 3, ...} from '... dropped N (queue_full=3 export_failed=1); ...'."""
+    m = re.search(r"dropped \d+ \(([^)]*)\)", line)
+    if not m:
+        return {}
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+
+
+@pytest.fixture(scope="module")
+def otlp_proto():
+    return pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+                               reason="the opentelemetry-proto package is needed (make deps)")
+
+
 @dataclass
 class ReceivedSpan:
     name: str
@@ -351,18 +429,7 @@ class OtlpReceiver:
             req.ParseFromString(body)
         except Exception as e:  # noqa: BLE001 - any decoding failure is the exporter's fault
             return self._refuse(h, 400, f"cannot decode ExportTraceServiceRequest: {e!r}")
-        got = []
-        for rs in req.resource_spans:
-            res = attributes(rs.resource.attributes)
-            for ss in rs.scope_spans:
-                for s in ss.spans:
-                    got.append(ReceivedSpan(
-                        name=s.name, kind=s.kind, trace_id=s.trace_id, span_id=s.span_id,
-                        parent_span_id=s.parent_span_id, start_ns=s.start_time_unix_nano,
-                        end_ns=s.end_time_unix_nano, attrs=attributes(s.attributes),
-                        status_code=s.status.code, status_message=s.status.message,
-                        resource=res, scope_name=ss.scope.name, scope_version=ss.scope.version,
-                        proto=s))
+        got = received_spans(req)
         with self._cond:
             self.spans.extend(got)
             self._cond.notify_all()

@@ -7,60 +7,21 @@
   a garbage 200 body, a backend that never answers.
 """
 
-import gzip
-import http.client
 import re
 import secrets
 import signal
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from collector import collector, collector_bin  # noqa: F401 - fixtures
-from conftest import (SPAN_KIND_SERVER, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, ReceivedSpan,
-                      attributes)
+from conftest import (SPAN_KIND_SERVER, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, call, counter,
+                      decode_request, wait_until)
 
-HTTP_TIMEOUT = 10.0
 SPAN_WAIT = 20.0  # how long spans may take to arrive where they are expected
-
-
-
-@pytest.fixture(scope="module")
-def otlp_proto():
-    return pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-                               reason="the opentelemetry-proto package is needed (make deps)")
-
-
-def call(svc, method, path, body=None):
-    """One request to the service on a connection of its own; returns the status."""
-    c = http.client.HTTPConnection(svc.host, svc.port, timeout=HTTP_TIMEOUT)
-    try:
-        c.request(method, path, body=body, headers={"Connection": "close"})
-        resp = c.getresponse()
-        resp.read()
-        return resp.status
-    finally:
-        c.close()
-
-
-def wait_until(pred, timeout, step=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        if pred():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
-
-
-def counter(line, name):
-    m = re.search(rf"{name} (\d+)", line)
-    assert m, f"'{name} N' is not in the summary: {line}"
-    return int(m.group(1))
 
 
 # ---- (a) the OpenTelemetry Collector ----------------------------------------------------------
@@ -257,26 +218,7 @@ class FaultReceiver:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def _decode(self, headers, body):
-        enc = headers.get("content-encoding", "identity").lower()
-        if enc == "gzip":
-            body = gzip.decompress(body)
-        elif enc == "deflate":
-            body = zlib.decompress(body)
-        req = self._pb.ExportTraceServiceRequest()
-        req.ParseFromString(body)
-        got = []
-        for rs in req.resource_spans:
-            res = attributes(rs.resource.attributes)
-            for ss in rs.scope_spans:
-                for s in ss.spans:
-                    got.append(ReceivedSpan(
-                        name=s.name, kind=s.kind, trace_id=s.trace_id, span_id=s.span_id,
-                        parent_span_id=s.parent_span_id, start_ns=s.start_time_unix_nano,
-                        end_ns=s.end_time_unix_nano, attrs=attributes(s.attributes),
-                        status_code=s.status.code, status_message=s.status.message,
-                        resource=res, scope_name=ss.scope.name, scope_version=ss.scope.version,
-                        proto=s))
-        return got
+        return decode_request(self._pb, headers.get("content-encoding", "identity"), body)
 
     def _handle(self, h):
         length = int(h.headers.get("Content-Length") or 0)
