@@ -22,6 +22,7 @@
 #include "embed.h"
 #include "export.h"
 #include "export_http.h"
+#include "functions.h"
 #include "gobin.h"
 #include "log.h"
 #include "offsets.h"
@@ -202,6 +203,7 @@ struct traced {
 struct app {
 	struct config cfg;
 	struct offsets *tables;
+	struct functions *functions; /* --functions, --cpu-time; NULL: neither */
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
 	struct exporter *exporter;
@@ -323,6 +325,7 @@ static void print_summary(struct app *app, bool final)
 	REASON("ringbuf_full", bpf_drops[DROP_RINGBUF_FULL]);
 	REASON("inflight_map_full", bpf_drops[DROP_INFLIGHT_FULL]);
 	REASON("no_target_config", bpf_drops[DROP_NO_CONFIG]);
+	REASON("call_stack_full", bpf_drops[DROP_STACK_FULL]);
 	for (i = 0; i < DROP__COUNT; i++)
 		total += bpf_drops[i];
 	for (i = 0; i < RECORDS_DROP__COUNT; i++) {
@@ -334,9 +337,14 @@ static void print_summary(struct app *app, bool final)
 	total += es.dropped_queue_full + es.dropped_export_failed;
 #undef REASON
 
-	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits))
-		pr_info("probe hits: %llu (counted by the kernel: kernel.bpf_stats_enabled=1)",
-			(unsigned long long)hits);
+	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits)) {
+		char per[512];
+
+		if (probes__hits_by_program(app->probes, per, sizeof(per)))
+			per[0] = '\0';
+		pr_info("probe hits: %llu (counted by the kernel: kernel.bpf_stats_enabled=1)%s%s",
+			(unsigned long long)hits, per[0] ? ": " : "", per);
+	}
 	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
 		"in flight %llu, queued %llu, export failures %llu, retries %llu, rejected by the "
 		"backend %llu, not sampled %llu; trace context "
@@ -419,6 +427,9 @@ static int add_target(struct app *app, size_t i)
 		return -errno;
 	t->target = tg;
 	app->ntraced++;
+	err = functions__resolve(app->functions, tg);
+	if (err)
+		return err;
 
 	/* The sampler runs where ids are chosen, in BPF: see struct target_config. */
 	tg->cfg.root_sampler = cfg->root_sampler;
@@ -444,11 +455,17 @@ static int add_target(struct app *app, size_t i)
 	 */
 	if (!process_table__get(app->processes, t->pid, cookie))
 		pr_warn("cannot describe process %d: %s", (int)t->pid, strerror(errno));
-	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s), "
+	char funcs[64] = "";
+
+	if (tg->nfuncs)
+		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
+			 tg->nfuncs == 1 ? "" : "s");
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, tg->serve_http.nrets,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		tg->offsets_source, strcmp(tg->offsets_source, "table") ? "" : " for Go ",
+		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", tg->offsets_source,
+		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
 	return 0;
 }
@@ -492,6 +509,21 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	if (app.cfg.functions_file) {
+		app.functions = functions__load(app.cfg.functions_file);
+		if (!app.functions) {
+			err = -errno;
+			goto cleanup;
+		}
+	} else if (app.cfg.cpu_time) {
+		app.functions = calloc(1, sizeof(*app.functions));
+		if (!app.functions) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	if (app.functions)
+		app.functions->cpu_time = app.cfg.cpu_time;
 	err = clock__sync(&app.clock);
 	if (err) {
 		pr_err("cannot read the clocks: %s", strerror(-err));
@@ -523,8 +555,10 @@ int main(int argc, char **argv)
 	/* One after the other: an --exe may wait for its process, the ones before are traced. */
 	for (i = 0; i < app.cfg.npids + app.cfg.nexes; i++) {
 		err = add_target(&app, i);
-		if (err == -EINTR) /* stopped while an --exe waited for its process */
+		if (err == -EINTR) { /* stopped while an --exe waited for its process */
 			err = 0;
+			goto detach;
+		}
 		if (err)
 			goto detach;
 		attached = true;
@@ -533,9 +567,10 @@ int main(int argc, char **argv)
 			goto detach;
 	}
 	if (client && !probes__can_propagate(app.probes))
-		pr_warn("outgoing trace context is off: this kernel refuses bpf_probe_write_user "
-			"(lockdown, see /sys/kernel/security/lockdown); client spans are still made, "
-			"but the services they call start traces of their own");
+		pr_warn("outgoing trace context is off: bpf_probe_write_user is refused (kernel "
+			"lockdown, see /sys/kernel/security/lockdown, or gospan lacks CAP_SYS_ADMIN); "
+			"client spans are still made, but the services they call start traces of "
+			"their own");
 
 	err = run(&app);
 
@@ -559,6 +594,7 @@ cleanup:
 	for (i = 0; i < app.ntraced; i++)
 		target__free(app.traced[i].target);
 	offsets__free(app.tables);
+	functions__free(app.functions);
 	config__free(&app.cfg);
 	return err ? 1 : 0;
 }

@@ -122,8 +122,14 @@ static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	f = fopen(path, "re");
-	if (!f)
+	if (!f) {
+		/* Not silent: the service would be named after its executable for no clear reason. */
+		if (errno == EACCES || errno == EPERM)
+			pr_warn("cannot read %s: %s; its %s is not seen (reading another user's "
+				"environment needs CAP_DAC_READ_SEARCH)",
+				path, strerror(errno), name);
 		return false;
+	}
 	/* environ is NUL-separated; getdelim reads one entry at a time. */
 	while (getdelim(&env, &len, '\0', f) > 0) {
 		s = env;

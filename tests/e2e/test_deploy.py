@@ -1,0 +1,1031 @@
+"""The deployment files (Dockerfile, .dockerignore, docker-compose.yml, examples/*/Dockerfile,
+examples/kubernetes/), checked on a machine with no container engine and no cluster.
+
+Without root or BPF:
+- docker-compose.yml is loaded by compose-go, the loader behind `docker compose config`
+  (deploycheck/), and validated against the Compose Specification's JSON schema that ships in
+  that module, with jsonschema;
+- every Dockerfile is parsed: build contexts, COPY sources (present, not excluded by
+  .dockerignore), COPY --from stages, ports, the --exe paths against where the images install
+  the binaries, the service names, the gospan services' privileges;
+- every Dockerfile's build stage is replayed on this machine (Debian 12, like the images): the
+  files its COPY lines bring, then its RUN lines except apt-get, in a scratch directory. The root
+  image's runtime packages must cover every shared library `ldd` lists for the gospan so built;
+  the example binaries must come out static, not PIE, with symbols and DWARF;
+- the Kubernetes manifest is decoded strictly into the API types (deploycheck/), then checked.
+
+With root and BPF (bpf_ready), the compose demo is played without Docker (deploy_sandbox.py):
+one network namespace for the compose network, each service from its replayed image in its own
+mount namespace with the image's files as root and the image's user, each gospan with exactly
+the capabilities compose gives it, a read-only /sys without tracefs/debugfs/securityfs, in the
+machine's PID namespace, and the commands, environments and healthchecks of docker-compose.yml
+as written. What is not emulated: seccomp and AppArmor profiles, cgroups, image pulls.
+"""
+
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import BUILD, REPO, _LineReader
+from jaeger import jaeger_bin  # noqa: F401 (fixture)
+
+COMPOSE_FILE = REPO / "docker-compose.yml"
+KUBE_FILE = REPO / "examples" / "kubernetes" / "gospan-daemonset.yaml"
+DEPLOYCHECK_SRC = Path(__file__).resolve().parent / "deploycheck"
+SANDBOX = Path(__file__).resolve().parent / "deploy_sandbox.py"
+WORK = BUILD / "deploy"
+
+APPS = ("frontend", "backend", "loadgen")
+# gospan service -> the compose service whose executable it traces.
+TRACERS = {"gospan-frontend": "frontend", "gospan-backend": "backend"}
+SERVICES = {"jaeger", *APPS, *TRACERS}
+
+# What gospan needs in a container, each one shown needed by test_gospan_capabilities where the
+# kernel lets a test show it, and explained in docker-compose.yml.
+GOSPAN_CAPS = {"SYS_ADMIN", "BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"}
+# Docker's default capability set, before cap_drop and cap_add.
+DOCKER_DEFAULT_CAPS = {"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID",
+                       "SETUID", "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL",
+                       "AUDIT_WRITE"}
+DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GOLANG_IMAGE_PATH = "/go/bin:/usr/local/go/bin:" + DEBIAN_PATH
+JAEGER_OTLP_HTTP_PORT = 4318
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _e2e_prerequisites():
+    """Overrides conftest's: only the tests that ask for bpf_ready need root and BPF."""
+
+
+# ---- helpers: processes, Go ------------------------------------------------------------------
+
+
+def _clean_env(extra=None, go=False):
+    """A small environment like a build container's: no OTEL_*, no make or compiler settings."""
+    keep = {"HOME", "LANG", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+            "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+    if go:
+        keep |= {"GOPATH", "GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB",
+                 "GOPRIVATE", "GONOPROXY", "GOINSECURE"}
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env["PATH"] = os.environ.get("PATH", DEBIAN_PATH)
+    if go:
+        env["GOTOOLCHAIN"] = "local"  # as the golang images set it
+    env.update(extra or {})
+    return env
+
+
+def _run(argv, what, cwd=None, env=None, timeout=600):
+    try:
+        res = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                             timeout=timeout)
+    except FileNotFoundError:
+        pytest.fail(f"{what}: '{argv[0]}' is not installed")
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what}: '{shlex.join(map(str, argv))}' took more than {timeout} s")
+    if res.returncode != 0:
+        pytest.fail(f"{what}: '{shlex.join(map(str, argv))}' exited with {res.returncode}\n"
+                    f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return res.stdout
+
+
+@pytest.fixture(scope="session")
+def deploycheck_bin():
+    out = WORK / "deploycheck"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _run(["go", "build", "-o", str(out), "."], "building tests/e2e/deploycheck",
+         cwd=DEPLOYCHECK_SRC, env=_clean_env({"CGO_ENABLED": "0"}, go=True), timeout=900)
+    return out
+
+
+@pytest.fixture(scope="session")
+def compose(deploycheck_bin):
+    """docker-compose.yml as compose-go loads and normalizes it."""
+    return json.loads(_run([str(deploycheck_bin), "compose", str(COMPOSE_FILE)],
+                           "loading docker-compose.yml with compose-go"))
+
+
+@pytest.fixture(scope="session")
+def compose_raw():
+    return yaml.safe_load(COMPOSE_FILE.read_text())
+
+
+@pytest.fixture(scope="session")
+def kube_objects(deploycheck_bin):
+    return json.loads(_run([str(deploycheck_bin), "kube", str(KUBE_FILE)],
+                           "decoding the Kubernetes manifest"))
+
+
+# ---- Dockerfiles ------------------------------------------------------------------------------
+
+
+@dataclass
+class Instruction:
+    cmd: str
+    value: str
+    lineno: int
+
+    @property
+    def json_form(self):
+        return self.value.lstrip().startswith("[")
+
+    def words(self):
+        return json.loads(self.value) if self.json_form else shlex.split(self.value)
+
+    def copy_parts(self):
+        """(flags, sources, destination) of a COPY or ADD."""
+        words = self.words()
+        flags = {}
+        while not self.json_form and words and words[0].startswith("--"):
+            key, _, val = words.pop(0)[2:].partition("=")
+            flags[key] = val or True
+        assert len(words) >= 2, f"line {self.lineno}: {self.cmd} needs a source and a destination"
+        return flags, words[:-1], words[-1]
+
+
+@dataclass
+class Stage:
+    index: int
+    base: str
+    name: str
+    body: list = field(default_factory=list)
+
+    def all(self, cmd):
+        return [i for i in self.body if i.cmd == cmd]
+
+    def last(self, cmd):
+        found = self.all(cmd)
+        return found[-1] if found else None
+
+
+@dataclass
+class Dockerfile:
+    path: Path
+    context: Path
+    stages: list
+
+    def stage(self, ref):
+        for s in self.stages:
+            if s.name == ref or str(s.index) == ref:
+                return s
+        return None
+
+    @property
+    def final(self):
+        return self.stages[-1]
+
+
+def parse_dockerfile(path, context):
+    stages, logical, start = [], "", 0
+    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue  # comments and blank lines, also inside a continued instruction
+        if not logical:
+            start = n
+        if stripped.endswith("\\"):
+            logical += stripped[:-1] + " "
+            continue
+        logical += stripped
+        cmd, _, value = logical.partition(" ")
+        ins = Instruction(cmd.upper(), value.strip(), start)
+        logical = ""
+        if ins.cmd == "FROM":
+            words = ins.value.split()
+            name = words[2] if len(words) == 3 and words[1].lower() == "as" else None
+            stages.append(Stage(len(stages), words[0], name))
+        else:
+            assert stages, f"{path}:{ins.lineno}: {ins.cmd} before any FROM"
+            stages[-1].body.append(ins)
+    assert not logical, f"{path}: ends inside a continued line"
+    assert stages, f"{path}: no FROM"
+    return Dockerfile(Path(path), Path(context), stages)
+
+
+def dockerfile_env(ins):
+    words = shlex.split(ins.value)
+    if len(words) >= 2 and "=" not in words[0]:
+        return {words[0]: " ".join(words[1:])}  # the old `ENV KEY value` form
+    return dict(w.split("=", 1) for w in words)
+
+
+class DockerIgnore:
+    """The .dockerignore of a build context, matched as Docker does: a path is excluded when the
+    last pattern matching it or one of its parent directories is not a `!` exception."""
+
+    def __init__(self, context):
+        self.patterns = []
+        f = Path(context) / ".dockerignore"
+        if not f.exists():
+            return
+        for line in f.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            exception = line.startswith("!")
+            pat = os.path.normpath(line[1:] if exception else line).lstrip("/")
+            self.patterns.append((re.compile(self._regex(pat)), exception))
+
+    @staticmethod
+    def _regex(pat):
+        out, i = "", 0
+        while i < len(pat):
+            if pat.startswith("**/", i):
+                out, i = out + "(?:.*/)?", i + 3
+            elif pat.startswith("**", i):
+                out, i = out + ".*", i + 2
+            elif pat[i] == "*":
+                out, i = out + "[^/]*", i + 1
+            elif pat[i] == "?":
+                out, i = out + "[^/]", i + 1
+            else:
+                out, i = out + re.escape(pat[i]), i + 1
+        return out
+
+    def excluded(self, rel):
+        parts = Path(rel).parts
+        candidates = ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+        result = False
+        for rx, exception in self.patterns:
+            if any(rx.fullmatch(c) for c in candidates):
+                result = not exception
+        return result
+
+
+def copy_sources(df, ins):
+    """The context paths a COPY without --from takes: (path, context-relative) pairs of every
+    file it brings. Fails when a source matches nothing or only excluded files."""
+    _, sources, _ = ins.copy_parts()
+    ignore = DockerIgnore(df.context)
+    picked = []
+    for src in sources:
+        matches = sorted(glob.glob(str(df.context / src)))
+        where = f"{df.path.relative_to(REPO)}:{ins.lineno}"
+        assert matches, f"{where}: COPY source '{src}' is not in the context '{df.context}'"
+        files = []
+        for m in map(Path, matches):
+            rel = m.relative_to(df.context)
+            if m.is_dir():
+                for sub in sorted(m.rglob("*")):
+                    r = sub.relative_to(df.context)
+                    if sub.is_file() and not ignore.excluded(r):
+                        files.append((sub, r, m))
+            elif not ignore.excluded(rel):
+                files.append((m, rel, None))
+        assert files, f"{where}: COPY source '{src}' is excluded by .dockerignore (or empty)"
+        picked.extend(files)
+    return picked
+
+
+DOCKERFILES = {
+    "gospan": ("Dockerfile", "."),
+    "frontend": ("examples/frontend/Dockerfile", "examples/frontend"),
+    "backend": ("examples/backend/Dockerfile", "examples/backend"),
+    "loadgen": ("examples/loadgen/Dockerfile", "examples/loadgen"),
+}
+
+
+@pytest.fixture(scope="session")
+def dockerfiles():
+    return {name: parse_dockerfile(REPO / f, REPO / c) for name, (f, c) in DOCKERFILES.items()}
+
+
+def apt_packages(run_value):
+    """Package names of the `apt-get install` in a RUN line."""
+    words = shlex.split(run_value)
+    pkgs = []
+    for i, w in enumerate(words):
+        if w == "install" and i > 0 and words[i - 1] == "apt-get":
+            for p in words[i + 1:]:
+                if p in ("&&", ";", "||"):
+                    break
+                if not p.startswith("-"):
+                    pkgs.append(p)
+    return pkgs
+
+
+@dataclass
+class Image:
+    """A Dockerfile replayed: the final stage's files under rootfs, and its settings."""
+    name: str
+    rootfs: Path
+    env: dict
+    user: tuple
+    entrypoint: list
+    cmd: list
+    expose: set
+    installed: dict  # container path -> host file, for every COPY --from
+    build_packages: list
+    runtime_packages: list
+
+
+def _to_host(root, container_path):
+    return Path(root) / str(container_path).lstrip("/")
+
+
+def replay(df, workdir):
+    """Replays DF's build stages and assembles its final stage's files; see the module doc."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    roots, build_pkgs = {}, []
+    for stage in df.stages[:-1]:
+        root = Path(workdir) / f"stage-{stage.index}"
+        root.mkdir(parents=True)
+        roots[stage.name or str(stage.index)] = roots[str(stage.index)] = root
+        golang = stage.base.startswith("golang:")
+        env = _clean_env({"PATH": os.environ.get("PATH", "")}, go=golang)
+        cwd = Path("/")
+        for ins in stage.body:
+            if ins.cmd == "WORKDIR":
+                cwd = cwd / ins.value
+                _to_host(root, cwd).mkdir(parents=True, exist_ok=True)
+            elif ins.cmd == "ENV":
+                env.update(dockerfile_env(ins))
+            elif ins.cmd in ("COPY", "ADD"):
+                flags, sources, dest = ins.copy_parts()
+                assert "from" not in flags, f"{df.path}:{ins.lineno}: not replayable"
+                dest_c = Path(dest) if dest.startswith("/") else cwd / dest
+                as_dir = dest.endswith("/") or len(sources) > 1
+                for f, rel, srcdir in copy_sources(df, ins):
+                    if srcdir is not None:  # a directory's contents go under dest
+                        target = _to_host(root, dest_c) / f.relative_to(srcdir)
+                    elif as_dir or _to_host(root, dest_c).is_dir():
+                        target = _to_host(root, dest_c) / f.name
+                    else:
+                        target = _to_host(root, dest_c)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, target)
+            elif ins.cmd == "RUN":
+                if "apt-get" in ins.value:
+                    build_pkgs += apt_packages(ins.value)
+                    continue
+                _run(["sh", "-c", ins.value], f"{df.path.relative_to(REPO)}:{ins.lineno} RUN",
+                     cwd=_to_host(root, cwd), env=env, timeout=1200)
+            elif ins.cmd not in ("ARG", "LABEL"):
+                pytest.fail(f"{df.path}:{ins.lineno}: {ins.cmd} in a build stage: not replayable")
+
+    rootfs = Path(workdir) / "rootfs"
+    rootfs.mkdir()
+    final = df.final
+    env, user, entrypoint, cmd, expose, installed, runtime_pkgs = {}, (0, 0), [], [], set(), {}, []
+    for ins in final.body:
+        if ins.cmd in ("COPY", "ADD"):
+            flags, sources, dest = ins.copy_parts()
+            assert "from" in flags, f"{df.path}:{ins.lineno}: the final stage copies from a stage"
+            stage = df.stage(flags["from"])
+            assert stage is not None and stage is not final, \
+                f"{df.path}:{ins.lineno}: no stage '{flags['from']}' before this one"
+            assert len(sources) == 1 and not dest.endswith("/")
+            src = _to_host(roots[flags["from"]], sources[0])
+            assert src.is_file(), (f"{df.path}:{ins.lineno}: the build stage made no "
+                                   f"'{sources[0]}'")
+            target = _to_host(rootfs, dest)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+            installed[dest] = target
+        elif ins.cmd == "ENV":
+            env.update(dockerfile_env(ins))
+        elif ins.cmd == "USER":
+            uid, _, gid = ins.value.partition(":")
+            assert uid.isdigit() and (not gid or gid.isdigit()), "USER must be numeric"
+            user = (int(uid), int(gid or uid))
+        elif ins.cmd == "ENTRYPOINT":
+            assert ins.json_form, f"{df.path}:{ins.lineno}: ENTRYPOINT in exec (JSON) form"
+            entrypoint = ins.words()
+        elif ins.cmd == "CMD":
+            assert ins.json_form, f"{df.path}:{ins.lineno}: CMD in exec (JSON) form"
+            cmd = ins.words()
+        elif ins.cmd == "EXPOSE":
+            expose |= {int(p.split("/")[0]) for p in ins.value.split()}
+        elif ins.cmd == "RUN":
+            assert "apt-get" in ins.value, f"{df.path}:{ins.lineno}: only apt-get runs here"
+            runtime_pkgs += apt_packages(ins.value)
+    return Image(df.path.parent.name, rootfs, env, user, entrypoint, cmd, expose, installed,
+                 build_pkgs, runtime_pkgs)
+
+
+@pytest.fixture(scope="session")
+def images(dockerfiles):
+    """The example images, replayed (the Go builds are incremental across sessions)."""
+    return {name: replay(dockerfiles[name], WORK / "images" / name) for name in APPS}
+
+
+@pytest.fixture(scope="session")
+def gospan_image(dockerfiles):
+    """The root Dockerfile replayed: `make build/gospan` in a copy of what its COPY lines take."""
+    return replay(dockerfiles["gospan"], WORK / "images" / "gospan")
+
+
+# ---- compose: loading, schema, files ----------------------------------------------------------
+
+
+def test_compose_loads_like_docker_compose_config(compose):
+    assert set(compose["services"]) == SERVICES
+    assert compose["name"] == "gospan-demo"
+
+
+def test_compose_matches_the_compose_spec_schema(compose_raw, deploycheck_bin):
+    info = json.loads(_run(["go", "list", "-m", "-json", "github.com/compose-spec/compose-go/v2"],
+                           "finding compose-go", cwd=DEPLOYCHECK_SRC, env=_clean_env(go=True)))
+    schema_file = Path(info["Dir"]) / "schema" / "compose-spec.json"
+    schema = json.loads(schema_file.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in validator.iter_errors(compose_raw)]
+    assert not errors, f"against {schema_file}:\n" + "\n".join(errors)
+    # The validator is live: a misspelt key is refused.
+    broken = json.loads(json.dumps(compose_raw))
+    broken["services"]["backend"]["cap-add"] = ["BPF"]
+    assert list(validator.iter_errors(broken))
+
+
+def test_build_contexts_and_dockerfiles_exist(compose):
+    for name, svc in compose["services"].items():
+        if "build" not in svc:
+            assert name == "jaeger", f"{name}: neither build nor a published image"
+            assert re.fullmatch(r"jaegertracing/jaeger:\d+\.\d+\.\d+", svc["image"]), \
+                "Jaeger pinned to a release"
+            continue
+        ctx = Path(svc["build"]["context"])
+        assert ctx.is_dir(), f"{name}: build context '{ctx}' is missing"
+        df = ctx / svc["build"].get("dockerfile", "Dockerfile")
+        assert df.is_file(), f"{name}: '{df}' is missing"
+        expected = REPO if name in TRACERS else REPO / "examples" / name
+        assert ctx == expected, f"{name}: built from '{ctx}', expected '{expected}'"
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_copy_sources_exist_and_are_not_ignored(dockerfiles, name):
+    df = dockerfiles[name]
+    copies = [i for s in df.stages for i in s.body if i.cmd in ("COPY", "ADD")]
+    assert copies
+    for ins in copies:
+        flags, _, _ = ins.copy_parts()
+        if "from" in flags:
+            stage = df.stage(flags["from"])
+            assert stage is not None, f"{name}:{ins.lineno}: no stage '{flags['from']}'"
+        else:
+            copy_sources(df, ins)
+
+
+def test_dockerignore_keeps_out_what_it_should():
+    ignore = DockerIgnore(REPO)
+    for kept in ("Makefile", "bpf/http.bpf.c", "exporter/main.c", "offsets/go_offsets.json",
+                 "proto/opentelemetry/proto/trace/v1/trace.proto"):
+        assert not ignore.excluded(kept), kept
+    for gone in ("build/gospan", ".git/HEAD", "tests/e2e/conftest.py",
+                 "exporter/__pycache__/x.pyc"):
+        assert ignore.excluded(gone), gone
+
+
+# ---- compose: how the pieces fit --------------------------------------------------------------
+
+
+def _flag(argv, name):
+    assert argv.count(name) == 1, f"'{name}' once in {argv}"
+    return argv[argv.index(name) + 1]
+
+
+def _port_of_addr(addr):
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
+
+
+def test_apps_listen_where_the_others_call(compose, dockerfiles, images):
+    s = compose["services"]
+    ports = {}
+    for name in ("frontend", "backend"):
+        host, port = _port_of_addr(_flag(s[name]["command"], "-addr"))
+        assert host == "0.0.0.0", f"{name} must listen on every interface of its container"
+        ports[name] = port
+        img = images[name]
+        assert img.expose == {port}, f"{name}: EXPOSE {img.expose}, listens on {port}"
+        assert _port_of_addr(_flag(img.cmd, "-addr")) == ("0.0.0.0", port), \
+            f"{name}: the image's CMD and compose disagree"
+        check = " ".join(s[name]["healthcheck"]["test"])
+        assert f"/dev/tcp/127.0.0.1/{port}" in check and "GET /health" in check
+    assert _flag(s["frontend"]["command"], "-backend") == f"http://backend:{ports['backend']}"
+    assert _flag(images["frontend"].cmd, "-backend") == f"http://backend:{ports['backend']}"
+    published = {p["target"]: int(p["published"]) for p in s["frontend"]["ports"]}
+    assert published == {ports["frontend"]: ports["frontend"]}
+    assert "ports" not in s["backend"], "the backend is reached through the frontend only"
+    jaeger = {p["target"] for p in s["jaeger"]["ports"]}
+    assert jaeger == {16686, JAEGER_OTLP_HTTP_PORT}
+
+
+def test_loadgen_covers_the_frontend_routes_that_call_the_backend(compose):
+    src = (REPO / "examples" / "frontend" / "main.go").read_text()
+    patterns = re.findall(r'HandleFunc\("GET (/[^"]*)"', src)
+    assert patterns
+    port = _port_of_addr(_flag(compose["services"]["frontend"]["command"], "-addr"))[1]
+    argv = compose["services"]["loadgen"]["command"]
+    urls = [argv[i + 1] for i, a in enumerate(argv) if a == "-url"]
+    paths = []
+    for u in urls:
+        m = re.fullmatch(rf"http://frontend:{port}(/\S*)", u)
+        assert m, f"loadgen URL '{u}' is not the frontend's"
+        paths.append(m.group(1))
+
+    def route(path):
+        for p in patterns:
+            if re.fullmatch(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(p)), path):
+                return p
+        return None
+
+    assert {route(p) for p in paths} == {"/direct/{id}", "/spawn/{id}", "/both/{id}",
+                                         "/backend-fail"}
+    dep = compose["services"]["loadgen"]["depends_on"]["frontend"]
+    assert dep["condition"] == "service_healthy"
+
+
+def docker_caps(service):
+    drop = {c.upper().removeprefix("CAP_") for c in service.get("cap_drop") or []}
+    add = {c.upper().removeprefix("CAP_") for c in service.get("cap_add") or []}
+    base = set() if "ALL" in drop else DOCKER_DEFAULT_CAPS - drop
+    return base | add
+
+
+def test_gospan_services(compose, dockerfiles, images):
+    s = compose["services"]
+    gospan_df = dockerfiles["gospan"]
+    entry = gospan_df.final.last("ENTRYPOINT").words()
+    copies = [i.copy_parts()[2] for i in gospan_df.final.all("COPY")]
+    assert entry == ["/usr/local/bin/gospan"] and entry[0] in copies
+    for name, target in TRACERS.items():
+        svc = s[name]
+        assert svc["pid"] == "host", f"{name}: needs the machine's PID namespace"
+        assert docker_caps(svc) == GOSPAN_CAPS, f"{name}: capabilities {docker_caps(svc)}"
+        assert not svc.get("privileged"), f"{name}: privileged is not needed"
+        assert not svc.get("volumes"), f"{name}: no host mount is needed"
+        exe = _flag(svc["command"], "--exe")
+        assert exe in images[target].installed, \
+            f"{name}: --exe {exe}, but the {target} image installs {list(images[target].installed)}"
+        assert images[target].entrypoint == [exe], f"{target} does not run {exe}"
+        assert svc["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == \
+            f"http://jaeger:{JAEGER_OTLP_HTTP_PORT}"
+        assert svc["depends_on"]["jaeger"]["condition"] == "service_healthy"
+        assert target in svc["depends_on"]
+        # The export at exit may take OTEL_BSP_EXPORT_TIMEOUT (30 s): Docker must wait longer.
+        grace = svc["stop_grace_period"]
+        assert grace.endswith("s") and int(grace[:-1]) > 30
+        assert svc["restart"] == "unless-stopped"
+
+
+def test_services_are_named_by_their_own_environment(compose, images):
+    for name in ("frontend", "backend"):
+        assert images[name].env.get("OTEL_SERVICE_NAME") == name
+        assert compose["services"][name]["environment"]["OTEL_SERVICE_NAME"] == name
+        assert images[name].user[0] != 0, f"{name} runs as root"
+
+
+def test_every_service_has_a_healthcheck_or_needs_none(compose):
+    s = compose["services"]
+    for name in ("jaeger", "frontend", "backend"):
+        test = s[name]["healthcheck"]["test"]
+        assert test[0] == "CMD"
+    for name, svc in s.items():
+        for dep, how in (svc.get("depends_on") or {}).items():
+            if how["condition"] == "service_healthy":
+                assert "healthcheck" in s[dep], f"{name} waits for {dep}'s healthcheck: none"
+
+
+# ---- the root image: packages and the build replayed ------------------------------------------
+
+
+def _installed(pkg):
+    res = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True,
+                         text=True)
+    return res.returncode == 0 and res.stdout.strip() == "install ok installed"
+
+
+def _debian_codename():
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            return line.split("=", 1)[1].strip('"')
+    return None
+
+
+def _makefile_build_needs():
+    """The commands and pkg-config modules `make build/gospan` uses, read from the Makefile."""
+    text = (REPO / "Makefile").read_text().replace("\\\n", " ")
+    tools = set(re.findall(r"^(?:CC|CLANG|BPFTOOL|PKG_CONFIG) \?= (\S+)$", text, re.M))
+    for literal in ("llvm-strip", "protoc-c", "ar"):  # named in recipes
+        assert re.search(rf"\b{literal}\b", text), f"the Makefile no longer runs {literal}"
+        tools.add(literal)
+    m = re.search(r"^PKGS\s*:=\s*(.*)$", text, re.M)
+    assert m, "no PKGS in the Makefile"
+    return tools | {"make"}, m.group(1).split()
+
+
+def test_root_dockerfile_packages(dockerfiles, gospan_image):
+    """The build stage's packages bring every command and library the Makefile builds with;
+    every package named exists in Debian 12 (it is installed here)."""
+    df = dockerfiles["gospan"]
+    assert [s.base for s in df.stages] == ["debian:bookworm", "debian:bookworm-slim"]
+    assert _debian_codename() == "bookworm", \
+        "the package checks compare with this machine's Debian, which should be 12 (bookworm)"
+    build = set(gospan_image.build_packages)
+    for pkg in build | set(gospan_image.runtime_packages):
+        assert _installed(pkg), f"'{pkg}' is not an installed Debian package here"
+    closure = _depends_closure(build)
+    tools, modules = _makefile_build_needs()
+    for tool in tools:
+        path = shutil.which(tool)
+        assert path, f"'{tool}' is not installed here"
+        pkg = _owning_package(path)
+        assert pkg in closure, f"the build stage lacks '{tool}' (Debian package {pkg})"
+    for mod in modules:
+        pc = _run(["pkg-config", "--path", mod], f"pkg-config module {mod}").strip()
+        pkg = _owning_package(pc)
+        assert pkg in closure, f"the build stage lacks pkg-config '{mod}' (Debian package {pkg})"
+    for header in ("linux/bpf.h", "bpf/bpf_helpers.h", "asm/ptrace.h"):  # BPF side
+        found = [p for p in (Path("/usr/include") / header,
+                             Path("/usr/include/x86_64-linux-gnu") / header) if p.exists()]
+        assert found, header
+        assert _owning_package(found[0]) in closure, f"the build stage lacks {header}"
+    assert "ca-certificates" in gospan_image.runtime_packages
+
+
+def test_root_dockerfile_build_replayed(gospan_image):
+    binary = gospan_image.installed["/usr/local/bin/gospan"]
+    out = _run([str(binary), "--version"], "the replayed image's gospan")
+    assert out.startswith("gospan ")
+
+
+def _owning_package(path):
+    tried = []
+    for p in (str(path), os.path.realpath(path)):
+        tried += [p, p.removeprefix("/usr") if p.startswith("/usr/") else "/usr" + p]
+    for cand in tried:
+        res = subprocess.run(["dpkg-query", "-S", cand], capture_output=True, text=True)
+        if res.returncode == 0:
+            first = res.stdout.splitlines()[0]
+            return first.split(": ", 1)[0].split(", ")[0].split(":")[0]
+    return None
+
+
+def _depends_closure(pkgs):
+    seen, todo = set(), list(pkgs)
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        res = subprocess.run(["dpkg-query", "-W", "-f=${Pre-Depends}, ${Depends}", p],
+                             capture_output=True, text=True)
+        for dep in res.stdout.split(","):
+            for alt in dep.split("|"):
+                name = alt.strip().split(" ")[0].split(":")[0]
+                if name and _installed(name):
+                    todo.append(name)
+    return seen
+
+
+def test_runtime_packages_cover_every_shared_library(gospan_image):
+    binary = gospan_image.installed["/usr/local/bin/gospan"]
+    dyn = _run(["readelf", "-d", str(binary)], "readelf")
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+    ldd = {}
+    for line in _run(["ldd", str(binary)], "ldd").splitlines():
+        m = re.match(r"\s*(\S+) => (/\S+)", line)
+        if m:
+            ldd[m.group(1)] = m.group(2)
+        assert "not found" not in line, line
+    runtime = set(gospan_image.runtime_packages)
+    closure = _depends_closure(runtime | {"libc6"})
+    for soname in needed:
+        pkg = _owning_package(ldd[soname])
+        assert pkg, f"no Debian package owns '{ldd[soname]}'"
+        assert pkg in runtime or pkg == "libc6", \
+            f"gospan links against {soname} ({pkg}): add {pkg} to the runtime stage"
+    for soname, path in ldd.items():
+        pkg = _owning_package(path)
+        assert pkg in closure, f"{soname} comes from {pkg}, which the runtime stage lacks"
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_example_images_replayed(images, name):
+    img = images[name]
+    assert list(img.installed) == [f"/app/{name}"] and img.entrypoint == [f"/app/{name}"]
+    binary = img.installed[f"/app/{name}"]
+    header = _run(["readelf", "-h", "-l", "-S", str(binary)], "readelf")
+    assert re.search(r"Type:\s+EXEC", header), "not PIE: gospan --exe sends trace context then"
+    assert "INTERP" not in header, "static: the image has no Go toolchain nor libc to match"
+    if name != "loadgen":
+        assert ".debug_info" in header and ".symtab" in header, "symbols and DWARF kept"
+
+
+# ---- Kubernetes -------------------------------------------------------------------------------
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def test_kube_manifest_decodes_strictly(kube_objects):
+    kinds = [o["kind"] for o in kube_objects]
+    assert kinds == ["Namespace", "ServiceAccount", "DaemonSet"]
+    ns = kube_objects[0]["metadata"]["name"]
+    for o in kube_objects:
+        name = o["metadata"]["name"]
+        assert DNS_LABEL.fullmatch(name) and len(name) <= 63, name
+        if o["kind"] != "Namespace":
+            assert o["metadata"]["namespace"] == ns
+
+
+def test_kube_daemonset(kube_objects, images):
+    sa = kube_objects[1]
+    ds = kube_objects[2]
+    spec = ds["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= labels.items(), "selector must match"
+    pod = spec["template"]["spec"]
+    assert pod["hostPID"] is True
+    assert pod["serviceAccountName"] == sa["metadata"]["name"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["nodeSelector"]["kubernetes.io/os"] == "linux"
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert pod["terminationGracePeriodSeconds"] > 30
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert sc["privileged"] is False
+    caps = sc["capabilities"]
+    assert caps["drop"] == ["ALL"] and set(caps["add"]) == GOSPAN_CAPS
+    # The API refuses allowPrivilegeEscalation=false together with SYS_ADMIN.
+    assert sc.get("allowPrivilegeEscalation") is not False
+    volumes = {v["name"] for v in pod.get("volumes") or []}
+    assert {m["name"] for m in c.get("volumeMounts") or []} <= volumes
+    env = {e["name"]: e for e in c["env"]}
+    assert env["OTEL_GO_AUTO_TARGET_EXE"]["value"] in images["frontend"].installed
+    assert re.fullmatch(r"http://[a-z0-9.-]+:4318", env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"])
+    for ref in re.findall(r"\$\(([A-Z_]+)\)", env["OTEL_RESOURCE_ATTRIBUTES"]["value"]):
+        assert list(env).index(ref) < list(env).index("OTEL_RESOURCE_ATTRIBUTES"), \
+            f"$({ref}) is expanded only when defined before"
+    res = c["resources"]
+    assert res["requests"]["memory"] and res["limits"]["memory"]
+    units = {"Mi": 1 << 20, "Gi": 1 << 30}
+
+    def size(q):
+        return int(q[:-2]) * units[q[-2:]]
+
+    assert size(res["requests"]["memory"]) <= size(res["limits"]["memory"])
+
+
+# ---- the demo, played without Docker ----------------------------------------------------------
+
+
+class Network:
+    """The compose network: a network namespace with loopback up, every service name resolving
+    to 127.0.0.1, and the processes started in it (each one in its own container, as
+    deploy_sandbox.py sets it up)."""
+
+    def __init__(self, workdir):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.holder = subprocess.Popen(
+            ["unshare", "--net", "sh", "-c", "ip link set lo up && echo up && exec sleep 900"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.holder.stdout.readline()
+        if line.strip() != b"up":
+            self.holder.kill()
+            raise AssertionError(f"cannot make a network namespace: "
+                                 f"{self.holder.stderr.read().decode()}")
+        self.ns = f"/proc/{self.holder.pid}/ns/net"
+        self.hosts = self.workdir / "hosts"
+        self.hosts.write_text("127.0.0.1\tlocalhost " + " ".join(sorted(SERVICES)) + "\n")
+        self.procs = {}
+
+    def start(self, name, mode, args, argv, env, prefix=None):
+        p = subprocess.Popen([sys.executable, str(SANDBOX), mode, self.ns, *map(str, args),
+                              "--", *map(str, argv)], env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = Proc(name, p, _LineReader(p.stdout), _LineReader(p.stderr, prefix))
+        self.procs[name] = proc
+        return proc
+
+    def run(self, argv, timeout):
+        return subprocess.run([sys.executable, str(SANDBOX), "netns", self.ns, "--", *argv],
+                              capture_output=True, text=True, timeout=timeout,
+                              env=_clean_env({"PATH": DEBIAN_PATH}))
+
+    def get(self, url, timeout=15):
+        code = ("import sys, urllib.request\n"
+                "o = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
+                "sys.stdout.write(o.open(sys.argv[1], timeout=10).read().decode())\n")
+        res = self.run([sys.executable, "-c", code, url], timeout)
+        assert res.returncode == 0, f"GET {url}: {res.stderr[-2000:]}"
+        return res.stdout
+
+    def close(self):
+        for proc in self.procs.values():
+            proc.stop(signal.SIGKILL if proc.p.poll() is None else None, 10)
+        self.holder.kill()
+        self.holder.wait(10)
+
+
+@dataclass
+class Proc:
+    name: str
+    p: subprocess.Popen
+    out: _LineReader
+    err: _LineReader
+
+    def output(self):
+        return (f"--- {self.name} stdout ---\n{self.out.text}\n"
+                f"--- {self.name} stderr ---\n{self.err.text}")
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if sig is not None and self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait(10)
+            self.out.join()
+            self.err.join()
+            raise AssertionError(f"{self.name} did not exit within {timeout} s\n{self.output()}")
+        self.out.join()
+        self.err.join()
+        return self.p.returncode
+
+
+def _seconds(d):
+    m = re.fullmatch(r"(\d+)(ms|s|m)", d)
+    assert m, f"duration '{d}'"
+    return int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+
+
+def wait_healthy(net, name, service, proc, timeout=60.0):
+    """Runs the service's healthcheck, as written, until it passes."""
+    check = service["healthcheck"]
+    test = check["test"]
+    argv = test[1:] if test[0] == "CMD" else ["sh", "-c", test[1]]
+    deadline = time.monotonic() + timeout
+    while True:
+        res = net.run(argv, _seconds(check["timeout"]) + 5)
+        if res.returncode == 0:
+            return
+        if proc.p.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{name}: healthcheck {argv} does not pass (exit "
+                                 f"{res.returncode}: {res.stderr.strip()})\n{proc.output()}")
+        time.sleep(0.5)
+
+
+def start_app(net, name, service, image, extra_args=(), env=None):
+    (image.rootfs / "etc").mkdir(exist_ok=True)
+    shutil.copy(net.hosts, image.rootfs / "etc" / "hosts")
+    (image.rootfs / "etc" / "nsswitch.conf").write_text("hosts: files dns\n")
+    argv = (service.get("entrypoint") or image.entrypoint) + \
+        (service.get("command") or image.cmd) + list(extra_args)
+    e = {"PATH": DEBIAN_PATH, "HOSTNAME": name, **image.env,
+         **(service.get("environment") or {}), **(env or {})}
+    uid, gid = image.user
+    return net.start(name, "app", [image.rootfs, uid, gid], argv, e, prefix="listening on ")
+
+
+def start_gospan(net, name, service, binary, caps=None, env=None):
+    caps = docker_caps(service) if caps is None else caps
+    e = {"PATH": DEBIAN_PATH, "HOSTNAME": name, **service["environment"], **(env or {})}
+    ro = "1" if service.get("read_only") else "0"
+    return net.start(name, "gospan", [net.hosts, ro, ",".join(sorted(caps))],
+                     [binary, *service["command"]], e, prefix="gospan: attached")
+
+
+def wait_attached(proc, timeout=30.0):
+    if not proc.err.matched.wait(timeout):
+        raise AssertionError(f"{proc.name} did not attach within {timeout:.0f} s\n"
+                             f"{proc.output()}")
+
+
+@pytest.fixture
+def network(tmp_path, bpf_ready):
+    net = Network(tmp_path / "net")
+    yield net
+    net.close()
+
+
+CAPABILITY_CASES = {
+    # name: (capabilities taken away from compose's, attaches, service.name from environ)
+    "as in compose": (set(), True, True),
+    "without SYS_PTRACE": ({"SYS_PTRACE"}, False, None),
+    "without DAC_READ_SEARCH": ({"DAC_READ_SEARCH"}, True, False),
+}
+
+
+@pytest.mark.parametrize("case", CAPABILITY_CASES)
+def test_gospan_capabilities(network, compose, images, gospan_image, case):
+    """gospan-frontend's capabilities, each removed in turn where that shows: without
+    SYS_PTRACE it cannot see which process runs /app/frontend (the service runs as another
+    user); without DAC_READ_SEARCH it cannot read the service's OTEL_SERVICE_NAME."""
+    removed, attaches, env_name = CAPABILITY_CASES[case]
+    s = compose["services"]
+    name = f"svc-{uuid.uuid4().hex[:8]}"
+    app = start_app(network, "frontend", s["frontend"], images["frontend"],
+                    env={"OTEL_SERVICE_NAME": name})
+    wait_healthy(network, "frontend", s["frontend"], app)
+    g = start_gospan(network, "gospan-frontend", s["gospan-frontend"],
+                     gospan_image.installed["/usr/local/bin/gospan"],
+                     caps=docker_caps(s["gospan-frontend"]) - removed,
+                     env={"OTEL_TRACES_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "200"})
+    if not attaches:
+        assert not g.err.matched.wait(8.0), f"attached without {removed}\n{g.output()}"
+        rc = g.stop(timeout=20)
+        assert "waiting for a process running '/app/frontend'" in g.err.text, g.output()
+        assert rc >= 0, f"gospan, stopped while waiting, died of signal {-rc}\n{g.output()}"
+        return
+    wait_attached(g)
+    port = _port_of_addr(_flag(s["frontend"]["command"], "-addr"))[1]
+    network.get(f"http://127.0.0.1:{port}/health")
+    time.sleep(1.0)
+    assert g.stop(timeout=40) == 0, g.output()
+    traces = [line for line in g.out.lines if line.startswith("trace ")]
+    assert traces, g.output()
+    assert all(line.split()[2] == (name if env_name else "frontend") for line in traces), \
+        g.output()
+
+
+def _jaeger_spans(net, service):
+    got = json.loads(net.get(f"http://127.0.0.1:16686/api/traces?service={service}"
+                             f"&limit=200&lookback=1h"))
+    spans = []
+    for trace in got.get("data") or []:
+        procs = trace["processes"]
+        for sp in trace["spans"]:
+            tags = {t["key"]: t["value"] for t in sp.get("tags", [])}
+            spans.append({"trace": sp["traceID"], "name": sp["operationName"],
+                          "kind": tags.get("span.kind"),
+                          "service": procs[sp["processID"]]["serviceName"]})
+    return [sp for sp in spans if sp["service"] == service]
+
+
+def test_compose_demo_played_without_docker(network, compose, images, gospan_image, jaeger_bin):
+    """docker-compose.yml's demo end to end: Jaeger, backend, frontend, both gospans, then the
+    load generator (its compose command plus -count): every route shows up in Jaeger as spans of
+    the services named by their own environment, and both gospans stop cleanly."""
+    s = compose["services"]
+    procs = {}
+    procs["jaeger"] = network.start(
+        "jaeger", "netns", [], [jaeger_bin],
+        _clean_env({"PATH": DEBIAN_PATH, "JAEGER_LISTEN_HOST": "0.0.0.0"}))
+    wait_healthy(network, "jaeger", s["jaeger"], procs["jaeger"])
+    for name in ("backend", "frontend"):
+        procs[name] = start_app(network, name, s[name], images[name])
+        wait_healthy(network, name, s[name], procs[name])
+    binary = gospan_image.installed["/usr/local/bin/gospan"]
+    for name in TRACERS:
+        procs[name] = start_gospan(network, name, s[name], binary)
+    for name in TRACERS:
+        wait_attached(procs[name])
+
+    count = 12
+    loadgen = start_app(network, "loadgen", s["loadgen"], images["loadgen"],
+                        extra_args=["-count", str(count)])
+    assert loadgen.stop(sig=None, timeout=60) == 0, loadgen.output()
+    assert f"loadgen: {count} requests" in loadgen.out.text, loadgen.output()
+
+    # count requests over 4 routes in turn: each one a frontend SERVER span; one CLIENT span
+    # and one backend SERVER span per call to the backend, two calls for /both.
+    per_route = count // 4
+    want = {
+        ("frontend", "server"): {"GET /direct/{id}": per_route, "GET /spawn/{id}": per_route,
+                                 "GET /both/{id}": per_route, "GET /backend-fail": per_route},
+        ("frontend", "client"): {"GET": 5 * per_route},
+        ("backend", "server"): {"GET /work/{id}": 4 * per_route, "GET /fail": per_route},
+    }
+    deadline = time.monotonic() + 30
+    while True:
+        spans = {svc: _jaeger_spans(network, svc) for svc in ("frontend", "backend")}
+        seen = {key: {} for key in want}
+        for svc, got in spans.items():
+            for sp in got:
+                names = seen.setdefault((svc, sp["kind"]), {})
+                names[sp["name"]] = names.get(sp["name"], 0) + 1
+        if seen == want:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Jaeger has {seen}, expected {want}\n" +
+                                 "\n".join(p.output() for p in procs.values()))
+        time.sleep(1.0)
+
+    if "outgoing trace context is off" not in procs["gospan-frontend"].err.text:
+        front = {sp["trace"] for sp in spans["frontend"]}
+        assert all(sp["trace"] in front for sp in spans["backend"]), \
+            "the backend's spans should join the frontend's traces"
+
+    grace = _seconds(s["gospan-frontend"]["stop_grace_period"])
+    for name in TRACERS:
+        assert procs[name].stop(timeout=grace) == 0, procs[name].output()
+        summary = [line for line in procs[name].err.lines if line.startswith("gospan: summary")]
+        assert summary and re.search(r"\bdropped 0\b", summary[0]), procs[name].output()
