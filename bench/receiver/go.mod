@@ -1,0 +1,3 @@
+module gospan.bench/receiver
+
+go 1.22

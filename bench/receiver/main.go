@@ -1,0 +1,147 @@
+// receiver is the benchmark's OTLP/HTTP endpoint: it takes every ExportTraceServiceRequest
+// (protobuf), counts the spans in it and throws it away, so that gospan and the OpenTelemetry Go
+// SDK export to the same place and neither pays for a real backend. It decodes only the three
+// nested length-delimited fields that lead to a span; a body it cannot walk is answered 400.
+//
+//	receiver -addr 127.0.0.1:0      prints "listening on ADDR"; GET /stats gives the counts
+package main
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync/atomic"
+)
+
+var errMalformed = errors.New("malformed protobuf")
+
+// field calls fn with the payload of every length-delimited field NUM in the message B; other
+// fields are skipped by their wire type.
+func field(b []byte, num uint64, fn func([]byte) error) error {
+	for len(b) > 0 {
+		key, n := uvarint(b)
+		if n <= 0 {
+			return errMalformed
+		}
+		b = b[n:]
+		switch key & 7 {
+		case 0: // varint
+			_, n = uvarint(b)
+			if n <= 0 {
+				return errMalformed
+			}
+			b = b[n:]
+		case 1: // 64-bit
+			if len(b) < 8 {
+				return errMalformed
+			}
+			b = b[8:]
+		case 5: // 32-bit
+			if len(b) < 4 {
+				return errMalformed
+			}
+			b = b[4:]
+		case 2: // length-delimited
+			l, n := uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return errMalformed
+			}
+			payload := b[n : n+int(l)]
+			b = b[n+int(l):]
+			if key>>3 == num {
+				if err := fn(payload); err != nil {
+					return err
+				}
+			}
+		default:
+			return errMalformed
+		}
+	}
+	return nil
+}
+
+func uvarint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(b) && i < 10; i++ {
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// countSpans walks ExportTraceServiceRequest.resource_spans(1) -> ResourceSpans.scope_spans(2)
+// -> ScopeSpans.spans(2).
+func countSpans(body []byte) (int64, error) {
+	var n int64
+	err := field(body, 1, func(rs []byte) error {
+		return field(rs, 2, func(ss []byte) error {
+			return field(ss, 2, func([]byte) error { n++; return nil })
+		})
+	})
+	return n, err
+}
+
+type stats struct {
+	Spans, Requests, Bytes, Refused atomic.Int64
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	var st stats
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
+		var rd io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				st.Refused.Add(1)
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			defer zr.Close()
+			rd = zr
+		}
+		body, err := io.ReadAll(rd)
+		if err != nil {
+			st.Refused.Add(1)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n, err := countSpans(body)
+		if err != nil {
+			st.Refused.Add(1)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		st.Spans.Add(n)
+		st.Requests.Add(1)
+		st.Bytes.Add(int64(len(body)))
+		// An empty ExportTraceServiceResponse: full success.
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]int64{
+			"spans": st.Spans.Load(), "requests": st.Requests.Load(),
+			"bytes": st.Bytes.Load(), "refused": st.Refused.Load(),
+		})
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("receiver: cannot listen on '%s': %v", *addr, err)
+	}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	log.Fatal(http.Serve(ln, mux))
+}

@@ -1,0 +1,3 @@
+module gospan.bench/spanpump
+
+go 1.22
