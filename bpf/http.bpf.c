@@ -5,8 +5,9 @@
  * and marks the goroutine as working for the new span. Client: (*Transport).roundTrip's entry and
  * RETs make client spans, children of the goroutine's span; a probe where Request.write calls
  * Header.writeSubset writes the traceparent line into the outgoing request; runtime.newproc1's
- * RETs hand a goroutine's span to the goroutines it starts. Records carry raw facts and ids; user
- * space pairs them into spans.
+ * RETs hand a goroutine's span to the goroutines it starts. Function spans and on-CPU time
+ * (functions.bpf.h) are included here so that one object holds every program. Records carry raw
+ * facts and ids; user space pairs them into spans.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -162,6 +163,8 @@ static __always_inline void fill_header(struct record_header *h, __u32 type,
 	h->start_ns = start_ns;
 }
 
+#include "functions.bpf.h"
+
 /* The pattern the mux matched: Request.Pattern (Go 1.23+) or Request.pat.str (Go 1.22). */
 static __always_inline __u32 read_pattern(const struct target_config *cfg, void *req, char *dst)
 {
@@ -210,6 +213,7 @@ int serve_http_entry(GO_REGS *ctx)
 	struct goroutine_key key;
 	struct inflight_call *cur;
 	struct inflight_call st = {};
+	struct span_ctx *outer;
 	void *req, *url;
 
 	cfg = probe_context(ctx, &key);
@@ -243,16 +247,23 @@ int serve_http_entry(GO_REGS *ctx)
 	url = (void *)go_read_word(req, cfg->req_url);
 	e->path_len = url ? go_read_string(e->path, MAX_PATH_LEN, url + cfg->url_path) : 0;
 
-	/* Join the caller's trace when it sent one; otherwise this request starts a trace. */
+	/*
+	 * Join the caller's trace when it sent one; else nest in the function span this goroutine
+	 * is in (--functions), if any; otherwise this request starts a trace.
+	 */
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
+	outer = bpf_map_lookup_elem(&active, &key);
+	if (outer)
+		st.prev = *outer;
+	st.has_prev = outer != NULL;
 	if (!read_traceparent(cfg, req, &e->ids)) {
-		random_id(e->ids.trace_id, sizeof(e->ids.trace_id));
-		e->ids.flags = sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
+		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
 	} else if (!cfg->parent_based) {
 		e->ids.flags = (e->ids.flags & ~1) |
 			       sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
 	}
-	random_id(e->ids.span_id, sizeof(e->ids.span_id));
+	if (e->ids.remote_parent)
+		random_id(e->ids.span_id, sizeof(e->ids.span_id));
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent) {
 		TRACESTATE_KEY(ts_key);
@@ -265,6 +276,7 @@ int serve_http_entry(GO_REGS *ctx)
 	st.req = (__u64)req;
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
+	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
 	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY)) {
 		/* Without the entry no RET would pair with this start: send neither. */
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
@@ -292,6 +304,11 @@ int serve_http_return(GO_REGS *ctx)
 	if (!st)
 		return 0; /* the call began before we attached */
 
+	/* Back to the function span the request was served in, if any. */
+	if (st->has_prev)
+		bpf_map_update_elem(&active, &key, &st->prev, BPF_ANY);
+	else
+		bpf_map_delete_elem(&active, &key);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
@@ -304,12 +321,12 @@ int serve_http_return(GO_REGS *ctx)
 	e->status = cfg->response_status >= 0 ?
 			    (__s64)go_read_word((void *)st->rw_data, cfg->response_status) :
 			    0;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - st->cpu_start_ns : ~0ULL;
 
 	/* The mux fills in the pattern during the call, so it is read on the way out. */
 	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
 	bpf_ringbuf_submit(e, submit_flags());
 	bpf_map_delete_elem(&inflight, &key);
-	bpf_map_delete_elem(&active, &key);
 	return 0;
 }
 

@@ -32,6 +32,8 @@ enum setting_id {
 	S_EXE,
 	S_VERBOSE,
 	S_FOLLOW_GOROUTINES,
+	S_FUNCTIONS,
+	S_CPU_TIME,
 	S_HELP,
 	S_VERSION,
 	S_SERVICE_NAME,
@@ -86,6 +88,8 @@ struct setting {
 
 static int parse_pid(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_exe(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_functions(struct config *cfg, enum setting_id id, const char *name,
+			   const char *val);
 static int parse_flag(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_bool(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_compression(struct config *cfg, enum setting_id id, const char *name,
@@ -127,6 +131,14 @@ static const struct setting settings[S__COUNT] = {
 					  "runtime.newproc1: one more probe hit per goroutine started; "
 					  "without it a goroutine inherits only from the one that started it",
 				  .parse = parse_bool, .flag = true },
+	[S_FUNCTIONS] = { .env = "GOSPAN_FUNCTIONS_FILE", .opt = "functions",
+			  .help = "JSON file listing functions to trace as spans, with arguments to "
+				  "record (docs/functions.md)",
+			  .parse = parse_functions },
+	[S_CPU_TIME] = { .env = "GOSPAN_CPU_TIME", .opt = "cpu-time", .def = "false",
+			 .help = "add each span's on-CPU time (gospan.cpu_time_ns) by probing "
+				 "runtime.casgstatus: one probe hit per goroutine state change",
+			 .parse = parse_bool, .flag = true },
 	[S_HELP] = { .opt = "help", .short_opt = 'h', .help = "this help", .parse = parse_flag,
 		     .flag = true },
 	[S_VERSION] = { .opt = "version", .help = "print the version", .parse = parse_flag,
@@ -318,6 +330,15 @@ static int parse_exe(struct config *cfg, enum setting_id id, const char *name, c
 	return 0;
 }
 
+static int parse_functions(struct config *cfg, enum setting_id id, const char *name,
+			   const char *val)
+{
+	(void)id;
+	if (!*val)
+		return refuse(name, val, "empty path");
+	return replace_str(&cfg->functions_file, val);
+}
+
 /* Forgets the targets the environment named: the command line names its own. */
 static void drop_env_targets(struct config *cfg)
 {
@@ -355,6 +376,8 @@ static int parse_bool(struct config *cfg, enum setting_id id, const char *name, 
 		return refuse(name, val, "expected true or false");
 	if (id == S_FOLLOW_GOROUTINES)
 		cfg->follow_goroutines = v;
+	else if (id == S_CPU_TIME)
+		cfg->cpu_time = v;
 	else if (id == S_SDK_DISABLED)
 		cfg->sdk_disabled = v;
 	/* S_INSECURE, S_TRACES_INSECURE: checked, then unused (see their help). */
@@ -986,6 +1009,7 @@ void config__free(struct config *cfg)
 	for (i = 0; i < cfg->nexes; i++)
 		free(cfg->exes[i]);
 	free(cfg->service_name);
+	free(cfg->functions_file);
 	free(cfg->traces_url);
 	free(cfg->otlp_endpoint);
 	free(cfg->otlp_traces_endpoint);

@@ -41,6 +41,8 @@ struct config {
 	size_t nexes;
 	bool verbose;
 	bool follow_goroutines; /* --follow-goroutines / GOSPAN_FOLLOW_GOROUTINES */
+	char *functions_file;	/* --functions / GOSPAN_FUNCTIONS_FILE; NULL = none */
+	bool cpu_time;		/* --cpu-time / GOSPAN_CPU_TIME */
 	bool sdk_disabled;	/* OTEL_SDK_DISABLED */
 	enum root_sampler root_sampler; /* OTEL_TRACES_SAMPLER */
 	bool parent_based;

@@ -10,6 +10,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -411,10 +414,73 @@ static int walk_units(struct walk *w, Dwarf *dbg)
 	return 0;
 }
 
+/*
+ * Opens PATH's DWARF for reading: *FD, *ELF and *DBG to be closed with close_dwarf. -ENODATA when
+ * it has none; other negative errno on failure, logged.
+ */
+static int open_dwarf(const char *path, int *fd, Elf **elf, Dwarf **dbg)
+{
+	struct stat st;
+	int err;
+
+	*elf = NULL;
+	*dbg = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		pr_err("cannot initialise libelf: %s", elf_errmsg(-1));
+		*fd = -1;
+		return -EINVAL;
+	}
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		err = -errno;
+		pr_warn("cannot open '%s' to read its DWARF: %s", path, strerror(-err));
+		return err;
+	}
+	if (fstat(*fd, &st)) {
+		err = -errno;
+		pr_warn("cannot stat '%s' to read its DWARF: %s", path, strerror(-err));
+		return err;
+	}
+	/*
+	 * ELF_C_READ, not a mapping: a service being redeployed may have its binary truncated
+	 * while we read it, and a read past the end of a mapping is SIGBUS, not an error.
+	 */
+	*elf = elf_begin(*fd, ELF_C_READ, NULL);
+	if (!*elf) {
+		pr_warn("cannot read '%s' as ELF: %s", path, elf_errmsg(-1));
+		return -EINVAL;
+	}
+	if (elf_kind(*elf) != ELF_K_ELF) {
+		pr_warn("cannot read the DWARF of '%s': not an ELF file", path);
+		return -ENOEXEC;
+	}
+	err = prepare_sections(*elf, path, (uint64_t)st.st_size);
+	if (err == -ENODATA)
+		pr_debug("'%s' has no DWARF (built with -ldflags=-w or stripped)", path);
+	if (err)
+		return err;
+	/* libdw inflates both .zdebug_* and SHF_COMPRESSED sections as it opens them. */
+	*dbg = dwarf_begin_elf(*elf, DWARF_C_READ, NULL);
+	if (!*dbg) {
+		pr_warn("cannot read the DWARF of '%s': %s", path, dwarf_errmsg(-1));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void close_dwarf(int fd, Elf *elf, Dwarf *dbg)
+{
+	if (dbg)
+		dwarf_end(dbg);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
 {
 	struct walk w = { .path = path, .out = out };
-	struct stat st;
 	Dwarf *dbg = NULL;
 	Elf *elf = NULL;
 	int fd = -1, err, f, n = 0;
@@ -424,48 +490,9 @@ int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
 	err = plan_fields(&w);
 	if (err)
 		return err;
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		pr_err("cannot initialise libelf: %s", elf_errmsg(-1));
-		return -EINVAL;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		pr_warn("cannot open '%s' to read its DWARF: %s", path, strerror(-err));
-		return err;
-	}
-	if (fstat(fd, &st)) {
-		err = -errno;
-		pr_warn("cannot stat '%s' to read its DWARF: %s", path, strerror(-err));
-		goto cleanup;
-	}
-	/*
-	 * ELF_C_READ, not a mapping: a service being redeployed may have its binary truncated
-	 * while we read it, and a read past the end of a mapping is SIGBUS, not an error.
-	 */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		pr_warn("cannot read '%s' as ELF: %s", path, elf_errmsg(-1));
-		err = -EINVAL;
-		goto cleanup;
-	}
-	if (elf_kind(elf) != ELF_K_ELF) {
-		pr_warn("cannot read the DWARF of '%s': not an ELF file", path);
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = prepare_sections(elf, path, (uint64_t)st.st_size);
-	if (err == -ENODATA)
-		pr_debug("'%s' has no DWARF (built with -ldflags=-w or stripped)", path);
+	err = open_dwarf(path, &fd, &elf, &dbg);
 	if (err)
 		goto cleanup;
-	/* libdw inflates both .zdebug_* and SHF_COMPRESSED sections as it opens them. */
-	dbg = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-	if (!dbg) {
-		pr_warn("cannot read the DWARF of '%s': %s", path, dwarf_errmsg(-1));
-		err = -EINVAL;
-		goto cleanup;
-	}
 	err = walk_units(&w, dbg);
 	if (err)
 		goto cleanup;
@@ -485,10 +512,399 @@ cleanup:
 		for (f = 0; f < GO_FIELD__COUNT; f++)
 			out[f] = -1;
 	}
-	if (dbg)
-		dwarf_end(dbg);
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	close_dwarf(fd, elf, dbg);
+	return err;
+}
+
+/* ---- functions: parameters, argument paths, inlining (--functions) ---- */
+
+#define DW_AT_GO_KIND 0x2900
+/* Typedef chains and struct nesting deeper than this are corrupt DWARF. */
+#define MAX_TYPE_DEPTH 16
+
+/* DIE's DW_AT_type, through typedefs; false when it has none. */
+static bool type_of(Dwarf_Die *die, Dwarf_Die *out)
+{
+	Dwarf_Attribute attr;
+	int i;
+
+	if (!dwarf_attr_integrate(die, DW_AT_type, &attr) || !dwarf_formref_die(&attr, out))
+		return false;
+	for (i = 0; i < MAX_TYPE_DEPTH && dwarf_tag(out) == DW_TAG_typedef; i++) {
+		if (!dwarf_attr(out, DW_AT_type, &attr) || !dwarf_formref_die(&attr, out))
+			return false;
+	}
+	return dwarf_tag(out) != DW_TAG_typedef;
+}
+
+/* The Go kind of type DIE T: DW_AT_go_kind when Go wrote it, else from the DWARF tag. */
+static int go_kind_of(Dwarf_Die *t)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v, enc;
+	const char *name;
+	int size;
+
+	if (dwarf_attr(t, DW_AT_GO_KIND, &attr) && !dwarf_formudata(&attr, &v) && v)
+		return (int)v;
+	size = dwarf_bytesize(t);
+	switch (dwarf_tag(t)) {
+	case DW_TAG_pointer_type:
+		return GO_KIND_PTR;
+	case DW_TAG_array_type:
+		return GO_KIND_ARRAY;
+	case DW_TAG_base_type:
+		if (!dwarf_attr(t, DW_AT_encoding, &attr) || dwarf_formudata(&attr, &enc))
+			return 0;
+		switch (enc) {
+		case DW_ATE_boolean:
+			return GO_KIND_BOOL;
+		case DW_ATE_signed:
+			return GO_KIND_INT;
+		case DW_ATE_unsigned:
+			return GO_KIND_UINT;
+		case DW_ATE_float:
+			return size == 4 ? GO_KIND_FLOAT32 : GO_KIND_FLOAT64;
+		case DW_ATE_complex_float:
+			return size == 8 ? GO_KIND_COMPLEX64 : GO_KIND_COMPLEX128;
+		}
+		return 0;
+	case DW_TAG_structure_type:
+		name = dwarf_diename(t);
+		if (name && !strcmp(name, "string"))
+			return GO_KIND_STRING;
+		if (name && !strncmp(name, "[]", 2))
+			return GO_KIND_SLICE;
+		return GO_KIND_STRUCT;
+	}
+	return 0;
+}
+
+/* Elements of array type T; -1 when DWARF does not say. */
+static long array_count(Dwarf_Die *t)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+	Dwarf_Die sub;
+
+	if (dwarf_child(t, &sub) != 0)
+		return -1;
+	do {
+		if (dwarf_tag(&sub) != DW_TAG_subrange_type)
+			continue;
+		if (dwarf_attr(&sub, DW_AT_count, &attr) && !dwarf_formudata(&attr, &v))
+			return (long)v;
+		if (dwarf_attr(&sub, DW_AT_upper_bound, &attr) && !dwarf_formudata(&attr, &v))
+			return (long)v + 1;
+		return -1;
+	} while (dwarf_siblingof(&sub, &sub) == 0);
+	return -1;
+}
+
+/*
+ * Counts the registers type T takes under Go's register ABI (internal/abi, "ABIInternal"):
+ * scalars one integer or float register, strings and interfaces two, slices three, complex two
+ * floats, structs the sum of their fields, arrays of one element their element's, empty arrays
+ * none; longer arrays are never in registers (*STACK).
+ */
+static void count_regs(Dwarf_Die *t, int depth, unsigned *nint, unsigned *nfloat, bool *stack)
+{
+	Dwarf_Die m, mt, et;
+	long count;
+
+	if (depth > MAX_TYPE_DEPTH) {
+		*stack = true;
+		return;
+	}
+	switch (go_kind_of(t)) {
+	case GO_KIND_FLOAT32:
+	case GO_KIND_FLOAT64:
+		*nfloat += 1;
+		return;
+	case GO_KIND_COMPLEX64:
+	case GO_KIND_COMPLEX128:
+		*nfloat += 2;
+		return;
+	case GO_KIND_STRING:
+	case GO_KIND_INTERFACE:
+		*nint += 2;
+		return;
+	case GO_KIND_SLICE:
+		*nint += 3;
+		return;
+	case GO_KIND_STRUCT:
+		if (dwarf_child(t, &m) != 0)
+			return;
+		do {
+			if (dwarf_tag(&m) != DW_TAG_member)
+				continue;
+			if (!type_of(&m, &mt)) {
+				*stack = true;
+				return;
+			}
+			count_regs(&mt, depth + 1, nint, nfloat, stack);
+		} while (dwarf_siblingof(&m, &m) == 0);
+		return;
+	case GO_KIND_ARRAY:
+		count = array_count(t);
+		if (count == 0)
+			return;
+		if (count == 1 && type_of(t, &et)) {
+			count_regs(&et, depth + 1, nint, nfloat, stack);
+			return;
+		}
+		*stack = true;
+		return;
+	case 0:
+		*stack = true; /* unknown: do not guess registers */
+		return;
+	default:
+		*nint += 1; /* integers, bools, pointers, maps, chans, funcs */
+		return;
+	}
+}
+
+/* Finds member NAME of struct T: its offset and type. */
+static bool find_member(Dwarf_Die *t, const char *name, Dwarf_Word *off, Dwarf_Die *type)
+{
+	Dwarf_Die m;
+	const char *mname;
+	int n = 0;
+
+	if (dwarf_child(t, &m) != 0)
+		return false;
+	do {
+		if (++n > MAX_MEMBERS)
+			return false;
+		if (dwarf_tag(&m) != DW_TAG_member || !(mname = dwarf_diename(&m)) ||
+		    strcmp(mname, name))
+			continue;
+		return !member_offset(&m, off) && type_of(&m, type);
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return false;
+}
+
+static int arg_fail(struct dwarf_arg *a, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int arg_fail(struct dwarf_arg *a, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a->why, sizeof(a->why), fmt, ap);
+	va_end(ap);
+	a->err = err;
+	return err;
+}
+
+/* Whether values of KIND can be recorded: scalars and strings. */
+static bool recordable(int kind)
+{
+	return (kind >= GO_KIND_BOOL && kind <= GO_KIND_FLOAT64) || kind == GO_KIND_STRING;
+}
+
+/*
+ * Resolves A->path from parameter TYPE: its first component named the parameter; each further
+ * one is a struct member, reached through a pointer (a new hop) or inside a struct value.
+ */
+static int resolve_path(struct dwarf_arg *a, Dwarf_Die *type)
+{
+	char comp[DWARF_NAME_MAX];
+	const char *p = strchr(a->path, '.'), *end;
+	Dwarf_Die cur = *type, next;
+	Dwarf_Word off;
+	size_t len;
+	int kind;
+
+	a->nderefs = 0;
+	while (p) {
+		p++;
+		end = strchr(p, '.');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (!len || len >= sizeof(comp))
+			return arg_fail(a, -ENOENT, "bad field name in the path");
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		kind = go_kind_of(&cur);
+		if (kind == GO_KIND_PTR) {
+			if (a->nderefs >= DWARF_MAX_DEREFS)
+				return arg_fail(a, -EOPNOTSUPP, "more than %d pointer hops",
+						DWARF_MAX_DEREFS);
+			if (!type_of(&cur, &next))
+				return arg_fail(a, -EOPNOTSUPP, "a pointer of unknown type");
+			cur = next;
+			a->offs[a->nderefs++] = 0;
+			kind = go_kind_of(&cur);
+		} else if (!a->nderefs) {
+			return arg_fail(a, -EOPNOTSUPP,
+					"a field of a parameter passed by value: only paths "
+					"through pointers are read");
+		}
+		if (kind != GO_KIND_STRUCT)
+			return arg_fail(a, -ENOENT, "'%s' is not a field of a struct", comp);
+		if (!find_member(&cur, comp, &off, &next))
+			return arg_fail(a, -ENOENT, "'%s' has no field '%s'",
+					dwarf_diename(&cur) ?: "the struct", comp);
+		if (off > OFFSET_MAX)
+			return arg_fail(a, -EOPNOTSUPP, "field '%s' too far in its struct", comp);
+		a->offs[a->nderefs - 1] += (int32_t)off;
+		cur = next;
+		p = end;
+	}
+	kind = go_kind_of(&cur);
+	a->kind = kind;
+	a->size = (unsigned)(dwarf_bytesize(&cur) > 0 ? dwarf_bytesize(&cur) : 0);
+	if (!recordable(kind))
+		return arg_fail(a, -EOPNOTSUPP, "its type '%s' is not a number, bool or string",
+				dwarf_diename(&cur) ?: "?");
+	if (!a->nderefs && (kind == GO_KIND_FLOAT32 || kind == GO_KIND_FLOAT64))
+		return arg_fail(a, -EOPNOTSUPP,
+				"a float in a register: uprobes see integer registers only");
+	return 0;
+}
+
+/* Reads the parameters of subprogram DIE into F and resolves its argument paths. */
+static int read_params(struct dwarf_func *f, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die c, types[DWARF_MAX_PARAMS];
+	bool output;
+	const char *name;
+	size_t i, j;
+	int n = 0;
+
+	f->nparams = 0;
+	if (dwarf_child(die, &c) == 0) {
+		do {
+			if (++n > MAX_MEMBERS)
+				return -EINVAL;
+			if (dwarf_tag(&c) != DW_TAG_formal_parameter)
+				continue;
+			output = dwarf_attr_integrate(&c, DW_AT_variable_parameter, &attr) &&
+				 !dwarf_formflag(&attr, &output) && output;
+			if (output)
+				continue;
+			if (f->nparams == DWARF_MAX_PARAMS)
+				return -E2BIG;
+			struct dwarf_param *p = &f->params[f->nparams];
+
+			name = dwarf_diename(&c);
+			snprintf(p->name, sizeof(p->name), "%s", name ?: "");
+			if (!type_of(&c, &types[f->nparams])) {
+				p->stack = true;
+				f->nparams++;
+				continue;
+			}
+			p->kind = go_kind_of(&types[f->nparams]);
+			p->size = (unsigned)(dwarf_bytesize(&types[f->nparams]) > 0 ?
+						     dwarf_bytesize(&types[f->nparams]) :
+						     0);
+			count_regs(&types[f->nparams], 0, &p->nint, &p->nfloat, &p->stack);
+			f->nparams++;
+		} while (dwarf_siblingof(&c, &c) == 0);
+	}
+	for (i = 0; i < f->nargs; i++) {
+		struct dwarf_arg *a = &f->args[i];
+		size_t len = strcspn(a->path, ".");
+
+		a->err = 0;
+		for (j = 0; j < f->nparams; j++)
+			if (strlen(f->params[j].name) == len &&
+			    !strncmp(f->params[j].name, a->path, len))
+				break;
+		if (j == f->nparams) {
+			arg_fail(a, -ENOENT, "no parameter '%.*s'", (int)len, a->path);
+			continue;
+		}
+		a->param = (unsigned)j;
+		resolve_path(a, &types[j]);
+	}
+	return 0;
+}
+
+static int func_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(struct dwarf_func *const *)elem)->name);
+}
+
+static int func_sort_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct dwarf_func *const *)a)->name, (*(struct dwarf_func *const *)b)->name);
+}
+
+int dwarf__read_funcs(const char *path, struct dwarf_func *funcs, size_t n)
+{
+	struct dwarf_func **sorted = NULL, **hit;
+	Dwarf_Attribute attr;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Die cudie, die;
+	Dwarf *dbg = NULL;
+	Elf *elf = NULL;
+	unsigned long dies = 0;
+	const char *name;
+	int fd = -1, err, rc, units;
+	size_t i;
+
+	if (!n)
+		return 0;
+	sorted = calloc(n, sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		funcs[i].found = funcs[i].inlined = false;
+		funcs[i].nparams = 0;
+		sorted[i] = &funcs[i];
+	}
+	qsort(sorted, n, sizeof(*sorted), func_sort_cmp);
+	err = open_dwarf(path, &fd, &elf, &dbg);
+	if (err)
+		goto cleanup;
+	/* Go puts every function's DIE at the top level of its package's unit. */
+	for (units = 0;; units++) {
+		if (units >= MAX_UNITS) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+		rc = dwarf_get_units(dbg, cu, &cu, &version, &unit_type, &cudie, NULL);
+		if (rc == 1)
+			break;
+		if (rc < 0) {
+			pr_warn("cannot read unit %d of the DWARF of '%s': %s", units, path,
+				dwarf_errmsg(-1));
+			err = -EINVAL;
+			goto cleanup;
+		}
+		for (rc = dwarf_child(&cudie, &die); rc == 0; rc = dwarf_siblingof(&die, &die)) {
+			if (++dies > MAX_TOP_DIES) {
+				err = -EINVAL;
+				goto cleanup;
+			}
+			if (dwarf_tag(&die) != DW_TAG_subprogram || !(name = dwarf_diename(&die)))
+				continue;
+			hit = bsearch(name, sorted, n, sizeof(*sorted), func_cmp);
+			if (!hit)
+				continue;
+			/* The abstract instance of an inlined function has no code of its own. */
+			if (dwarf_attr(&die, DW_AT_inline, &attr)) {
+				(*hit)->inlined = true;
+				continue;
+			}
+			if (!dwarf_hasattr(&die, DW_AT_low_pc) || (*hit)->found)
+				continue;
+			(*hit)->found = true;
+			err = read_params(*hit, &die);
+			if (err) {
+				pr_warn("cannot read the parameters of '%s' in the DWARF of '%s'",
+					name, path);
+				(*hit)->found = false;
+				err = 0;
+			}
+		}
+	}
+cleanup:
+	free(sorted);
+	close_dwarf(fd, elf, dbg);
 	return err;
 }

@@ -215,6 +215,7 @@ static int index_symbols(struct elf_file *ef)
 		e->name = name;
 		e->addr = sym.st_value;
 		e->size = sym.st_size;
+		e->is_func = type == STT_FUNC;
 	}
 	sym_index__sort(ef->syms, ef->nsyms);
 	return 0;
@@ -355,6 +356,12 @@ int sym_index__find(const struct sym_entry *entries, size_t n, const char *name,
 	out->addr = entries[lo].addr;
 	out->size = entries[lo].size;
 	return 0;
+}
+
+size_t elf_file__symbols(const struct elf_file *ef, const struct sym_entry **out)
+{
+	*out = ef->syms;
+	return ef->nsyms;
 }
 
 int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out)

@@ -26,6 +26,7 @@ struct sym_entry {
 	uint64_t addr;
 	uint64_t size;
 	bool owned; /* NAME was allocated for the index (pclntab.c rewrites some names) */
+	bool is_func; /* a function (the rest of .symtab's index are data objects) */
 };
 
 void sym_index__sort(struct sym_entry *entries, size_t n);
@@ -48,6 +49,8 @@ bool elf_file__is_pie(const struct elf_file *ef);
 
 /* Looks NAME up in .symtab. -ENOENT when absent (stripped binaries have no .symtab). */
 int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out);
+/* The whole .symtab index, sorted by name (functions and objects: see is_func); its size. */
+size_t elf_file__symbols(const struct elf_file *ef, const struct sym_entry **out);
 /* Translates a virtual address to a file offset through the PT_LOAD segments; -ERANGE if none. */
 int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off);
 /* The inverse: the virtual address file offset OFF is loaded at; -ERANGE if no segment maps it. */

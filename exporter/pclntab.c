@@ -367,6 +367,7 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 			f->name = name;
 		f->addr = base + entry;
 		f->size = next - entry;
+		f->is_func = true;
 	}
 	if (skipped)
 		pr_debug("'%s': %zu functions with names over %d bytes not indexed",
@@ -511,6 +512,12 @@ cleanup:
 int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out)
 {
 	return sym_index__find(pt->funcs, pt->nfuncs, name, out);
+}
+
+size_t pclntab__functions(const struct pclntab *pt, const struct sym_entry **out)
+{
+	*out = pt->funcs;
+	return pt->nfuncs;
 }
 
 void pclntab__close(struct pclntab *pt)

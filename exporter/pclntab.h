@@ -28,6 +28,8 @@ struct pclntab *pclntab__open(struct elf_file *ef);
  * instantiated name is not found there.
  */
 int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out);
+/* Every function of the table, sorted by name; their count. */
+size_t pclntab__functions(const struct pclntab *pt, const struct sym_entry **out);
 void pclntab__close(struct pclntab *pt);
 
 #endif

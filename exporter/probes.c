@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "functions.h"
 #include "http.skel.h"
 #include "log.h"
 #include "probes.h"
@@ -30,6 +31,7 @@ struct probes {
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
 	uint32_t ntargets;
+	uint32_t nfuncs; /* entries of the funcs map in use */
 	int ncpus;
 	bool can_write_user; /* bpf_probe_write_user allowed: trace context goes out */
 };
@@ -189,7 +191,39 @@ static int attach_site(struct probes *p, struct bpf_program *entry, struct bpf_p
 	return err;
 }
 
-int probes__attach(struct probes *p, const struct target *t, pid_t pid, bool follow_goroutines,
+/* T's function probes: each function's config in the funcs map, its entry and RETs. */
+static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint32_t c)
+{
+	uint32_t idx, cookie;
+	size_t i;
+	int err = 0;
+
+	if (p->nfuncs + t->nfuncs > MAX_FUNCS) {
+		pr_err("cannot trace the functions of '%s': %d functions at most in all", t->path,
+		       MAX_FUNCS);
+		return -E2BIG;
+	}
+	t->func_base = p->nfuncs;
+	for (i = 0; !err && i < t->nfuncs; i++) {
+		struct traced_func *f = &t->funcs[i];
+
+		idx = t->func_base + (uint32_t)i;
+		cookie = FUNC_COOKIE_BASE + idx;
+		f->cfg.target = c;
+		if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.funcs), &idx, &f->cfg, BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot store the config of '%s': %s", f->symbol, strerror(-err));
+			break;
+		}
+		err = attach_site(p, p->skel->progs.func_entry, p->skel->progs.func_return, pid,
+				  t->path, &f->site, cookie);
+	}
+	if (!err)
+		p->nfuncs += (uint32_t)t->nfuncs;
+	return err;
+}
+
+int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie)
 {
 	const struct probe_site *s = &t->serve_http;
@@ -222,6 +256,10 @@ int probes__attach(struct probes *p, const struct target *t, pid_t pid, bool fol
 	if (follow_goroutines)
 		err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
 					 &t->newproc1, c);
+	err = err ?: attach_functions(p, t, pid, c);
+	if (!err && t->cfg.cpu_time && t->casgstatus.addr)
+		err = attach_one(p, p->skel->progs.go_casgstatus, pid, t->path,
+				 t->casgstatus.entry_off, c);
 	if (err) {
 		/* All or nothing: an entry without its RETs would only fill the in-flight map. */
 		while (p->nlinks > first)
@@ -292,6 +330,30 @@ int probes__hits(struct probes *p, uint64_t *hits)
 		if (bpf_obj_get_info_by_fd(fd, &info, &len))
 			return -errno;
 		*hits += info.run_cnt;
+	}
+	return 0;
+}
+
+int probes__hits_by_program(struct probes *p, char *buf, size_t size)
+{
+	struct bpf_program *prog;
+	struct bpf_prog_info info;
+	size_t len = 0;
+	__u32 ilen;
+	int fd;
+
+	buf[0] = '\0';
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		fd = bpf_program__fd(prog);
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		ilen = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+			return -errno;
+		if (info.run_cnt && len < size)
+			len += snprintf(buf + len, size - len, "%s%s=%llu", len ? " " : "",
+					bpf_program__name(prog), (unsigned long long)info.run_cnt);
 	}
 	return 0;
 }

@@ -23,10 +23,11 @@ typedef int (*probes_record_fn)(void *ctx, const void *data, size_t size);
 struct probes *probes__load(probes_record_fn fn, void *ctx);
 /*
  * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
- * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's. Returns the number of
- * uprobes attached, or a negative errno.
+ * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's; T's functions (--functions)
+ * get their entry and RETs, and T->func_base is set; with T->cfg.cpu_time, runtime.casgstatus.
+ * Returns the number of uprobes attached, or a negative errno.
  */
-int probes__attach(struct probes *p, const struct target *t, pid_t pid, bool follow_goroutines,
+int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie);
 /* Waits up to TIMEOUT_MS, then consumes whatever is in the ring buffer. Records seen, or -errno. */
 int probes__poll(struct probes *p, int timeout_ms);
@@ -37,6 +38,8 @@ int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
  * them only while kernel.bpf_stats_enabled is 1.
  */
 int probes__hits(struct probes *p, uint64_t *hits);
+/* The same per program, as "name=N ..." for the programs that ran, into BUF. */
+int probes__hits_by_program(struct probes *p, char *buf, size_t size);
 /* False when the kernel refuses bpf_probe_write_user (lockdown): no trace context goes out. */
 bool probes__can_propagate(const struct probes *p);
 /* Sums the per-CPU propagation counters (enum propagation_result). */

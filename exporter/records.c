@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "functions.h"
 #include "log.h"
 #include "process.h"
 #include "records.h"
@@ -35,6 +36,7 @@ const char *const records_drop_names[RECORDS_DROP__COUNT] = {
 enum call_kind {
 	CALL_SERVER,
 	CALL_CLIENT,
+	CALL_FUNCTION, /* several per goroutine (nested): told apart by start time */
 };
 
 struct pending {
@@ -45,6 +47,7 @@ struct pending {
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
 	char method[MAX_METHOD_LEN + 1];
 	bool http1; /* served by net/http's own HTTP/1 connection code */
+	uint32_t depth; /* CALL_FUNCTION: position on the goroutine's stack of open calls */
 	struct span *span;
 	struct go_panic panic; /* valid when panic_ns != 0 */
 	struct process *proc;
@@ -339,7 +342,8 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	struct process *proc;
 	struct span *s;
 
-	old = take(r, h->pid, h->goid, kind);
+	/* Function calls nest: an open one is the new one's caller, not a call that vanished. */
+	old = kind == CALL_FUNCTION ? NULL : take(r, h->pid, h->goid, kind);
 	if (old) {
 		/* The goroutine started a new call: the old one will never return. */
 		if (old->panic_ns)
@@ -371,7 +375,9 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	p->proc = proc;
 
 	span__set_resource(s, proc->res);
-	s->kind = kind == CALL_SERVER ? SPAN_KIND_SERVER : SPAN_KIND_CLIENT;
+	s->kind = kind == CALL_SERVER ? SPAN_KIND_SERVER :
+		  kind == CALL_CLIENT ? SPAN_KIND_CLIENT :
+					SPAN_KIND_INTERNAL;
 	s->start_ns = clock__to_unix_ns(r->opts.clock, h->start_ns);
 	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
 	memcpy(s->span_id, ids->span_id, sizeof(s->span_id));
@@ -495,6 +501,8 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	}
 
 	set_route_and_name(s, p->method, e->pattern, e->pattern_len);
+	if (e->cpu_ns != ~0ULL)
+		span__set_int(s, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
 
 	emit(r, s);
 	p->span = NULL;
@@ -601,6 +609,124 @@ static void on_panic(struct records *r, const struct go_panic *e)
 	p->panic = *e;
 }
 
+/* Sets the attribute of argument A, formatted as its declared type. */
+static void set_arg(struct span *s, const struct traced_arg *a, const struct func_arg_value *v)
+{
+	const char *key = a->key ? span__strndup(s, a->key, strlen(a->key)) : NULL;
+	unsigned bits = a->size >= 1 && a->size < 8 ? a->size * 8 : 64;
+	uint64_t w = v->word;
+	float f32;
+
+	if (!key || !v->ok)
+		return;
+	if (bits < 64)
+		w &= (1ULL << bits) - 1;
+	switch (a->type) {
+	case GO_TYPE_BOOL:
+		span__set_bool(s, key, (w & 0xff) != 0);
+		break;
+	case GO_TYPE_INT:
+		/* Sign-extend from the value's own width. */
+		if (bits < 64 && (w >> (bits - 1)) & 1)
+			w |= ~0ULL << bits;
+		span__set_int(s, key, (int64_t)w);
+		break;
+	case GO_TYPE_UINT:
+		span__set_int(s, key, (int64_t)w); /* OTLP has no unsigned: above 2^63 wraps */
+		break;
+	case GO_TYPE_FLOAT:
+		if (a->size == 4) {
+			uint32_t u = (uint32_t)w;
+
+			memcpy(&f32, &u, sizeof(f32));
+			span__set_double(s, key, f32);
+		} else {
+			double d;
+
+			memcpy(&d, &w, sizeof(d));
+			span__set_double(s, key, d);
+		}
+		break;
+	case GO_TYPE_STRING:
+		set_captured(s, key, v->str, v->len, MAX_ARG_STR_LEN, NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The function a record names, through its target: NULL when unknown. */
+static const struct traced_func *record_func(const struct process *proc, uint32_t func)
+{
+	const struct target *t = proc->target;
+
+	if (!t || func < t->func_base || func - t->func_base >= t->nfuncs)
+		return NULL;
+	return &t->funcs[func - t->func_base];
+}
+
+static void on_func_start(struct records *r, const struct func_start *e)
+{
+	const struct traced_func *f;
+	struct pending *p;
+	struct span *s;
+	uint32_t i;
+
+	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_FUNCTION);
+	if (!p)
+		return;
+	p->depth = e->depth;
+	s = p->span;
+	f = record_func(p->proc, e->func);
+	if (!f) {
+		span__set_name(s, "function", 8);
+		return;
+	}
+	span__set_name(s, f->name, strlen(f->name));
+	span__set_str(s, SC_CODE_FUNCTION_NAME, f->symbol, strlen(f->symbol));
+	for (i = 0; i < f->cfg.nargs && i < MAX_FUNC_ARGS; i++)
+		set_arg(s, &f->args[i], &e->args[i]);
+}
+
+static void on_func_end(struct records *r, const struct func_end *e)
+{
+	struct pending **pp, *p, *found = NULL;
+
+	/*
+	 * The call this RET ends, and with it every call it made that is still open: those never
+	 * returned (a panic recovered in between), and BPF has dropped their frames.
+	 */
+	for (pp = bucket(r, e->hdr.pid, e->hdr.goid); (p = *pp);) {
+		if (p->kind != CALL_FUNCTION || p->pid != e->hdr.pid || p->goid != e->hdr.goid) {
+			pp = &p->next;
+			continue;
+		}
+		if (p->start_ns == e->hdr.start_ns) {
+			*pp = p->next;
+			r->stats.pending--;
+			found = p;
+			continue;
+		}
+		if (p->depth > e->depth && p->start_ns > e->hdr.start_ns) {
+			*pp = p->next;
+			r->stats.pending--;
+			drop(r, p, RECORDS_DROP_ABANDONED);
+			continue;
+		}
+		pp = &p->next;
+	}
+	if (!found) {
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	found->span->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	if (e->cpu_ns != ~0ULL)
+		span__set_int(found->span, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
+	emit(r, found->span);
+	found->span = NULL;
+	pending_free(found);
+}
+
 int records__handle(void *ctx, const void *data, size_t size)
 {
 	const struct record_header *h = data;
@@ -633,6 +759,16 @@ int records__handle(void *ctx, const void *data, size_t size)
 		if (size < sizeof(struct http_client_end))
 			goto malformed;
 		on_client_end(r, data);
+		return 0;
+	case EVENT_FUNC_START:
+		if (size < sizeof(struct func_start))
+			goto malformed;
+		on_func_start(r, data);
+		return 0;
+	case EVENT_FUNC_END:
+		if (size < sizeof(struct func_end))
+			goto malformed;
+		on_func_end(r, data);
 		return 0;
 	}
 malformed:

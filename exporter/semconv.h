@@ -33,7 +33,17 @@
 #define SC_PROCESS_RUNTIME_VERSION "process.runtime.version"
 #define SC_HOST_NAME "host.name"
 
+/*
+ * Code (semantic conventions v1.33+, stable): the fully qualified function name. The older
+ * code.namespace and code.function were folded into it and are not sent.
+ */
+#define SC_CODE_FUNCTION_NAME "code.function.name"
+
 /* gospan's own: which attributes hold values cut to the capture bound. */
 #define GOSPAN_TRUNCATED "gospan.truncated"
+/* Time the span's goroutine was running (_Grunning) between its start and end (--cpu-time). */
+#define GOSPAN_CPU_TIME_NS "gospan.cpu_time_ns"
+/* A recorded function argument: "gospan.arg." and its name or path ("gospan.arg.o.ID"). */
+#define GOSPAN_ARG_PREFIX "gospan.arg."
 
 #endif

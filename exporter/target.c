@@ -12,6 +12,7 @@
 #include "disasm.h"
 #include "dwarf.h"
 #include "elf.h"
+#include "functions.h"
 #include "gobin.h"
 #include "log.h"
 #include "pclntab.h"
@@ -420,6 +421,7 @@ void target__free(struct target *t)
 	free(t->round_trip.ret_offs);
 	free(t->inject.ret_offs);
 	free(t->newproc1.ret_offs);
+	functions__release(t);
 	gobin__free(t->gobin);
 	free(t->path);
 	free(t->exe_name);

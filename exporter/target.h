@@ -15,6 +15,7 @@
 #include "offsets.h"
 
 struct gobin;
+struct traced_func;
 
 /* One probed function: a uprobe at ENTRY_OFF and one at each RET_OFFS[i] (file offsets). */
 struct probe_site {
@@ -44,6 +45,11 @@ struct target {
 	uint64_t bufio_itab;	    /* *bufio.Writer's io.Writer itab; 0 = unknown (stripped) */
 	uint64_t response_itab; /* link-time address of the *http.response ResponseWriter itab; 0 = unknown */
 	struct target_config cfg; /* what the BPF programs get */
+	/* --functions: what functions__resolve found; FUNC_BASE is the first one's funcs index. */
+	struct traced_func *funcs;
+	size_t nfuncs;
+	uint32_t func_base;
+	struct probe_site casgstatus; /* --cpu-time: runtime.casgstatus's entry; addr 0 = none */
 };
 
 /*

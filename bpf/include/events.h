@@ -33,12 +33,32 @@
 /* How many targets (binaries) one gospan can hold at once; index = attach cookie. */
 #define MAX_TARGETS 64
 
+/*
+ * Function spans (--functions): how many functions in all targets (index = attach cookie of their
+ * probes), how many arguments each records, how many bytes of a string argument are kept, how
+ * many pointer hops an argument path may take, and how many function calls one goroutine can
+ * have open at once (deeper calls are not traced, and counted).
+ */
+#define MAX_FUNCS 512
+#define MAX_FUNC_ARGS 4
+#define MAX_ARG_STR_LEN 64
+#define MAX_ARG_DEREFS 3
+#define MAX_SPAN_DEPTH 8
+
+/* The attach cookie of a function probe: MAX_TARGETS + its index in the funcs map. */
+#define FUNC_COOKIE_BASE MAX_TARGETS
+
+/* Go's _Grunning: the goroutine is on a CPU (runtime/runtime2.go). */
+#define GO_STATUS_RUNNING 2
+
 enum event_type {
 	EVENT_HTTP_SERVER_START = 1,
 	EVENT_HTTP_SERVER_END = 2,
 	EVENT_GO_PANIC = 3,
 	EVENT_HTTP_CLIENT_START = 4,
 	EVENT_HTTP_CLIENT_END = 5,
+	EVENT_FUNC_START = 6,
+	EVENT_FUNC_END = 7,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -46,6 +66,7 @@ enum drop_reason {
 	DROP_RINGBUF_FULL = 0, /* bpf_ringbuf_reserve() failed */
 	DROP_INFLIGHT_FULL,    /* in-flight map update failed */
 	DROP_NO_CONFIG,	       /* probe fired with a cookie that has no target config */
+	DROP_STACK_FULL,       /* a function call nested deeper than MAX_SPAN_DEPTH: no span */
 	DROP__COUNT,
 };
 
@@ -144,6 +165,15 @@ struct target_config {
 	__u32 root_sampler;
 	__u32 parent_based;
 	__u64 ratio_bound;
+
+	/*
+	 * Function spans: g.stack.hi, to tell a recursive call from a stack-growth re-run of the same
+	 * entry (same distance from the stack top) and to pair each RET with its own entry; CPU_TIME
+	 * (--cpu-time): spans carry their goroutine's running time, kept by the casgstatus probe.
+	 */
+	__s64 g_stack_hi;
+	__u32 cpu_time;
+	__u32 _pad1;
 };
 
 /* Key of the in-flight map: goroutine ids are only unique within one process. */
@@ -159,8 +189,10 @@ struct inflight_call {
 	__u64 req;
 	__u64 rw_itab;
 	__u64 rw_data;
+	__u64 cpu_start_ns; /* the goroutine's running time at entry (--cpu-time) */
 	__u32 panicked;
-	__u32 _pad;
+	__u32 has_prev; /* PREV is the span the goroutine worked for before: restored at the RET */
+	struct span_ctx prev;
 };
 
 /* An outgoing call in flight, by goroutine. */
@@ -185,6 +217,68 @@ struct span_ids {
 	__u8 flags;
 	__u8 remote_parent; /* the parent came in a traceparent header */
 	__u8 _pad[6];
+};
+
+/*
+ * How a function argument is read at entry. KIND: FUNC_ARG_*. Integer register slots are 1-based
+ * as in target_config. A value path of NDEREFS pointer hops starts from the pointer in REG: hop i
+ * reads the word at (current + OFFS[i]) for i < NDEREFS - 1, and the value itself lies at
+ * (current + OFFS[NDEREFS - 1]). SIZE is the value's width in bytes (1, 2, 4, 8); user space
+ * knows signedness and type.
+ */
+enum func_arg_kind {
+	FUNC_ARG_NONE = 0,
+	FUNC_ARG_REG = 1,	  /* a scalar in integer register REG */
+	FUNC_ARG_REG_STRING = 2,  /* a string: pointer in REG, length in REG2 */
+	FUNC_ARG_MEM = 3,	  /* a scalar at the end of a pointer path */
+	FUNC_ARG_MEM_STRING = 4,  /* a string header at the end of a pointer path */
+};
+
+struct func_arg_spec {
+	__u8 kind;
+	__u8 size;
+	__u8 reg;
+	__u8 reg2;
+	__u8 nderefs;
+	__u8 _pad[3];
+	__s32 offs[MAX_ARG_DEREFS];
+	__u32 _pad2;
+};
+
+/* One traced function, by attach cookie - FUNC_COOKIE_BASE. */
+struct func_config {
+	__u32 target; /* the targets map index of its binary */
+	__u32 nargs;
+	struct func_arg_spec args[MAX_FUNC_ARGS];
+};
+
+/* An argument as read: the raw word, or a string's real length and first bytes. */
+struct func_arg_value {
+	__u64 word;
+	__u32 len;	/* strings: the real length */
+	__u8 ok;	/* read without a fault */
+	__u8 _pad[3];
+	char str[MAX_ARG_STR_LEN];
+};
+
+/* Emitted at a traced function's entry. */
+struct func_start {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u32 func;  /* index into the funcs map */
+	__u32 depth; /* the call's position on its goroutine's stack of open calls, 0 outermost */
+	__u32 cookie; /* its target's index */
+	__u32 _pad;
+	struct func_arg_value args[MAX_FUNC_ARGS];
+};
+
+/* Emitted at the RET that ends the call HDR names (pid, goroutine, start). */
+struct func_end {
+	struct record_header hdr;
+	__u64 end_ns;
+	__u64 cpu_ns; /* running time of the goroutine during the call; ~0 = not measured */
+	__u32 func;
+	__u32 depth;
 };
 
 /* Emitted at serverHandler.ServeHTTP entry: what arrived, before the handler could change it. */
@@ -247,6 +341,7 @@ struct http_server_end {
 	__u64 end_ns;
 	__u64 rw_itab; /* lets user space check the writer really is *http.response */
 	__s64 status;  /* http.response.status; 0 = nothing written (200 on the wire) */
+	__u64 cpu_ns;  /* running time of the goroutine during the request; ~0 = not measured */
 	__u32 pattern_len;
 	__u32 _pad;
 	char pattern[MAX_PATTERN_LEN];

@@ -15,6 +15,22 @@ struct go_string {
 };
 
 /*
+ * Copies the Go string (PTR, LEN) into DST (CAP bytes, a constant after inlining). Returns the
+ * string's real length, saturated to 32 bits, or 0 when it cannot be read.
+ */
+static __always_inline __u32 go_copy_string(char *dst, __u32 cap, const char *ptr, __s64 len)
+{
+	__u64 n;
+
+	if (len <= 0 || !ptr)
+		return 0;
+	n = (__u64)len < cap ? (__u64)len : cap;
+	if (bpf_probe_read_user(dst, n, ptr))
+		return 0;
+	return (__u64)len > 0xffffffffULL ? 0xffffffffU : (__u32)len;
+}
+
+/*
  * Copies the Go string whose header is at HDR into DST (CAP bytes, a constant after inlining).
  * Returns the string's real length, saturated to 32 bits, or 0 when it cannot be read: then DST
  * holds nothing user space will look at.
@@ -22,16 +38,10 @@ struct go_string {
 static __always_inline __u32 go_read_string(char *dst, __u32 cap, const void *hdr)
 {
 	struct go_string s;
-	__u64 n;
 
 	if (bpf_probe_read_user(&s, sizeof(s), hdr))
 		return 0;
-	if (s.len <= 0 || !s.ptr)
-		return 0;
-	n = (__u64)s.len < cap ? (__u64)s.len : cap;
-	if (bpf_probe_read_user(dst, n, s.ptr))
-		return 0;
-	return (__u64)s.len > 0xffffffffULL ? 0xffffffffU : (__u32)s.len;
+	return go_copy_string(dst, cap, s.ptr, s.len);
 }
 
 /* Reads a pointer-sized word at BASE + OFF; 0 when unreadable. */

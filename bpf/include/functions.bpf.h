@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Function spans (--functions) and on-CPU time (--cpu-time). Included by http.bpf.c, so one object
+ * and one skeleton hold every program and the maps they share (`events`, `targets`, `active`).
+ *
+ * Any function's entry and every RET are probed; entry records its arguments as raw words and
+ * bounded strings, as the func_config user space derived from DWARF or the config file says, and
+ * pushes a frame on the goroutine's span stack; the RET that belongs to that frame pops it. The
+ * casgstatus probe keeps, per goroutine with a span, how long it has been _Grunning: a span's
+ * on-CPU time is the difference between its start and its end.
+ */
+#ifndef GOSPAN_FUNCTIONS_BPF_H
+#define GOSPAN_FUNCTIONS_BPF_H
+
+/* One per traced function: the attach cookie minus FUNC_COOKIE_BASE is the index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_FUNCS);
+	__type(key, __u32);
+	__type(value, struct func_config);
+} funcs SEC(".maps");
+
+/* Open function calls, by goroutine. LRU: goroutines that exit mid-call leave theirs behind. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct span_stack);
+} span_stacks SEC(".maps");
+
+/* A zeroed span_stack: too big for the stack, copied into the map for a goroutine's first call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct span_stack);
+} empty_stack SEC(".maps");
+
+/* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
+struct gclock {
+	__u64 total_ns; /* time spent _Grunning, up to SINCE_NS when RUNNING */
+	__u64 since_ns;
+	__u64 running;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct gclock);
+} gclocks SEC(".maps");
+
+/*
+ * The goroutine KEY's running time so far. It is running now (this probe runs on it), so a clock
+ * that is missing or says otherwise (a transition the runtime made without casgstatus) starts
+ * running from NOW.
+ */
+static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 now)
+{
+	struct gclock *c = bpf_map_lookup_elem(&gclocks, key);
+	struct gclock fresh = {.since_ns = now, .running = 1};
+
+	if (!c) {
+		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
+		return 0;
+	}
+	if (!c->running) {
+		c->since_ns = now;
+		c->running = 1;
+	}
+	return c->total_ns + (now - c->since_ns);
+}
+
+/*
+ * runtime.casgstatus(gp *g, oldval, newval uint32): every goroutine state change the scheduler
+ * makes. Only changes into or out of _Grunning matter, and they are told apart before any map
+ * lookup, so the others cost the probe hit alone.
+ */
+SEC("uprobe")
+int go_casgstatus(GO_REGS *ctx)
+{
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 oldval = (__u32)go_arg(ctx, 2), newval = (__u32)go_arg(ctx, 3);
+	const struct target_config *cfg;
+	struct goroutine_key key = {};
+	struct gclock *c;
+	__u64 now;
+
+	if ((oldval == GO_STATUS_RUNNING) == (newval == GO_STATUS_RUNNING))
+		return 0;
+	cfg = bpf_map_lookup_elem(&targets, &cookie);
+	if (!cfg)
+		return 0;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.goid = go_read_word((void *)go_arg(ctx, 1), cfg->g_goid);
+	c = bpf_map_lookup_elem(&gclocks, &key);
+	if (!c)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (newval == GO_STATUS_RUNNING) {
+		c->since_ns = now;
+		c->running = 1;
+	} else if (c->running) {
+		c->total_ns += now - c->since_ns;
+		c->running = 0;
+	}
+	return 0;
+}
+
+/* The function probe's config, its target's, and the goroutine; NULL when unusable. */
+static __always_inline const struct func_config *func_context(GO_REGS *ctx,
+							      const struct target_config **cfg,
+							      struct goroutine_key *key,
+							      __u32 *fidx, __u64 *sdepth)
+{
+	const struct func_config *fc;
+	void *g = GO_G_PTR(ctx);
+
+	*fidx = (__u32)bpf_get_attach_cookie(ctx) - FUNC_COOKIE_BASE;
+	fc = bpf_map_lookup_elem(&funcs, fidx);
+	if (!fc) {
+		count_drop(DROP_NO_CONFIG);
+		return NULL;
+	}
+	*cfg = bpf_map_lookup_elem(&targets, &fc->target);
+	if (!*cfg) {
+		count_drop(DROP_NO_CONFIG);
+		return NULL;
+	}
+	key->pid = bpf_get_current_pid_tgid() >> 32;
+	key->_pad = 0;
+	key->goid = go_read_word(g, (*cfg)->g_goid);
+	*sdepth = go_read_word(g, (*cfg)->g_stack_hi) - GO_SP(ctx);
+	return fc;
+}
+
+/* Reads one argument as SPEC says; V->ok stays 0 when it cannot be read. */
+static __always_inline void read_arg(GO_REGS *ctx, const struct func_arg_spec *spec,
+				     struct func_arg_value *v)
+{
+	__u64 p, n;
+	__u32 i, last;
+
+	v->word = 0;
+	v->len = 0;
+	v->ok = 0;
+	switch (spec->kind) {
+	case FUNC_ARG_REG:
+		v->word = go_arg(ctx, spec->reg);
+		v->ok = 1;
+		return;
+	case FUNC_ARG_REG_STRING:
+		v->len =
+		    go_copy_string(v->str, MAX_ARG_STR_LEN, (const char *)go_arg(ctx, spec->reg),
+				   (__s64)go_arg(ctx, spec->reg2));
+		v->ok = 1;
+		return;
+	case FUNC_ARG_MEM:
+	case FUNC_ARG_MEM_STRING:
+		break;
+	default:
+		return;
+	}
+	if (spec->nderefs < 1 || spec->nderefs > MAX_ARG_DEREFS)
+		return;
+	last = spec->nderefs - 1;
+	p = go_arg(ctx, spec->reg);
+	for (i = 0; i < MAX_ARG_DEREFS - 1; i++) {
+		if (i >= last)
+			break;
+		if (!p || bpf_probe_read_user(&p, sizeof(p), (void *)(p + spec->offs[i])))
+			return;
+	}
+	if (!p || last >= MAX_ARG_DEREFS)
+		return; /* a nil pointer on the way: no value */
+	p += spec->offs[last];
+	if (spec->kind == FUNC_ARG_MEM_STRING) {
+		v->len = go_read_string(v->str, MAX_ARG_STR_LEN, (void *)p);
+		v->ok = 1;
+		return;
+	}
+	n = spec->size;
+	if (n < 1 || n > 8)
+		return;
+	if (bpf_probe_read_user(&v->word, n, (void *)p))
+		return;
+	v->ok = 1;
+}
+
+SEC("uprobe")
+int func_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), sdepth;
+	const struct target_config *cfg;
+	const struct func_config *fc;
+	struct span_ctx *cur, *parent;
+	struct span_frame *top, *fr;
+	struct goroutine_key key;
+	struct span_stack *st;
+	struct func_start *e;
+	struct span_ctx sc = {};
+	__u32 fidx, d, i, zero = 0;
+
+	fc = func_context(ctx, &cfg, &key, &fidx, &sdepth);
+	if (!fc)
+		return 0;
+	st = bpf_map_lookup_elem(&span_stacks, &key);
+	if (!st) {
+		struct span_stack *empty = bpf_map_lookup_elem(&empty_stack, &zero);
+
+		if (!empty)
+			return 0;
+		bpf_map_update_elem(&span_stacks, &key, empty, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&span_stacks, &key);
+		if (!st) {
+			count_drop(DROP_INFLIGHT_FULL);
+			return 0;
+		}
+	}
+	d = st->depth;
+	if (d > MAX_SPAN_DEPTH)
+		return 0; /* cannot happen: only this goroutine's probes write it */
+	if (d > 0) {
+		top = &st->frames[(d - 1) & (MAX_SPAN_DEPTH - 1)];
+		/* The prologue re-run after runtime.morestack: the same call, keep its start. */
+		if (top->func == fidx && top->sdepth == sdepth)
+			return 0;
+	}
+	if (d == MAX_SPAN_DEPTH) {
+		count_drop(DROP_STACK_FULL);
+		return 0;
+	}
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_FUNC_START, &key, now);
+	e->func = fidx;
+	e->depth = d;
+	e->cookie = fc->target;
+
+	/* A child of what the goroutine works for, or of what its parent goroutine does. */
+	cur = bpf_map_lookup_elem(&active, &key);
+	parent = cur;
+	if (!parent && cfg->g_parent_goid >= 0) {
+		struct goroutine_key pk = {.pid = key.pid};
+
+		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
+		parent = bpf_map_lookup_elem(&active, &pk);
+	}
+	child_ids(&e->ids, parent, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	for (i = 0; i < MAX_FUNC_ARGS; i++) {
+		if (i >= fc->nargs)
+			break;
+		read_arg(ctx, &fc->args[i], &e->args[i]);
+	}
+
+	fr = &st->frames[d & (MAX_SPAN_DEPTH - 1)];
+	fr->has_prev = cur != NULL;
+	if (cur)
+		fr->prev = *cur;
+	fr->start_ns = now;
+	fr->cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	fr->sdepth = sdepth;
+	fr->func = fidx;
+	st->depth = d + 1;
+
+	__builtin_memcpy(sc.trace_id, e->ids.trace_id, sizeof(sc.trace_id));
+	__builtin_memcpy(sc.span_id, e->ids.span_id, sizeof(sc.span_id));
+	sc.flags = e->ids.flags;
+	bpf_map_update_elem(&active, &key, &sc, BPF_ANY);
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+SEC("uprobe")
+int func_return(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), sdepth;
+	const struct target_config *cfg;
+	const struct func_config *fc;
+	struct goroutine_key key;
+	struct span_stack *st;
+	struct span_frame *fr;
+	struct func_end *e;
+	__u32 fidx, d, i, j, at = MAX_SPAN_DEPTH;
+
+	fc = func_context(ctx, &cfg, &key, &fidx, &sdepth);
+	if (!fc)
+		return 0;
+	st = bpf_map_lookup_elem(&span_stacks, &key);
+	if (!st)
+		return 0; /* the call began before we attached */
+	d = st->depth;
+	/*
+	 * Innermost first. Frames above the one found belong to calls that never returned (a
+	 * panic recovered further up); they are dropped with it, and user space counts them.
+	 */
+	for (j = 0; j < MAX_SPAN_DEPTH; j++) {
+		if (j >= d)
+			break;
+		i = (d - 1 - j) & (MAX_SPAN_DEPTH - 1);
+		fr = &st->frames[i];
+		if (fr->func == fidx && fr->sdepth == sdepth) {
+			at = i;
+			break;
+		}
+	}
+	if (at >= MAX_SPAN_DEPTH)
+		return 0; /* not a call we saw begin (too deep, or before we attached) */
+	fr = &st->frames[at];
+	st->depth = at;
+	if (fr->has_prev)
+		bpf_map_update_elem(&active, &key, &fr->prev, BPF_ANY);
+	else
+		bpf_map_delete_elem(&active, &key);
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_FUNC_END, &key, fr->start_ns);
+	e->end_ns = now;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - fr->cpu_start_ns : ~0ULL;
+	e->func = fidx;
+	e->depth = at;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+#endif

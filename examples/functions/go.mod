@@ -1,0 +1,3 @@
+module gospan.example/functions
+
+go 1.22

@@ -1,0 +1,402 @@
+"""Function spans (--functions) and on-CPU time (--cpu-time) on examples/functions, judged as the
+official OTLP decoder sees them: which spans exist, their names, kinds and parent links (SERVER ->
+function -> nested function, recursion to its exact depth, goroutines started by a handler),
+recorded arguments with their values and types, traces started by a background loop, the
+messages about inlined and missing functions, on-CPU against wall time (a spinning function is on
+a CPU for its whole span, a sleeping one hardly at all), and probe hits per call.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, Service, _clean_env, _go_env, counter, drop_reasons
+
+SRC = REPO / "examples" / "functions"
+SPAN_KIND_INTERNAL = 1
+SPAN_KIND_SERVER = 2
+MAX_SPAN_DEPTH = 8  # bpf/include/events.h
+
+CONFIG = {
+    "functions": [
+        {"symbol": "main.process", "args": ["user", "n", "ok", "level"]},
+        {"symbol": "main.validate", "args": ["n"]},
+        {"symbol": "main.fib", "args": ["n"]},
+        {"symbol": "main.spin", "args": ["ms"]},
+        {"symbol": "main.sleepFor", "args": ["ms"]},
+        {"symbol": "main.handleOrder",
+         "args": ["o.ID", "o.Customer.Name", "o.Customer.Tier", "o.Express"]},
+        {"symbol": "main.tick", "args": ["i"]},
+        {"symbol": "main.double"},
+        {"symbol": "main.proces"},
+        {"pattern": "main.(\\*Store).Get", "args": ["key", "s.name", "s.cfg.Limit",
+                                                    "s.cfg.Ratio"]},
+    ]
+}
+
+# Without DWARF: arguments by position and declared type. process(user string, n int, ok bool,
+# ratio float64, level int8): ratio takes a float register, so level is in the 5th integer one.
+CONFIG_STRIPPED = {
+    "functions": [
+        {"symbol": "main.process",
+         "args": [{"name": "user", "position": 1, "type": "string"},
+                  {"name": "n", "position": 2, "type": "int"},
+                  {"name": "ok", "position": 3, "type": "bool"},
+                  {"name": "level", "position": 5, "type": "int8"}],
+         "params": ["string", "int", "bool", "float64", "int8"]},
+        {"symbol": "main.fib", "args": [{"name": "n", "position": 1, "type": "int"}]},
+        {"symbol": "main.double"},
+    ]
+}
+
+
+def fib_calls(n):
+    return 1 if n < 2 else 1 + fib_calls(n - 1) + fib_calls(n - 2)
+
+
+def fib_calls_within(n, level, max_level):
+    """fib calls made by fib(n) at stack position LEVEL whose position stays below MAX_LEVEL."""
+    if level >= max_level:
+        return 0
+    if n < 2:
+        return 1
+    return (1 + fib_calls_within(n - 1, level + 1, max_level)
+            + fib_calls_within(n - 2, level + 1, max_level))
+
+
+def build(build_dir, name, flags=()):
+    out = build_dir / "e2e" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["go", "build", *flags, "-o", str(out), "."], cwd=SRC,
+                         capture_output=True, text=True, timeout=300, env=_go_env())
+    if res.returncode != 0:
+        pytest.fail(f"cannot build '{SRC}':\n{res.stderr}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def fn_bin(build_dir, go_version):
+    return build(build_dir, "functions")
+
+
+@pytest.fixture(scope="module")
+def fn_stripped_bin(build_dir, go_version):
+    return build(build_dir, "functions-stripped", ["-ldflags=-s -w"])
+
+
+def write_config(tmp_path, cfg):
+    path = tmp_path / "functions.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def get(svc, target):
+    """GET TARGET on a connection of its own; returns the body."""
+    req = urllib.request.Request(svc.base_url + target, headers={"Connection": "close"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read().decode()
+
+
+class Traced:
+    """The example service with gospan attached; spans are read from the receiver."""
+
+    def __init__(self, binary, gospan, receiver, cfg_path, extra_args=(), tick="0"):
+        self.svc = Service(binary, env=_clean_env(), args=("-tick", tick))
+        self.gospan = gospan(self.svc.pid, receiver,
+                             args=("--functions", str(cfg_path), *extra_args))
+        self.attached = self.gospan.wait_attached()
+        self.rx = receiver
+
+    def stop(self):
+        self.gospan.stop()
+        self.svc.stop()
+
+
+def spans_of_trace(spans, trace_id):
+    return [s for s in spans if s.trace_id == trace_id]
+
+
+def wait_trace(rx, pred, count, timeout=20.0):
+    """Waits for the trace whose root satisfies PRED to hold COUNT spans; returns its spans."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = rx.snapshot()
+        roots = [s for s in spans if pred(s)]
+        for root in roots:
+            tr = spans_of_trace(spans, root.trace_id)
+            if len(tr) >= count:
+                return root, tr
+        if time.monotonic() > deadline:
+            got = {r.name: len(spans_of_trace(spans, r.trace_id)) for r in roots}
+            raise AssertionError(f"no trace with {count} spans: roots found {got}")
+        time.sleep(0.1)
+
+
+def children(spans, parent):
+    return [s for s in spans if s.parent_span_id == parent.span_id]
+
+
+@pytest.fixture(scope="module")
+def traced(fn_bin, start_gospan, otlp_receiver, tmp_path_factory):
+    cfg = write_config(tmp_path_factory.mktemp("fn"), CONFIG)
+    t = Traced(fn_bin, start_gospan, otlp_receiver, cfg, extra_args=("--cpu-time",),
+               tick="100ms")
+    yield t
+    t.stop()
+
+
+def test_attach_line_counts_functions(traced):
+    # process, validate, fib, spin, sleepFor, handleOrder, tick, (*Store).Get: 8 functions.
+    assert "+ 8 functions" in traced.attached, traced.attached
+    assert "+ casgstatus" in traced.attached, traced.attached
+
+
+def test_inlined_and_missing_functions_are_named(traced):
+    err = traced.gospan.stderr
+    assert re.search(r"function 'main\.double' cannot be traced in '[^']+': the compiler "
+                     r"inlined it", err), err
+    m = re.search(r"function 'main\.proces' not found in '[^']+'; closest: (.*)", err)
+    assert m, err
+    assert m.group(1).startswith("'main.process'"), m.group(1)
+
+
+def test_nested_and_recursive_spans_under_server(traced):
+    get(traced.svc, "/process?user=alice&n=4&ok=true")
+    # SERVER, process, validate, 9 fib calls, (*Store).Get
+    server, tr = wait_trace(traced.rx, lambda s: s.name == "GET /process", 1 + 1 + 1 + 9 + 1)
+    assert server.kind == SPAN_KIND_SERVER
+    (proc,) = children(tr, server)
+    assert proc.name == "main.process" and proc.kind == SPAN_KIND_INTERNAL
+    assert proc.attrs["code.function.name"] == "main.process"
+    assert proc.attrs["gospan.arg.user"] == "alice"
+    assert proc.attrs["gospan.arg.n"] == 4 and isinstance(proc.attrs["gospan.arg.n"], int)
+    assert proc.attrs["gospan.arg.ok"] is True
+    assert proc.attrs["gospan.arg.level"] == -3  # int8, sign-extended
+    kids = Counter(s.name for s in children(tr, proc))
+    assert kids == {"main.validate": 1, "main.fib": 1, "main.(*Store).Get": 1}, kids
+    for s in tr:
+        assert server.start_ns <= s.start_ns <= s.end_ns <= server.end_ns, s.name
+
+    # Recursion: every fib(n >= 2) has exactly the children fib(n-1) and fib(n-2).
+    fibs = [s for s in tr if s.name == "main.fib"]
+    assert len(fibs) == fib_calls(4)
+    (top,) = [s for s in fibs if s.parent_span_id == proc.span_id]
+    assert top.attrs["gospan.arg.n"] == 4
+
+    def depth(s):
+        d = 0
+        while s.parent_span_id != proc.span_id:
+            s = next(p for p in tr if p.span_id == s.parent_span_id)
+            d += 1
+        return d
+
+    for f in fibs:
+        n = f.attrs["gospan.arg.n"]
+        got = sorted(c.attrs["gospan.arg.n"] for c in children(tr, f))
+        assert got == ([] if n < 2 else [n - 2, n - 1]), (n, got)
+    # fib(4) -> fib(3) -> fib(2) -> fib(1): the deepest calls are 3 below the top one.
+    assert max(depth(f) for f in fibs) == 3
+
+    (get_span,) = [s for s in tr if s.name == "main.(*Store).Get"]
+    assert get_span.attrs["gospan.arg.key"] == "alice"
+    assert get_span.attrs["gospan.arg.s.name"] == "main-store"
+    assert get_span.attrs["gospan.arg.s.cfg.Limit"] == 42
+    assert get_span.attrs["gospan.arg.s.cfg.Ratio"] == pytest.approx(0.5)
+    (val,) = [s for s in tr if s.name == "main.validate"]
+    assert val.attrs["gospan.arg.n"] == 4
+
+
+def test_pointer_paths(traced):
+    get(traced.svc, "/order?id=9&name=bob%20%C3%A9&tier=3")
+    server, tr = wait_trace(traced.rx, lambda s: s.name == "GET /order", 2)
+    (o,) = children(tr, server)
+    assert o.name == "main.handleOrder"
+    assert o.attrs["gospan.arg.o.ID"] == 9
+    assert o.attrs["gospan.arg.o.Customer.Name"] == "bob \u00e9"
+    assert o.attrs["gospan.arg.o.Customer.Tier"] == 3
+    assert o.attrs["gospan.arg.o.Express"] is True
+
+
+def test_goroutines_started_by_a_handler_nest_under_it(traced):
+    get(traced.svc, "/fanout?g=6")
+    expect = 1 + sum(1 + 1 + fib_calls(4 + i % 3) for i in range(6))
+    server, tr = wait_trace(traced.rx, lambda s: s.name == "GET /fanout", expect)
+    procs = children(tr, server)
+    assert len(procs) == 6 and {p.name for p in procs} == {"main.process"}
+    by_user = {p.attrs["gospan.arg.user"]: p for p in procs}
+    assert set(by_user) == {f"g{i}" for i in range(6)}
+    for i in range(6):
+        p = by_user[f"g{i}"]
+        assert p.attrs["gospan.arg.level"] == i
+        assert p.attrs["gospan.arg.n"] == 4 + i % 3
+        # Each goroutine's calls stay in its own subtree.
+        sub, frontier = [], [p]
+        while frontier:
+            nxt = [c for f in frontier for c in children(tr, f)]
+            sub += nxt
+            frontier = nxt
+        assert Counter(s.name for s in sub) == {"main.validate": 1,
+                                                "main.fib": fib_calls(4 + i % 3)}
+
+
+def test_background_loop_starts_its_own_traces(traced):
+    root, tr = wait_trace(traced.rx, lambda s: s.name == "main.tick", 1 + 1 + fib_calls(3))
+    assert root.parent_span_id == b""
+    assert root.kind == SPAN_KIND_INTERNAL
+    assert isinstance(root.attrs["gospan.arg.i"], int) and root.attrs["gospan.arg.i"] >= 0
+    assert Counter(s.name for s in children(tr, root)) == {"main.(*Store).Get": 1,
+                                                           "main.fib": 1}
+
+
+def test_cpu_time_spin_against_sleep(traced):
+    get(traced.svc, "/spin?ms=300")
+    get(traced.svc, "/sleep?ms=300")
+    _, spin_tr = wait_trace(traced.rx, lambda s: s.name == "GET /spin", 2)
+    _, sleep_tr = wait_trace(traced.rx, lambda s: s.name == "GET /sleep", 2)
+    (spin,) = [s for s in spin_tr if s.name == "main.spin"]
+    (sleep,) = [s for s in sleep_tr if s.name == "main.sleepFor"]
+    for s in (spin, sleep):
+        assert s.attrs["gospan.arg.ms"] == 300
+        assert s.end_ns - s.start_ns >= 300_000_000
+    spin_wall, spin_cpu = spin.end_ns - spin.start_ns, spin.attrs["gospan.cpu_time_ns"]
+    sleep_wall, sleep_cpu = sleep.end_ns - sleep.start_ns, sleep.attrs["gospan.cpu_time_ns"]
+    # A spinning goroutine may be preempted now and then; a sleeping one runs microseconds.
+    assert 0.8 * spin_wall <= spin_cpu <= spin_wall, (spin_cpu, spin_wall)
+    assert sleep_cpu < 0.05 * sleep_wall, (sleep_cpu, sleep_wall)
+    # Server spans carry it too, and contain their function's.
+    for tr, f in ((spin_tr, spin), (sleep_tr, sleep)):
+        (srv,) = [s for s in tr if s.kind == SPAN_KIND_SERVER]
+        assert f.attrs["gospan.cpu_time_ns"] <= srv.attrs["gospan.cpu_time_ns"]
+        assert srv.attrs["gospan.cpu_time_ns"] <= srv.end_ns - srv.start_ns
+
+
+def _read_sysctl(path):
+    return Path(path).read_text().strip()
+
+
+@pytest.fixture
+def bpf_stats():
+    """kernel.bpf_stats_enabled=1 for the test (the kernel counts probe runs only then)."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    before = _read_sysctl(path)
+    Path(path).write_text("1")
+    yield
+    if before != "1":
+        Path(path).write_text(before)
+
+
+def _hits(stderr):
+    m = re.search(r"probe hits: (\d+) \(.*?\): (.*)", stderr)
+    assert m, stderr
+    return int(m.group(1)), {k: int(v) for k, v in
+                             (kv.split("=") for kv in m.group(2).split())}
+
+
+def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver, tmp_path,
+                                             bpf_stats):
+    """2 probe hits per call (entry + one RET); calls deeper than the bound are counted, not
+    traced; nothing is left open."""
+    cfg = write_config(tmp_path, {"functions": [
+        {"symbol": "main.handleOrder", "args": ["o.ID"]},
+        {"symbol": "main.process"}, {"symbol": "main.fib"}]})
+    t = Traced(fn_bin, start_gospan, otlp_receiver, cfg)
+    try:
+        for i in range(50):
+            get(t.svc, f"/order?id={1000 + i}&name=x")
+        get(t.svc, "/process?user=deep&n=12")
+        traced_fibs = fib_calls_within(12, 1, MAX_SPAN_DEPTH)
+        server, _ = wait_trace(otlp_receiver, lambda s: s.name == "GET /process"
+                               and s.resource.get("process.pid") == t.svc.pid,
+                               2 + traced_fibs, timeout=30)
+    finally:
+        t.stop()
+    total, per = _hits(t.gospan.stderr)
+    assert per.get("func_entry", 0) == 50 + 1 + fib_calls(12), per
+    assert per.get("func_return", 0) == per["func_entry"], per
+    assert per.get("serve_http_entry") == 51 and per.get("serve_http_return") == 51, per
+    assert "go_casgstatus" not in per, per  # not probed without --cpu-time
+    # process is frame 0, fib(12) frame 1: fib calls from frame 8 on are not traced.
+    summary = t.gospan.summary_line()
+    drops = drop_reasons(summary)
+    assert drops.get("call_stack_full") == fib_calls(12) - traced_fibs, summary
+    assert set(drops) == {"call_stack_full"}, summary
+    assert counter(summary, "in flight") == 0, summary
+    deep = spans_of_trace(otlp_receiver.snapshot(), server.trace_id)
+    assert Counter(s.name for s in deep)["main.fib"] == traced_fibs
+
+
+def test_cpu_time_costs_per_state_change(fn_bin, start_gospan, otlp_receiver, tmp_path,
+                                         bpf_stats):
+    cfg = write_config(tmp_path, {"functions": [{"symbol": "main.sleepFor"}]})
+    t = Traced(fn_bin, start_gospan, otlp_receiver, cfg, extra_args=("--cpu-time",))
+    try:
+        for _ in range(20):
+            get(t.svc, "/sleep?ms=1")
+        wait_trace(otlp_receiver, lambda s: s.name == "GET /sleep"
+                   and s.attrs.get("gospan.cpu_time_ns") is not None, 2)
+    finally:
+        t.stop()
+    _, per = _hits(t.gospan.stderr)
+    assert per["func_entry"] == 20 and per["func_return"] == 20, per
+    # Each sleep parks and wakes the goroutine at least once: two changes into or out of
+    # _Grunning, seen by casgstatus along with every other change the scheduler makes.
+    assert per["go_casgstatus"] >= 2 * 20, per
+
+
+def test_stripped_binary_by_position(fn_stripped_bin, start_gospan, otlp_receiver, tmp_path):
+    cfg = write_config(tmp_path, CONFIG_STRIPPED)
+    t = Traced(fn_stripped_bin, start_gospan, otlp_receiver, cfg)
+    try:
+        assert "+ 2 functions" in t.attached, t.attached
+        assert re.search(r"function 'main\.double' cannot be traced in '[^']+': the compiler "
+                         r"inlined it", t.gospan.stderr), t.gospan.stderr
+        get(t.svc, "/process?user=zoe&n=3&ok=true")
+        server, tr = wait_trace(otlp_receiver, lambda s: s.name == "GET /process"
+                                and s.resource.get("process.executable.name")
+                                == "functions-stripped", 2 + fib_calls(3))
+    finally:
+        t.stop()
+    (proc,) = children(tr, server)
+    assert proc.attrs["gospan.arg.user"] == "zoe"
+    assert proc.attrs["gospan.arg.n"] == 3
+    assert proc.attrs["gospan.arg.ok"] is True
+    assert proc.attrs["gospan.arg.level"] == -3
+    assert "gospan.cpu_time_ns" not in proc.attrs
+
+
+def test_bad_functions_file_stops_gospan(fn_bin, gospan_bin, tmp_path):
+    cfg = tmp_path / "bad.json"
+    cfg.write_text('{"functions": [{"symbol": "main.fib", "argz": ["n"]}]}')
+    res = subprocess.run([str(gospan_bin), "--pid", str(os.getpid()), "--functions", str(cfg)],
+                         capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert res.returncode != 0
+    assert f"invalid functions file '{cfg}': entry 1: unknown key 'argz'" in res.stderr, \
+        res.stderr
+
+
+def test_server_span_inside_a_function_span(fn_bin, start_gospan, otlp_receiver, tmp_path):
+    """A request served while a function span is open on its goroutine nests under it, and the
+    function span is the goroutine's current span again once the request is done."""
+    cfg = write_config(tmp_path, {"functions": [
+        {"symbol": "net/http.(*conn).serve"}, {"symbol": "main.handleOrder", "args": ["o.ID"]}]})
+    t = Traced(fn_bin, start_gospan, otlp_receiver, cfg)
+    try:
+        get(t.svc, "/order?id=77&name=n")
+        conn, tr = wait_trace(otlp_receiver, lambda s: s.name == "http.(*conn).serve"
+                              and s.resource.get("process.pid") == t.svc.pid, 3)
+    finally:
+        t.stop()
+    assert conn.parent_span_id == b"" and conn.kind == SPAN_KIND_INTERNAL
+    assert conn.attrs["code.function.name"] == "net/http.(*conn).serve"
+    (server,) = children(tr, conn)
+    assert server.kind == SPAN_KIND_SERVER and server.name == "GET /order"
+    (order,) = children(tr, server)
+    assert order.attrs["gospan.arg.o.ID"] == 77
+    assert conn.start_ns <= server.start_ns <= server.end_ns <= conn.end_ns
