@@ -413,6 +413,7 @@ static int add_target(struct app *app, size_t i)
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
+	char funcs[64] = "";
 	struct target *tg;
 	uint32_t cookie;
 	int err, nprobes;
@@ -422,7 +423,8 @@ static int add_target(struct app *app, size_t i)
 			     sizeof(path), name, sizeof(name), &t->pid);
 	if (err)
 		return err;
-	tg = target__analyse(path, name, app->tables);
+	/* With a --functions file, a binary that serves no HTTP is still worth tracing. */
+	tg = target__analyse(path, name, app->tables, !app->functions || !cfg->functions_file);
 	if (!tg)
 		return -errno;
 	t->target = tg;
@@ -430,6 +432,12 @@ static int add_target(struct app *app, size_t i)
 	err = functions__resolve(app->functions, tg);
 	if (err)
 		return err;
+	if (!tg->serve_http.addr && !tg->nfuncs) {
+		pr_err("cannot trace '%s': it serves no HTTP with net/http and none of the functions "
+		       "to trace is in it",
+		       tg->path);
+		return -ENOENT;
+	}
 
 	/* The sampler runs where ids are chosen, in BPF: see struct target_config. */
 	tg->cfg.root_sampler = cfg->root_sampler;
@@ -455,8 +463,6 @@ static int add_target(struct app *app, size_t i)
 	 */
 	if (!process_table__get(app->processes, t->pid, cookie))
 		pr_warn("cannot describe process %d: %s", (int)t->pid, strerror(errno));
-	char funcs[64] = "";
-
 	if (tg->nfuncs)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");

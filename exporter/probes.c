@@ -242,8 +242,9 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 		return err;
 	}
 
-	err = attach_one(p, p->skel->progs.serve_http_entry, pid, t->path, s->entry_off, c);
-	for (i = 0; !err && i < s->nrets; i++)
+	if (s->addr)
+		err = attach_one(p, p->skel->progs.serve_http_entry, pid, t->path, s->entry_off, c);
+	for (i = 0; !err && s->addr && i < s->nrets; i++)
 		err = attach_one(p, p->skel->progs.serve_http_return, pid, t->path, s->ret_offs[i],
 				 c);
 	if (!err && t->gopanic.addr)

@@ -38,6 +38,7 @@
 #define MAP_SLOTS 8
 
 /* Fields without which no server span can be built. */
+/* The goroutine id first: it is all that function spans need. */
 static const enum go_field required_fields[] = {
 	GO_FIELD_G_GOID,	GO_FIELD_REQ_METHOD,	  GO_FIELD_REQ_URL,
 	GO_FIELD_REQ_PROTO,	GO_FIELD_REQ_HOST,	  GO_FIELD_REQ_REMOTE_ADDR,
@@ -166,7 +167,10 @@ static int pick_offsets(struct target *t, const struct offsets *tables)
 		t->offs[i] = have_dwarf ? dw[i] : table[i];
 	}
 	t->offsets_source = have_dwarf ? "DWARF" : "table";
-	for (i = 0; i < sizeof(required_fields) / sizeof(required_fields[0]); i++) {
+	/* Without net/http's server only the goroutine id is needed (function spans). */
+	for (i = 0; i < (t->serve_http.addr ? sizeof(required_fields) / sizeof(required_fields[0]) :
+					      1);
+	     i++) {
 		if (t->offs[required_fields[i]] < 0) {
 			pr_err("cannot trace '%s' (Go %d.%d.%d): no offset for '%s' in its %s",
 			       t->path, gb->major, gb->minor, gb->patch,
@@ -293,7 +297,8 @@ static void fill_config(struct target *t)
 	c->ret_newproc_g = 1;
 }
 
-struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables)
+struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
+			       bool need_http)
 {
 	struct analysis a = {};
 	struct elf_file *ef = NULL;
@@ -370,7 +375,12 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	a.has_symtab = elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
 					 &(uint64_t){ 0 }) != -ENOENT;
 	err = find_site(&a, SYM_SERVE_HTTP, &t->serve_http, true);
-	if (err) {
+	if (err == -ENOENT && !need_http) {
+		/* Only the functions of a --functions file: no server spans to make. */
+		pr_info("'%s' does not serve HTTP with net/http: only its functions are traced",
+			path);
+		t->serve_http.addr = 0;
+	} else if (err) {
 		if (err == -ENOENT)
 			pr_err("'%s' does not serve HTTP with net/http: nothing to trace", path);
 		goto cleanup;

@@ -56,7 +56,8 @@ struct target {
  * Analyses the Go binary at PATH; EXE_NAME names it in messages and resources (NULL: PATH's
  * basename). NULL with errno set when it cannot be traced; the reason is logged.
  */
-struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables);
+struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
+			       bool need_http);
 void target__free(struct target *t);
 
 #endif

@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	t = target__analyse(path, NULL, tables);
+	t = target__analyse(path, NULL, tables, true);
 	if (!t) {
 		err = -errno;
 		goto cleanup;

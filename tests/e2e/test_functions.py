@@ -400,3 +400,44 @@ def test_server_span_inside_a_function_span(fn_bin, start_gospan, otlp_receiver,
     (order,) = children(tr, server)
     assert order.attrs["gospan.arg.o.ID"] == 77
     assert conn.start_ns <= server.start_ns <= server.end_ns <= conn.end_ns
+
+
+def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path, go_version):
+    """A program that serves no HTTP: refused without --functions, traced with it."""
+    out = build_dir / "e2e" / "fn-nohttp"
+    res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=SRC / "nohttp",
+                         capture_output=True, text=True, timeout=300, env=_go_env())
+    assert res.returncode == 0, res.stderr
+    proc = subprocess.Popen([str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=_clean_env())
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        env = {**_clean_env(), "OTEL_BSP_SCHEDULE_DELAY": "200",
+               "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": otlp_receiver.url}
+        plain = subprocess.run([str(gospan_bin), "--pid", str(proc.pid)], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert plain.returncode == 1, plain.stderr
+        assert "does not serve HTTP with net/http: nothing to trace" in plain.stderr
+        cfg = write_config(tmp_path, {"functions": [{"symbol": "main.step",
+                                                     "args": ["i", "label"]},
+                                                    {"symbol": "main.inner"}]})
+        g = subprocess.Popen([str(gospan_bin), "--pid", str(proc.pid), "--functions", str(cfg)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(3)
+        g.terminate()
+        _, err = g.communicate(timeout=30)
+        assert g.returncode == 0, err
+        assert "only its functions are traced" in err, err
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    spans = otlp_receiver.snapshot()
+    steps = [s for s in spans if s.attrs.get("code.function.name") == "main.step"]
+    inners = [s for s in spans if s.attrs.get("code.function.name") == "main.inner"]
+    assert len(steps) >= 20, err
+    by_id = {s.span_id: s for s in steps}
+    assert all(s.kind == SPAN_KIND_INTERNAL and not s.parent_span_id for s in steps)
+    assert all(s.attrs.get("gospan.arg.label") == "job" for s in steps), steps[0].attrs
+    assert len({s.attrs.get("gospan.arg.i") for s in steps}) == len(steps)
+    assert inners and all(s.parent_span_id in by_id for s in inners if s.parent_span_id)

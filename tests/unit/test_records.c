@@ -75,7 +75,7 @@ static int group_setup(void **state)
 		return -1;
 	tables = offsets__parse(json, len);
 	free(json);
-	target = tables ? target__analyse(bin, NULL, tables) : NULL;
+	target = tables ? target__analyse(bin, NULL, tables, true) : NULL;
 	if (!target)
 		return -1;
 	return config__parse(&cfg, 1, argv, envp);

@@ -50,7 +50,7 @@ static void test_target__http_server_is_analysed(void **state)
 
 	(void)state;
 	assert_non_null(bin);
-	t = target__analyse(bin, NULL, tables);
+	t = target__analyse(bin, NULL, tables, true);
 	assert_non_null(t);
 	assert_string_equal(t->exe_name, "target-httpserver");
 	assert_int_equal(t->gobin->major, 1);
@@ -86,30 +86,37 @@ static void test_target__http_server_is_analysed(void **state)
 
 static void test_target__refuses_what_it_cannot_trace(void **state)
 {
+	struct target *t;
 	const char *nohttp;
 	char path[4096];
 
 	(void)state;
 	errno = 0;
-	assert_null(target__analyse("/bin/true", NULL, tables));
+	assert_null(target__analyse("/bin/true", NULL, tables, true));
 	assert_int_equal(errno, ENOEXEC);
 
 	assert_true((size_t)snprintf(path, sizeof(path), "%s/not-elf.txt", test_data_dir()) <
 		    sizeof(path));
 	assert_int_equal(test_sh("echo 'hello' > '%s'", path), 0);
 	errno = 0;
-	assert_null(target__analyse(path, NULL, tables));
+	assert_null(target__analyse(path, NULL, tables, true));
 	assert_int_not_equal(errno, 0);
 
 	errno = 0;
-	assert_null(target__analyse("/nonexistent/gospan-target", NULL, tables));
+	assert_null(target__analyse("/nonexistent/gospan-target", NULL, tables, true));
 	assert_int_equal(errno, ENOENT);
 
 	nohttp = test_go_build("nohttp", "target-nohttp", "", "");
 	assert_non_null(nohttp);
 	errno = 0;
-	assert_null(target__analyse(nohttp, NULL, tables));
+	assert_null(target__analyse(nohttp, NULL, tables, true));
 	assert_int_equal(errno, ENOENT);
+	/* With functions to trace instead, it is analysed: no server site, the goroutine id. */
+	t = target__analyse(nohttp, NULL, tables, false);
+	assert_non_null(t);
+	assert_int_equal(t->serve_http.addr, 0);
+	assert_true(t->offs[GO_FIELD_G_GOID] > 0);
+	target__free(t);
 
 }
 
@@ -123,11 +130,11 @@ static void test_target__stripped_binary_is_analysed(void **state)
 
 	(void)state;
 	assert_non_null(plain_bin);
-	plain = target__analyse(plain_bin, NULL, tables);
+	plain = target__analyse(plain_bin, NULL, tables, true);
 	assert_non_null(plain);
 	bin = test_go_build("httpserver", "target-stripped", "", "-ldflags='-s -w'");
 	assert_non_null(bin);
-	stripped = target__analyse(bin, NULL, tables);
+	stripped = target__analyse(bin, NULL, tables, true);
 	assert_non_null(stripped);
 
 	assert_string_equal(stripped->offsets_source, "table");
@@ -164,7 +171,7 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 	assert_non_null(old);
 	plain_bin = test_go_build("httpserver", "target-future", "", "");
 	assert_non_null(plain_bin);
-	t = target__analyse(plain_bin, NULL, old);
+	t = target__analyse(plain_bin, NULL, old, true);
 	assert_non_null(t);
 	assert_string_equal(t->offsets_source, "DWARF");
 	assert_true(t->cfg.g_goid > 0);
@@ -175,7 +182,7 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 	assert_non_null(stripped_bin);
 	assert_int_equal(test_capture_start(&cap), 0);
 	errno = 0;
-	t = target__analyse(stripped_bin, NULL, old);
+	t = target__analyse(stripped_bin, NULL, old, true);
 	msg = test_capture_end(&cap);
 	assert_null(t);
 	assert_int_equal(errno, ENOENT);
