@@ -361,7 +361,8 @@ static struct pending *open_call(struct records *r, const struct record_header *
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
-	s = p ? span__new() : NULL;
+	/* The ids come from BPF, which chose them: no random ones to draw here. */
+	s = p ? span__alloc() : NULL;
 	if (!s) {
 		free(p);
 		r->stats.dropped[RECORDS_DROP_NO_MEMORY]++;

@@ -251,6 +251,11 @@ int span__random_id(uint8_t *buf, size_t len)
 	return 0;
 }
 
+struct span *span__alloc(void)
+{
+	return calloc(1, sizeof(struct span));
+}
+
 struct span *span__new(void)
 {
 	struct span *s = calloc(1, sizeof(*s));

@@ -96,6 +96,8 @@ struct span {
 
 /* A zeroed span with fresh random trace and span ids (getrandom). NULL with errno on failure. */
 struct span *span__new(void);
+/* A zeroed span whose ids the caller sets (getrandom costs a sixth of the export path). */
+struct span *span__alloc(void);
 void span__free(struct span *s);
 /* Points S at R and holds a reference to it, dropped by span__free. */
 void span__set_resource(struct span *s, struct resource *r);
