@@ -3,7 +3,7 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
-#   make demo       build, run the example service, attach, drive requests, show spans
+#   make demo       Jaeger, frontend, backend, a gospan on each, requests; shows the traces
 #   make offsets    regenerate offsets/go_offsets.json from Go toolchains' DWARF
 #   make fmt        clang-format the C sources
 #
@@ -42,7 +42,9 @@ override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(PKG_CFLAGS) 
 LDLIBS += $(PKG_LIBS) -lpthread
 
 ifeq ($(SANITIZE),1)
-override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+# No recovery: an undefined-behaviour report ends the program, so a test run cannot pass over it.
+override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
 override LDFLAGS += -fsanitize=address,undefined
 endif
 
@@ -68,7 +70,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test unit e2e demo offsets fmt clean bench
+.PHONY: all deps test unit e2e demo offsets fmt clean bench soak
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -79,8 +81,8 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
-	curl wrk iproute2 python3-pip golang-1.19 zlib1g-dev
-PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest
+	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux
+PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PKGS); do \
@@ -167,13 +169,82 @@ e2e: $(OUTPUT)/gospan
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)if [ "$$CI" = true ]; then $(MAKE) --no-print-directory fuzz-smoke; fi
 	$(Q)$(MAKE) --no-print-directory e2e
+
+# ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
+
+# One libFuzzer harness per parser of input gospan does not control, linked with the exporter
+# objects rebuilt by clang with ASan and UBSan under $(FUZZ_OUT). `make fuzz` runs each for
+# FUZZ_TIME seconds and keeps what it finds in $(FUZZ_OUT)/corpus/NAME; `make fuzz-smoke` (CI)
+# runs each over its seed corpus, then FUZZ_SMOKE_TIME seconds more. Any crash, leak, UB report or
+# hang fails the target and leaves the input in $(FUZZ_OUT)/crash-NAME-*.
+DEB_PKGS += libclang-rt-14-dev
+FUZZ_TIME ?= 60
+FUZZ_SMOKE_TIME ?= 10
+FUZZ_OUT := $(OUTPUT)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_LIB_OBJS := $(patsubst $(OUTPUT)/%,$(FUZZ_OUT)/%,$(LIB_OBJS))
+FUZZ_RUN = ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(FUZZ_OUT)/fuzz_$$n -close_fd_mask=2 -timeout=20 -print_final_stats=1 \
+	-artifact_prefix=$(FUZZ_OUT)/crash-$$n-
+
+.PHONY: fuzz fuzz-smoke
+
+$(FUZZ_OUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"'
+$(FUZZ_OUT)/obj/embed.o: $(OFFSETS_JSON)
+
+$(FUZZ_OUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
+		$(PB_HDRS)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUT)/proto/%.pb-c.o: $(OUTPUT)/proto/%.pb-c.c $(PB_HDRS)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_SAN) -Wno-unused-parameter -c $< -o $@
+
+$(FUZZ_OUT)/libgospan.a: $(FUZZ_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OUT)/libgospan.a
+	$(call msg,LINK,$@)
+	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer $(LDFLAGS) $< \
+		$(FUZZ_OUT)/libgospan.a $(LDLIBS) -o $@
+
+fuzz: $(FUZZ_BINS)
+	$(Q)fail=0; for n in $(FUZZ_NAMES); do \
+		echo "== fuzz_$$n: $(FUZZ_TIME) s"; \
+		mkdir -p $(FUZZ_OUT)/corpus/$$n; \
+		$(FUZZ_RUN) -max_total_time=$(FUZZ_TIME) $(FUZZ_OUT)/corpus/$$n tests/fuzz/corpus/$$n \
+			>$(FUZZ_OUT)/log-$$n.txt 2>&1 || { fail=1; tail -n 60 $(FUZZ_OUT)/log-$$n.txt; }; \
+		grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::average_exec_per_sec)' \
+			$(FUZZ_OUT)/log-$$n.txt | tr '\n' ' '; echo; \
+	done; exit $$fail
+
+fuzz-smoke: $(FUZZ_BINS)
+	$(Q)fail=0; for n in $(FUZZ_NAMES); do \
+		seeds=$$(ls tests/fuzz/corpus/$$n 2>/dev/null | wc -l); \
+		if [ "$$seeds" = 0 ]; then echo "fuzz_$$n: no seed corpus" >&2; fail=1; continue; fi; \
+		rm -rf $(FUZZ_OUT)/smoke/$$n && mkdir -p $(FUZZ_OUT)/smoke/$$n; \
+		if $(FUZZ_RUN) -max_total_time=$(FUZZ_SMOKE_TIME) $(FUZZ_OUT)/smoke/$$n \
+			tests/fuzz/corpus/$$n >$(FUZZ_OUT)/log-$$n.txt 2>&1; then \
+			echo "fuzz_$$n: ok, $$seeds seeds, $$(sed -n 's/^stat::number_of_executed_units: //p' \
+				$(FUZZ_OUT)/log-$$n.txt) runs"; \
+		else \
+			fail=1; tail -n 60 $(FUZZ_OUT)/log-$$n.txt; echo "fuzz_$$n: FAILED" >&2; \
+		fi; \
+	done; exit $$fail
 
 # ---- demo, offsets, formatting --------------------------------------------------------------
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) examples/demo.sh
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) GO=$(GO) PYTHON=$(PYTHON) examples/demo.sh
 
 offsets:
 	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON)
@@ -181,7 +252,35 @@ offsets:
 fmt:
 	$(Q)clang-format -i exporter/*.c exporter/*.h bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h
 
+# ---- benchmark: make bench (bench/README.md) -------------------------------------------------
+
+BENCH_OUT := $(OUTPUT)/bench
+BENCH_FLOOR := $(BENCH_OUT)/floor
+BENCH_SKELS := $(patsubst bench/floor/%.bpf.c,$(BENCH_OUT)/%.skel.h,$(wildcard bench/floor/*.bpf.c))
+
+$(BENCH_OUT)/%.bpf.o: bench/floor/%.bpf.c
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_SKELS): $(BENCH_OUT)/%.skel.h: $(BENCH_OUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BENCH_FLOOR): bench/floor/floor.c $(BENCH_SKELS) $(SKELS) $(OUTPUT)/libgospan.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $(LDFLAGS) $< $(OUTPUT)/libgospan.a $(LDLIBS) -o $@
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_FLOOR)
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) bench/run
+
 clean:
 	$(Q)rm -rf $(BUILD)
 
 -include $(wildcard $(OUTPUT)/obj/*.d)
+
+# ---- soak: make soak (bench/soak; an hour by default, not part of CI) ------------------------
+soak: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) bench/soak

@@ -40,7 +40,10 @@ struct {
 /*
  * Calls in flight, by goroutine. LRU so that calls whose RET never comes (a goroutine killed by
  * runtime.Goexit, a process that exits mid-request) can never fill it; user space also deletes
- * the entries of calls it knows panicked.
+ * the entries of calls it knows panicked. A RET does not delete its entry but marks it returned
+ * (start_ns 0): a connection's goroutine serves its keep-alive requests one after another, and
+ * rewriting the entry in place costs nothing where an LRU update and a delete cost half a
+ * microsecond. Goroutines that are gone leave entries the LRU reclaims.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -56,7 +59,11 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* The span each goroutine works for. LRU: goroutines that exit leave their entry behind. */
+/*
+ * The span each goroutine works for. LRU: goroutines that exit leave their entry behind. Entries
+ * are rewritten in place and marked not live rather than deleted (see `inflight`): read them
+ * through active_get().
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -96,10 +103,20 @@ struct {
 	__type(value, __u64);
 } propagation SEC(".maps");
 
+/*
+ * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
+ * the copy, which costs one bpf_probe_read_user instead of one per field. In every release the
+ * offset tables cover, the fields read at entry (Method .. TLS) lie in the first 0xd8 bytes; a
+ * field past the bound is read on its own.
+ */
+#define REQ_SNAP_MAX 256
+_Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
+
 /* Scratch for records and lines too big for the 512-byte stack. */
 struct scratch {
 	char tp[TRACEPARENT_LEN + 1];
 	char line[TRACEPARENT_LINE_LEN];
+	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
 };
 
 struct {
@@ -163,6 +180,41 @@ static __always_inline void fill_header(struct record_header *h, __u32 type,
 	h->start_ns = start_ns;
 }
 
+/*
+ * The span KEY's goroutine works for, or NULL. Entries are written in place, so a goroutine
+ * reading another's entry (a child its parent's) while that one rewrites it could see half of
+ * each span: only when the parent starts a new span in that same instant, when which span is the
+ * parent is a matter of timing anyway.
+ */
+static __always_inline struct span_ctx *active_get(const struct goroutine_key *key)
+{
+	struct span_ctx *sc = bpf_map_lookup_elem(&active, key);
+
+	return sc && sc->live ? sc : NULL;
+}
+
+/* The goroutine KEY now works for SC: the entry it left behind is reused when there is one. */
+static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
+{
+	struct span_ctx *cur = bpf_map_lookup_elem(&active, key);
+
+	if (cur) {
+		*cur = *sc;
+		cur->live = 1;
+		return;
+	}
+	bpf_map_update_elem(&active, key, sc, BPF_ANY);
+}
+
+/* The goroutine KEY works for no span any more. */
+static __always_inline void active_clear(const struct goroutine_key *key)
+{
+	struct span_ctx *cur = bpf_map_lookup_elem(&active, key);
+
+	if (cur)
+		cur->live = 0;
+}
+
 #include "functions.bpf.h"
 
 /* The pattern the mux matched: Request.Pattern (Go 1.23+) or Request.pat.str (Go 1.22). */
@@ -181,27 +233,88 @@ static __always_inline __u32 read_pattern(const struct target_config *cfg, void 
 /* The goroutine now works for the span IDS names; calls it makes become that span's children. */
 static __always_inline void set_active(const struct goroutine_key *key, const struct span_ids *ids)
 {
-	struct span_ctx sc = {};
+	struct span_ctx sc = {.live = 1};
 
 	__builtin_memcpy(sc.trace_id, ids->trace_id, sizeof(sc.trace_id));
 	__builtin_memcpy(sc.span_id, ids->span_id, sizeof(sc.span_id));
 	sc.flags = ids->flags;
-	bpf_map_update_elem(&active, key, &sc, BPF_ANY);
+	active_put(key, &sc);
 }
 
-/* Reads the request's traceparent header into IDS; false when absent or malformed. */
-static __always_inline bool read_traceparent(const struct target_config *cfg, void *req,
-					     struct span_ids *ids)
+/* Reads the traceparent header of the Header map HDR into IDS; false when absent or malformed. */
+static __always_inline bool read_traceparent(const struct target_config *cfg, struct scratch *sc,
+					     void *hdr, struct span_ids *ids)
 {
-	__u32 zero = 0, n;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 	TRACEPARENT_KEY(key);
+	__u32 n;
 
-	if (!sc)
-		return false;
-	n = go_header_get(cfg, (void *)go_read_word(req, cfg->req_header), &key, sc->tp,
-			  sizeof(sc->tp));
+	n = go_header_get(cfg, hdr, &key, sc->tp, sizeof(sc->tp));
 	return n && !traceparent_parse(sc->tp, n, ids);
+}
+
+/* http.Request's head as copied by req_snapshot(), and where the request itself is. */
+struct req_view {
+	const void *req;
+	const __u8 *snap;
+	__u64 len; /* bytes copied; 0 when the copy failed: every field is then read on its own */
+};
+
+/* END, or where the field at OFF of SIZE bytes ends if that is further (and within the bound). */
+static __always_inline __u64 field_end(__s64 off, __u64 size, __u64 end)
+{
+	if (off < 0 || off > REQ_SNAP_MAX)
+		return end;
+	return (__u64)off + size > end ? (__u64)off + size : end;
+}
+
+/* Copies the head of the request REQ, up to the last field read at entry, into SC. */
+static __always_inline void req_snapshot(const struct target_config *cfg, struct scratch *sc,
+					 const void *req, struct req_view *v)
+{
+	__u64 end = 0;
+
+	end = field_end(cfg->req_method, sizeof(struct go_string), end);
+	end = field_end(cfg->req_url, 8, end);
+	end = field_end(cfg->req_proto, sizeof(struct go_string), end);
+	end = field_end(cfg->req_host, sizeof(struct go_string), end);
+	end = field_end(cfg->req_remote_addr, sizeof(struct go_string), end);
+	end = field_end(cfg->req_content_length, 8, end);
+	end = field_end(cfg->req_tls, 8, end);
+	end = field_end(cfg->req_header, 8, end);
+	if (end > REQ_SNAP_MAX)
+		end = REQ_SNAP_MAX;
+	v->req = req;
+	v->snap = sc->req;
+	v->len = 0;
+	if (end && !bpf_probe_read_user(sc->req, end, req))
+		v->len = end;
+}
+
+/* The word at OFF in the request: from the copy when it holds it. */
+static __always_inline __u64 req_word(const struct req_view *v, __s64 off)
+{
+	__u64 o = (__u64)off;
+
+	if (o <= REQ_SNAP_MAX - 8 && o + 8 <= v->len) {
+		/* Clang may test a copy of O: hand the verifier a bound on the one used. */
+		asm volatile("" : "+r"(o));
+		return *(const __u64 *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
+	}
+	return go_read_word(v->req, off);
+}
+
+/* The Go string at OFF in the request into DST (CAP bytes); its real length, as go_read_string. */
+static __always_inline __u32 req_string(const struct req_view *v, __s64 off, char *dst, __u32 cap)
+{
+	const struct go_string *s;
+	__u64 o = (__u64)off;
+
+	if (o <= REQ_SNAP_MAX - sizeof(*s) && o + sizeof(*s) <= v->len) {
+		asm volatile("" : "+r"(o));
+		s = (const void *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
+		return go_copy_string(dst, cap, s->ptr, s->len);
+	}
+	return go_read_string(dst, cap, (const char *)v->req + off);
 }
 
 SEC("uprobe")
@@ -214,7 +327,10 @@ int serve_http_entry(GO_REGS *ctx)
 	struct inflight_call *cur;
 	struct inflight_call st = {};
 	struct span_ctx *outer;
-	void *req, *url;
+	struct req_view rv;
+	struct scratch *sc;
+	void *req, *url, *hdr;
+	__u32 zero = 0;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
@@ -228,7 +344,10 @@ int serve_http_entry(GO_REGS *ctx)
 	 * something recovered above us); user space resolves that one on seeing this start.
 	 */
 	cur = bpf_map_lookup_elem(&inflight, &key);
-	if (cur && cur->req == (__u64)req)
+	if (cur && cur->start_ns && cur->req == (__u64)req)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
 		return 0;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -238,25 +357,27 @@ int serve_http_entry(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_HTTP_SERVER_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
-	e->method_len = go_read_string(e->method, MAX_METHOD_LEN, req + cfg->req_method);
-	e->proto_len = go_read_string(e->proto, MAX_PROTO_LEN, req + cfg->req_proto);
-	e->host_len = go_read_string(e->host, MAX_HOST_LEN, req + cfg->req_host);
-	e->remote_addr_len = go_read_string(e->remote_addr, MAX_ADDR_LEN, req + cfg->req_remote_addr);
-	e->content_length = (__s64)go_read_word(req, cfg->req_content_length);
-	e->tls = go_read_word(req, cfg->req_tls) != 0;
-	url = (void *)go_read_word(req, cfg->req_url);
+	req_snapshot(cfg, sc, req, &rv);
+	e->method_len = req_string(&rv, cfg->req_method, e->method, MAX_METHOD_LEN);
+	e->proto_len = req_string(&rv, cfg->req_proto, e->proto, MAX_PROTO_LEN);
+	e->host_len = req_string(&rv, cfg->req_host, e->host, MAX_HOST_LEN);
+	e->remote_addr_len = req_string(&rv, cfg->req_remote_addr, e->remote_addr, MAX_ADDR_LEN);
+	e->content_length = (__s64)req_word(&rv, cfg->req_content_length);
+	e->tls = req_word(&rv, cfg->req_tls) != 0;
+	url = (void *)req_word(&rv, cfg->req_url);
 	e->path_len = url ? go_read_string(e->path, MAX_PATH_LEN, url + cfg->url_path) : 0;
+	hdr = (void *)req_word(&rv, cfg->req_header);
 
 	/*
 	 * Join the caller's trace when it sent one; else nest in the function span this goroutine
 	 * is in (--functions), if any; otherwise this request starts a trace.
 	 */
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
-	outer = bpf_map_lookup_elem(&active, &key);
+	outer = active_get(&key);
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
-	if (!read_traceparent(cfg, req, &e->ids)) {
+	if (!read_traceparent(cfg, sc, hdr, &e->ids)) {
 		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
 	} else if (!cfg->parent_based) {
 		e->ids.flags = (e->ids.flags & ~1) |
@@ -268,8 +389,8 @@ int serve_http_entry(GO_REGS *ctx)
 	if (e->ids.remote_parent) {
 		TRACESTATE_KEY(ts_key);
 
-		e->tracestate_len = go_header_get(cfg, (void *)go_read_word(req, cfg->req_header),
-						  &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
+		e->tracestate_len =
+		    go_header_get(cfg, hdr, &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
 	}
 
 	st.start_ns = now;
@@ -277,7 +398,10 @@ int serve_http_entry(GO_REGS *ctx)
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
 	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
-	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY)) {
+	if (cur) {
+		/* The entry this goroutine's last request left: the lookup above found it. */
+		*cur = st;
+	} else if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY)) {
 		/* Without the entry no RET would pair with this start: send neither. */
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		count_drop(DROP_INFLIGHT_FULL);
@@ -301,18 +425,18 @@ int serve_http_return(GO_REGS *ctx)
 	if (!cfg)
 		return 0;
 	st = bpf_map_lookup_elem(&inflight, &key);
-	if (!st)
+	if (!st || !st->start_ns)
 		return 0; /* the call began before we attached */
 
 	/* Back to the function span the request was served in, if any. */
 	if (st->has_prev)
-		bpf_map_update_elem(&active, &key, &st->prev, BPF_ANY);
+		active_put(&key, &st->prev);
 	else
-		bpf_map_delete_elem(&active, &key);
+		active_clear(&key);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
-		bpf_map_delete_elem(&inflight, &key);
+		st->start_ns = 0;
 		return 0;
 	}
 	fill_header(&e->hdr, EVENT_HTTP_SERVER_END, &key, st->start_ns);
@@ -326,7 +450,7 @@ int serve_http_return(GO_REGS *ctx)
 	/* The mux fills in the pattern during the call, so it is read on the way out. */
 	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
 	bpf_ringbuf_submit(e, submit_flags());
-	bpf_map_delete_elem(&inflight, &key);
+	st->start_ns = 0;
 	return 0;
 }
 
@@ -347,7 +471,7 @@ int go_panic(GO_REGS *ctx)
 	if (!cfg)
 		return 0;
 	st = bpf_map_lookup_elem(&inflight, &key);
-	if (!st || st->panicked)
+	if (!st || !st->start_ns || st->panicked)
 		return 0;
 	st->panicked = 1;
 
@@ -390,7 +514,7 @@ int client_entry(GO_REGS *ctx)
 
 	/* A child of the span this goroutine works for; outside any request, a new trace. */
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
-	parent = bpf_map_lookup_elem(&active, &key);
+	parent = active_get(&key);
 	if (!parent && cfg->g_parent_goid >= 0) {
 		/*
 		 * A goroutine the request's goroutine started: one read of g.parentGoid finds
@@ -399,7 +523,7 @@ int client_entry(GO_REGS *ctx)
 		struct goroutine_key pk = { .pid = key.pid };
 
 		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-		parent = bpf_map_lookup_elem(&active, &pk);
+		parent = active_get(&pk);
 	}
 	if (parent) {
 		__builtin_memcpy(e->ids.trace_id, parent->trace_id, sizeof(e->ids.trace_id));
@@ -581,7 +705,7 @@ int goroutine_created(GO_REGS *ctx)
 		return 0;
 	parent.pid = child.pid = bpf_get_current_pid_tgid() >> 32;
 	parent.goid = go_read_word(newg, cfg->g_parent_goid);
-	pctx = bpf_map_lookup_elem(&active, &parent);
+	pctx = active_get(&parent);
 	if (!pctx || pctx->depth >= MAX_GOROUTINE_DEPTH)
 		return 0;
 	cctx = *pctx;

@@ -59,5 +59,6 @@ int clock__maybe_resync(struct clock_sync *c, uint64_t interval_ns)
 
 uint64_t clock__to_unix_ns(const struct clock_sync *c, uint64_t mono_ns)
 {
-	return (uint64_t)((int64_t)mono_ns + c->offset_ns);
+	/* Unsigned, so that a time no clock gives (a corrupt record) wraps instead of being UB. */
+	return mono_ns + (uint64_t)c->offset_ns;
 }

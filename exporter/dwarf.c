@@ -521,6 +521,8 @@ cleanup:
 #define DW_AT_GO_KIND 0x2900
 /* Typedef chains and struct nesting deeper than this are corrupt DWARF. */
 #define MAX_TYPE_DEPTH 16
+/* Type entries one parameter's register count may look at (count_regs). */
+#define MAX_TYPE_NODES 1024
 
 /* DIE's DW_AT_type, through typedefs; false when it has none. */
 static bool type_of(Dwarf_Die *die, Dwarf_Die *out)
@@ -605,17 +607,21 @@ static long array_count(Dwarf_Die *t)
  * Counts the registers type T takes under Go's register ABI (internal/abi, "ABIInternal"):
  * scalars one integer or float register, strings and interfaces two, slices three, complex two
  * floats, structs the sum of their fields, arrays of one element their element's, empty arrays
- * none; longer arrays are never in registers (*STACK).
+ * none; longer arrays are never in registers (*STACK). *BUDGET bounds the type entries looked
+ * at: struct members can name one type many times (or, in a corrupt file, their own struct), and
+ * the walk is exponential in the depth then; a type that big is not passed in registers anyway.
  */
-static void count_regs(Dwarf_Die *t, int depth, unsigned *nint, unsigned *nfloat, bool *stack)
+static void count_regs(Dwarf_Die *t, int depth, unsigned *budget, unsigned *nint, unsigned *nfloat,
+		       bool *stack)
 {
 	Dwarf_Die m, mt, et;
 	long count;
 
-	if (depth > MAX_TYPE_DEPTH) {
+	if (depth > MAX_TYPE_DEPTH || !*budget) {
 		*stack = true;
 		return;
 	}
+	(*budget)--;
 	switch (go_kind_of(t)) {
 	case GO_KIND_FLOAT32:
 	case GO_KIND_FLOAT64:
@@ -642,7 +648,7 @@ static void count_regs(Dwarf_Die *t, int depth, unsigned *nint, unsigned *nfloat
 				*stack = true;
 				return;
 			}
-			count_regs(&mt, depth + 1, nint, nfloat, stack);
+			count_regs(&mt, depth + 1, budget, nint, nfloat, stack);
 		} while (dwarf_siblingof(&m, &m) == 0);
 		return;
 	case GO_KIND_ARRAY:
@@ -650,7 +656,7 @@ static void count_regs(Dwarf_Die *t, int depth, unsigned *nint, unsigned *nfloat
 		if (count == 0)
 			return;
 		if (count == 1 && type_of(t, &et)) {
-			count_regs(&et, depth + 1, nint, nfloat, stack);
+			count_regs(&et, depth + 1, budget, nint, nfloat, stack);
 			return;
 		}
 		*stack = true;
@@ -770,6 +776,7 @@ static int read_params(struct dwarf_func *f, Dwarf_Die *die)
 	Dwarf_Die c, types[DWARF_MAX_PARAMS];
 	bool output;
 	const char *name;
+	unsigned budget;
 	size_t i, j;
 	int n = 0;
 
@@ -799,7 +806,8 @@ static int read_params(struct dwarf_func *f, Dwarf_Die *die)
 			p->size = (unsigned)(dwarf_bytesize(&types[f->nparams]) > 0 ?
 						     dwarf_bytesize(&types[f->nparams]) :
 						     0);
-			count_regs(&types[f->nparams], 0, &p->nint, &p->nfloat, &p->stack);
+			budget = MAX_TYPE_NODES;
+			count_regs(&types[f->nparams], 0, &budget, &p->nint, &p->nfloat, &p->stack);
 			f->nparams++;
 		} while (dwarf_siblingof(&c, &c) == 0);
 	}

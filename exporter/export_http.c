@@ -416,13 +416,13 @@ static void report_partial_success(struct http_sink *h, long long rejected, cons
 }
 
 /* An ExportTraceServiceResponse in protobuf. */
-static void check_partial_success_pb(struct http_sink *h, size_t n)
+static void check_partial_success_pb(struct http_sink *h, const uint8_t *body, size_t len, size_t n)
 {
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse *resp;
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess *ps;
 
 	resp = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
-		NULL, h->body_len, h->body);
+		NULL, len, body);
 	if (!resp) {
 		pr_debug("response from '%s' is not an ExportTraceServiceResponse", h->url);
 		return;
@@ -438,14 +438,15 @@ static void check_partial_success_pb(struct http_sink *h, size_t n)
  * The same in OTLP/JSON: {"partialSuccess": {"rejectedSpans": "2", "errorMessage": "..."}}.
  * The JSON mapping writes 64-bit integers as strings, but numbers are accepted too.
  */
-static void check_partial_success_json(struct http_sink *h, size_t n)
+static void check_partial_success_json(struct http_sink *h, const uint8_t *body, size_t len,
+				       size_t n)
 {
 	const cJSON *ps, *rej, *msg;
 	long long rejected = 0;
 	cJSON *resp;
 	char *end;
 
-	resp = cJSON_ParseWithLength((const char *)h->body, h->body_len);
+	resp = cJSON_ParseWithLength((const char *)body, len);
 	if (!resp) {
 		pr_debug("response from '%s' is not JSON", h->url);
 		return;
@@ -455,7 +456,9 @@ static void check_partial_success_json(struct http_sink *h, size_t n)
 		rej = cJSON_GetObjectItemCaseSensitive(ps, "rejectedSpans");
 		msg = cJSON_GetObjectItemCaseSensitive(ps, "errorMessage");
 		if (cJSON_IsNumber(rej)) {
-			rejected = (long long)rej->valuedouble;
+			/* Out of range or NaN: no count, as for a string (converting is UB). */
+			if (rej->valuedouble >= -0x1p63 && rej->valuedouble < 0x1p63)
+				rejected = (long long)rej->valuedouble;
 		} else if (cJSON_IsString(rej)) {
 			errno = 0;
 			rejected = strtoll(rej->valuestring, &end, 10);
@@ -472,18 +475,38 @@ static void check_partial_success_json(struct http_sink *h, size_t n)
  * Logs a partial success (some spans refused) from a 2xx body. A body that does not decode is
  * not an error: the spans were accepted, and some receivers answer with nothing at all.
  */
-static void check_partial_success(struct http_sink *h, size_t n)
+static void check_partial_success(struct http_sink *h, const uint8_t *body, size_t len, size_t n)
 {
-	if (!h->body_len)
+	if (!len)
 		return;
 	if (h->body_cut) {
 		pr_debug("response from '%s' longer than %d bytes: not decoded", h->url, BODY_MAX);
 		return;
 	}
 	if (h->json)
-		check_partial_success_json(h, n);
+		check_partial_success_json(h, body, len, n);
 	else
-		check_partial_success_pb(h, n);
+		check_partial_success_pb(h, body, len, n);
+}
+
+uint64_t http_sink__parse_response(const void *body, size_t len, bool json, size_t n)
+{
+	struct http_sink *h = calloc(1, sizeof(*h));
+	uint64_t rejected = 0;
+
+	if (!h)
+		return 0;
+	h->url = strdup("(response)");
+	if (h->url && !pthread_mutex_init(&h->lock, NULL)) {
+		h->json = json;
+		h->body_cut = len > BODY_MAX; /* what on_body() would have kept */
+		check_partial_success(h, body, len, n);
+		rejected = h->rejected;
+		pthread_mutex_destroy(&h->lock);
+	}
+	free(h->url);
+	free(h);
+	return rejected;
 }
 
 /*
@@ -526,7 +549,7 @@ static enum attempt post_once(struct http_sink *h, const uint8_t *body, size_t l
 		return ATTEMPT_FAIL;
 	}
 	if (status >= 200 && status <= 299) {
-		check_partial_success(h, n);
+		check_partial_success(h, h->body, h->body_len, n);
 		return ATTEMPT_OK;
 	}
 	shown = h->body_len < BODY_KEEP ? h->body_len : BODY_KEEP;

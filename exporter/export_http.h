@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct header_kv {
 	char *key;
@@ -34,5 +35,12 @@ extern const struct sink_ops http_sink_ops;
 
 /* NULL with errno on failure (logged). Pass the result as exporter_opts.ctx with &http_sink_ops. */
 void *http_sink__new(const struct http_sink_opts *opts);
+
+/*
+ * Decodes BODY, LEN bytes a collector answered an export of N spans with (OTLP/JSON when JSON,
+ * else protobuf), exactly as the sink does after a 2xx: a partial success is logged. Returns the
+ * spans it says were rejected. The sink's own parser, reachable without a collector (fuzzing).
+ */
+uint64_t http_sink__parse_response(const void *body, size_t len, bool json, size_t n);
 
 #endif

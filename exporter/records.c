@@ -705,6 +705,9 @@ static void on_func_end(struct records *r, const struct func_end *e)
 		if (p->start_ns == e->hdr.start_ns) {
 			*pp = p->next;
 			r->stats.pending--;
+			/* Two calls of one goroutine never start in the same ns: keep one, count one. */
+			if (found)
+				drop(r, found, RECORDS_DROP_ABANDONED);
 			found = p;
 			continue;
 		}

@@ -198,7 +198,7 @@ static long long log_number(const char *log, const char *key)
 
 static int verifier_stats(void)
 {
-	static char logs[8][4096];
+	static char logs[16][4096];
 	struct bpf_program *prog;
 	struct timespec t0, t1;
 	struct http_bpf *skel;

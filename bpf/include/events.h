@@ -82,14 +82,17 @@ enum propagation_result {
 
 /*
  * The span a goroutine is working for: its own server span, or the one it inherited from the
- * goroutine that started it. Client calls made on it become children of SPAN_ID.
+ * goroutine that started it. Client calls made on it become children of SPAN_ID. LIVE is 0 in an
+ * `active` entry whose goroutine works for no span any more: the entry is left in place so that
+ * the goroutine's next request rewrites it instead of paying a map update and a delete.
  */
 struct span_ctx {
 	__u8 trace_id[16];
 	__u8 span_id[8];
 	__u8 flags; /* W3C trace flags: bit 0 = sampled */
 	__u8 depth; /* goroutine generations from the span's own goroutine */
-	__u8 _pad[6];
+	__u8 live;
+	__u8 _pad[5];
 };
 
 /*
@@ -183,7 +186,10 @@ struct goroutine_key {
 	__u64 goid;
 };
 
-/* Value of the in-flight map: what a RET needs that its registers no longer hold. */
+/*
+ * Value of the in-flight map: what a RET needs that its registers no longer hold. START_NS 0: the
+ * call has returned; the entry stays for the goroutine's next request to reuse in place.
+ */
 struct inflight_call {
 	__u64 start_ns;
 	__u64 req;

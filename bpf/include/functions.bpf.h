@@ -198,7 +198,7 @@ int func_entry(GO_REGS *ctx)
 	struct goroutine_key key;
 	struct span_stack *st;
 	struct func_start *e;
-	struct span_ctx sc = {};
+	struct span_ctx sc = {.live = 1};
 	__u32 fidx, d, i, zero = 0;
 
 	fc = func_context(ctx, &cfg, &key, &fidx, &sdepth);
@@ -242,13 +242,13 @@ int func_entry(GO_REGS *ctx)
 	e->cookie = fc->target;
 
 	/* A child of what the goroutine works for, or of what its parent goroutine does. */
-	cur = bpf_map_lookup_elem(&active, &key);
+	cur = active_get(&key);
 	parent = cur;
 	if (!parent && cfg->g_parent_goid >= 0) {
 		struct goroutine_key pk = {.pid = key.pid};
 
 		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-		parent = bpf_map_lookup_elem(&active, &pk);
+		parent = active_get(&pk);
 	}
 	child_ids(&e->ids, parent, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
 	for (i = 0; i < MAX_FUNC_ARGS; i++) {
@@ -270,7 +270,7 @@ int func_entry(GO_REGS *ctx)
 	__builtin_memcpy(sc.trace_id, e->ids.trace_id, sizeof(sc.trace_id));
 	__builtin_memcpy(sc.span_id, e->ids.span_id, sizeof(sc.span_id));
 	sc.flags = e->ids.flags;
-	bpf_map_update_elem(&active, &key, &sc, BPF_ANY);
+	active_put(&key, &sc);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
@@ -313,9 +313,9 @@ int func_return(GO_REGS *ctx)
 	fr = &st->frames[at];
 	st->depth = at;
 	if (fr->has_prev)
-		bpf_map_update_elem(&active, &key, &fr->prev, BPF_ANY);
+		active_put(&key, &fr->prev);
 	else
-		bpf_map_delete_elem(&active, &key);
+		active_clear(&key);
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -34,24 +34,71 @@ struct map_key {
 };
 
 /*
- * If the string at KEY_ADDR equals K, copies the first element of the []string at ELEM_ADDR into
- * DST (CAP bytes) and returns its real length (at least 1); 0 when the key differs.
+ * The walk is made of global functions (not inlined, not static): the verifier checks each one
+ * once, on its own, and a call to one costs it a single step wherever it is made. Inlined, every
+ * slot of every bucket was checked again for each path into it and each of the three lookups
+ * (traceparent, tracestate, the writer's check): over 800,000 instructions processed and two
+ * seconds of load time for one program. Pointer arguments may be NULL to the verifier's eyes, so
+ * each function checks them; results come back through OUT, never through static state.
  */
-static __always_inline __u32 map_slot_match(const void *key_addr, const void *elem_addr,
-					    const struct map_key *k, char *dst, __u32 cap)
-{
-	struct go_string key;
-	char buf[MAP_KEY_MAX];
-	struct {
-		const void *ptr;
-		__s64 len;
-		__s64 cap;
-	} vals;
-	__u32 i, n;
 
-	if (bpf_probe_read_user(&key, sizeof(key), key_addr) || key.len != k->len)
+/*
+ * A group or bucket is copied whole, in one read, and its slots' key and value headers are
+ * picked from the copy: only a key of the right length costs another read. Both layouts of
+ * map[string][]string fit (a bucket is 336 bytes, a group 328); a field past the bound is read
+ * on its own.
+ */
+#define MAP_GROUP_MAX 512
+_Static_assert((MAP_GROUP_MAX & (MAP_GROUP_MAX - 1)) == 0, "MAP_GROUP_MAX: a power of two");
+
+struct map_scratch {
+	__u8 b[MAP_GROUP_MAX + 8]; /* slack for snap_word()'s mask */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct map_scratch);
+} map_scratch SEC(".maps");
+
+/* The word at OFF in the LEN bytes copied from ADDR into SNAP, or read from ADDR + OFF. */
+static __always_inline __u64 snap_word(const __u8 *snap, __u64 len, __u64 addr, __u64 off)
+{
+	if (off <= MAP_GROUP_MAX - 8 && off + 8 <= len) {
+		/* Clang may test a copy of OFF: hand the verifier a bound on the one used. */
+		asm volatile("" : "+r"(off));
+		return *(const __u64 *)(snap + (off & (MAP_GROUP_MAX - 1)));
+	}
+	return go_read_word((const void *)addr, off);
+}
+
+/* Copies the SIZE bytes at ADDR (at most MAP_GROUP_MAX) into MS; the length copied, 0 on a fault.
+ */
+static __always_inline __u64 snap_copy(struct map_scratch *ms, __u64 addr, __s64 size)
+{
+	__u64 n = size > MAP_GROUP_MAX ? MAP_GROUP_MAX : (__u64)size;
+
+	if (size < 8 || bpf_probe_read_user(ms->b, n, (const void *)addr))
 		return 0;
-	if (bpf_probe_read_user(buf, sizeof(buf), key.ptr))
+	return n;
+}
+
+/*
+ * If the string at KEY_PTR, as long as K (the caller checked), equals K and the []string
+ * (VALS_PTR, VALS_LEN) has a non-empty first element, stores that element's header in OUT and
+ * returns 1; otherwise 0.
+ */
+__noinline int gospan_map_slot(__u64 key_ptr, __u64 vals_ptr, __s64 vals_len,
+			       const struct map_key *k, struct go_string *out)
+{
+	struct go_string val;
+	char buf[MAP_KEY_MAX];
+	__u32 i;
+
+	if (!k || !out)
+		return 0;
+	if (bpf_probe_read_user(buf, sizeof(buf), (const void *)key_ptr))
 		return 0;
 	for (i = 0; i < MAP_KEY_MAX; i++) {
 		if (i >= k->len)
@@ -59,126 +106,164 @@ static __always_inline __u32 map_slot_match(const void *key_addr, const void *el
 		if (buf[i] != k->name[i])
 			return 0;
 	}
-	if (bpf_probe_read_user(&vals, sizeof(vals), elem_addr) || vals.len < 1 || !vals.ptr)
+	if (vals_len < 1 || !vals_ptr)
 		return 0;
-	n = go_read_string(dst, cap, vals.ptr);
-	return n ? n : 0;
+	if (bpf_probe_read_user(&val, sizeof(val), (const void *)vals_ptr) || val.len <= 0 ||
+	    !val.ptr)
+		return 0;
+	*out = val;
+	return 1;
 }
 
-/* One bucket chain of a bucketed map. */
-static __always_inline __u32 map_walk_bucket(const struct target_config *cfg, const void *b,
-					     const struct map_key *k, char *dst, __u32 cap)
+/* One bucket chain of a bucketed map, from bucket B. */
+__noinline int gospan_map_bucket(const struct target_config *cfg, __u64 b, const struct map_key *k,
+				 struct go_string *out)
 {
-	__u8 tophash[MAP_SLOTS];
-	__u32 chain, i, n;
+	struct map_scratch *ms;
+	__u64 n, key, elem;
+	__u32 chain, i, zero = 0;
 
+	ms = bpf_map_lookup_elem(&map_scratch, &zero);
+	if (!cfg || !k || !ms)
+		return 0;
 	for (chain = 0; chain <= MAP_MAX_OVERFLOW && b; chain++) {
-		if (bpf_probe_read_user(tophash, sizeof(tophash), b))
+		n = snap_copy(ms, b, cfg->bucket_size);
+		if (!n)
 			return 0;
 		for (i = 0; i < MAP_SLOTS; i++) {
-			if (tophash[i] < MAP_MIN_TOPHASH)
+			if (ms->b[i] < MAP_MIN_TOPHASH)
 				continue;
-			n = map_slot_match(b + cfg->bucket_keys + i * sizeof(struct go_string),
-					   b + cfg->bucket_elems + i * GO_SLICE_SIZE, k, dst, cap);
-			if (n)
-				return n;
+			key = cfg->bucket_keys + i * sizeof(struct go_string);
+			elem = cfg->bucket_elems + i * GO_SLICE_SIZE;
+			if (snap_word(ms->b, n, b, key + 8) != k->len)
+				continue;
+			if (gospan_map_slot(snap_word(ms->b, n, b, key),
+					    snap_word(ms->b, n, b, elem),
+					    snap_word(ms->b, n, b, elem + 8), k, out))
+				return 1;
 		}
-		b = (const void *)go_read_word(b, cfg->bucket_overflow);
-	}
-	return 0;
-}
-
-static __always_inline __u32 map_get_buckets(const struct target_config *cfg, const void *m,
-					     const struct map_key *k, char *dst, __u32 cap)
-{
-	const void *buckets, *old;
-	__u8 b = 0;
-	__u32 i, nb, n;
-
-	if (bpf_probe_read_user(&b, sizeof(b), m + cfg->hmap_b) || b > 4)
-		return 0;
-	nb = 1U << b;
-	buckets = (const void *)go_read_word(m, cfg->hmap_buckets);
-	for (i = 0; i < MAP_MAX_BUCKETS && i < nb && buckets; i++) {
-		n = map_walk_bucket(cfg, buckets + i * cfg->bucket_size, k, dst, cap);
-		if (n)
-			return n;
-	}
-	/* While the map grows, entries not yet moved are still in the old buckets (half as many). */
-	old = (const void *)go_read_word(m, cfg->hmap_oldbuckets);
-	for (i = 0; i < MAP_MAX_BUCKETS && i < nb / 2 && old; i++) {
-		n = map_walk_bucket(cfg, old + i * cfg->bucket_size, k, dst, cap);
-		if (n)
-			return n;
+		b = snap_word(ms->b, n, b, cfg->bucket_overflow);
 	}
 	return 0;
 }
 
 /* One Swiss-table group: a control word (a byte per slot, high bit set = empty) and 8 slots. */
-static __always_inline __u32 map_walk_group(const struct target_config *cfg, const void *g,
-					    const struct map_key *k, char *dst, __u32 cap)
+__noinline int gospan_map_group(const struct target_config *cfg, __u64 g, const struct map_key *k,
+				struct go_string *out)
 {
-	__u64 ctrl;
-	__u32 i, n;
+	struct map_scratch *ms;
+	__u64 n, ctrl, key, elem;
+	__u32 i, zero = 0;
 
-	if (bpf_probe_read_user(&ctrl, sizeof(ctrl), g))
+	ms = bpf_map_lookup_elem(&map_scratch, &zero);
+	if (!cfg || !k || !ms)
 		return 0;
+	n = snap_copy(ms, g, cfg->group_size);
+	if (!n)
+		return 0;
+	ctrl = *(const __u64 *)ms->b;
 	for (i = 0; i < MAP_SLOTS; i++) {
 		if ((ctrl >> (8 * i)) & 0x80)
 			continue;
-		n = map_slot_match(g + cfg->group_slots + i * cfg->slot_size,
-				   g + cfg->group_slots + i * cfg->slot_size + cfg->slot_elem, k, dst,
-				   cap);
-		if (n)
-			return n;
+		key = cfg->group_slots + i * cfg->slot_size;
+		elem = key + cfg->slot_elem;
+		if (snap_word(ms->b, n, g, key + 8) != k->len)
+			continue;
+		if (gospan_map_slot(snap_word(ms->b, n, g, key), snap_word(ms->b, n, g, elem),
+				    snap_word(ms->b, n, g, elem + 8), k, out))
+			return 1;
 	}
 	return 0;
 }
 
-static __always_inline __u32 map_get_swiss(const struct target_config *cfg, const void *m,
-					   const struct map_key *k, char *dst, __u32 cap)
+static __always_inline int map_find_buckets(const struct target_config *cfg, __u64 m,
+					    const struct map_key *k, struct go_string *out)
 {
-	const void *dir, *table, *groups;
-	__s64 dir_len;
-	__u64 mask;
-	__u32 t, g, n;
+	__u64 buckets, old;
+	__u8 b = 0;
+	__u32 i, nb;
 
-	dir = (const void *)go_read_word(m, cfg->swiss_dir_ptr);
-	dir_len = (__s64)go_read_word(m, cfg->swiss_dir_len);
+	if (bpf_probe_read_user(&b, sizeof(b), (const void *)(m + cfg->hmap_b)) || b > 4)
+		return 0;
+	nb = 1U << b;
+	buckets = go_read_word((const void *)m, cfg->hmap_buckets);
+	for (i = 0; i < MAP_MAX_BUCKETS && i < nb && buckets; i++) {
+		if (gospan_map_bucket(cfg, buckets + i * cfg->bucket_size, k, out))
+			return 1;
+	}
+	/* A growing map still holds entries not yet moved in its old buckets (half as many). */
+	old = go_read_word((const void *)m, cfg->hmap_oldbuckets);
+	for (i = 0; i < MAP_MAX_BUCKETS && i < nb / 2 && old; i++) {
+		if (gospan_map_bucket(cfg, old + i * cfg->bucket_size, k, out))
+			return 1;
+	}
+	return 0;
+}
+
+static __always_inline int map_find_swiss(const struct target_config *cfg, __u64 m,
+					  const struct map_key *k, struct go_string *out)
+{
+	__u64 dir, table, groups, mask;
+	__s64 dir_len;
+	__u32 t, g;
+
+	if (cfg->swiss_dir_len == cfg->swiss_dir_ptr + 8) {
+		/* Side by side, as in every Go release so far: one read for both. */
+		struct go_string d;
+
+		if (bpf_probe_read_user(&d, sizeof(d), (const void *)(m + cfg->swiss_dir_ptr)))
+			return 0;
+		dir = (__u64)d.ptr;
+		dir_len = d.len;
+	} else {
+		dir = go_read_word((const void *)m, cfg->swiss_dir_ptr);
+		dir_len = (__s64)go_read_word((const void *)m, cfg->swiss_dir_len);
+	}
 	if (!dir)
 		return 0;
 	/* A small map has no directory: its one group is where the directory would be. */
 	if (dir_len == 0)
-		return map_walk_group(cfg, dir, k, dst, cap);
+		return gospan_map_group(cfg, dir, k, out);
 	for (t = 0; t < MAP_MAX_TABLES && t < dir_len; t++) {
-		table = (const void *)go_read_word(dir, t * 8);
+		table = go_read_word((const void *)dir, t * 8);
 		if (!table)
 			continue;
-		groups = (const void *)go_read_word(table, cfg->table_groups_data);
-		mask = go_read_word(table, cfg->table_groups_mask);
+		groups = go_read_word((const void *)table, cfg->table_groups_data);
+		mask = go_read_word((const void *)table, cfg->table_groups_mask);
 		for (g = 0; g < MAP_MAX_GROUPS && g <= mask && groups; g++) {
-			n = map_walk_group(cfg, groups + g * cfg->group_size, k, dst, cap);
-			if (n)
-				return n;
+			if (gospan_map_group(cfg, groups + g * cfg->group_size, k, out))
+				return 1;
 		}
 	}
 	return 0;
 }
 
+/* Finds header K in the Go map at M: 1 and its first value's string header in OUT, else 0. */
+__noinline int gospan_header_find(const struct target_config *cfg, __u64 m, const struct map_key *k,
+				  struct go_string *out)
+{
+	if (!cfg || !m)
+		return 0;
+	if (cfg->map_kind == MAP_KIND_BUCKETS)
+		return map_find_buckets(cfg, m, k, out);
+	if (cfg->map_kind == MAP_KIND_SWISS)
+		return map_find_swiss(cfg, m, k, out);
+	return 0;
+}
+
 /*
- * Copies the first value of header K in the Go map at M into DST; returns its real length, 0 when
- * absent (or beyond the walk bounds, or the layout is unknown).
+ * Copies the first value of header K in the Go map at M into DST (CAP bytes, a constant after
+ * inlining); returns its real length, 0 when absent (or beyond the walk bounds, or the layout is
+ * unknown).
  */
 static __always_inline __u32 go_header_get(const struct target_config *cfg, const void *m,
 					   const struct map_key *k, char *dst, __u32 cap)
 {
-	if (!m)
+	struct go_string val = {};
+
+	if (!gospan_header_find(cfg, (__u64)m, k, &val))
 		return 0;
-	if (cfg->map_kind == MAP_KIND_BUCKETS)
-		return map_get_buckets(cfg, m, k, dst, cap);
-	if (cfg->map_kind == MAP_KIND_SWISS)
-		return map_get_swiss(cfg, m, k, dst, cap);
-	return 0;
+	return go_copy_string(dst, cap, val.ptr, val.len);
 }
 
 #endif
