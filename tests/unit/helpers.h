@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "offsets.h"
+
 /* True under CI (CI=true), where every prerequisite is installed and no test may be skipped. */
 static inline int test_in_ci(void)
 {
@@ -141,6 +143,20 @@ static inline char *test_read_file(const char *path, size_t *len)
 out:
 	fclose(f);
 	return buf;
+}
+
+/* The repository's offset tables (offsets/go_offsets.json), parsed; NULL if unreadable. */
+static inline struct offsets *test_load_offsets(void)
+{
+	struct offsets *o;
+	size_t len;
+	char *json = test_read_file("../../offsets/go_offsets.json", &len);
+
+	if (!json)
+		return NULL;
+	o = offsets__parse(json, len);
+	free(json);
+	return o;
 }
 
 /* Sends fd 2 to a temporary file so a test can read what gospan told the user. */

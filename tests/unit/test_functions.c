@@ -27,14 +27,8 @@ static struct offsets *tables;
 
 static int group_setup(void **state)
 {
-	size_t len;
-	char *json = test_read_file("../../offsets/go_offsets.json", &len);
-
 	(void)state;
-	if (!json)
-		return -1;
-	tables = offsets__parse(json, len);
-	free(json);
+	tables = test_load_offsets();
 	return tables ? 0 : -1;
 }
 
