@@ -382,6 +382,18 @@ int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start
 		return -ESTALE;
 	if (bpf_map_delete_elem(fd, &key))
 		return -errno;
+	/*
+	 * The call's RET never ran, so neither did its restoring of the span the goroutine worked
+	 * for before: do it here, or the goroutine's `active` entry would go on naming a span that
+	 * has ended (and stay in the map until the LRU reclaims it).
+	 */
+	fd = bpf_map__fd(p->skel->maps.active);
+	if (val.has_prev) {
+		if (bpf_map_update_elem(fd, &key, &val.prev, BPF_EXIST))
+			return errno == ENOENT ? 0 : -errno;
+	} else if (bpf_map_delete_elem(fd, &key) && errno != ENOENT) {
+		return -errno;
+	}
 	return 0;
 }
 
