@@ -182,3 +182,84 @@ int disasm__find_calls(uint16_t machine, const uint8_t *code, size_t len, uint64
 		return -EINVAL;
 	return find(machine, code, len, addr, target, offs, n);
 }
+
+/* Operand I of INSN is register REG. */
+static bool op_reg(const cs_x86 *x, int i, x86_reg reg)
+{
+	return x->op_count > i && x->operands[i].type == X86_OP_REG && x->operands[i].reg == reg;
+}
+
+/* Go's stack-bound check reads g.stackguard0, at 0x10 in the g that R14 holds (ABIInternal). */
+#define GO_STACKGUARD0 0x10
+
+/*
+ * INSN is the step of Go's amd64 prologue numbered STEP: 0 the optional LEA R12, -n(SP) of a
+ * frame over a page; 1 CMP SP or R12, 0x10(R14); 2 JBE or JB to morestack; 3 PUSH BP.
+ */
+static bool prologue_step(const cs_insn *insn, int step)
+{
+	const cs_x86 *x = &insn->detail->x86;
+
+	switch (step) {
+	case 0:
+		return insn->id == X86_INS_LEA && op_reg(x, 0, X86_REG_R12) && x->op_count == 2 &&
+		       x->operands[1].type == X86_OP_MEM && x->operands[1].mem.base == X86_REG_RSP;
+	case 1:
+		return insn->id == X86_INS_CMP && x->op_count == 2 &&
+		       (op_reg(x, 0, X86_REG_RSP) || op_reg(x, 0, X86_REG_R12)) &&
+		       x->operands[1].type == X86_OP_MEM &&
+		       x->operands[1].mem.base == X86_REG_R14 &&
+		       x->operands[1].mem.index == X86_REG_INVALID &&
+		       x->operands[1].mem.disp == GO_STACKGUARD0;
+	case 2:
+		return insn->id == X86_INS_JBE || insn->id == X86_INS_JB;
+	default:
+		return insn->id == X86_INS_PUSH && op_reg(x, 0, X86_REG_RBP);
+	}
+}
+
+int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		       uint64_t *off)
+{
+	const uint8_t *p = code;
+	uint64_t pc = addr;
+	size_t left = len;
+	cs_insn *insn = NULL;
+	int step = 0, err = 0;
+	cs_err cerr;
+	csh cs;
+
+	*off = 0;
+	if (machine != EM_X86_64)
+		return 0; /* arm64 single-steps its prologue's stores either way */
+	cerr = cs_open(CS_ARCH_X86, CS_MODE_64, &cs);
+	if (cerr != CS_ERR_OK) {
+		pr_err("cannot start capstone: %s", cs_strerror(cerr));
+		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
+	}
+	cerr = cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	if (cerr != CS_ERR_OK) {
+		pr_err("cannot ask capstone for operands: %s", cs_strerror(cerr));
+		err = -EINVAL;
+		goto cleanup;
+	}
+	insn = cs_malloc(cs);
+	if (!insn) {
+		pr_err("cannot disassemble: %s", cs_strerror(cs_errno(cs)));
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while (step < 4 && cs_disasm_iter(cs, &p, &left, &pc, insn)) {
+		if (step == 0 && !prologue_step(insn, 0))
+			step = 1; /* no LEA: this instruction must be the CMP */
+		if (!prologue_step(insn, step))
+			break;
+		if (step == 3)
+			*off = insn->address - addr;
+		step = step == 0 ? 1 : step + 1;
+	}
+cleanup:
+	cs_free(insn, insn ? 1 : 0);
+	cs_close(&cs);
+	return err;
+}

@@ -26,4 +26,16 @@ int disasm__find_rets(uint16_t machine, const uint8_t *code, size_t len, uint64_
 int disasm__find_calls(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
 		       uint64_t target, uint64_t **offs, size_t *n);
 
+/*
+ * Where to put the entry probe of the function CODE (LEN bytes at ADDR), as an offset from its
+ * start into *OFF: past Go's stack-bound check, on the PUSH of the frame pointer that follows it,
+ * when the function begins that way (amd64, Go 1.21+); otherwise 0, the start. The kernel
+ * emulates a PUSH where it must single-step most instructions, a second trap at each hit; and
+ * the check reads no argument register and changes none, nor SP, so the probe sees the call as
+ * at its first instruction, once per call even when the stack grows (morestack restarts the
+ * function from its start). 0 or a negative errno (capstone failing).
+ */
+int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		       uint64_t *off);
+
 #endif

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "pclntab.h"
 #include "semconv.h"
+#include "trusted_file.h"
 
 #define FILE_MAX_SIZE (1 << 20)
 #define MAX_PARAMS_DECL 16
@@ -362,28 +363,17 @@ cleanup:
 
 struct functions *functions__load(const char *path)
 {
+	char why[TRUSTED_FILE_WHY_MAX];
 	struct functions *fs;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	size_t len;
+	char *buf;
 	int err;
 
-	f = fopen(path, "re");
-	if (!f) {
+	/* The file decides what gospan copies out of a service: only one nobody else can write. */
+	buf = trusted_file__read(path, FILE_MAX_SIZE, &len, why, sizeof(why));
+	if (!buf) {
 		err = errno;
-		pr_err("cannot read functions file '%s': %s", path, strerror(err));
-		errno = err;
-		return NULL;
-	}
-	buf = malloc(FILE_MAX_SIZE + 1);
-	if (buf)
-		len = fread(buf, 1, FILE_MAX_SIZE + 1, f);
-	err = !buf ? ENOMEM : ferror(f) ? EIO : len > FILE_MAX_SIZE ? EFBIG : 0;
-	fclose(f);
-	if (err) {
-		pr_err("cannot read functions file '%s': %s", path,
-		       err == EFBIG ? "larger than 1 MiB" : strerror(err));
-		free(buf);
+		pr_err("cannot read functions file '%s': %s", path, why);
 		errno = err;
 		return NULL;
 	}
@@ -648,6 +638,7 @@ static bool already_picked(const struct pick *picks, size_t n, const struct sym_
 static int find_sites(struct target *t, const struct symbols *s, struct traced_func *f,
 		      const struct sym_entry *sym)
 {
+	uint64_t start_off;
 	uint8_t *code;
 	size_t i;
 	int err;
@@ -656,7 +647,7 @@ static int find_sites(struct target *t, const struct symbols *s, struct traced_f
 	f->site.addr = sym->addr;
 	if (!sym->size)
 		return -ENODATA;
-	err = elf_file__addr_to_offset(s->ef, sym->addr, &f->site.entry_off);
+	err = elf_file__addr_to_offset(s->ef, sym->addr, &start_off);
 	if (err)
 		return err;
 	code = malloc(sym->size);
@@ -664,13 +655,16 @@ static int find_sites(struct target *t, const struct symbols *s, struct traced_f
 		return -ENOMEM;
 	err = elf_file__read_addr(s->ef, sym->addr, code, sym->size);
 	if (!err)
+		err = disasm__entry_site(t->machine, code, sym->size, sym->addr, &f->site.entry_off);
+	if (!err)
 		err = disasm__find_rets(t->machine, code, sym->size, sym->addr, &f->site.ret_offs,
 					&f->site.nrets);
 	free(code);
 	if (err)
 		return err;
+	f->site.entry_off += start_off;
 	for (i = 0; i < f->site.nrets; i++)
-		f->site.ret_offs[i] += f->site.entry_off;
+		f->site.ret_offs[i] += start_off;
 	return 0;
 }
 

@@ -83,6 +83,7 @@ static int find_site_kind(struct analysis *a, const char *symbol, struct probe_s
 	struct elf_file *ef = a->ef;
 	struct elf_symbol sym;
 	uint8_t *code = NULL;
+	uint64_t start_off;
 	int err;
 
 	site->symbol = symbol;
@@ -94,14 +95,12 @@ static int find_site_kind(struct analysis *a, const char *symbol, struct probe_s
 		return -EINVAL;
 	}
 	site->addr = sym.addr;
-	err = elf_file__addr_to_offset(ef, sym.addr, &site->entry_off);
+	err = elf_file__addr_to_offset(ef, sym.addr, &start_off);
 	if (err) {
 		pr_err("cannot probe '%s' in '%s': address 0x%llx is not in a loadable segment",
 		       symbol, t->path, (unsigned long long)sym.addr);
 		return err;
 	}
-	if (kind == SITE_ENTRY)
-		return 0;
 
 	code = malloc(sym.size);
 	if (!code)
@@ -111,6 +110,12 @@ static int find_site_kind(struct analysis *a, const char *symbol, struct probe_s
 		pr_err("cannot read the code of '%s' in '%s': %s", symbol, t->path, strerror(-err));
 		goto cleanup;
 	}
+	err = disasm__entry_site(t->machine, code, sym.size, sym.addr, &site->entry_off);
+	if (err)
+		goto cleanup;
+	site->entry_off += start_off;
+	if (kind == SITE_ENTRY)
+		goto cleanup;
 	if (kind == SITE_RETS)
 		err = disasm__find_rets(t->machine, code, sym.size, sym.addr, &site->ret_offs,
 					&site->nrets);
@@ -125,7 +130,7 @@ static int find_site_kind(struct analysis *a, const char *symbol, struct probe_s
 	}
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
 	for (size_t i = 0; i < site->nrets; i++)
-		site->ret_offs[i] += site->entry_off;
+		site->ret_offs[i] += start_off;
 cleanup:
 	free(code);
 	return err;

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -28,7 +29,35 @@ struct od_func {
 	uint64_t start, second; /* first and second instruction addresses */
 	uint64_t rets[MAX_RETS];
 	size_t nrets;
+	/*
+	 * amd64: the address of the PUSHQ BP that ends Go's stack-bound check when the function
+	 * begins [LEAQ -n(SP), R12;] CMPQ SP|R12, 0x10(R14); JBE|JB ...; PUSHQ BP, as objdump
+	 * spells it; else 0. PROLOGUE counts the instructions of that shape seen so far.
+	 */
+	uint64_t push_site;
+	int prologue;
 };
+
+/* Whether the instruction TEXT, number CUR->prologue of CUR, continues Go's prologue check. */
+static bool od_prologue_step(struct od_func *cur, const char *text)
+{
+	int step = cur->prologue;
+
+	if (step == 0 && !strncmp(text, "LEAQ ", 5) && strstr(text, "(SP), R12")) {
+		cur->prologue = 1;
+		return true;
+	}
+	if (step <= 1 &&
+	    (!strcmp(text, "CMPQ SP, 0x10(R14)") || !strcmp(text, "CMPQ R12, 0x10(R14)"))) {
+		cur->prologue = 2;
+		return true;
+	}
+	if (step == 2 && (!strncmp(text, "JBE ", 4) || !strncmp(text, "JB ", 3))) {
+		cur->prologue = 3;
+		return true;
+	}
+	return step == 3 && !strcmp(text, "PUSHQ BP");
+}
 
 struct arch_bin {
 	const char *goarch; /* names the build in messages */
@@ -98,6 +127,15 @@ static int load_objdump(struct arch_bin *ab)
 			cur->start = addr;
 		else if (!cur->second)
 			cur->second = addr;
+		/* objdump pads the instruction text with spaces before its trailing tabs. */
+		for (size_t e = strlen(fields[3]); e && fields[3][e - 1] == ' '; e--)
+			fields[3][e - 1] = '\0';
+		if (cur->prologue >= 0 && !cur->push_site) {
+			if (!od_prologue_step(cur, fields[3]))
+				cur->prologue = -1;
+			else if (cur->prologue == 3 && !strcmp(fields[3], "PUSHQ BP"))
+				cur->push_site = addr;
+		}
 		if (!strcmp(fields[3], "RET") || !strncmp(fields[3], "RET ", 4)) {
 			if (cur->nrets == MAX_RETS)
 				return -1;
@@ -256,6 +294,48 @@ static void test_disasm__all_net_http_amd64_v3(void **state)
 }
 
 /*
+ * disasm__entry_site on every net/http function: past the stack-bound check, on the PUSHQ BP,
+ * exactly where objdump shows that prologue (amd64), else the start; arm64 always the start.
+ */
+static void check_entry_sites(struct arch_bin *ab)
+{
+	struct elf_file *ef = elf_file__open(ab->path);
+	size_t i, moved = 0;
+	uint64_t off, want;
+
+	assert_non_null(ef);
+	for (i = 0; i < ab->nfuncs; i++) {
+		const struct od_func *fn = &ab->funcs[i];
+		struct elf_symbol sym;
+		uint8_t *code;
+
+		assert_int_equal(elf_file__find_symbol(ef, fn->name, &sym), 0);
+		code = read_code(ef, sym.addr, sym.size);
+		assert_int_equal(disasm__entry_site(ab->machine, code, sym.size, sym.addr, &off), 0);
+		free(code);
+		want = ab->machine == EM_X86_64 && fn->push_site ? fn->push_site - fn->start : 0;
+		if (off != want)
+			fail_msg("%s: '%s': entry site +%llu, objdump's prologue says +%llu",
+				 ab->goarch, fn->name, (unsigned long long)off,
+				 (unsigned long long)want);
+		moved += off != 0;
+	}
+	elf_file__close(ef);
+	/* Most functions with a frame begin with the check: a parser that saw none proves nothing. */
+	if (ab->machine == EM_X86_64)
+		assert_true(moved > ab->nfuncs / 4);
+}
+
+static void test_disasm__entry_sites(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bins) / sizeof(bins[0]); i++)
+		check_entry_sites(&bins[i]);
+}
+
+/*
  * amd64: the int3 padding the linker puts between functions, read from the binary past the end
  * of the symbol up to the next 32-byte boundary, changes nothing.
  */
@@ -378,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_disasm__all_net_http_amd64),
 		cmocka_unit_test(test_disasm__all_net_http_arm64),
 		cmocka_unit_test(test_disasm__all_net_http_amd64_v3),
+		cmocka_unit_test(test_disasm__entry_sites),
 		cmocka_unit_test(test_disasm__trailing_padding_amd64),
 		cmocka_unit_test(test_disasm__no_ret),
 		cmocka_unit_test(test_disasm__truncated_instruction),
