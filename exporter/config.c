@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <fcntl.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "config.h"
 #include "log.h"
+#include "trusted_file.h"
+
+/* A CA bundle is a few hundred KiB (Mozilla's: about 200); a certificate or a key, a few KiB. */
+#define TLS_FILE_MAX_SIZE (4 << 20)
 
 enum source {
 	SRC_DEFAULT,
@@ -721,22 +723,21 @@ static int parse_compression(struct config *cfg, enum setting_id id, const char 
 
 /*
  * A TLS file must be there and readable at start: libcurl would only say so at the first
- * export, as a TLS error that does not name the setting.
+ * export, as a TLS error that does not name the setting. And only root or gospan's own user
+ * may be able to write it: whoever could change the CA file could read the spans on their way.
+ * libcurl opens the file again by its path when it connects, so the directory that holds it
+ * must be as closely held (docs/configuration.md).
  */
 static int parse_file(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
-	struct stat st;
+	char why[TRUSTED_FILE_WHY_MAX];
 	int fd;
 
 	if (!*val)
 		return refuse(name, val, "empty path");
-	fd = open(val, O_RDONLY | O_CLOEXEC);
+	fd = trusted_file__open(val, TLS_FILE_MAX_SIZE, why, sizeof(why));
 	if (fd < 0)
-		return refuse(name, val, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return refuse(name, val, "not a regular file");
-	}
+		return refuse(name, val, why);
 	close(fd);
 	return replace_str(&cfg->tls_paths[id - S_CERTIFICATE], val);
 }

@@ -112,12 +112,20 @@ size_t process_table__prune(struct process_table *pt, bool (*busy)(void *ctx, pi
 	return n;
 }
 
-/* The value of NAME in the process's initial environment, copied to BUF; false if absent. */
+/*
+ * The value of NAME in the process's initial environment, copied to BUF (cut to fit); false if
+ * absent. /proc/PID/environ is the target's memory: the process may overwrite it, and may even
+ * point the kernel at another range with prctl(PR_SET_MM_MAP), which takes no privilege. So
+ * neither an entry's length nor the total is trusted: the scan keeps one chunk, never a whole
+ * entry, and stops after as much as exec() lets argv and environment take together (6 MiB).
+ */
+#define ENVIRON_SCAN_MAX (6 << 20)
+
 static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
 {
-	char path[64], *env = NULL, *s;
-	size_t len = 0, nlen = strlen(name);
-	bool found = false;
+	enum { MATCHING, COPYING, SKIPPING } state = MATCHING;
+	size_t i, n, seen = 0, at = 0, out = 0, nlen = strlen(name);
+	char path[64], chunk[4096];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
@@ -130,18 +138,35 @@ static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
 				path, strerror(errno), name);
 		return false;
 	}
-	/* environ is NUL-separated; getdelim reads one entry at a time. */
-	while (getdelim(&env, &len, '\0', f) > 0) {
-		s = env;
-		if (!strncmp(s, name, nlen) && s[nlen] == '=') {
-			snprintf(buf, size, "%s", s + nlen + 1);
-			found = true;
-			break;
+	/* NUL-separated entries; AT counts how much of NAME= the current entry has matched. */
+	while (seen < ENVIRON_SCAN_MAX && (n = fread(chunk, 1, sizeof(chunk), f))) {
+		seen += n;
+		for (i = 0; i < n; i++) {
+			char c = chunk[i];
+
+			if (state == COPYING) {
+				if (!c || out + 1 >= size)
+					goto done;
+				buf[out++] = c;
+			} else if (!c) {
+				state = MATCHING;
+				at = 0;
+			} else if (state == MATCHING) {
+				if (at < nlen ? c != name[at] : c != '=')
+					state = SKIPPING;
+				else if (at++ == nlen)
+					state = COPYING;
+			}
 		}
 	}
-	free(env);
+done:
 	fclose(f);
-	return found;
+	/* A value cut by the end of the file or of the scan is kept, as far as it went. */
+	if (state != COPYING)
+		return false;
+	if (size)
+		buf[out] = '\0';
+	return true;
 }
 
 /*
@@ -150,15 +175,16 @@ static bool proc_getenv(pid_t pid, const char *name, char *buf, size_t size)
  */
 uint64_t process__load_bias(pid_t pid, uint64_t link_base)
 {
-	char path[64], line[512], exe[PATH_MAX], *mpath;
+	char path[64], line[PATH_MAX + 128], exe[PATH_MAX], *mpath;
 	unsigned long long start, end, off;
 	uint64_t bias = 0;
 	ssize_t n;
 	FILE *f;
+	int c;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (n <= 0 || (size_t)n >= sizeof(exe) - 1) /* none, or cut short: no line can match */
 		return 0;
 	exe[n] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -166,6 +192,15 @@ uint64_t process__load_bias(pid_t pid, uint64_t link_base)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
+		/*
+		 * The file names in maps are the target's to choose: the rest of a line longer than
+		 * the buffer must not be read as a line of its own, so it is skipped whole.
+		 */
+		if (!strchr(line, '\n') && !feof(f)) {
+			while ((c = getc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
 		if (sscanf(line, "%llx-%llx %*s %llx", &start, &end, &off) != 3 || off)
 			continue;
 		mpath = strchr(line, '/');

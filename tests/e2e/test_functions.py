@@ -94,6 +94,8 @@ def fn_stripped_bin(build_dir, go_version):
 def write_config(tmp_path, cfg):
     path = tmp_path / "functions.json"
     path.write_text(json.dumps(cfg))
+    # gospan refuses a file others can write (docs/configuration.md): not left to the umask.
+    path.chmod(0o644)
     return path
 
 
@@ -374,11 +376,28 @@ def test_stripped_binary_by_position(fn_stripped_bin, start_gospan, otlp_receive
 def test_bad_functions_file_stops_gospan(fn_bin, gospan_bin, tmp_path):
     cfg = tmp_path / "bad.json"
     cfg.write_text('{"functions": [{"symbol": "main.fib", "argz": ["n"]}]}')
+    cfg.chmod(0o644)
     res = subprocess.run([str(gospan_bin), "--pid", str(os.getpid()), "--functions", str(cfg)],
                          capture_output=True, text=True, timeout=60, env=_clean_env())
     assert res.returncode != 0
     assert f"invalid functions file '{cfg}': entry 1: unknown key 'argz'" in res.stderr, \
         res.stderr
+
+
+def test_functions_file_others_can_write_stops_gospan(fn_bin, gospan_bin, tmp_path):
+    """A file any user could rewrite would let them choose what gospan copies out of a service."""
+    cfg = write_config(tmp_path, CONFIG)
+    cfg.chmod(0o666)
+    link = tmp_path / "link.json"
+    link.symlink_to(cfg)
+    for path in (cfg, link):
+        res = subprocess.run([str(gospan_bin), "--pid", str(os.getpid()), "--functions",
+                              str(path)], capture_output=True, text=True, timeout=60,
+                             env=_clean_env())
+        assert res.returncode != 0, res.stderr
+        assert f"cannot read functions file '{path}': " in res.stderr, res.stderr
+        assert "writable by its group and any user (mode 0666" in res.stderr, res.stderr
+        assert "gospan: attached" not in res.stderr, res.stderr
 
 
 def test_server_span_inside_a_function_span(fn_bin, start_gospan, otlp_receiver, tmp_path):

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -596,6 +597,8 @@ static void tls_files_make(struct tls_files *t)
 		f = fopen(paths[i], "w");
 		assert_non_null(f);
 		assert_true(fputs("-----BEGIN CERTIFICATE-----\n", f) >= 0);
+		/* gospan refuses a file others can write: not left to the umask. */
+		assert_int_equal(fchmod(fileno(f), 0644), 0);
 		assert_int_equal(fclose(f), 0);
 	}
 }
@@ -643,7 +646,7 @@ static void test_config__compression(void **state)
 
 static void test_config__tls_files(void **state)
 {
-	char ca[160], tca[160], cert[160], key[160], tkey[160];
+	char ca[160], tca[160], cert[160], key[160], tkey[160], want[256];
 	struct tls_files t;
 	struct config cfg;
 
@@ -682,6 +685,15 @@ static void test_config__tls_files(void **state)
 	snprintf(tca, sizeof(tca), "invalid OTEL_EXPORTER_OTLP_CERTIFICATE '%s': not a regular file",
 		 t.dir);
 	expect_invalid(ENV(ca), NO_ARGS, tca);
+
+	/* A CA that anyone could replace is no CA (the rule itself: test_trusted_file.c). */
+	assert_int_equal(chmod(t.ca, 0666), 0);
+	snprintf(ca, sizeof(ca), "OTEL_EXPORTER_OTLP_CERTIFICATE=%s", t.ca);
+	snprintf(want, sizeof(want),
+		 "invalid OTEL_EXPORTER_OTLP_CERTIFICATE '%s': writable by its group and any user "
+		 "(mode 0666",
+		 t.ca);
+	expect_invalid(ENV(ca), NO_ARGS, want);
 	tls_files_remove(&t);
 }
 

@@ -14,6 +14,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "elf.h"
 #include "functions.h"
@@ -155,6 +156,50 @@ static void test_functions__refuses_with_a_reason(void **state)
 		       "its type and \"params\" differ");
 	expect_refused("{\"functions\": [{\"symbol\": \"a\", \"params\": [\"struct{}\"]}]}",
 		       "'struct{}' is not a Go type gospan knows");
+}
+
+/*
+ * From a file: read when only root or gospan's user can change it, refused with the reason
+ * otherwise (the rule itself is tested in test_trusted_file.c).
+ */
+static void test_functions__load_checks_the_file(void **state)
+{
+	static const char json[] = "{\"functions\": [{\"symbol\": \"main.fib\"}]}";
+	char dir[] = "/tmp/gospan-functions-XXXXXX", path[64], want[160];
+	struct test_capture cap;
+	struct functions *fs;
+	char *out;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/functions.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_true(fputs(json, f) >= 0);
+	assert_int_equal(fchmod(fileno(f), 0644), 0);
+	assert_int_equal(fclose(f), 0);
+
+	fs = functions__load(path);
+	assert_non_null(fs);
+	assert_int_equal(fs->ndecls, 1);
+	functions__free(fs);
+
+	assert_int_equal(chmod(path, 0646), 0);
+	assert_int_equal(test_capture_start(&cap), 0);
+	errno = 0;
+	fs = functions__load(path);
+	assert_int_equal(errno, EPERM);
+	out = test_capture_end(&cap);
+	assert_null(fs);
+	assert_non_null(out);
+	snprintf(want, sizeof(want), "cannot read functions file '%s': writable by any user (mode 0646",
+		 path);
+	if (!strstr(out, want))
+		fail_msg("want \"%s\"; got \"%s\"", want, out);
+	free(out);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_functions__glob_and_names(void **state)
@@ -416,6 +461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_functions__parses_every_form),
 	    cmocka_unit_test(test_functions__refuses_with_a_reason),
+	    cmocka_unit_test(test_functions__load_checks_the_file),
 	    cmocka_unit_test(test_functions__glob_and_names),
 	    cmocka_unit_test(test_functions__register_assignment),
 	    cmocka_unit_test(test_functions__resolves_with_dwarf),
