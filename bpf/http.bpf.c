@@ -38,19 +38,21 @@ struct {
 } targets SEC(".maps");
 
 /*
- * Calls in flight, by goroutine. LRU so that calls whose RET never comes (a goroutine killed by
- * runtime.Goexit, a process that exits mid-request) can never fill it; user space also deletes
- * the entries of calls it knows panicked. A RET does not delete its entry but marks it returned
- * (start_ns 0): a connection's goroutine serves its keep-alive requests one after another, and
- * rewriting the entry in place costs nothing where an LRU update and a delete cost half a
- * microsecond. Goroutines that are gone leave entries the LRU reclaims.
+ * What each goroutine is doing, in one entry so that a probe finds it with one lookup: the span it
+ * works for (`active`, read through active_get()) and its ServeHTTP call in flight (`server`).
+ * LRU, so that entries of calls whose RET never comes (a goroutine killed by runtime.Goexit, a
+ * process that exits mid-request) and of goroutines that are gone can never fill it; user space
+ * also resolves the calls it knows panicked (probes__forget). Nothing is deleted when a call
+ * ends: the entry is marked (server.start_ns 0, active.live 0) and rewritten in place by the
+ * goroutine's next call. A connection's goroutine serves its keep-alive requests one after
+ * another, and rewriting costs nothing where an LRU update and a delete cost half a microsecond.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct goroutine_key);
-	__type(value, struct inflight_call);
-} inflight SEC(".maps");
+	__type(value, struct goroutine_state);
+} goroutines SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -58,18 +60,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
-
-/*
- * The span each goroutine works for. LRU: goroutines that exit leave their entry behind. Entries
- * are rewritten in place and marked not live rather than deleted (see `inflight`): read them
- * through active_get().
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct span_ctx);
-} active SEC(".maps");
 
 /* Outgoing calls in flight, by goroutine. */
 struct {
@@ -188,31 +178,34 @@ static __always_inline void fill_header(struct record_header *h, __u32 type,
  */
 static __always_inline struct span_ctx *active_get(const struct goroutine_key *key)
 {
-	struct span_ctx *sc = bpf_map_lookup_elem(&active, key);
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
 
-	return sc && sc->live ? sc : NULL;
+	return gs && gs->active.live ? &gs->active : NULL;
 }
 
 /* The goroutine KEY now works for SC: the entry it left behind is reused when there is one. */
 static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
 {
-	struct span_ctx *cur = bpf_map_lookup_elem(&active, key);
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+	struct goroutine_state fresh = {};
 
-	if (cur) {
-		*cur = *sc;
-		cur->live = 1;
+	if (gs) {
+		gs->active = *sc;
+		gs->active.live = 1;
 		return;
 	}
-	bpf_map_update_elem(&active, key, sc, BPF_ANY);
+	fresh.active = *sc;
+	fresh.active.live = 1;
+	bpf_map_update_elem(&goroutines, key, &fresh, BPF_ANY);
 }
 
 /* The goroutine KEY works for no span any more. */
 static __always_inline void active_clear(const struct goroutine_key *key)
 {
-	struct span_ctx *cur = bpf_map_lookup_elem(&active, key);
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
 
-	if (cur)
-		cur->live = 0;
+	if (gs)
+		gs->active.live = 0;
 }
 
 #include "functions.bpf.h"
@@ -230,15 +223,14 @@ static __always_inline __u32 read_pattern(const struct target_config *cfg, void 
 	return pat ? go_read_string(dst, MAX_PATTERN_LEN, pat + cfg->pattern_str) : 0;
 }
 
-/* The goroutine now works for the span IDS names; calls it makes become that span's children. */
-static __always_inline void set_active(const struct goroutine_key *key, const struct span_ids *ids)
+/* SC names the span IDS: calls the goroutine makes while SC is its `active` become its children. */
+static __always_inline void span_ctx_of(struct span_ctx *sc, const struct span_ids *ids)
 {
-	struct span_ctx sc = {.live = 1};
-
-	__builtin_memcpy(sc.trace_id, ids->trace_id, sizeof(sc.trace_id));
-	__builtin_memcpy(sc.span_id, ids->span_id, sizeof(sc.span_id));
-	sc.flags = ids->flags;
-	active_put(key, &sc);
+	__builtin_memcpy(sc->trace_id, ids->trace_id, sizeof(sc->trace_id));
+	__builtin_memcpy(sc->span_id, ids->span_id, sizeof(sc->span_id));
+	sc->flags = ids->flags;
+	sc->depth = 0;
+	sc->live = 1;
 }
 
 /* Reads the traceparent header of the Header map HDR into IDS; false when absent or malformed. */
@@ -324,9 +316,10 @@ int serve_http_entry(GO_REGS *ctx)
 	const struct target_config *cfg;
 	struct http_server_start *e;
 	struct goroutine_key key;
-	struct inflight_call *cur;
+	struct goroutine_state *gs;
+	struct inflight_call *cur = NULL;
 	struct inflight_call st = {};
-	struct span_ctx *outer;
+	struct span_ctx *outer = NULL;
 	struct req_view rv;
 	struct scratch *sc;
 	void *req, *url, *hdr;
@@ -343,9 +336,14 @@ int serve_http_entry(GO_REGS *ctx)
 	 * first start. A different request means the earlier call never returned (it panicked and
 	 * something recovered above us); user space resolves that one on seeing this start.
 	 */
-	cur = bpf_map_lookup_elem(&inflight, &key);
-	if (cur && cur->start_ns && cur->req == (__u64)req)
-		return 0;
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (gs) {
+		cur = &gs->server;
+		if (cur->start_ns && cur->req == (__u64)req)
+			return 0;
+		if (gs->active.live)
+			outer = &gs->active;
+	}
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
@@ -373,7 +371,6 @@ int serve_http_entry(GO_REGS *ctx)
 	 * is in (--functions), if any; otherwise this request starts a trace.
 	 */
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
-	outer = active_get(&key);
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
@@ -398,16 +395,21 @@ int serve_http_entry(GO_REGS *ctx)
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
 	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
-	if (cur) {
-		/* The entry this goroutine's last request left: the lookup above found it. */
-		*cur = st;
-	} else if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY)) {
-		/* Without the entry no RET would pair with this start: send neither. */
-		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
-		count_drop(DROP_INFLIGHT_FULL);
-		return 0;
+	if (gs) {
+		/* The entry this goroutine's last call left: the lookup above found it. */
+		gs->server = st;
+		span_ctx_of(&gs->active, &e->ids);
+	} else {
+		struct goroutine_state fresh = { .server = st };
+
+		span_ctx_of(&fresh.active, &e->ids);
+		if (bpf_map_update_elem(&goroutines, &key, &fresh, BPF_ANY)) {
+			/* Without the entry no RET would pair with this start: send neither. */
+			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+			count_drop(DROP_INFLIGHT_FULL);
+			return 0;
+		}
 	}
-	set_active(&key, &e->ids);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
@@ -418,21 +420,23 @@ int serve_http_return(GO_REGS *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
 	struct http_server_end *e;
+	struct goroutine_state *gs;
 	struct goroutine_key key;
 	struct inflight_call *st;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return 0;
-	st = bpf_map_lookup_elem(&inflight, &key);
-	if (!st || !st->start_ns)
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (!gs || !gs->server.start_ns)
 		return 0; /* the call began before we attached */
+	st = &gs->server;
 
 	/* Back to the function span the request was served in, if any. */
 	if (st->has_prev)
-		active_put(&key, &st->prev);
+		gs->active = st->prev;
 	else
-		active_clear(&key);
+		gs->active.live = 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
@@ -463,6 +467,7 @@ SEC("uprobe")
 int go_panic(GO_REGS *ctx)
 {
 	const struct target_config *cfg;
+	struct goroutine_state *gs;
 	struct goroutine_key key;
 	struct inflight_call *st;
 	struct go_panic *e;
@@ -470,9 +475,10 @@ int go_panic(GO_REGS *ctx)
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return 0;
-	st = bpf_map_lookup_elem(&inflight, &key);
-	if (!st || !st->start_ns || st->panicked)
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (!gs || !gs->server.start_ns || gs->server.panicked)
 		return 0;
+	st = &gs->server;
 	st->panicked = 1;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -711,6 +717,6 @@ int goroutine_created(GO_REGS *ctx)
 	cctx = *pctx;
 	cctx.depth++;
 	child.goid = go_read_word(newg, cfg->g_goid);
-	bpf_map_update_elem(&active, &child, &cctx, BPF_ANY);
+	active_put(&child, &cctx);
 	return 0;
 }

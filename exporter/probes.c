@@ -372,28 +372,28 @@ int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT])
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns)
 {
 	struct goroutine_key key = { .pid = pid, .goid = goid };
-	int fd = bpf_map__fd(p->skel->maps.inflight);
-	struct inflight_call val;
+	int fd = bpf_map__fd(p->skel->maps.goroutines);
+	struct goroutine_state gs;
 
-	if (bpf_map_lookup_elem(fd, &key, &val))
+	if (bpf_map_lookup_elem(fd, &key, &gs))
 		return -errno;
 	/* The goroutine may have moved on to a new call since: leave that one alone. */
-	if (val.start_ns != start_ns)
+	if (gs.server.start_ns != start_ns)
 		return -ESTALE;
-	if (bpf_map_delete_elem(fd, &key))
-		return -errno;
 	/*
 	 * The call's RET never ran, so neither did its restoring of the span the goroutine worked
-	 * for before: do it here, or the goroutine's `active` entry would go on naming a span that
-	 * has ended (and stay in the map until the LRU reclaims it).
+	 * for before: do it here, or the goroutine would go on naming a span that has ended.
+	 * Without one to go back to, the goroutine (whose connection the panic closed) is gone.
 	 */
-	fd = bpf_map__fd(p->skel->maps.active);
-	if (val.has_prev) {
-		if (bpf_map_update_elem(fd, &key, &val.prev, BPF_EXIST))
-			return errno == ENOENT ? 0 : -errno;
-	} else if (bpf_map_delete_elem(fd, &key) && errno != ENOENT) {
-		return -errno;
+	if (!gs.server.has_prev) {
+		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
+			return -errno;
+		return 0;
 	}
+	gs.active = gs.server.prev;
+	memset(&gs.server, 0, sizeof(gs.server));
+	if (bpf_map_update_elem(fd, &key, &gs, BPF_EXIST))
+		return errno == ENOENT ? 0 : -errno;
 	return 0;
 }
 

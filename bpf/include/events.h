@@ -201,6 +201,12 @@ struct inflight_call {
 	struct span_ctx prev;
 };
 
+/* What a goroutine is doing: the `goroutines` map's value. */
+struct goroutine_state {
+	struct span_ctx active;	    /* the span it works for, when active.live */
+	struct inflight_call server; /* its ServeHTTP call, when server.start_ns */
+};
+
 /* An outgoing call in flight, by goroutine. */
 struct client_call {
 	__u64 start_ns;

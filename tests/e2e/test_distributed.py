@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
+from conftest import (REPO, bpf_write_user_refused, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
                       _go_env)
 
 FRONTEND_SRC = REPO / "examples" / "frontend"
@@ -62,23 +62,10 @@ TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 NO_CONTEXT_WARNING = re.compile(r"outgoing trace context is off")
 
 
-def write_user_refused():
-    """Why this kernel refuses bpf_probe_write_user (so no traceparent can be injected), or None."""
-    try:
-        text = Path("/sys/kernel/security/lockdown").read_text()
-    except OSError:
-        return None  # no lockdown LSM: nothing takes the helper away
-    m = re.search(r"\[(\w+)\]", text)
-    if m and m.group(1) != "none":
-        return (f"kernel lockdown is '{m.group(1)}' (/sys/kernel/security/lockdown), which refuses "
-                f"bpf_probe_write_user: gospan cannot write traceparent into outgoing requests")
-    return None
-
-
 # Where the kernel refuses bpf_probe_write_user (lockdown), tests of outgoing trace context check
 # what gospan must do instead: write nothing into requests, and keep making spans. They are not
 # skipped: CI runs on such kernels, and the fallback is behaviour users rely on there too.
-NO_PROPAGATION = write_user_refused()
+NO_PROPAGATION = bpf_write_user_refused()
 
 
 # ---- the two services ---------------------------------------------------------------------------
