@@ -110,8 +110,10 @@ static pid_t find_process_of(const char *path, bool path_here)
 /*
  * For --exe: the binary to analyse and attach to, waiting for its first process. A path that
  * does not exist in gospan's own mount namespace is looked for inside the processes' (another
- * container's), and reached through /proc/PID/root; the uprobes then sit on that file's inode,
- * so later processes of the same file are traced too.
+ * container's), and reached through the process's /proc/PID/exe: the very file it runs, where
+ * /proc/PID/root/PATH would resolve an absolute link inside the container against gospan's own
+ * root, letting the container point gospan at a file of the host's. The uprobes sit on that
+ * file's inode, so later processes of the same file are traced too.
  */
 static int resolve_exe(const char *exe, char *path, size_t size, char *real, pid_t *pid)
 {
@@ -141,7 +143,7 @@ static int resolve_exe(const char *exe, char *path, size_t size, char *real, pid
 	}
 	if (here) {
 		snprintf(path, size, "%s", real);
-	} else if ((size_t)snprintf(path, size, "/proc/%d/root%s", (int)*pid, real) >= size) {
+	} else if ((size_t)snprintf(path, size, "/proc/%d/exe", (int)*pid) >= size) {
 		pr_err("cannot trace '%s': path too long", real);
 		return -ENAMETOOLONG;
 	} else {
