@@ -32,13 +32,19 @@ MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 
 PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson zlib
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+# capstone is not linked: exporter/disasm.c opens it while it analyses a target and closes it
+# after, because once loaded its tables hold 5 MB of resident memory for the process's life. Its
+# headers come from pkg-config, the name to open from the library a link would have used.
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(filter-out capstone,$(PKGS)) 2>/dev/null)
+CAPSTONE_SONAME = $(shell readelf -d $(shell $(PKG_CONFIG) --variable=libdir capstone \
+	2>/dev/null)/libcapstone.so 2>/dev/null | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
 
 OFFSETS_JSON := $(abspath offsets/go_offsets.json)
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(PKG_CFLAGS) \
-	-iquote exporter -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf/include
+	-iquote exporter -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf/include \
+	-DCAPSTONE_SONAME='"$(CAPSTONE_SONAME)"'
 LDLIBS += $(PKG_LIBS) -lpthread
 
 ifeq ($(SANITIZE),1)

@@ -18,6 +18,7 @@
  * to probe it rather than probing a misread instruction stream. Compiled Go code is unaffected.
  */
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -25,6 +26,59 @@
 
 #include "disasm.h"
 #include "log.h"
+
+/*
+ * capstone is opened on first use and closed by disasm__release(): gospan needs it only while it
+ * analyses a target, and once loaded its tables (relocated at load) hold 5 MB of resident memory,
+ * more than the rest of gospan's own. CAPSTONE_SONAME is the library the build found.
+ */
+static struct {
+	void *handle;
+	typeof(cs_open) *open;
+	typeof(cs_option) *option;
+	typeof(cs_malloc) *malloc;
+	typeof(cs_disasm_iter) *disasm_iter;
+	typeof(cs_free) *free;
+	typeof(cs_close) *close;
+	typeof(cs_errno) *errno_of;
+	typeof(cs_strerror) *strerror;
+} capstone;
+
+static int capstone_load(void)
+{
+	void *h;
+
+	if (capstone.handle)
+		return 0;
+	h = dlopen(CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		pr_err("cannot load capstone, needed to find where to probe: %s", dlerror());
+		return -ENOENT;
+	}
+	capstone.open = dlsym(h, "cs_open");
+	capstone.option = dlsym(h, "cs_option");
+	capstone.malloc = dlsym(h, "cs_malloc");
+	capstone.disasm_iter = dlsym(h, "cs_disasm_iter");
+	capstone.free = dlsym(h, "cs_free");
+	capstone.close = dlsym(h, "cs_close");
+	capstone.errno_of = dlsym(h, "cs_errno");
+	capstone.strerror = dlsym(h, "cs_strerror");
+	if (!capstone.open || !capstone.option || !capstone.malloc || !capstone.disasm_iter || !capstone.free || !capstone.close ||
+	    !capstone.errno_of || !capstone.strerror) {
+		pr_err("cannot load capstone: '%s' lacks a function gospan uses", CAPSTONE_SONAME);
+		dlclose(h);
+		return -ENOENT;
+	}
+	capstone.handle = h;
+	return 0;
+}
+
+void disasm__release(void)
+{
+	if (capstone.handle)
+		dlclose(capstone.handle);
+	capstone.handle = NULL;
+}
 
 #define ARM64_INSN_LEN 4
 
@@ -82,14 +136,14 @@ static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint
 	cs_insn *insn;
 	int err = 0;
 
-	insn = cs_malloc(cs);
+	insn = capstone.malloc(cs);
 	if (!insn) {
-		pr_err("cannot disassemble: %s", cs_strerror(cs_errno(cs)));
+		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(cs)));
 		return -ENOMEM;
 	}
 	while (left) {
 		/* cs_disasm_iter advances p, left and pc past each instruction it decodes. */
-		while (cs_disasm_iter(cs, &p, &left, &pc, insn)) {
+		while (capstone.disasm_iter(cs, &p, &left, &pc, insn)) {
 			if (wanted(machine, insn, call_to)) {
 				err = rets_add(r, insn->address - addr);
 				if (err)
@@ -112,7 +166,7 @@ static int sweep(csh cs, uint16_t machine, const uint8_t *code, size_t len, uint
 		break;
 	}
 cleanup:
-	cs_free(insn, 1);
+	capstone.free(insn, 1);
 	return err;
 }
 
@@ -138,26 +192,29 @@ static int find(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr
 	default:
 		return -EOPNOTSUPP;
 	}
-	cerr = cs_open(arch, mode, &cs);
+	err = capstone_load();
+	if (err)
+		return err;
+	cerr = capstone.open(arch, mode, &cs);
 	if (cerr != CS_ERR_OK) {
-		pr_err("cannot start capstone for machine %u: %s", machine, cs_strerror(cerr));
+		pr_err("cannot start capstone for machine %u: %s", machine, capstone.strerror(cerr));
 		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
 	}
 	/* Call targets need operand details; returns do not, and the sweep is faster without. */
 	if (call_to) {
-		cerr = cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+		cerr = capstone.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
 		if (cerr != CS_ERR_OK) {
-			pr_err("cannot ask capstone for operands: %s", cs_strerror(cerr));
-			cs_close(&cs);
+			pr_err("cannot ask capstone for operands: %s", capstone.strerror(cerr));
+			capstone.close(&cs);
 			return -EINVAL;
 		}
 	}
 	err = sweep(cs, machine, code, len, addr, call_to, &r);
 	if (!err && !r.n)
 		err = -ENOENT;
-	cerr = cs_close(&cs);
+	cerr = capstone.close(&cs);
 	if (!err && cerr != CS_ERR_OK) {
-		pr_err("cannot close capstone: %s", cs_strerror(cerr));
+		pr_err("cannot close capstone: %s", capstone.strerror(cerr));
 		err = -EINVAL;
 	}
 	if (err) {
@@ -232,24 +289,27 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 	*off = 0;
 	if (machine != EM_X86_64)
 		return 0; /* arm64 single-steps its prologue's stores either way */
-	cerr = cs_open(CS_ARCH_X86, CS_MODE_64, &cs);
+	err = capstone_load();
+	if (err)
+		return err;
+	cerr = capstone.open(CS_ARCH_X86, CS_MODE_64, &cs);
 	if (cerr != CS_ERR_OK) {
-		pr_err("cannot start capstone: %s", cs_strerror(cerr));
+		pr_err("cannot start capstone: %s", capstone.strerror(cerr));
 		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
 	}
-	cerr = cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cerr = capstone.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
 	if (cerr != CS_ERR_OK) {
-		pr_err("cannot ask capstone for operands: %s", cs_strerror(cerr));
+		pr_err("cannot ask capstone for operands: %s", capstone.strerror(cerr));
 		err = -EINVAL;
 		goto cleanup;
 	}
-	insn = cs_malloc(cs);
+	insn = capstone.malloc(cs);
 	if (!insn) {
-		pr_err("cannot disassemble: %s", cs_strerror(cs_errno(cs)));
+		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(cs)));
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	while (step < 4 && cs_disasm_iter(cs, &p, &left, &pc, insn)) {
+	while (step < 4 && capstone.disasm_iter(cs, &p, &left, &pc, insn)) {
 		if (step == 0 && !prologue_step(insn, 0))
 			step = 1; /* no LEA: this instruction must be the CMP */
 		if (!prologue_step(insn, step))
@@ -259,7 +319,7 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 		step = step == 0 ? 1 : step + 1;
 	}
 cleanup:
-	cs_free(insn, insn ? 1 : 0);
-	cs_close(&cs);
+	capstone.free(insn, insn ? 1 : 0);
+	capstone.close(&cs);
 	return err;
 }

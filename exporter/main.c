@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "config.h"
 #include "console.h"
+#include "disasm.h"
 #include "embed.h"
 #include "export.h"
 #include "export_http.h"
@@ -427,11 +428,16 @@ static int add_target(struct app *app, size_t i)
 		return err;
 	/* With a --functions file, a binary that serves no HTTP is still worth tracing. */
 	tg = target__analyse(path, name, app->tables, !app->functions || !cfg->functions_file);
-	if (!tg)
-		return -errno;
+	if (!tg) {
+		err = -errno;
+		disasm__release();
+		return err;
+	}
 	t->target = tg;
 	app->ntraced++;
 	err = functions__resolve(app->functions, tg);
+	/* The disassembly is done: capstone would only hold memory until the next target. */
+	disasm__release();
 	if (err)
 		return err;
 	if (!tg->serve_http.addr && !tg->nfuncs) {
