@@ -42,6 +42,8 @@ struct http_sink {
 	bool json; /* the body is OTLP/JSON */
 	CURL *curl;
 	struct curl_slist *headers;
+	char **secrets; /* the configured header values, hidden wherever a response is shown */
+	size_t nsecrets;
 	char *url;
 	char errbuf[CURL_ERROR_SIZE];
 	uint8_t body[BODY_MAX + 1];
@@ -112,6 +114,9 @@ static void http_sink_free(void *ctx)
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	curl_slist_free_all(h->headers);
+	while (h->nsecrets)
+		free(h->secrets[--h->nsecrets]);
+	free(h->secrets);
 	free(h->url);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->lock);
@@ -139,6 +144,10 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 	size_t i;
 	int err;
 
+	h->secrets = calloc(opts->nheaders + 1, sizeof(*h->secrets));
+	if (!h->secrets)
+		return -ENOMEM;
+
 	h->json = opts->json;
 	err = add_header(&h->headers, opts->json ? "Content-Type: application/json" :
 						   "Content-Type: application/x-protobuf");
@@ -160,8 +169,34 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 			return -ENOMEM;
 		err = add_header(&h->headers, line);
 		free(line);
+		if (!err && *kv->value) {
+			h->secrets[h->nsecrets] = strdup(kv->value);
+			if (!h->secrets[h->nsecrets])
+				return -ENOMEM;
+			h->nsecrets++;
+		}
 	}
 	return err;
+}
+
+/*
+ * Covers every configured header value in TEXT[0..LEN) with '*'. Some collectors and proxies
+ * answer with the request's headers (in an error body, or in a partial success's message), and
+ * those values are API keys: whatever of a response is shown passes through here first, whole,
+ * before it is cut to size, so no part of a key survives at the cut either.
+ */
+static void hide_secrets(const struct http_sink *h, char *text, size_t len)
+{
+	char *p, *end = text + len;
+	size_t i, n;
+
+	if (!len)
+		return;
+	for (i = 0; i < h->nsecrets; i++) {
+		n = strlen(h->secrets[i]);
+		for (p = text; (p = memmem(p, end - p, h->secrets[i], n)); p += n)
+			memset(p, '*', n);
+	}
 }
 
 /* The sink's lock and a condition variable on the monotonic clock, for backoff waits. */
@@ -393,8 +428,11 @@ static bool status_retryable(long status)
 	return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
-/* Logs and counts a partial success: REJECTED of N spans refused, with the collector's MESSAGE. */
-static void report_partial_success(struct http_sink *h, long long rejected, const char *message,
+/*
+ * Logs and counts a partial success: REJECTED of N spans refused, with the collector's MESSAGE
+ * (the decoded response's memory, where configured header values are hidden).
+ */
+static void report_partial_success(struct http_sink *h, long long rejected, char *message,
 				   size_t n)
 {
 	char msg[BODY_KEEP + 1];
@@ -402,6 +440,7 @@ static void report_partial_success(struct http_sink *h, long long rejected, cons
 
 	if (!rejected && !mlen)
 		return;
+	hide_secrets(h, message, mlen);
 	if (mlen > BODY_KEEP)
 		mlen = BODY_KEEP;
 	memcpy(msg, message ? message : "", mlen);
@@ -552,6 +591,7 @@ static enum attempt post_once(struct http_sink *h, const uint8_t *body, size_t l
 		check_partial_success(h, h->body, h->body_len, n);
 		return ATTEMPT_OK;
 	}
+	hide_secrets(h, (char *)h->body, h->body_len);
 	shown = h->body_len < BODY_KEEP ? h->body_len : BODY_KEEP;
 	printable((char *)h->body, shown);
 	snprintf(why, why_len, "HTTP %ld%s%.*s", status, shown ? ": " : "", (int)shown,
