@@ -49,11 +49,19 @@ type app struct {
 
 // get calls URL and records the outcome; it never fails, the caller decides what is an error.
 func (a *app) get(ctx context.Context, via, u string) call {
+	return a.getWith(ctx, via, u, nil)
+}
+
+// getWith is get with extra request headers.
+func (a *app) getWith(ctx context.Context, via, u string, h http.Header) call {
 	c := call{Via: via, URL: u}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		c.Error = err.Error()
 		return c
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := a.client.Do(req)
 	if err != nil {
@@ -119,6 +127,28 @@ func (a *app) routes() *http.ServeMux {
 		ch := a.spawn(r.Context(), r.PathValue("id"))
 		direct := a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct"))
 		answer(w, direct, <-ch)
+	})
+	mux.HandleFunc("GET /credentials/{id}", func(w http.ResponseWriter, r *http.Request) {
+		// Calls the backend with the credentials this request brought in every place a call
+		// can hold them: user info in the URL (which net/http turns into an Authorization
+		// header), query values, and the X-Api-Key and Cookie headers passed on. A tracer
+		// must export none of them.
+		q := r.URL.Query()
+		u, err := url.Parse(a.backend)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		u.User = url.UserPassword(q.Get("user"), q.Get("password"))
+		u.Path = "/work/" + r.PathValue("id")
+		u.RawQuery = url.Values{"token": {q.Get("token")}, "user": {q.Get("user")}}.Encode()
+		h := http.Header{}
+		for _, k := range []string{"X-Api-Key", "Cookie"} {
+			if v := r.Header.Values(k); len(v) > 0 {
+				h[k] = v
+			}
+		}
+		answer(w, a.getWith(r.Context(), "credentials", u.String(), h))
 	})
 	mux.HandleFunc("GET /error", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, a.get(r.Context(), "error", a.unreachable+"/nowhere"))

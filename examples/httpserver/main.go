@@ -1,6 +1,7 @@
 // httpserver is the service gospan's demo and end-to-end tests trace: a small user/item API on
-// Go 1.22 routing patterns, with handlers that are slow, fail, panic or answer from the mux
-// itself (404, 405), so every kind of span gospan produces has a request that causes it.
+// Go 1.22 routing patterns, with handlers that are slow, block for seconds, recurse deep enough
+// to grow their stack to megabytes, fail, panic, or answer from the mux itself (404, 405), so
+// every kind of span gospan produces has a request that causes it.
 package main
 
 import (
@@ -20,8 +21,14 @@ import (
 	"time"
 )
 
-// maxSlow bounds /slow so a typo in a test cannot hold a connection for minutes.
-const maxSlow = 10 * time.Second
+const (
+	// maxSlow bounds /slow, /sleep and /block so a typo in a test cannot hold a connection for
+	// minutes.
+	maxSlow = 10 * time.Second
+	// maxDeep bounds /deep: 250000 frames of deep's take a goroutine stack of 128 MB, well
+	// below the runtime's 1 GB limit.
+	maxDeep = 250000
+)
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -33,6 +40,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func readBody(r *http.Request) int64 {
 	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 	return n
+}
+
+// deep recurses N levels and returns 0+1+...+N. Each frame keeps an array alive across the
+// recursive call, so a deep call makes the goroutine's stack grow again and again, each time
+// through runtime.morestack copying the whole stack to a new one twice the size.
+//
+//go:noinline
+func deep(n int) uint64 {
+	var frame [32]uint64
+	for i := range frame {
+		frame[i] = uint64(n + i)
+	}
+	if n == 0 {
+		return 0
+	}
+	sum := deep(n - 1)
+	// frame[n%32] - n%32 is n: read back after the call, so the array must survive it.
+	return sum + frame[n%32] - uint64(n%32)
+}
+
+// pathDuration reads the {ms} path value as a duration up to maxSlow.
+func pathDuration(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	ms, err := strconv.Atoi(r.PathValue("ms"))
+	if err != nil || ms < 0 {
+		http.Error(w, "ms must be a non-negative integer", http.StatusBadRequest)
+		return 0, false
+	}
+	return min(time.Duration(ms)*time.Millisecond, maxSlow), true
 }
 
 func routes() *http.ServeMux {
@@ -73,6 +108,34 @@ func routes() *http.ServeMux {
 		time.Sleep(d)
 		fmt.Fprintf(w, "slept %d ms\n", d.Milliseconds())
 	})
+	mux.HandleFunc("GET /sleep/{ms}", func(w http.ResponseWriter, r *http.Request) {
+		d, ok := pathDuration(w, r)
+		if !ok {
+			return
+		}
+		time.Sleep(d)
+		fmt.Fprintf(w, "slept %d ms\n", d.Milliseconds())
+	})
+	mux.HandleFunc("GET /block/{ms}", func(w http.ResponseWriter, r *http.Request) {
+		// Parked on a channel receive rather than in time.Sleep: another goroutine, started
+		// by the timer, wakes the handler.
+		d, ok := pathDuration(w, r)
+		if !ok {
+			return
+		}
+		done := make(chan struct{})
+		time.AfterFunc(d, func() { close(done) })
+		<-done
+		fmt.Fprintf(w, "blocked %d ms\n", d.Milliseconds())
+	})
+	mux.HandleFunc("GET /deep/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.PathValue("n"))
+		if err != nil || n < 0 || n > maxDeep {
+			http.Error(w, fmt.Sprintf("n must be 0..%d", maxDeep), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "depth %d sum %d\n", n, deep(n))
+	})
 	mux.HandleFunc("GET /fail", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this handler always fails", http.StatusInternalServerError)
 	})
@@ -89,11 +152,17 @@ func routes() *http.ServeMux {
 		// net/http recovers this, logs it and closes the connection without a response.
 		panic("httpserver: /panic was requested")
 	})
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		// A secret in a response header: the session the query names comes back as a cookie.
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: r.URL.Query().Get("session"),
+			Path: "/", HttpOnly: true})
+		fmt.Fprintln(w, "logged in")
+	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "httpserver: try /users/42, /items/a/b, /slow?ms=200, /fail, /panic, /echo/anything")
+		fmt.Fprintln(w, "httpserver: try /users/42, /items/a/b, /slow?ms=200, /sleep/200, /block/200, /deep/1000, /fail, /panic, /echo/anything")
 	})
 	// The catch-all echo lives under /echo/ rather than at "/": a pattern matching every path
 	// would leave the mux nothing to answer 404 or 405 for, and those spans carry no route.
