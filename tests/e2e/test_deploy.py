@@ -714,6 +714,17 @@ def test_runtime_packages_cover_every_shared_library(gospan_image):
     for soname, path in ldd.items():
         pkg = _owning_package(path)
         assert pkg in closure, f"{soname} comes from {pkg}, which the runtime stage lacks"
+    # Libraries gospan opens itself (dlopen: capstone, exporter/disasm.c) are named in the binary
+    # as strings, not in NEEDED: the runtime stage must have them too.
+    cache = _run(["ldconfig", "-p"], "ldconfig")
+    opened = set(re.findall(rb"(lib[a-z0-9_+-]+\.so\.\d+)\x00", binary.read_bytes()))
+    opened = {o.decode() for o in opened} - set(needed)
+    assert "libcapstone.so" in " ".join(opened), f"gospan names no capstone to open: {opened}"
+    for soname in opened:
+        m = re.search(rf"^\s*{re.escape(soname)} \(.*\) => (\S+)$", cache, re.M)
+        assert m, f"gospan opens {soname}, which this machine does not have"
+        pkg = _owning_package(m.group(1))
+        assert pkg in runtime, f"gospan opens {soname} ({pkg}): add {pkg} to the runtime stage"
 
 
 @pytest.mark.parametrize("name", APPS)
