@@ -6,7 +6,7 @@
  * Any function's entry and every RET are probed; entry records its arguments as raw words and
  * bounded strings, as the func_config user space derived from DWARF or the config file says, and
  * pushes a frame on the goroutine's span stack; the RET that belongs to that frame pops it. The
- * casgstatus probe keeps, per goroutine with a span, how long it has been _Grunning: a span's
+ * casgstatus probe keeps, per goroutine with a span, how long it has been on a CPU: a span's
  * on-CPU time is the difference between its start and its end.
  */
 #ifndef GOSPAN_FUNCTIONS_BPF_H
@@ -38,7 +38,7 @@ struct {
 
 /* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
 struct gclock {
-	__u64 total_ns; /* time spent _Grunning, up to SINCE_NS when RUNNING */
+	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
 	__u64 since_ns;
 	__u64 running;
 };
@@ -71,10 +71,16 @@ static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 n
 	return c->total_ns + (now - c->since_ns);
 }
 
+/* Whether a goroutine in Go status S is using a CPU. */
+static __always_inline bool on_cpu(__u32 s)
+{
+	return s == GO_STATUS_RUNNING || s == GO_STATUS_COPYSTACK;
+}
+
 /*
  * runtime.casgstatus(gp *g, oldval, newval uint32): every goroutine state change the scheduler
- * makes. Only changes into or out of _Grunning matter, and they are told apart before any map
- * lookup, so the others cost the probe hit alone.
+ * makes. Only changes onto or off a CPU matter, and they are told apart before any map lookup,
+ * so the others cost the probe hit alone.
  */
 SEC("uprobe")
 int go_casgstatus(GO_REGS *ctx)
@@ -86,7 +92,7 @@ int go_casgstatus(GO_REGS *ctx)
 	struct gclock *c;
 	__u64 now;
 
-	if ((oldval == GO_STATUS_RUNNING) == (newval == GO_STATUS_RUNNING))
+	if (on_cpu(oldval) == on_cpu(newval))
 		return 0;
 	cfg = bpf_map_lookup_elem(&targets, &cookie);
 	if (!cfg)
@@ -97,7 +103,7 @@ int go_casgstatus(GO_REGS *ctx)
 	if (!c)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (newval == GO_STATUS_RUNNING) {
+	if (on_cpu(newval)) {
 		c->since_ns = now;
 		c->running = 1;
 	} else if (c->running) {

@@ -422,11 +422,6 @@ def test_cpu_time_of_blocked_handlers_is_small(cpu_run):
             f"was parked nearly all the time")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gospan's casgstatus probe (bpf/include/functions.bpf.h, go_casgstatus) stops a goroutine's "
-    "clock on every change out of _Grunning, including _Grunning -> _Gcopystack, which "
-    "runtime.newstack makes while the goroutine's own thread copies its stack: that CPU time "
-    "is left out of gospan.cpu_time_ns"))
 def test_cpu_time_of_deep_handlers_counts_stack_growth(cpu_run):
     """A deep request alone on a fresh connection is on a CPU from start to end: computing, or
     copying its stack as it grows (runtime.copystack, run by the goroutine's own thread). Its
