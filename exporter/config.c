@@ -242,6 +242,16 @@ static int refuse(const char *name, const char *val, const char *why)
 	return -EINVAL;
 }
 
+/* refuse() for a URL, shown without its user info (which may hold a password). */
+static int refuse_url(const char *name, const char *url, const char *why)
+{
+	char *shown = config__printable_url(url);
+
+	pr_err("invalid %s '%s': %s", name, shown ? shown : "(URL)", why);
+	free(shown);
+	return -EINVAL;
+}
+
 /*
  * Strict decimal: digits only, the whole string, no overflow. strtol alone would accept " 12"
  * and "+12" and stop quietly at the "abc" of "12abc".
@@ -643,36 +653,36 @@ static int check_url(const char *name, const char *val)
 	else if (!strncasecmp(val, "https://", 8))
 		p = val + 8;
 	else
-		return refuse(name, val, "not an http:// or https:// URL");
+		return refuse_url(name, val, "not an http:// or https:// URL");
 	for (c = val; *c; c++)
 		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return refuse(name, val, "space or control character in URL");
+			return refuse_url(name, val, "space or control character in URL");
 	end = p + strcspn(p, "/?#");
 	at = memrchr(p, '@', end - p);
 	host = at ? at + 1 : p;
 	if (*host == '[') {
 		host_end = memchr(host, ']', end - host);
 		if (!host_end || host_end == host + 1)
-			return refuse(name, val, "bad IPv6 address in URL");
+			return refuse_url(name, val, "bad IPv6 address in URL");
 		host_end++;
 	} else {
 		host_end = memchr(host, ':', end - host);
 		if (!host_end)
 			host_end = end;
 		if (host_end == host)
-			return refuse(name, val, "no host in URL");
+			return refuse_url(name, val, "no host in URL");
 	}
 	if (host_end == end)
 		return 0;
 	if (*host_end != ':' || host_end + 1 == end)
-		return refuse(name, val, "bad port in URL");
+		return refuse_url(name, val, "bad port in URL");
 	for (c = host_end + 1; c < end; c++) {
 		if (!isdigit((unsigned char)*c) || port > 65535)
-			return refuse(name, val, "bad port in URL");
+			return refuse_url(name, val, "bad port in URL");
 		port = port * 10 + (*c - '0');
 	}
 	if (port < 1 || port > 65535)
-		return refuse(name, val, "bad port in URL");
+		return refuse_url(name, val, "bad port in URL");
 	return 0;
 }
 
@@ -1040,8 +1050,8 @@ static const char *list_targets(const struct config *cfg, bool pids, char *buf, 
 
 void config__print_help(const struct config *cfg, FILE *out)
 {
+	char capped[512], *shown, *printable = NULL;
 	const struct setting *s;
-	char capped[512];
 	const char *val;
 	int id;
 
@@ -1075,6 +1085,8 @@ void config__print_help(const struct config *cfg, FILE *out)
 			val = "(unset)";
 		else if (s->secret)
 			val = "(set, hidden)";
+		else if (s->parse == parse_endpoint && (shown = config__printable_url(val)))
+			val = printable = shown;
 		/* The default batch shrinks to a smaller queue (finish()): show what is used. */
 		if (id == S_BSP_BATCH && cfg->raw[id] &&
 		    strtol(cfg->raw[id], NULL, 10) != cfg->bsp_max_batch) {
@@ -1084,6 +1096,36 @@ void config__print_help(const struct config *cfg, FILE *out)
 		}
 		fprintf(out, "      %s\n      = %s  [%s]\n", s->help, val,
 			source_names[cfg->source[id]]);
+		free(printable);
+		printable = NULL;
 	}
-	fprintf(out, "\ntraces are sent to %s\n", cfg->traces_url ? cfg->traces_url : "(unset)");
+	shown = cfg->traces_url ? config__printable_url(cfg->traces_url) : NULL;
+	fprintf(out, "\ntraces are sent to %s\n", shown ? shown : cfg->traces_url ? "(unprintable)" :
+								       "(unset)");
+	free(shown);
+}
+
+char *config__printable_url(const char *url)
+{
+	const char *auth, *end, *at = NULL, *p;
+	char *out;
+
+	if (!url) {
+		errno = EINVAL;
+		return NULL;
+	}
+	auth = strstr(url, "://");
+	if (!auth)
+		return strdup(url);
+	auth += 3;
+	/* The authority ends at the path, query or fragment; user info ends at its last '@'. */
+	end = auth + strcspn(auth, "/?#");
+	for (p = auth; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (!at)
+		return strdup(url);
+	if (asprintf(&out, "%.*sREDACTED%s", (int)(auth - url), url, at) < 0)
+		return NULL;
+	return out;
 }

@@ -102,4 +102,10 @@ void config__free(struct config *cfg);
 /* Prints usage and every setting with its current value and where it came from. */
 void config__print_help(const struct config *cfg, FILE *out);
 
+/*
+ * URL as messages may show it: any user info ("user:password@", which an OTLP endpoint may carry)
+ * replaced by "REDACTED". A malloc'ed copy; NULL with errno on failure.
+ */
+char *config__printable_url(const char *url);
+
 #endif

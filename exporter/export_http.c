@@ -24,6 +24,7 @@
 #include <curl/curl.h>
 #include <zlib.h>
 
+#include "config.h"
 #include "export.h"
 #include "export_http.h"
 #include "log.h"
@@ -45,6 +46,7 @@ struct http_sink {
 	char **secrets; /* the configured header values, hidden wherever a response is shown */
 	size_t nsecrets;
 	char *url;
+	char *shown; /* URL as messages show it: without user info */
 	char errbuf[CURL_ERROR_SIZE];
 	uint8_t body[BODY_MAX + 1];
 	size_t body_len;
@@ -118,6 +120,7 @@ static void http_sink_free(void *ctx)
 		free(h->secrets[--h->nsecrets]);
 	free(h->secrets);
 	free(h->url);
+	free(h->shown);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -161,7 +164,7 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
 
 		if (!*kv->key || strpbrk(kv->key, ":\r\n \t") || strpbrk(kv->value, "\r\n")) {
 			pr_err("cannot use header '%s' for '%s': malformed name or value", kv->key,
-			       opts->url);
+			       h->shown);
 			return -EINVAL;
 		}
 		if (*kv->value ? asprintf(&line, "%s: %s", kv->key, kv->value) < 0 :
@@ -299,17 +302,18 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	h->seed = (unsigned int)now_ms() ^ (unsigned int)(uintptr_t)h;
 	err = -ENOMEM;
 	h->url = strdup(opts->url);
-	if (!h->url)
+	h->shown = config__printable_url(opts->url);
+	if (!h->url || !h->shown)
 		goto cleanup;
 	h->curl = curl_easy_init();
 	if (!h->curl) {
-		pr_err("cannot create an HTTP client for '%s': curl_easy_init failed", opts->url);
+		pr_err("cannot create an HTTP client for '%s': curl_easy_init failed", h->shown);
 		goto cleanup;
 	}
 	err = build_headers(h, opts);
 	if (err)
 		goto cleanup;
-	warn_if_cleartext(h->url);
+	warn_if_cleartext(h->shown);
 
 	connect_ms = opts->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? opts->timeout_ms :
 								  CONNECT_TIMEOUT_MAX_MS;
@@ -344,7 +348,7 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	return h;
 
 setopt_failed:
-	pr_err("cannot set up the HTTP client for '%s': %s: %s", opts->url, what,
+	pr_err("cannot set up the HTTP client for '%s': %s: %s", h->shown, what,
 	       curl_easy_strerror(rc));
 	err = -EINVAL;
 cleanup:
@@ -445,7 +449,7 @@ static void report_partial_success(struct http_sink *h, long long rejected, char
 		mlen = BODY_KEEP;
 	memcpy(msg, message ? message : "", mlen);
 	printable(msg, mlen);
-	pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->url, rejected, n,
+	pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->shown, rejected, n,
 		mlen ? ": " : "", msg);
 	if (rejected > 0) {
 		pthread_mutex_lock(&h->lock);
@@ -463,7 +467,7 @@ static void check_partial_success_pb(struct http_sink *h, const uint8_t *body, s
 	resp = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
 		NULL, len, body);
 	if (!resp) {
-		pr_debug("response from '%s' is not an ExportTraceServiceResponse", h->url);
+		pr_debug("response from '%s' is not an ExportTraceServiceResponse", h->shown);
 		return;
 	}
 	ps = resp->partial_success;
@@ -487,7 +491,7 @@ static void check_partial_success_json(struct http_sink *h, const uint8_t *body,
 
 	resp = cJSON_ParseWithLength((const char *)body, len);
 	if (!resp) {
-		pr_debug("response from '%s' is not JSON", h->url);
+		pr_debug("response from '%s' is not JSON", h->shown);
 		return;
 	}
 	ps = cJSON_GetObjectItemCaseSensitive(resp, "partialSuccess");
@@ -519,7 +523,7 @@ static void check_partial_success(struct http_sink *h, const uint8_t *body, size
 	if (!len)
 		return;
 	if (h->body_cut) {
-		pr_debug("response from '%s' longer than %d bytes: not decoded", h->url, BODY_MAX);
+		pr_debug("response from '%s' longer than %d bytes: not decoded", h->shown, BODY_MAX);
 		return;
 	}
 	if (h->json)
@@ -535,15 +539,15 @@ uint64_t http_sink__parse_response(const void *body, size_t len, bool json, size
 
 	if (!h)
 		return 0;
-	h->url = strdup("(response)");
-	if (h->url && !pthread_mutex_init(&h->lock, NULL)) {
+	h->shown = strdup("(response)");
+	if (h->shown && !pthread_mutex_init(&h->lock, NULL)) {
 		h->json = json;
 		h->body_cut = len > BODY_MAX; /* what on_body() would have kept */
 		check_partial_success(h, body, len, n);
 		rejected = h->rejected;
 		pthread_mutex_destroy(&h->lock);
 	}
-	free(h->url);
+	free(h->shown);
 	free(h);
 	return rejected;
 }
@@ -652,7 +656,7 @@ static int encode_body(struct http_sink *h, struct span *const *spans, size_t n,
 		return 0;
 	err = gzip_body(*buf, len, zbuf, &zlen);
 	if (err) {
-		pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->url, strerror(-err));
+		pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->shown, strerror(-err));
 		return err;
 	}
 	*body = *zbuf;
@@ -710,22 +714,22 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 	for (;;) {
 		left = deadline - now_ms();
 		if (left <= 0) {
-			pr_err("export to '%s' failed: %s; no time left before shutdown", h->url, why);
+			pr_err("export to '%s' failed: %s; no time left before shutdown", h->shown, why);
 			err = -EAGAIN;
 			break;
 		}
 		res = post_once(h, body, blen, n, left < h->timeout_ms ? left : h->timeout_ms, &wait,
 				why, sizeof(why));
 		if (res == ATTEMPT_OK) {
-			pr_debug("exported %zu spans (%zu bytes) to '%s'", n, blen, h->url);
+			pr_debug("exported %zu spans (%zu bytes) to '%s'", n, blen, h->shown);
 			if (h->streak)
-				pr_info("export to '%s' works again", h->url);
+				pr_info("export to '%s' works again", h->shown);
 			h->streak = 0;
 			err = 0;
 			break;
 		}
 		if (res == ATTEMPT_FAIL) {
-			pr_err("export to '%s' failed: %s; %zu spans dropped", h->url, why, n);
+			pr_err("export to '%s' failed: %s; %zu spans dropped", h->shown, why, n);
 			h->streak = 0;
 			err = -EIO;
 			break;
@@ -735,7 +739,7 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 		h->streak++;
 		h->next_ms = now_ms() + wait;
 		if (sink_stopping(h, &stop_deadline)) {
-			pr_err("export to '%s' failed: %s; not retried: shutting down", h->url,
+			pr_err("export to '%s' failed: %s; not retried: shutting down", h->shown,
 			       why);
 			err = -EAGAIN;
 			break;
@@ -744,13 +748,13 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 			/* Not lost: the processor keeps the batch and calls again. */
 			pr_warn("export to '%s' failed: %s; %zu spans kept queued, retrying in "
 				"%lld ms",
-				h->url, why, n, wait);
+				h->shown, why, n, wait);
 			err = -EAGAIN;
 			break;
 		}
-		pr_warn("export to '%s' failed: %s; retrying in %lld ms", h->url, why, wait);
+		pr_warn("export to '%s' failed: %s; retrying in %lld ms", h->shown, why, wait);
 		if (!sleep_until(h, h->next_ms)) {
-			pr_err("export to '%s' failed: %s; not retried: shutting down", h->url,
+			pr_err("export to '%s' failed: %s; not retried: shutting down", h->shown,
 			       why);
 			err = -EAGAIN;
 			break;

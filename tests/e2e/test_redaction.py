@@ -24,9 +24,11 @@ does not know about is still found.
 import base64
 import http.client
 import json
+import os
 import resource
 import secrets
 import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -410,7 +412,7 @@ def export_run(start_service, start_gospan, free_port, otlp_proto):
     apikey = secret("apikey")
     forbidden = {"bearer": secret("bearer"), "apikey": apikey,
                  "apikey percent-encoded": apikey.replace("-", "%2D", 1),
-                 "tenant": secret("tenant")}
+                 "tenant": secret("tenant"), "endpoint password": secret("endpoint")}
     env = {
         "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer {forbidden['bearer']},"
                                       f"x-api-key={forbidden['apikey percent-encoded']}",
@@ -428,6 +430,8 @@ def export_run(start_service, start_gospan, free_port, otlp_proto):
             for c in cases.values():
                 c.rx = Collector(**c.collector) if c.collector is not None else None
                 url = c.rx.url if c.rx else f"http://127.0.0.1:{free_port()}/v1/traces"
+                # User info in the endpoint itself: every message about the export names it.
+                url = url.replace("http://", f"http://gospan:{forbidden['endpoint password']}@", 1)
                 c.svc = start_service()
                 c.gospan = start_gospan(
                     c.svc.pid, env=dict(env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=url),
@@ -484,3 +488,17 @@ def test_gospan_ended_as_signalled(case):
 def test_export_secrets_never_printed(case, export_run):
     shown = [name for name, f in export_run.forbidden.items() if f in case.output]
     assert not shown, f"{case.name}: gospan printed {shown}:\n{case.output}"
+
+
+def test_help_hides_endpoint_password(gospan_bin):
+    """--help shows every setting's value and where traces go: never an endpoint's password."""
+    password = secret("help")
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=f"https://gospan:{password}@collector:4318",
+               OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"http://u:{password}@[::1]:4318/v1/traces")
+    out = subprocess.run([str(gospan_bin), "--help"], env=env, capture_output=True, text=True,
+                         timeout=30)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "traces are sent to http://REDACTED@[::1]:4318/v1/traces" in text, text
+    assert "https://REDACTED@collector:4318" in text, text
+    assert password not in text, text

@@ -372,7 +372,7 @@ static void test_config__endpoint_joining(void **state)
 static void test_config__bad_urls(void **state)
 {
 	static const struct {
-		const char *url, *why;
+		const char *url, *why, *shown; /* SHOWN: as the message shows URL, when not as is */
 	} bad[] = {
 		{ "ftp://otel:4318", "not an http:// or https:// URL" },
 		{ "localhost:4318", "not an http:// or https:// URL" },
@@ -380,7 +380,7 @@ static void test_config__bad_urls(void **state)
 		{ "http://", "no host in URL" },
 		{ "http:///v1/traces", "no host in URL" },
 		{ "http://:4318", "no host in URL" },
-		{ "http://user@:4318", "no host in URL" },
+		{ "http://user@:4318", "no host in URL", "http://REDACTED@:4318" },
 		{ "http://otel:0", "bad port in URL" },
 		{ "http://otel:65536", "bad port in URL" },
 		{ "http://otel:43x8", "bad port in URL" },
@@ -396,7 +396,7 @@ static void test_config__bad_urls(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(var, sizeof(var), "OTEL_EXPORTER_OTLP_ENDPOINT=%s", bad[i].url);
 		snprintf(want, sizeof(want), "invalid OTEL_EXPORTER_OTLP_ENDPOINT '%s': %s",
-			 bad[i].url, bad[i].why);
+			 bad[i].shown ? bad[i].shown : bad[i].url, bad[i].why);
 		expect_invalid(ENV(var), NO_ARGS, want);
 		snprintf(var, sizeof(var), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=%s", bad[i].url);
 		expect_invalid(ENV(var), NO_ARGS, "invalid OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
@@ -740,6 +740,30 @@ static void test_config__insecure(void **state)
 		       "invalid OTEL_EXPORTER_OTLP_TRACES_INSECURE '2': expected true or false");
 }
 
+/* URLs as messages show them: user info replaced, the rest as given. */
+static void test_config__printable_url(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "http://u:pw@host:4318/v1/traces", "http://REDACTED@host:4318/v1/traces" },
+		{ "https://user@h/p?q=a@b#f@g", "https://REDACTED@h/p?q=a@b#f@g" },
+		{ "http://a@b:c@[::1]:1/x", "http://REDACTED@[::1]:1/x" },
+		{ "http://host:4318/v1/traces?to=x@y", "http://host:4318/v1/traces?to=x@y" },
+		{ "http://@host/", "http://REDACTED@host/" },
+		{ "not a url @ all", "not a url @ all" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *shown = config__printable_url(cases[i][0]);
+
+		assert_non_null(shown);
+		assert_string_equal(shown, cases[i][1]);
+		free(shown);
+	}
+	assert_null(config__printable_url(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -765,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_config__tls_files),
 		cmocka_unit_test(test_config__tls_file_missing),
 		cmocka_unit_test(test_config__insecure),
+		cmocka_unit_test(test_config__printable_url),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
