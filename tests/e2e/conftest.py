@@ -358,6 +358,33 @@ def call(svc, method, path, body=None, timeout=10.0):
         c.close()
 
 
+def perform(req, port, conn=None, method="GET", target="/", body=None, headers=None,
+            timeout=15.0):
+    """Sends one request on CONN (keep-alive) or, without CONN or with REQ.new_conn, on a
+    connection of its own, and records on REQ what a span must match: local_port (the client's
+    port), t0 and t1 (the wall-clock window, ns), got_status, got_body (bytes) and error."""
+    own = conn is None or getattr(req, "new_conn", False)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout) if own else conn
+    headers = dict(headers or {}, **({"Connection": "close"} if own else {}))
+    try:
+        if c.sock is None:
+            c.connect()
+        req.local_port = c.sock.getsockname()[1]
+        req.t0 = time.time_ns()
+        c.request(method, target, body=body, headers=headers)
+        resp = c.getresponse()
+        req.got_body = resp.read()
+        req.t1 = time.time_ns()
+        req.got_status = resp.status
+    except (OSError, http.client.HTTPException) as e:
+        req.t1 = time.time_ns()
+        req.error = repr(e)
+        c.close()
+    finally:
+        if own:
+            c.close()
+
+
 def wait_until(pred, timeout, step=0.05):
     """True as soon as PRED() is; False after TIMEOUT seconds."""
     deadline = time.monotonic() + timeout

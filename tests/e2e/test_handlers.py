@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import SPAN_KIND_SERVER, STATUS_UNSET
+from conftest import perform as conftest_perform
 
 SLACK_NS = 1_000_000  # span times may stray 1 ms outside the client's window (clock conversion)
 HTTP_TIMEOUT = 15.0
@@ -105,25 +106,10 @@ class Requests:
 
 def perform(req, port, conn=None):
     """Sends REQ on CONN (keep-alive) or on a connection of its own, recording what happened."""
-    own = conn is None or req.new_conn
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT) if own else conn
-    try:
-        if c.sock is None:
-            c.connect()
-        req.local_port = c.sock.getsockname()[1]
-        req.t0 = time.time_ns()
-        c.request("GET", req.path, headers={"Connection": "close"} if own else {})
-        resp = c.getresponse()
-        req.got_body = resp.read().decode("utf-8", "replace")
-        req.t1 = time.time_ns()
-        req.status = resp.status
-    except (OSError, http.client.HTTPException) as e:
-        req.t1 = time.time_ns()
-        req.error = repr(e)
-        c.close()
-    finally:
-        if own:
-            c.close()
+    conftest_perform(req, port, conn, "GET", req.path, timeout=HTTP_TIMEOUT)
+    req.status = getattr(req, "got_status", None)
+    body = getattr(req, "got_body", None)
+    req.got_body = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
 
 
 def sequence(reqs, port):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from conftest import perform as conftest_perform
+
 CONCURRENCY = 50
 CONCURRENT_REQUESTS = 1000
 SLACK_NS = 1_000_000  # span times may stray 1 ms outside the client's window (clock conversion)
@@ -130,28 +132,8 @@ def special_requests(first):
 
 def perform(req, port, conn=None):
     """Sends REQ on CONN (keep-alive) or on a connection of its own, recording what happened."""
-    own = conn is None or req.new_conn
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT) if own else conn
-    headers = {"Connection": "close"} if own else {}
-    if req.body is not None:
-        headers["Content-Type"] = "application/json"
-    try:
-        if c.sock is None:
-            c.connect()
-        req.local_port = c.sock.getsockname()[1]
-        req.t0 = time.time_ns()
-        c.request(req.method, req.target, body=req.body, headers=headers)
-        resp = c.getresponse()
-        req.got_body = resp.read()
-        req.t1 = time.time_ns()
-        req.got_status = resp.status
-    except (OSError, http.client.HTTPException) as e:
-        req.t1 = time.time_ns()
-        req.error = repr(e)
-        c.close()
-    finally:
-        if own:
-            c.close()
+    headers = {"Content-Type": "application/json"} if req.body is not None else {}
+    conftest_perform(req, port, conn, req.method, req.target, req.body, headers, HTTP_TIMEOUT)
 
 
 @dataclass(repr=False)
