@@ -36,7 +36,16 @@
 
 extern char **environ;
 
+/*
+ * The reader wakes every POLL_MS, or sooner when a quarter of the ring buffer fills: records do
+ * not wake it one by one. Under load it comes back after POLL_BUSY_MS instead, so that what one
+ * poll hands the export queue stays well under OTEL_BSP_MAX_QUEUE_SIZE (2048 spans are 50 ms at
+ * 41,000 spans/s, less with a batch in flight): the queue took drops from about 28,000 spans/s
+ * with 50 ms polls alone.
+ */
 #define POLL_MS 50
+#define POLL_BUSY_MS 10
+#define POLL_BUSY_RECORDS 64 /* records in the last poll that make the reader come back soon */
 #define TICK_NS 500000000ULL		/* panic grace checks, target liveness */
 #define CLOCK_RESYNC_NS 1000000000ULL	/* follow clock adjustments within a second */
 #define STATUS_EVERY_NS 10000000000ULL	/* --verbose status line */
@@ -368,13 +377,13 @@ static int run(struct app *app)
 {
 	uint64_t now, next_tick = 0, next_sync, next_status;
 	size_t i, live_pids = app->cfg.npids;
-	int n;
+	int n = 0;
 
 	next_sync = next_status = clock__mono_now();
 	next_sync += CLOCK_RESYNC_NS;
 	next_status += STATUS_EVERY_NS;
 	while (!stop_signal) {
-		n = probes__poll(app->probes, POLL_MS);
+		n = probes__poll(app->probes, n >= POLL_BUSY_RECORDS ? POLL_BUSY_MS : POLL_MS);
 		if (n < 0 && n != -EINTR) {
 			pr_err("cannot read the ring buffer: %s", strerror(-n));
 			return n;

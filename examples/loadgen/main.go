@@ -168,10 +168,9 @@ func main() {
 			break
 		}
 		u := urls[i%len(urls)]
-		status, d, err := get(ctx, client, u)
-		if err != nil && ctx.Err() != nil {
-			break // cut short by the signal: neither an answer nor a failure of the service
-		}
+		// A request under way when the signal comes is finished (within -timeout) and
+		// counted: the service may already have served it, and the summary must say so.
+		status, d, err := get(context.WithoutCancel(ctx), client, u)
 		all.add(status, err, d)
 		window.add(status, err, d)
 		switch {
