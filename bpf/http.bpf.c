@@ -26,7 +26,7 @@ const volatile __u64 wake_threshold = 1 << 20;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, 2 << 20);
 } events SEC(".maps");
 
 /* Per-target offsets and register slots; the attach cookie is the index. */
