@@ -265,7 +265,56 @@ struct span *span__alloc(void)
 		return NULL;
 	memset(s, 0, offsetof(struct span, attrs));
 	s->arena_used = 0;
+	s->arena_cap = SPAN_ARENA_SIZE;
 	return s;
+}
+
+/* Where *P points in S's arena, remembered in *OFF (SIZE_MAX: not in it). */
+static void arena_offset(const struct span *s, const char *p, size_t *off)
+{
+	uintptr_t a = (uintptr_t)s->arena, v = (uintptr_t)p;
+
+	*off = p && v >= a && v < a + s->arena_used ? v - a : SIZE_MAX;
+}
+
+/* *P made to point at offset OFF of S's arena, when OFF is an offset. */
+static void arena_rebase(const struct span *s, const char **p, size_t off)
+{
+	if (off != SIZE_MAX)
+		*p = s->arena + off;
+}
+
+struct span *span__shrink(struct span *s)
+{
+	size_t name, state, msg, key[SPAN_MAX_ATTRS], val[SPAN_MAX_ATTRS], i, size;
+	struct span *n;
+
+	if (!s)
+		return NULL;
+	size = offsetof(struct span, arena) + s->arena_used;
+	if (size + 64 >= sizeof(*s))
+		return s; /* nothing worth a copy */
+	/* Offsets, not addresses: once realloc moved the span, the old ones mean nothing. */
+	arena_offset(s, s->name, &name);
+	arena_offset(s, s->trace_state, &state);
+	arena_offset(s, s->status_msg, &msg);
+	for (i = 0; i < s->nattrs; i++) {
+		arena_offset(s, s->attrs[i].key, &key[i]);
+		arena_offset(s, s->attrs[i].type == ATTR_STRING ? s->attrs[i].s : NULL, &val[i]);
+	}
+	n = realloc(s, size);
+	if (!n)
+		return s;
+	n->arena_cap = n->arena_used;
+	arena_rebase(n, &n->name, name);
+	arena_rebase(n, &n->trace_state, state);
+	arena_rebase(n, &n->status_msg, msg);
+	for (i = 0; i < n->nattrs; i++) {
+		arena_rebase(n, &n->attrs[i].key, key[i]);
+		if (n->attrs[i].type == ATTR_STRING)
+			arena_rebase(n, &n->attrs[i].s, val[i]);
+	}
+	return n;
 }
 
 struct span *span__new(void)
@@ -311,10 +360,10 @@ const char *span__strndup(struct span *s, const char *str, size_t len)
 	char *dst;
 	size_t w, consumed;
 
-	if (!s || (!str && len) || s->arena_used >= SPAN_ARENA_SIZE)
+	if (!s || (!str && len) || s->arena_used >= s->arena_cap)
 		return NULL;
 	dst = s->arena + s->arena_used;
-	w = utf8_copy(dst, SPAN_ARENA_SIZE - s->arena_used, str, len, &consumed);
+	w = utf8_copy(dst, s->arena_cap - s->arena_used, str, len, &consumed);
 	if (consumed < len)
 		return NULL;
 	s->arena_used += w + 1;

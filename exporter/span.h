@@ -91,6 +91,7 @@ struct span {
 	size_t nattrs;
 	struct attr attrs[SPAN_MAX_ATTRS];
 	size_t arena_used;
+	size_t arena_cap; /* SPAN_ARENA_SIZE, or arena_used once span__shrink() gave the rest back */
 	char arena[SPAN_ARENA_SIZE];
 };
 
@@ -99,6 +100,13 @@ struct span *span__new(void);
 /* A zeroed span whose ids the caller sets (getrandom costs a sixth of the export path). */
 struct span *span__alloc(void);
 void span__free(struct span *s);
+/*
+ * A finished span with its arena's unused tail given back to the allocator: the span, moved or
+ * not (or S itself when the allocator will not shrink it), its pointers into the arena following.
+ * Nothing can be added to it afterwards. A span waits in the export queue, often by the thousand,
+ * and most use a few hundred bytes of the arena's 2 KiB.
+ */
+struct span *span__shrink(struct span *s);
 /* Points S at R and holds a reference to it, dropped by span__free. */
 void span__set_resource(struct span *s, struct resource *r);
 /* True when all LEN bytes of ID are zero: OTLP's "no id" (a root span's parent). */

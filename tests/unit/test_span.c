@@ -416,6 +416,48 @@ static void test_span__set_replaces_and_gets(void **state)
 	span__free(s);
 }
 
+/* A shrunk span keeps every string, its arena pointers follow any move, and it takes no more. */
+static void test_span__shrink(void **state)
+{
+	struct span *s = span__new(), *keep;
+	const char *key, *a, *b;
+	int i;
+
+	(void)state;
+	assert_non_null(s);
+	keep = span__new(); /* allocated between: makes a move more likely, not needed */
+	assert_int_equal(span__set_name(s, "GET /users/{id}", 15), 0);
+	s->trace_state = span__strndup(s, "k=v", 3);
+	s->status_msg = span__strndup(s, "boom", 4);
+	key = span__strndup(s, "gospan.arg.name", 15); /* a key made at run time */
+	assert_int_equal(span__set_str(s, key, "Alice", 5), 0);
+	assert_int_equal(span__set_str(s, SC_URL_PATH, "/users/42", 9), 0);
+	assert_int_equal(span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, 200), 0);
+	for (i = 0; i < 5; i++) {
+		s = span__shrink(s); /* again: no-op then */
+		assert_non_null(s);
+		assert_true(s->arena_cap == s->arena_used);
+		assert_string_equal(s->name, "GET /users/{id}");
+		assert_string_equal(s->trace_state, "k=v");
+		assert_string_equal(s->status_msg, "boom");
+		assert_string_equal(span__get(s, "gospan.arg.name")->s, "Alice");
+		assert_string_equal(span__get(s, SC_URL_PATH)->s, "/users/42");
+		assert_int_equal(span__get(s, SC_HTTP_RESPONSE_STATUS_CODE)->i, 200);
+		/* Every string is in the span's own (new) arena. */
+		a = s->arena;
+		b = s->arena + s->arena_used;
+		assert_true(s->name >= a && s->name < b);
+		assert_true(s->attrs[0].key >= a && s->attrs[0].key < b);
+		assert_true(s->attrs[0].s >= a && s->attrs[0].s < b);
+		assert_string_equal(s->attrs[1].key, SC_URL_PATH);
+	}
+	assert_null(span__strndup(s, "x", 1));
+	assert_int_equal(span__set_str(s, "more", "x", 1), -ENOSPC);
+	assert_null(span__shrink(NULL));
+	span__free(s);
+	span__free(keep);
+}
+
 static void test_span__resource(void **state)
 {
 	struct resource *r = resource__new();
@@ -475,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_span__arena_exhaustion),
 		cmocka_unit_test(test_span__attr_table_full),
 		cmocka_unit_test(test_span__set_replaces_and_gets),
+		cmocka_unit_test(test_span__shrink),
 		cmocka_unit_test(test_span__resource),
 	};
 
