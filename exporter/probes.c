@@ -55,7 +55,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
  * refuses any program that calls it, so the whole object would fail to load. A program of one
  * call tells beforehand. libbpf's own helper probe does not recognise lockdown's refusal.
  */
-static bool kernel_allows_write_user(void)
+bool probes__kernel_allows_write_user(void)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
@@ -99,7 +99,7 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 	}
 	p->skel->rodata->wake_threshold =
 		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
-	p->can_write_user = kernel_allows_write_user();
+	p->can_write_user = probes__kernel_allows_write_user();
 	if (!p->can_write_user) {
 		err = bpf_program__set_autoload(p->skel->progs.inject_traceparent, false);
 		if (err) {

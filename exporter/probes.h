@@ -42,6 +42,12 @@ int probes__hits(struct probes *p, uint64_t *hits);
 int probes__hits_by_program(struct probes *p, char *buf, size_t size);
 /* False when the kernel refuses bpf_probe_write_user (lockdown): no trace context goes out. */
 bool probes__can_propagate(const struct probes *p);
+/*
+ * Whether this kernel lets BPF programs call bpf_probe_write_user (lockdown takes it away), asked
+ * of the kernel itself by loading a program of one call: /sys/kernel/security/lockdown need not be
+ * mounted. Needs the privileges that loading gospan's programs does.
+ */
+bool probes__kernel_allows_write_user(void);
 /* Sums the per-CPU propagation counters (enum propagation_result). */
 int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
 /* Deletes the in-flight entry of goroutine GOID in PID if it still belongs to the call at START_NS. */

@@ -42,6 +42,7 @@
 #include "log.h"
 #include "ops.skel.h"
 #include "offsets.h"
+#include "probes.h"
 #include "target.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -140,23 +141,6 @@ static int attach_ops(struct floor *f, pid_t pid, const char *path, const struct
 	return 0;
 }
 
-/*
- * gospan attaches its traceparent writer only where the verifier accepts bpf_probe_write_user,
- * which kernel lockdown forbids. The lockdown file says the same without loading a program.
- */
-static bool kernel_allows_write_user(void)
-{
-	char buf[128] = "";
-	FILE *fp = fopen("/sys/kernel/security/lockdown", "re");
-
-	if (!fp)
-		return true;
-	if (!fgets(buf, sizeof(buf), fp))
-		buf[0] = '\0';
-	fclose(fp);
-	return !strstr(buf, "[integrity]") && !strstr(buf, "[confidentiality]");
-}
-
 static void print_runs(struct bpf_object *obj)
 {
 	struct bpf_program *prog;
@@ -211,7 +195,7 @@ static int verifier_stats(void)
 		return err;
 	}
 	/* As probes__load() does: the writer is left out where the kernel would refuse it. */
-	if (!kernel_allows_write_user())
+	if (!probes__kernel_allows_write_user())
 		bpf_program__set_autoload(skel->progs.inject_traceparent, false);
 	bpf_object__for_each_program(prog, skel->obj)
 	{
@@ -318,7 +302,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* The order and the sites of probes__attach() in exporter/probes.c. */
-	inject = kernel_allows_write_user() && t->round_trip.addr;
+	inject = probes__kernel_allows_write_user() && t->round_trip.addr;
 	pr = &f.skel->progs;
 	err = attach_site(&f, pr->floor_serve_entry, pr->floor_serve_return, pid, path,
 			  &t->serve_http);
