@@ -102,6 +102,52 @@ struct {
 #define REQ_SNAP_MAX 256
 _Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
 
+/*
+ * Where serve_http_entry's time goes, for make bench (bench/README.md, the "bpfprofile" part):
+ * built with -DGOSPAN_BPF_PROFILE, each PROF_MARK adds the time since the previous mark to its
+ * stage's per-CPU slot; built normally (gospan itself) the marks are nothing. A mark costs a
+ * bpf_ktime_get_ns() and a lookup: PROF_CALIBRATE, two marks in a row, measures that.
+ */
+enum prof_stage {
+	PROF_CALIBRATE,	  /* a mark's own cost */
+	PROF_CONTEXT,	  /* target config and goroutine id (the first read of the service's memory) */
+	PROF_STATE,	  /* the goroutine's map entry, scratch */
+	PROF_RESERVE,	  /* ring-buffer reservation, record header */
+	PROF_SNAPSHOT,	  /* http.Request's head, in one read */
+	PROF_STRINGS,	  /* method, protocol, host, peer address */
+	PROF_PATH,	  /* URL pointer, path */
+	PROF_TRACEPARENT, /* the Header map walk */
+	PROF_IDS,	  /* span and trace ids, sampling */
+	PROF_STORE,	  /* the goroutine's entry written */
+	PROF_SUBMIT,	  /* ring-buffer submit */
+	PROF__COUNT,
+};
+
+#ifdef GOSPAN_BPF_PROFILE
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROF__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} prof SEC(".maps");
+
+static __always_inline void prof_mark(__u32 stage, __u64 *last)
+{
+	__u64 now = bpf_ktime_get_ns(), *slot = bpf_map_lookup_elem(&prof, &stage);
+
+	if (slot)
+		*slot += now - *last;
+	*last = bpf_ktime_get_ns();
+}
+#define PROF_VARS __u64 prof_last = bpf_ktime_get_ns()
+#define PROF_MARK(stage) prof_mark(stage, &prof_last)
+#else
+#define PROF_VARS
+#define PROF_MARK(stage) \
+	do {             \
+	} while (0)
+#endif
+
 /* Scratch for records and lines too big for the 512-byte stack. */
 struct scratch {
 	char tp[TRACEPARENT_LEN + 1];
@@ -324,11 +370,15 @@ int serve_http_entry(GO_REGS *ctx)
 	struct scratch *sc;
 	void *req, *url, *hdr;
 	__u32 zero = 0;
+	bool has_tp;
+	PROF_VARS;
 
+	PROF_MARK(PROF_CALIBRATE);
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return 0;
 	req = (void *)go_arg(ctx, cfg->arg_req);
+	PROF_MARK(PROF_CONTEXT);
 
 	/*
 	 * A stack-growth check at the top of the function re-runs the prologue after
@@ -347,6 +397,7 @@ int serve_http_entry(GO_REGS *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
+	PROF_MARK(PROF_STATE);
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -355,16 +406,20 @@ int serve_http_entry(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_HTTP_SERVER_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	PROF_MARK(PROF_RESERVE);
 	req_snapshot(cfg, sc, req, &rv);
+	PROF_MARK(PROF_SNAPSHOT);
 	e->method_len = req_string(&rv, cfg->req_method, e->method, MAX_METHOD_LEN);
 	e->proto_len = req_string(&rv, cfg->req_proto, e->proto, MAX_PROTO_LEN);
 	e->host_len = req_string(&rv, cfg->req_host, e->host, MAX_HOST_LEN);
 	e->remote_addr_len = req_string(&rv, cfg->req_remote_addr, e->remote_addr, MAX_ADDR_LEN);
 	e->content_length = (__s64)req_word(&rv, cfg->req_content_length);
 	e->tls = req_word(&rv, cfg->req_tls) != 0;
+	PROF_MARK(PROF_STRINGS);
 	url = (void *)req_word(&rv, cfg->req_url);
 	e->path_len = url ? go_read_string(e->path, MAX_PATH_LEN, url + cfg->url_path) : 0;
 	hdr = (void *)req_word(&rv, cfg->req_header);
+	PROF_MARK(PROF_PATH);
 
 	/*
 	 * Join the caller's trace when it sent one; else nest in the function span this goroutine
@@ -374,7 +429,9 @@ int serve_http_entry(GO_REGS *ctx)
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
-	if (!read_traceparent(cfg, sc, hdr, &e->ids)) {
+	has_tp = read_traceparent(cfg, sc, hdr, &e->ids);
+	PROF_MARK(PROF_TRACEPARENT);
+	if (!has_tp) {
 		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
 	} else if (!cfg->parent_based) {
 		e->ids.flags = (e->ids.flags & ~1) |
@@ -390,6 +447,7 @@ int serve_http_entry(GO_REGS *ctx)
 		    go_header_get(cfg, hdr, &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
 	}
 
+	PROF_MARK(PROF_IDS);
 	st.start_ns = now;
 	st.req = (__u64)req;
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
@@ -410,7 +468,9 @@ int serve_http_entry(GO_REGS *ctx)
 			return 0;
 		}
 	}
+	PROF_MARK(PROF_STORE);
 	bpf_ringbuf_submit(e, submit_flags());
+	PROF_MARK(PROF_SUBMIT);
 	return 0;
 }
 
