@@ -374,20 +374,20 @@ static void test_config__bad_urls(void **state)
 	static const struct {
 		const char *url, *why, *shown; /* SHOWN: as the message shows URL, when not as is */
 	} bad[] = {
-		{ "ftp://otel:4318", "not an http:// or https:// URL" },
-		{ "localhost:4318", "not an http:// or https:// URL" },
-		{ "http:/otel", "not an http:// or https:// URL" },
-		{ "http://", "no host in URL" },
-		{ "http:///v1/traces", "no host in URL" },
-		{ "http://:4318", "no host in URL" },
+		{ "ftp://otel:4318", "not an http:// or https:// URL", NULL },
+		{ "localhost:4318", "not an http:// or https:// URL", NULL },
+		{ "http:/otel", "not an http:// or https:// URL", NULL },
+		{ "http://", "no host in URL", NULL },
+		{ "http:///v1/traces", "no host in URL", NULL },
+		{ "http://:4318", "no host in URL", NULL },
 		{ "http://user@:4318", "no host in URL", "http://REDACTED@:4318" },
-		{ "http://otel:0", "bad port in URL" },
-		{ "http://otel:65536", "bad port in URL" },
-		{ "http://otel:43x8", "bad port in URL" },
-		{ "http://otel:", "bad port in URL" },
-		{ "http://[]:4318", "bad IPv6 address in URL" },
-		{ "http://[::1", "bad IPv6 address in URL" },
-		{ "http://otel 4318", "space or control character in URL" },
+		{ "http://otel:0", "bad port in URL", NULL },
+		{ "http://otel:65536", "bad port in URL", NULL },
+		{ "http://otel:43x8", "bad port in URL", NULL },
+		{ "http://otel:", "bad port in URL", NULL },
+		{ "http://[]:4318", "bad IPv6 address in URL", NULL },
+		{ "http://[::1", "bad IPv6 address in URL", NULL },
+		{ "http://otel 4318", "space or control character in URL", NULL },
 	};
 	char var[160], want[200];
 	size_t i;
