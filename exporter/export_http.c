@@ -190,11 +190,12 @@ static int build_headers(struct http_sink *h, const struct http_sink_opts *opts)
  */
 static void hide_secrets(const struct http_sink *h, char *text, size_t len)
 {
-	char *p, *end = text + len;
+	char *p, *end;
 	size_t i, n;
 
-	if (!len)
-		return;
+	if (!text || !len)
+		return; /* NULL + 0 is undefined behaviour too */
+	end = text + len;
 	for (i = 0; i < h->nsecrets; i++) {
 		n = strlen(h->secrets[i]);
 		for (p = text; (p = memmem(p, end - p, h->secrets[i], n)); p += n)
