@@ -167,25 +167,25 @@ static size_t cut_at_char(const char *data, size_t n)
 }
 
 /*
- * Turns a captured Go string into valid UTF-8 in OUT (or a local buffer) and, when KEY is given,
- * sets it as an attribute, marked when the capture cut it. Returns the bytes written to OUT.
+ * Turns a captured Go string into valid UTF-8 in OUT and, when KEY is given, sets it as an
+ * attribute, marked when the capture cut it. Returns the bytes written to OUT. Without OUT the
+ * string goes straight into the span, which makes it valid UTF-8 as it copies.
  */
 static size_t set_captured(struct span *s, const char *key, const char *data, uint32_t len,
 			   size_t cap, char *out, size_t out_cap)
 {
-	char buf[MAX_PATH_LEN * 3 + 1]; /* a byte can grow into U+FFFD's three */
 	size_t n = len < cap ? len : cap;
-	size_t w;
+	size_t w = 0;
 
 	if (len > cap)
 		n = cut_at_char(data, n);
-	if (!out) {
-		out = buf;
-		out_cap = sizeof(buf);
-	}
-	w = utf8_sanitize(out, out_cap, data, n);
+	if (out)
+		w = utf8_sanitize(out, out_cap, data, n);
 	if (key) {
-		span__set_str(s, key, out, w);
+		if (out)
+			span__set_str(s, key, out, w);
+		else
+			span__set_str(s, key, data, n);
 		if (len > cap)
 			mark_truncated(s, key);
 	}
@@ -261,6 +261,7 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 {
 	char pattern[MAX_PATTERN_LEN * 3 + 1], name[MAX_METHOD_LEN + MAX_PATTERN_LEN * 3 + 2];
 	const char *route = NULL;
+	size_t mlen, rlen;
 
 	pattern[0] = '\0';
 	if (len)
@@ -268,13 +269,18 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 	/* A cut pattern would name a route that does not exist: leave it out. */
 	if (pattern[0] && len <= MAX_PATTERN_LEN)
 		route = pattern_route(pattern);
-	if (route) {
-		span__set_str(s, SC_HTTP_ROUTE, route, strlen(route));
-		snprintf(name, sizeof(name), "%s %s", method, route);
-	} else {
-		snprintf(name, sizeof(name), "%s", method);
+	if (!route) {
+		span__set_name(s, method, strlen(method));
+		return;
 	}
-	span__set_name(s, name, strlen(name));
+	/* Both parts are bounded (MAX_METHOD_LEN, the pattern buffer): they fit NAME. */
+	mlen = strnlen(method, MAX_METHOD_LEN);
+	rlen = strlen(route);
+	span__set_str(s, SC_HTTP_ROUTE, route, rlen);
+	memcpy(name, method, mlen);
+	name[mlen] = ' ';
+	memcpy(name + mlen + 1, route, rlen);
+	span__set_name(s, name, mlen + 1 + rlen);
 }
 
 /*
@@ -401,8 +407,11 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 
 	set_captured(s, NULL, raw, len, MAX_METHOD_LEN, method, sizeof(method));
 	if (known_method(method)) {
-		span__set_str(s, SC_HTTP_REQUEST_METHOD, method, strlen(method));
-		snprintf(p->method, sizeof(p->method), "%s", method);
+		/* Known methods are short: they fit p->method, and nothing needs a format. */
+		size_t n = strlen(method);
+
+		span__set_str(s, SC_HTTP_REQUEST_METHOD, method, n);
+		memcpy(p->method, method, n + 1);
 	} else {
 		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
