@@ -247,7 +247,7 @@ static int refuse_url(const char *name, const char *url, const char *why)
 {
 	char *shown = config__printable_url(url);
 
-	pr_err("invalid %s '%s': %s", name, shown ? shown : "(URL)", why);
+	refuse(name, shown ? shown : "(URL)", why);
 	free(shown);
 	return -EINVAL;
 }

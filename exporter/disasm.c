@@ -63,8 +63,8 @@ static int capstone_load(void)
 	capstone.close = dlsym(h, "cs_close");
 	capstone.errno_of = dlsym(h, "cs_errno");
 	capstone.strerror = dlsym(h, "cs_strerror");
-	if (!capstone.open || !capstone.option || !capstone.malloc || !capstone.disasm_iter || !capstone.free || !capstone.close ||
-	    !capstone.errno_of || !capstone.strerror) {
+	if (!capstone.open || !capstone.option || !capstone.malloc || !capstone.disasm_iter ||
+	    !capstone.free || !capstone.close || !capstone.errno_of || !capstone.strerror) {
 		pr_err("cannot load capstone: '%s' lacks a function gospan uses", CAPSTONE_SONAME);
 		dlclose(h);
 		return -ENOENT;
@@ -78,6 +78,48 @@ void disasm__release(void)
 	if (capstone.handle)
 		dlclose(capstone.handle);
 	capstone.handle = NULL;
+}
+
+/*
+ * A capstone handle for MACHINE's code in *CS, with operand details when DETAIL: loads capstone
+ * first if need be. -EOPNOTSUPP for a machine other than x86-64 and arm64.
+ */
+static int capstone_start(uint16_t machine, bool detail, csh *cs)
+{
+	cs_arch arch;
+	cs_mode mode;
+	cs_err cerr;
+	int err;
+
+	switch (machine) {
+	case EM_X86_64:
+		arch = CS_ARCH_X86;
+		mode = CS_MODE_64;
+		break;
+	case EM_AARCH64:
+		arch = CS_ARCH_ARM64;
+		mode = CS_MODE_ARM;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	err = capstone_load();
+	if (err)
+		return err;
+	cerr = capstone.open(arch, mode, cs);
+	if (cerr != CS_ERR_OK) {
+		pr_err("cannot start capstone for machine %u: %s", machine, capstone.strerror(cerr));
+		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
+	}
+	if (!detail)
+		return 0;
+	cerr = capstone.option(*cs, CS_OPT_DETAIL, CS_OPT_ON);
+	if (cerr != CS_ERR_OK) {
+		pr_err("cannot ask capstone for operands: %s", capstone.strerror(cerr));
+		capstone.close(cs);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 #define ARM64_INSN_LEN 4
@@ -174,41 +216,14 @@ static int find(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr
 		uint64_t **offs, size_t *n)
 {
 	struct rets r = { 0 };
-	cs_arch arch;
-	cs_mode mode;
 	cs_err cerr;
 	csh cs;
 	int err;
 
-	switch (machine) {
-	case EM_X86_64:
-		arch = CS_ARCH_X86;
-		mode = CS_MODE_64;
-		break;
-	case EM_AARCH64:
-		arch = CS_ARCH_ARM64;
-		mode = CS_MODE_ARM;
-		break;
-	default:
-		return -EOPNOTSUPP;
-	}
-	err = capstone_load();
+	/* Call targets need operand details; returns do not, and the sweep is faster without. */
+	err = capstone_start(machine, call_to != 0, &cs);
 	if (err)
 		return err;
-	cerr = capstone.open(arch, mode, &cs);
-	if (cerr != CS_ERR_OK) {
-		pr_err("cannot start capstone for machine %u: %s", machine, capstone.strerror(cerr));
-		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
-	}
-	/* Call targets need operand details; returns do not, and the sweep is faster without. */
-	if (call_to) {
-		cerr = capstone.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-		if (cerr != CS_ERR_OK) {
-			pr_err("cannot ask capstone for operands: %s", capstone.strerror(cerr));
-			capstone.close(&cs);
-			return -EINVAL;
-		}
-	}
 	err = sweep(cs, machine, code, len, addr, call_to, &r);
 	if (!err && !r.n)
 		err = -ENOENT;
@@ -283,26 +298,14 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 	size_t left = len;
 	cs_insn *insn = NULL;
 	int step = 0, err = 0;
-	cs_err cerr;
 	csh cs;
 
 	*off = 0;
 	if (machine != EM_X86_64)
 		return 0; /* arm64 single-steps its prologue's stores either way */
-	err = capstone_load();
+	err = capstone_start(machine, true, &cs);
 	if (err)
 		return err;
-	cerr = capstone.open(CS_ARCH_X86, CS_MODE_64, &cs);
-	if (cerr != CS_ERR_OK) {
-		pr_err("cannot start capstone: %s", capstone.strerror(cerr));
-		return cerr == CS_ERR_MEM ? -ENOMEM : -EOPNOTSUPP;
-	}
-	cerr = capstone.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (cerr != CS_ERR_OK) {
-		pr_err("cannot ask capstone for operands: %s", capstone.strerror(cerr));
-		err = -EINVAL;
-		goto cleanup;
-	}
 	insn = capstone.malloc(cs);
 	if (!insn) {
 		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(cs)));
