@@ -363,7 +363,6 @@ int serve_http_entry(GO_REGS *ctx)
 	struct http_server_start *e;
 	struct goroutine_key key;
 	struct goroutine_state *gs;
-	struct inflight_call *cur = NULL;
 	struct inflight_call st = {};
 	struct span_ctx *outer = NULL;
 	struct req_view rv;
@@ -388,8 +387,7 @@ int serve_http_entry(GO_REGS *ctx)
 	 */
 	gs = bpf_map_lookup_elem(&goroutines, &key);
 	if (gs) {
-		cur = &gs->server;
-		if (cur->start_ns && cur->req == (__u64)req)
+		if (gs->server.start_ns && gs->server.req == (__u64)req)
 			return 0;
 		if (gs->active.live)
 			outer = &gs->active;
