@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/prctl.h>
 #include <sys/mman.h>
@@ -64,6 +65,28 @@ static void reap(pid_t pid)
 	waitpid(pid, &status, 0);
 }
 
+/*
+ * The pipe closes early in exec, before the kernel has laid out the new stack: until then
+ * /proc/PID/environ reads empty. Waits (at most 10 s) until it has something.
+ */
+static void wait_for_environ(pid_t pid)
+{
+	char path[64], buf[16];
+	ssize_t n = 0;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	for (i = 0; i < 10000 && n <= 0; i++) {
+		if (i)
+			usleep(1000);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+	}
+	assert_true(n > 0);
+}
+
 static void test_process__service_name_from_environ(void **state)
 {
 	char *const argv[] = { "sleep", "30", NULL };
@@ -87,6 +110,7 @@ static void test_process__service_name_from_environ(void **state)
 	close(fds[1]);
 	assert_int_equal(read(fds[0], &c, 1), 0);
 	close(fds[0]);
+	wait_for_environ(pid);
 	name = service_name_of(pid);
 	reap(pid);
 	/* The first of duplicates, as getenv; a longer name is another variable. */
