@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -478,6 +479,104 @@ static void test_otlp__grouping_many(void **state)
 		resource__free(res[r]);
 }
 
+/*
+ * Spans at every limit of the span model: all attribute slots used, keys and strings outside
+ * the arena (counted one by one) and inside it (counted by the arena's fill), the arena full,
+ * integers taking the longest varint, a span over 16 KiB (its length takes three bytes), beside
+ * spans of a few bytes. The output buffer is sized by a bound, not by protobuf-c's sizing: the
+ * sanitized build of this test is what proves the bound holds. The bytes must also be exactly
+ * what protobuf-c makes of the decoded request.
+ */
+static void test_otlp__spans_at_the_limits(void **state)
+{
+	enum { N = 5 };
+	static char long_key[SPAN_MAX_ATTRS][700];
+	static char long_text[3000];
+	struct span *spans[N];
+	struct resource *res;
+	uint8_t *buf = NULL, *again;
+	size_t len = 0, i;
+	pb_request *req;
+	char value[64];
+
+	(void)state;
+	memset(long_text, 'n', sizeof(long_text) - 1);
+	assert_non_null(res = resource__new());
+	for (i = 0; i < RESOURCE_MAX_ATTRS; i++) {
+		snprintf(value, sizeof(value), "res.attr.%zu", i);
+		assert_int_equal(resource__set_str(res, value, long_text + 2000), 0);
+	}
+	for (i = 0; i < N; i++) {
+		assert_non_null(spans[i] = span__new());
+		span__set_resource(spans[i], res);
+	}
+	/* Span 0: literal keys, name, tracestate and message outside the arena; the arena full. */
+	spans[0]->name = long_text;
+	spans[0]->trace_state = long_text + 1000;
+	spans[0]->status_msg = long_text + 500;
+	spans[0]->status = SPAN_STATUS_ERROR;
+	spans[0]->flags = 0xffffffff;
+	spans[0]->parent_known = spans[0]->remote_parent = true;
+	memset(spans[0]->parent_span_id, 0xff, sizeof(spans[0]->parent_span_id));
+	spans[0]->start_ns = spans[0]->end_ns = UINT64_MAX;
+	spans[0]->kind = SPAN_KIND_CONSUMER;
+	for (i = 0; i < SPAN_MAX_ATTRS; i++) {
+		memset(long_key[i], 'k', sizeof(long_key[i]) - 1);
+		long_key[i][0] = (char)('A' + i);
+		if (i % 4 == 0)
+			assert_int_equal(span__set_int(spans[0], long_key[i], INT64_MIN), 0);
+		else if (i % 4 == 1)
+			assert_int_equal(span__set_double(spans[0], long_key[i], -1e308), 0);
+		else if (i % 4 == 2)
+			assert_int_equal(span__set_bool(spans[0], long_key[i], true), 0);
+		else
+			span__set_str(spans[0], long_key[i], long_text, 200);
+	}
+	/* Span 1: keys and values in the arena, as records.c makes them, until it is full. */
+	for (i = 0; i < SPAN_MAX_ATTRS; i++) {
+		const char *key = span__strndup(spans[1], long_text, 30 + i);
+
+		if (!key || span__set_str(spans[1], key, long_text, 100))
+			break;
+	}
+	assert_true(spans[1]->arena_used > SPAN_ARENA_SIZE - 200);
+	/* Spans 2..4: nothing but ids, a few bytes each. */
+
+	assert_int_equal(otlp__encode(spans, N, &buf, &len), 0);
+	req = request_(unpack)(NULL, len, buf);
+	assert_non_null(req);
+	assert_int_equal(request_(get_packed_size)(req), len);
+	again = malloc(len);
+	assert_non_null(again);
+	assert_int_equal(request_(pack)(req, again), len);
+	assert_memory_equal(again, buf, len);
+	assert_int_equal(req->n_resource_spans, 1);
+	assert_int_equal(req->resource_spans[0]->resource->n_attributes, RESOURCE_MAX_ATTRS);
+	{
+		const pb_scope_spans *ss = req->resource_spans[0]->scope_spans[0];
+		const pb_span *p = ss->spans[0];
+
+		assert_int_equal(ss->n_spans, N);
+		assert_true(len > 16384);
+		assert_string_equal(p->name, long_text);
+		assert_string_equal(p->trace_state, long_text + 1000);
+		assert_string_equal(p->status->message, long_text + 500);
+		assert_int_equal(p->n_attributes, SPAN_MAX_ATTRS);
+		assert_int_equal(p->attributes[0]->value->int_value, INT64_MIN);
+		assert_string_equal(p->attributes[SPAN_MAX_ATTRS - 1]->key,
+				    long_key[SPAN_MAX_ATTRS - 1]);
+		assert_int_equal(ss->spans[1]->n_attributes, spans[1]->nattrs);
+		for (i = 2; i < N; i++)
+			assert_memory_equal(ss->spans[i]->span_id.data, spans[i]->span_id, 8);
+	}
+	request_(free_unpacked)(req, NULL);
+	free(again);
+	free(buf);
+	for (i = 0; i < N; i++)
+		span__free(spans[i]);
+	resource__free(res);
+}
+
 static void test_otlp__bad_arguments(void **state)
 {
 	struct fixture *f = *state;
@@ -563,6 +662,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_otlp__official_python_decoder, setup,
 						teardown),
 		cmocka_unit_test(test_otlp__grouping_many),
+		cmocka_unit_test(test_otlp__spans_at_the_limits),
 		cmocka_unit_test(test_otlp__json_encoding),
 		cmocka_unit_test_setup_teardown(test_otlp__bad_arguments, setup, teardown),
 	};
