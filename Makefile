@@ -285,12 +285,28 @@ $(BENCH_FLOOR): bench/floor/floor.c $(BENCH_SKELS) $(SKELS) $(OUTPUT)/libgospan.
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $(LDFLAGS) $< $(OUTPUT)/libgospan.a $(LDLIBS) -o $@
 
+# bench/feed: records written into a running gospan's ring buffer by a test-run BPF program.
+BENCH_FEED := $(BENCH_OUT)/feed
+
+$(BENCH_OUT)/feed.bpf.o: bench/feed/feed.bpf.c bpf/include/events.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_OUT)/feed.skel.h: $(BENCH_OUT)/feed.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BENCH_FEED): bench/feed/feed.c $(BENCH_OUT)/feed.skel.h $(OUTPUT)/libgospan.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $(LDFLAGS) $< $(OUTPUT)/libgospan.a $(LDLIBS) -o $@
+
 # A gospan whose entry program times its own stages (GOSPAN_BPF_PROFILE), for bench/run's
 # bpfprofile part; a tree of its own, so that it is never mistaken for gospan.
 BENCH_PROFILED := $(OUTPUT)/bench/profiled/gospan
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_FLOOR)
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_FLOOR) $(BENCH_FEED)
 	$(Q)$(MAKE) --no-print-directory OUTPUT=$(OUTPUT)/bench/profiled \
 		BPF_EXTRA=-DGOSPAN_BPF_PROFILE $(BENCH_PROFILED)
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) bench/run

@@ -59,6 +59,22 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail, size_t *bad)
 	return need;
 }
 
+/* How many bytes from S on (at most LEN) are ASCII; eight at a time while it can. */
+static size_t ascii_run(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+	uint64_t word;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&word, s + i, 8);
+		if (word & 0x8080808080808080ULL)
+			break;
+	}
+	while (i < len && s[i] < 0x80)
+		i++;
+	return i;
+}
+
 /*
  * utf8_sanitize with the count of input bytes consumed, so that callers copying into a bounded
  * arena can tell a complete copy from a cut one.
@@ -73,9 +89,23 @@ static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size
 		return 0;
 	}
 	while (r < len) {
-		size_t bad = 0, n = utf8_seq_len(in + r, len - r, &bad);
-		const char *from = n ? (const char *)in + r : UTF8_REPLACEMENT;
-		size_t out = n ? n : UTF8_REPLACEMENT_LEN;
+		size_t bad = 0, n = ascii_run(in + r, len - r), out;
+		const char *from;
+
+		/* ASCII, nearly all a request holds, is copied a run at a time, cut where it fills. */
+		if (n) {
+			if (n > cap - 1 - w)
+				n = cap - 1 - w;
+			memcpy(dst + w, in + r, n);
+			w += n;
+			r += n;
+			if (w + 1 >= cap)
+				break;
+			continue;
+		}
+		n = utf8_seq_len(in + r, len - r, &bad);
+		from = n ? (const char *)in + r : UTF8_REPLACEMENT;
+		out = n ? n : UTF8_REPLACEMENT_LEN;
 
 		if (w + out + 1 > cap)
 			break;
