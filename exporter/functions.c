@@ -635,39 +635,6 @@ static bool already_picked(const struct pick *picks, size_t n, const struct sym_
 	return false;
 }
 
-static int find_sites(struct target *t, const struct symbols *s, struct traced_func *f,
-		      const struct sym_entry *sym)
-{
-	uint64_t start_off;
-	uint8_t *code;
-	size_t i;
-	int err;
-
-	f->site.symbol = f->symbol;
-	f->site.addr = sym->addr;
-	if (!sym->size)
-		return -ENODATA;
-	err = elf_file__addr_to_offset(s->ef, sym->addr, &start_off);
-	if (err)
-		return err;
-	code = malloc(sym->size);
-	if (!code)
-		return -ENOMEM;
-	err = elf_file__read_addr(s->ef, sym->addr, code, sym->size);
-	if (!err)
-		err = disasm__entry_site(t->machine, code, sym->size, sym->addr, &f->site.entry_off);
-	if (!err)
-		err = disasm__find_rets(t->machine, code, sym->size, sym->addr, &f->site.ret_offs,
-					&f->site.nrets);
-	free(code);
-	if (err)
-		return err;
-	f->site.entry_off += start_off;
-	for (i = 0; i < f->site.nrets; i++)
-		f->site.ret_offs[i] += start_off;
-	return 0;
-}
-
 static enum go_type kind_type(int kind)
 {
 	if (kind == GO_KIND_BOOL)
@@ -880,6 +847,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 	const char *missing[FUNCTIONS_MAX_ENTRIES];
 	size_t n, nmissing, i, j, ndw;
 	bool have_dwarf;
+	char why[128];
 	int err;
 
 	t->cfg.g_stack_hi = G_STACK_HI_OFFSET;
@@ -958,13 +926,12 @@ int functions__resolve(const struct functions *fs, struct target *t)
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		err = find_sites(t, &s, f, pk->sym);
+		f->site.symbol = f->symbol;
+		err = target__probe_sites(s.ef, t->machine, pk->sym->addr, pk->sym->size, SITE_RETS,
+					  0, &f->site, why, sizeof(why));
 		if (err) {
 			pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol,
-				t->exe_name,
-				err == -ENOENT	  ? "no return instruction in its code"
-				: err == -ENODATA ? "its symbol has no size"
-						  : strerror(-err));
+				t->exe_name, why);
 			free(f->symbol);
 			free(f->name);
 			memset(f, 0, sizeof(*f));

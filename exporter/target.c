@@ -6,6 +6,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,69 +71,80 @@ static int find_func(struct analysis *a, const char *name, struct elf_symbol *sy
 	return pclntab__find_func(a->pt, name, sym);
 }
 
-enum site_kind {
-	SITE_ENTRY,	 /* the entry only */
-	SITE_RETS,	 /* the entry and every return */
-	SITE_CALLS_TO,	 /* direct calls to CALLEE (in ret_offs) */
-};
+int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, uint64_t size,
+			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
+			size_t why_len)
+{
+	uint8_t *code = NULL;
+	uint64_t start_off;
+	size_t i;
+	int err;
+
+	site->addr = addr;
+	site->ret_offs = NULL;
+	site->nrets = 0;
+	if (!size) {
+		snprintf(why, why_len, "its symbol has no size");
+		return -ENODATA;
+	}
+	err = elf_file__addr_to_offset(ef, addr, &start_off);
+	if (err) {
+		snprintf(why, why_len, "address 0x%llx is not in a loadable segment",
+			 (unsigned long long)addr);
+		return err;
+	}
+	code = malloc(size);
+	if (!code) {
+		snprintf(why, why_len, "no memory for its code");
+		return -ENOMEM;
+	}
+	err = elf_file__read_addr(ef, addr, code, size);
+	if (err) {
+		snprintf(why, why_len, "its code cannot be read: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = disasm__entry_site(machine, code, size, addr, &site->entry_off);
+	if (err) {
+		snprintf(why, why_len, "no place for its entry probe: %s", strerror(-err));
+		goto cleanup;
+	}
+	site->entry_off += start_off;
+	if (kind == SITE_ENTRY)
+		goto cleanup;
+	if (kind == SITE_RETS)
+		err = disasm__find_rets(machine, code, size, addr, &site->ret_offs, &site->nrets);
+	else
+		err = disasm__find_calls(machine, code, size, addr, callee, &site->ret_offs,
+					 &site->nrets);
+	if (err) {
+		snprintf(why, why_len, "%s", err != -ENOENT ? strerror(-err) :
+					     kind == SITE_RETS ? "no return instruction in its code" :
+								 "none of the calls in its code");
+		goto cleanup;
+	}
+	/* disasm gives offsets from the function start; uprobes want file offsets. */
+	for (i = 0; i < site->nrets; i++)
+		site->ret_offs[i] += start_off;
+cleanup:
+	free(code);
+	return err;
+}
 
 static int find_site_kind(struct analysis *a, const char *symbol, struct probe_site *site,
 			  enum site_kind kind, uint64_t callee)
 {
-	struct target *t = a->t;
-	struct elf_file *ef = a->ef;
 	struct elf_symbol sym;
-	uint8_t *code = NULL;
-	uint64_t start_off;
+	char why[128];
 	int err;
 
 	site->symbol = symbol;
 	err = find_func(a, symbol, &sym);
 	if (err)
 		return err; /* the caller knows what a missing symbol means */
-	if (!sym.size) {
-		pr_err("cannot probe '%s' in '%s': symbol has no size", symbol, t->path);
-		return -EINVAL;
-	}
-	site->addr = sym.addr;
-	err = elf_file__addr_to_offset(ef, sym.addr, &start_off);
-	if (err) {
-		pr_err("cannot probe '%s' in '%s': address 0x%llx is not in a loadable segment",
-		       symbol, t->path, (unsigned long long)sym.addr);
-		return err;
-	}
-
-	code = malloc(sym.size);
-	if (!code)
-		return -ENOMEM;
-	err = elf_file__read_addr(ef, sym.addr, code, sym.size);
-	if (err) {
-		pr_err("cannot read the code of '%s' in '%s': %s", symbol, t->path, strerror(-err));
-		goto cleanup;
-	}
-	err = disasm__entry_site(t->machine, code, sym.size, sym.addr, &site->entry_off);
+	err = target__probe_sites(a->ef, a->t->machine, sym.addr, sym.size, kind, callee, site,
+				  why, sizeof(why));
 	if (err)
-		goto cleanup;
-	site->entry_off += start_off;
-	if (kind == SITE_ENTRY)
-		goto cleanup;
-	if (kind == SITE_RETS)
-		err = disasm__find_rets(t->machine, code, sym.size, sym.addr, &site->ret_offs,
-					&site->nrets);
-	else
-		err = disasm__find_calls(t->machine, code, sym.size, sym.addr, callee,
-					 &site->ret_offs, &site->nrets);
-	if (err) {
-		pr_err("cannot find the %s of '%s' in '%s': %s",
-		       kind == SITE_RETS ? "returns" : "calls", symbol, t->path,
-		       err == -ENOENT ? "none in its code" : strerror(-err));
-		goto cleanup;
-	}
-	/* disasm gives offsets from the function start; uprobes want file offsets. */
-	for (size_t i = 0; i < site->nrets; i++)
-		site->ret_offs[i] += start_off;
-cleanup:
-	free(code);
+		pr_err("cannot probe '%s' in '%s': %s", symbol, a->t->path, why);
 	return err;
 }
 

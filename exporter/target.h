@@ -60,4 +60,24 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 			       bool need_http);
 void target__free(struct target *t);
 
+struct elf_file;
+
+/* What target__probe_sites() finds in a function besides its entry. */
+enum site_kind {
+	SITE_ENTRY,    /* the entry only */
+	SITE_RETS,     /* the entry and every return */
+	SITE_CALLS_TO, /* the entry and the direct calls to CALLEE (in ret_offs) */
+};
+
+/*
+ * The probe sites of the function at link-time address ADDR, SIZE bytes long, in EF: SITE's
+ * entry_off (the place after Go's stack check, see disasm__entry_site) and, by KIND, ret_offs,
+ * all file offsets. SITE->symbol is left to the caller. On failure, a negative errno (-ENODATA:
+ * no size; -ENOENT: no return or call found) and WHY says which step failed, for the caller's
+ * message at the caller's severity.
+ */
+int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, uint64_t size,
+			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
+			size_t why_len);
+
 #endif
