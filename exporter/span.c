@@ -452,12 +452,16 @@ int span__set_str(struct span *s, const char *key, const char *val, size_t len)
 	if (!s || !key || (!val && len))
 		return -EINVAL;
 	/* Checked before the copy so that a full attribute table does not use up the arena. */
-	if (!span_find(s, key) && s->nattrs >= SPAN_MAX_ATTRS)
+	a = span_find(s, key);
+	if (!a && s->nattrs >= SPAN_MAX_ATTRS)
 		return -ENOSPC;
 	v = span__strndup(s, val, len);
 	if (!v)
 		return -ENOSPC;
-	a = span_slot(s, key);
+	if (!a) {
+		a = &s->attrs[s->nattrs++];
+		a->key = key;
+	}
 	a->type = ATTR_STRING;
 	a->s = v;
 	return 0;
