@@ -229,9 +229,21 @@ static void find_client_sites(struct analysis *a)
 		t->bufio_itab = sym.addr;
 }
 
+static int64_t max_i64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Where a map head word ends, or 0 when it is not a word at a multiple of 8 of the head. */
+static int64_t head_word_end(int64_t off)
+{
+	return off >= 0 && off % 8 == 0 && off + 8 <= MAP_HEAD_MAX ? off + 8 : 0;
+}
+
 static void fill_map_layout(struct target *t)
 {
 	struct target_config *c = &t->cfg;
+	int64_t count = -1, end = 0;
 
 	if (t->offs[GO_FIELD_HMAP_B] >= 0 && t->offs[GO_FIELD_HMAP_BUCKETS] >= 0) {
 		c->map_kind = 1;
@@ -242,6 +254,11 @@ static void fill_map_layout(struct target *t)
 		c->bucket_elems = c->bucket_keys + MAP_SLOTS * GO_STRING_SIZE;
 		c->bucket_overflow = c->bucket_elems + MAP_SLOTS * GO_SLICE_SIZE;
 		c->bucket_size = c->bucket_overflow + 8;
+		count = t->offs[GO_FIELD_HMAP_COUNT];
+		/* oldbuckets follows buckets: its end is theirs. */
+		if (c->hmap_b < MAP_HEAD_MAX && head_word_end(c->hmap_buckets) &&
+		    head_word_end(c->hmap_oldbuckets))
+			end = max_i64(c->hmap_b + 1, head_word_end(c->hmap_oldbuckets));
 	} else if (t->offs[GO_FIELD_SWISS_DIR_PTR] >= 0 && t->offs[GO_FIELD_SWISS_DIR_LEN] >= 0 &&
 		   t->offs[GO_FIELD_SWISS_TABLE_GROUPS] >= 0 &&
 		   t->offs[GO_FIELD_SWISS_GROUPS_DATA] >= 0 &&
@@ -257,11 +274,27 @@ static void fill_map_layout(struct target *t)
 		c->slot_size = GO_STRING_SIZE + GO_SLICE_SIZE;
 		c->slot_elem = GO_STRING_SIZE;
 		c->group_size = c->group_slots + MAP_SLOTS * c->slot_size;
+		count = t->offs[GO_FIELD_SWISS_USED];
+		if (head_word_end(c->swiss_dir_ptr) && head_word_end(c->swiss_dir_len))
+			end = max_i64(head_word_end(c->swiss_dir_ptr),
+				      head_word_end(c->swiss_dir_len));
 	} else {
 		pr_warn("'%s': the layout of its maps is unknown: incoming traceparent headers will "
 			"be ignored",
 			t->path);
+		return;
 	}
+	if (!end) {
+		/* Every Go release so far keeps them in its first 32 bytes. */
+		pr_warn("'%s': its maps keep their head fields past %d bytes: incoming traceparent "
+			"headers will be ignored",
+			t->path, MAP_HEAD_MAX);
+		c->map_kind = 0;
+		return;
+	}
+	/* Without a usable count the map is walked whatever its size. */
+	c->map_count = head_word_end(count) ? count : -1;
+	c->map_head_size = max_i64(end, head_word_end(c->map_count));
 }
 
 static void fill_config(struct target *t)

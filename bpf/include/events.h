@@ -30,6 +30,9 @@
 /* How far a span context is handed down to goroutines started by goroutines that have one. */
 #define MAX_GOROUTINE_DEPTH 8
 
+/* The most of a Go map's head (count, buckets or directory) the header walk copies. */
+#define MAP_HEAD_MAX 64
+
 /* How many targets (binaries) one gospan can hold at once; index = attach cookie. */
 #define MAX_TARGETS 64
 
@@ -152,6 +155,13 @@ struct target_config {
 	__s64 slot_size;
 	__s64 slot_elem; /* offset of the value in a slot */
 	__s64 group_size;
+	/*
+	 * The map's head, read in one copy of MAP_HEAD_SIZE bytes (at most 64): the words the walk
+	 * starts from lie in it, at multiples of 8. MAP_COUNT: where its entry count is (-1:
+	 * unknown); an empty map, a request with no header lines but Host, is not walked.
+	 */
+	__s64 map_count;
+	__s64 map_head_size;
 
 	__u32 arg_rw_itab; /* ServeHTTP's ResponseWriter interface: type word */
 	__u32 arg_rw_data; /* ... and data word */

@@ -176,23 +176,28 @@ __noinline int gospan_map_group(const struct target_config *cfg, __u64 g, const 
 	return 0;
 }
 
-static __always_inline int map_find_buckets(const struct target_config *cfg, __u64 m,
+/* The word at OFF (a multiple of 8, user space checked) of a map head as copied. */
+static __always_inline __u64 head_word(const __u8 *head, __s64 off)
+{
+	return *(const __u64 *)(head + ((__u64)off & (MAP_HEAD_MAX - 8)));
+}
+
+static __always_inline int map_find_buckets(const struct target_config *cfg, const __u8 *head,
 					    const struct map_key *k, struct go_string *out)
 {
-	__u64 buckets, old;
-	__u8 b = 0;
+	__u64 buckets = head_word(head, cfg->hmap_buckets);
+	__u64 old = head_word(head, cfg->hmap_oldbuckets);
+	__u8 b = head[(__u64)cfg->hmap_b & (MAP_HEAD_MAX - 1)];
 	__u32 i, nb;
 
-	if (bpf_probe_read_user(&b, sizeof(b), (const void *)(m + cfg->hmap_b)) || b > 4)
+	if (b > 4)
 		return 0;
 	nb = 1U << b;
-	buckets = go_read_word((const void *)m, cfg->hmap_buckets);
 	for (i = 0; i < MAP_MAX_BUCKETS && i < nb && buckets; i++) {
 		if (gospan_map_bucket(cfg, buckets + i * cfg->bucket_size, k, out))
 			return 1;
 	}
 	/* A growing map still holds entries not yet moved in its old buckets (half as many). */
-	old = go_read_word((const void *)m, cfg->hmap_oldbuckets);
 	for (i = 0; i < MAP_MAX_BUCKETS && i < nb / 2 && old; i++) {
 		if (gospan_map_bucket(cfg, old + i * cfg->bucket_size, k, out))
 			return 1;
@@ -200,25 +205,13 @@ static __always_inline int map_find_buckets(const struct target_config *cfg, __u
 	return 0;
 }
 
-static __always_inline int map_find_swiss(const struct target_config *cfg, __u64 m,
+static __always_inline int map_find_swiss(const struct target_config *cfg, const __u8 *head,
 					  const struct map_key *k, struct go_string *out)
 {
-	__u64 dir, table, groups, mask;
-	__s64 dir_len;
+	__u64 dir = head_word(head, cfg->swiss_dir_ptr), table, groups, mask;
+	__s64 dir_len = (__s64)head_word(head, cfg->swiss_dir_len);
 	__u32 t, g;
 
-	if (cfg->swiss_dir_len == cfg->swiss_dir_ptr + 8) {
-		/* Side by side, as in every Go release so far: one read for both. */
-		struct go_string d;
-
-		if (bpf_probe_read_user(&d, sizeof(d), (const void *)(m + cfg->swiss_dir_ptr)))
-			return 0;
-		dir = (__u64)d.ptr;
-		dir_len = d.len;
-	} else {
-		dir = go_read_word((const void *)m, cfg->swiss_dir_ptr);
-		dir_len = (__s64)go_read_word((const void *)m, cfg->swiss_dir_len);
-	}
 	if (!dir)
 		return 0;
 	/* A small map has no directory: its one group is where the directory would be. */
@@ -238,16 +231,28 @@ static __always_inline int map_find_swiss(const struct target_config *cfg, __u64
 	return 0;
 }
 
-/* Finds header K in the Go map at M: 1 and its first value's string header in OUT, else 0. */
+/*
+ * Finds header K in the Go map at M: 1 and its first value's string header in OUT, else 0. The
+ * map's head comes in one read: its count, and where the walk starts.
+ */
 __noinline int gospan_header_find(const struct target_config *cfg, __u64 m, const struct map_key *k,
 				  struct go_string *out)
 {
+	__u8 head[MAP_HEAD_MAX] = {};
+	__u64 n;
+
 	if (!cfg || !m)
 		return 0;
+	n = (__u64)cfg->map_head_size;
+	if (n < 8 || n > MAP_HEAD_MAX || bpf_probe_read_user(head, n, (const void *)m))
+		return 0;
+	/* No header lines (Host is not one in the map): nothing to look for. */
+	if (cfg->map_count >= 0 && !head_word(head, cfg->map_count))
+		return 0;
 	if (cfg->map_kind == MAP_KIND_BUCKETS)
-		return map_find_buckets(cfg, m, k, out);
+		return map_find_buckets(cfg, head, k, out);
 	if (cfg->map_kind == MAP_KIND_SWISS)
-		return map_find_swiss(cfg, m, k, out);
+		return map_find_swiss(cfg, head, k, out);
 	return 0;
 }
 
