@@ -119,7 +119,7 @@ int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, ui
 	if (err) {
 		snprintf(why, why_len, "%s", err != -ENOENT ? strerror(-err) :
 					     kind == SITE_RETS ? "no return instruction in its code" :
-								 "none of the calls in its code");
+								 "no call to that function in its code");
 		goto cleanup;
 	}
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
