@@ -117,9 +117,12 @@ int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, ui
 		err = disasm__find_calls(machine, code, size, addr, callee, &site->ret_offs,
 					 &site->nrets);
 	if (err) {
-		snprintf(why, why_len, "%s", err != -ENOENT ? strerror(-err) :
-					     kind == SITE_RETS ? "no return instruction in its code" :
-								 "no call to that function in its code");
+		if (err != -ENOENT)
+			snprintf(why, why_len, "%s", strerror(-err));
+		else if (kind == SITE_RETS)
+			snprintf(why, why_len, "no return instruction in its code");
+		else
+			snprintf(why, why_len, "no call to that function in its code");
 		goto cleanup;
 	}
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
