@@ -156,9 +156,9 @@ struct target_config {
 	__s64 slot_elem; /* offset of the value in a slot */
 	__s64 group_size;
 	/*
-	 * The map's head, read in one copy of MAP_HEAD_SIZE bytes (at most 64): the words the walk
-	 * starts from lie in it, at multiples of 8. MAP_COUNT: where its entry count is (-1:
-	 * unknown); an empty map, a request with no header lines but Host, is not walked.
+	 * The map's head, read in one copy of map_head_size bytes (at most MAP_HEAD_MAX): the words
+	 * the walk starts from lie in it, at multiples of 8. map_count: where its entry count is
+	 * (-1: unknown); an empty map, a request with no header lines but Host, is not walked.
 	 */
 	__s64 map_count;
 	__s64 map_head_size;
