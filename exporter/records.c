@@ -166,30 +166,28 @@ static size_t cut_at_char(const char *data, size_t n)
 	return n;
 }
 
-/*
- * Turns a captured Go string into valid UTF-8 in OUT and, when KEY is given, sets it as an
- * attribute, marked when the capture cut it. Returns the bytes written to OUT. Without OUT the
- * string goes straight into the span, which makes it valid UTF-8 as it copies.
- */
-static size_t set_captured(struct span *s, const char *key, const char *data, uint32_t len,
-			   size_t cap, char *out, size_t out_cap)
+/* How much of a Go string of LEN bytes is kept: at most CAP, no character cut in two. */
+static size_t captured_len(const char *data, uint32_t len, size_t cap)
 {
-	size_t n = len < cap ? len : cap;
-	size_t w = 0;
+	return len > cap ? cut_at_char(data, cap) : len;
+}
 
+/*
+ * Sets KEY to a captured Go string, marked when the capture cut it. The span makes the string
+ * valid UTF-8 as it copies it.
+ */
+static void set_captured(struct span *s, const char *key, const char *data, uint32_t len,
+			 size_t cap)
+{
+	span__set_str(s, key, data, captured_len(data, len, cap));
 	if (len > cap)
-		n = cut_at_char(data, n);
-	if (out)
-		w = utf8_sanitize(out, out_cap, data, n);
-	if (key) {
-		if (out)
-			span__set_str(s, key, out, w);
-		else
-			span__set_str(s, key, data, n);
-		if (len > cap)
-			mark_truncated(s, key);
-	}
-	return w;
+		mark_truncated(s, key);
+}
+
+/* A captured Go string as valid UTF-8 in OUT (OUT_CAP bytes); returns the bytes written. */
+static size_t captured_copy(char *out, size_t out_cap, const char *data, uint32_t len, size_t cap)
+{
+	return utf8_sanitize(out, out_cap, data, captured_len(data, len, cap));
 }
 
 static bool known_method(const char *m)
@@ -265,7 +263,7 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 
 	pattern[0] = '\0';
 	if (len)
-		set_captured(s, NULL, raw, len, MAX_PATTERN_LEN, pattern, sizeof(pattern));
+		captured_copy(pattern, sizeof(pattern), raw, len, MAX_PATTERN_LEN);
 	/* A cut pattern would name a route that does not exist: leave it out. */
 	if (pattern[0] && len <= MAX_PATTERN_LEN)
 		route = pattern_route(pattern);
@@ -325,7 +323,7 @@ static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
 	char proto[MAX_PROTO_LEN * 3 + 1];
 	const char *ver;
 
-	set_captured(s, NULL, raw, len, MAX_PROTO_LEN, proto, sizeof(proto));
+	captured_copy(proto, sizeof(proto), raw, len, MAX_PROTO_LEN);
 	if (strncmp(proto, "HTTP/", 5))
 		return false;
 	ver = proto + 5;
@@ -405,7 +403,7 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 {
 	char method[MAX_METHOD_LEN * 3 + 1];
 
-	set_captured(s, NULL, raw, len, MAX_METHOD_LEN, method, sizeof(method));
+	captured_copy(method, sizeof(method), raw, len, MAX_METHOD_LEN);
 	if (known_method(method)) {
 		/* Known methods are short: they fit p->method, and nothing needs a format. */
 		size_t n = strlen(method);
@@ -415,7 +413,7 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 	} else {
 		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
-		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, raw, len, MAX_METHOD_LEN, NULL, 0);
+		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, raw, len, MAX_METHOD_LEN);
 		snprintf(p->method, sizeof(p->method), "HTTP");
 	}
 }
@@ -434,14 +432,13 @@ static void on_start(struct records *r, const struct http_server_start *e)
 		s->trace_state = span__strndup(s, e->tracestate, e->tracestate_len);
 
 	set_method(s, p, e->method, e->method_len);
-	set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN, NULL, 0);
+	set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN);
 	span__set_str(s, SC_URL_SCHEME, e->tls ? "https" : "http", e->tls ? 5 : 4);
 
-	set_captured(s, NULL, e->host, e->host_len, MAX_HOST_LEN, host, sizeof(host));
+	captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
 	if (host[0])
 		set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
-	set_captured(s, NULL, e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN, remote,
-		     sizeof(remote));
+	captured_copy(remote, sizeof(remote), e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN);
 	if (remote[0]) {
 		set_host_port(s, remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
 		/* No proxy headers are read: the peer is the client. */
@@ -558,10 +555,10 @@ static void on_client_start(struct records *r, const struct http_client_start *e
 		return;
 	s = p->span;
 	set_method(s, p, e->method, e->method_len);
-	set_captured(s, NULL, e->scheme, e->scheme_len, MAX_SCHEME_LEN, scheme, sizeof(scheme));
-	set_captured(s, NULL, e->host, e->host_len, MAX_HOST_LEN, host, sizeof(host));
-	set_captured(s, NULL, e->path, e->path_len, MAX_PATH_LEN, path, sizeof(path));
-	set_captured(s, NULL, e->query, e->query_len, MAX_QUERY_LEN, query, sizeof(query));
+	captured_copy(scheme, sizeof(scheme), e->scheme, e->scheme_len, MAX_SCHEME_LEN);
+	captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
+	captured_copy(path, sizeof(path), e->path, e->path_len, MAX_PATH_LEN);
+	captured_copy(query, sizeof(query), e->query, e->query_len, MAX_QUERY_LEN);
 
 	/* URL.Host is "host[:port]"; user info lives apart (URL.User) and is never read. */
 	snprintf(url, sizeof(url), "%s://%s%s%s", scheme, host, path[0] || !query[0] ? path : "/",
@@ -658,7 +655,7 @@ static void set_arg(struct span *s, const struct traced_arg *a, const struct fun
 		}
 		break;
 	case GO_TYPE_STRING:
-		set_captured(s, key, v->str, v->len, MAX_ARG_STR_LEN, NULL, 0);
+		set_captured(s, key, v->str, v->len, MAX_ARG_STR_LEN);
 		break;
 	default:
 		break;
