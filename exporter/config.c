@@ -1085,8 +1085,8 @@ void config__print_help(const struct config *cfg, FILE *out)
 			val = "(unset)";
 		else if (s->secret)
 			val = "(set, hidden)";
-		else if (s->parse == parse_endpoint && (shown = config__printable_url(val)))
-			val = printable = shown;
+		else if (s->parse == parse_endpoint)
+			val = (printable = config__printable_url(val)) ? printable : "(unprintable)";
 		/* The default batch shrinks to a smaller queue (finish()): show what is used. */
 		if (id == S_BSP_BATCH && cfg->raw[id] &&
 		    strtol(cfg->raw[id], NULL, 10) != cfg->bsp_max_batch) {

@@ -35,13 +35,13 @@ int disasm__find_calls(uint16_t machine, const uint8_t *code, size_t len, uint64
  * at its first instruction, once per call even when the stack grows (morestack restarts the
  * function from its start). 0 or a negative errno (capstone failing).
  */
+int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
+		       uint64_t *off);
+
 /*
  * Closes capstone, which the functions above open on first use: for when no analysis is near
  * (capstone's tables hold 5 MB of resident memory while it is loaded).
  */
 void disasm__release(void);
-
-int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64_t addr,
-		       uint64_t *off);
 
 #endif

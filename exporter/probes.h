@@ -50,7 +50,10 @@ bool probes__can_propagate(const struct probes *p);
 bool probes__kernel_allows_write_user(void);
 /* Sums the per-CPU propagation counters (enum propagation_result). */
 int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
-/* Deletes the in-flight entry of goroutine GOID in PID if it still belongs to the call at START_NS. */
+/*
+ * Ends the call at START_NS of goroutine GOID in PID, if its entry still holds that call: the
+ * goroutine goes back to the span it worked for before, or its entry goes.
+ */
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns);
 /* Removes every uprobe; the ring buffer stays readable so nothing already captured is lost. */
 void probes__detach(struct probes *p);

@@ -97,7 +97,10 @@ struct span {
 
 /* A zeroed span with fresh random trace and span ids (getrandom). NULL with errno on failure. */
 struct span *span__new(void);
-/* A zeroed span whose ids the caller sets (getrandom costs a sixth of the export path). */
+/*
+ * A span whose ids the caller sets (getrandom costs a sixth of the export path), zeroed up to
+ * its attribute table: the table and the arena are read only up to nattrs and arena_used.
+ */
 struct span *span__alloc(void);
 void span__free(struct span *s);
 /*
