@@ -60,9 +60,10 @@ func deep(n int) uint64 {
 	return sum + frame[n%32] - uint64(n%32)
 }
 
-// pathDuration reads the {ms} path value as a duration up to maxSlow.
-func pathDuration(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
-	ms, err := strconv.Atoi(r.PathValue("ms"))
+// msDuration reads V as milliseconds, up to maxSlow; false, with a 400 answered, when it is not
+// a non-negative integer.
+func msDuration(w http.ResponseWriter, v string) (time.Duration, bool) {
+	ms, err := strconv.Atoi(v)
 	if err != nil || ms < 0 {
 		http.Error(w, "ms must be a non-negative integer", http.StatusBadRequest)
 		return 0, false
@@ -98,18 +99,16 @@ func routes() *http.ServeMux {
 	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
 		d := 100 * time.Millisecond
 		if v := r.URL.Query().Get("ms"); v != "" {
-			ms, err := strconv.Atoi(v)
-			if err != nil || ms < 0 {
-				http.Error(w, "ms must be a non-negative integer", http.StatusBadRequest)
+			var ok bool
+			if d, ok = msDuration(w, v); !ok {
 				return
 			}
-			d = min(time.Duration(ms)*time.Millisecond, maxSlow)
 		}
 		time.Sleep(d)
 		fmt.Fprintf(w, "slept %d ms\n", d.Milliseconds())
 	})
 	mux.HandleFunc("GET /sleep/{ms}", func(w http.ResponseWriter, r *http.Request) {
-		d, ok := pathDuration(w, r)
+		d, ok := msDuration(w, r.PathValue("ms"))
 		if !ok {
 			return
 		}
@@ -119,7 +118,7 @@ func routes() *http.ServeMux {
 	mux.HandleFunc("GET /block/{ms}", func(w http.ResponseWriter, r *http.Request) {
 		// Parked on a channel receive rather than in time.Sleep: another goroutine, started
 		// by the timer, wakes the handler.
-		d, ok := pathDuration(w, r)
+		d, ok := msDuration(w, r.PathValue("ms"))
 		if !ok {
 			return
 		}
