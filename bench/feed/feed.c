@@ -7,13 +7,14 @@
  * of the example service (GET /users/42, route /users/{id}, status 200), each with its own
  * goroutine id, times and ids.
  *
- *   feed --gospan PID --pid TARGET [--rate SPANS_PER_S] [--seconds S]
+ *   feed --ring MAP_ID --pid TARGET [--rate SPANS_PER_S] [--seconds S]
  *
- * TARGET is a process gospan traces (its first target: attach cookie 0). --rate 0 is flat out.
+ * MAP_ID is gospan's ring buffer, its map named "events" (bench/run finds it among the maps
+ * gospan's process holds); TARGET is a process gospan traces (its first target: attach cookie
+ * 0). --rate 0 is flat out.
  * Prints "feed: wrote N spans in T s: R/s, ring buffer full F times" at the end. A full ring
  * buffer is gospan falling behind: the feed then waits a millisecond instead of counting on.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -52,44 +53,21 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* An fd of PID's ring buffer map called "events"; negative errno when it has none. */
-static int gospan_ring_buffer(pid_t pid)
+/* An fd of ring buffer map ID; negative errno when there is none, or it is not a ring buffer. */
+static int ring_buffer(unsigned int id)
 {
-	char dir[64], path[PATH_MAX], line[256];
-	int fd = -ENOENT, map_fd;
-	struct dirent *d;
-	DIR *dp;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd, err;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fdinfo", (int)pid);
-	dp = opendir(dir);
-	if (!dp)
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
 		return -errno;
-	while (fd < 0 && (d = readdir(dp))) {
-		unsigned int id = 0, type = 0;
-		struct bpf_map_info info = {};
-		__u32 len = sizeof(info);
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			sscanf(line, "map_type:\t%u", &type);
-			sscanf(line, "map_id:\t%u", &id);
-		}
-		fclose(f);
-		if (type != BPF_MAP_TYPE_RINGBUF || !id)
-			continue;
-		map_fd = bpf_map_get_fd_by_id(id);
-		if (map_fd < 0)
-			continue;
-		if (!bpf_obj_get_info_by_fd(map_fd, &info, &len) && !strcmp(info.name, "events"))
-			fd = map_fd;
-		else
-			close(map_fd);
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (err || info.type != BPF_MAP_TYPE_RINGBUF) {
+		close(fd);
+		return err ? -errno : -EINVAL;
 	}
-	closedir(dp);
 	return fd;
 }
 
@@ -148,7 +126,7 @@ static int fill_template(struct feed_bpf *skel, pid_t pid)
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: feed --gospan PID --pid TARGET [--rate SPANS_PER_S] [--seconds S]\n");
+	fprintf(fp, "usage: feed --ring MAP_ID --pid TARGET [--rate SPANS_PER_S] [--seconds S]\n");
 }
 
 static long number(const char *s, long max)
@@ -161,14 +139,14 @@ static long number(const char *s, long max)
 
 int main(int argc, char **argv)
 {
-	long gospan = 0, pid = 0, rate = 0, seconds = 5;
+	long ring_id = 0, pid = 0, rate = 0, seconds = 5;
 	unsigned long long written = 0, full = 0;
 	struct feed_bpf *skel = NULL;
 	double t0, t;
 	int i, ring = -1, prog, err = 0;
 
 	for (i = 1; i + 1 < argc; i += 2) {
-		long *v = !strcmp(argv[i], "--gospan")	? &gospan :
+		long *v = !strcmp(argv[i], "--ring")	? &ring_id :
 			  !strcmp(argv[i], "--pid")	? &pid :
 			  !strcmp(argv[i], "--rate")	? &rate :
 			  !strcmp(argv[i], "--seconds") ? &seconds :
@@ -178,15 +156,15 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (i != argc || !gospan || !pid) {
+	if (i != argc || !ring_id || !pid) {
 		usage(stderr);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	ring = gospan_ring_buffer((pid_t)gospan);
+	ring = ring_buffer((unsigned int)ring_id);
 	if (ring < 0) {
-		fprintf(stderr, "feed: no ring buffer 'events' in process %ld: %s\n", gospan,
+		fprintf(stderr, "feed: cannot use map %ld as the ring buffer: %s\n", ring_id,
 			strerror(-ring));
 		return 1;
 	}
@@ -212,8 +190,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	prog = bpf_program__fd(skel->progs.feed);
-	printf("feed: ready: gospan %ld, target %ld, %ld spans/s for %ld s\n", gospan, pid, rate,
-	       seconds);
+	printf("feed: ready: ring buffer %ld, target %ld, %ld spans/s for %ld s\n", ring_id, pid,
+	       rate, seconds);
 
 	t0 = now_s();
 	while ((t = now_s() - t0) < seconds) {
