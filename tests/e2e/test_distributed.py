@@ -40,8 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, bpf_write_user_refused, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
-                      _go_env)
+from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
+                      _go_env, bpf_write_user_refused)
 
 FRONTEND_SRC = REPO / "examples" / "frontend"
 BACKEND_SRC = REPO / "examples" / "backend"

@@ -22,7 +22,6 @@ does not know about is still found.
 """
 
 import base64
-import http.client
 import json
 import os
 import resource
@@ -36,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import OtlpReceiver, attributes, call, wait_until
+from conftest import OtlpReceiver, attributes, call, perform, wait_until
 from test_distributed import (backend_bin, check_backend_server, check_client,  # noqa: F401
                               collect, frontend_bin, get, start_traced, unique)
 
@@ -142,21 +141,8 @@ class Sent:
     status: int
     headers: dict
     body: bytes | None = None
-    got: int | None = None
+    got_status: int | None = None  # filled in by conftest.perform()
     error: str | None = None
-
-
-def send(port, r):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT)
-    try:
-        c.request(r.method, r.target, body=r.body, headers=r.headers)
-        resp = c.getresponse()
-        resp.read()
-        r.got = resp.status
-    except (OSError, http.client.HTTPException) as e:
-        r.error = repr(e)
-    finally:
-        c.close()
 
 
 @dataclass
@@ -209,7 +195,7 @@ def server_run(start_service, start_gospan, otlp_proto):
                  dict(headers, Host=f"127.0.0.1:{svc.port}")),
         ]
         for r in sent:
-            send(svc.port, r)
+            perform(r, svc.port, None, r.method, r.target, r.body, r.headers, HTTP_TIMEOUT)
         rx.wait_for_spans(len(sent), SPAN_TIMEOUT)
         time.sleep(SETTLE)
         g.stop()
@@ -219,8 +205,8 @@ def server_run(start_service, start_gospan, otlp_proto):
 
 
 def test_server_requests_were_answered(server_run):
-    bad = [f"{r.method} {r.target}: got {r.got} {r.error or ''}, expected {r.status}"
-           for r in server_run.sent if r.got != r.status]
+    bad = [f"{r.method} {r.target}: got {r.got_status} {r.error or ''}, expected {r.status}"
+           for r in server_run.sent if r.got_status != r.status]
     assert not bad, "\n".join(bad)
 
 
