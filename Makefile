@@ -288,7 +288,7 @@ $(BENCH_FLOOR): bench/floor/floor.c $(BENCH_SKELS) $(SKELS) $(OUTPUT)/libgospan.
 # bench/feed: records written into a running gospan's ring buffer by a test-run BPF program.
 BENCH_FEED := $(BENCH_OUT)/feed
 
-$(BENCH_OUT)/feed.bpf.o: bench/feed/feed.bpf.c bpf/include/events.h
+$(BENCH_OUT)/feed.bpf.o: bench/feed/feed.bpf.c bench/feed/feed.h bpf/include/events.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -297,7 +297,7 @@ $(BENCH_OUT)/feed.skel.h: $(BENCH_OUT)/feed.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BENCH_FEED): bench/feed/feed.c $(BENCH_OUT)/feed.skel.h $(OUTPUT)/libgospan.a
+$(BENCH_FEED): bench/feed/feed.c bench/feed/feed.h $(BENCH_OUT)/feed.skel.h $(OUTPUT)/libgospan.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(BENCH_OUT) $(LDFLAGS) $< $(OUTPUT)/libgospan.a $(LDLIBS) -o $@
 

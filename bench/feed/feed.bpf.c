@@ -12,7 +12,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#include "events.h"
+#include "feed.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -25,11 +25,6 @@ struct {
 	__uint(max_entries, 2 << 20);
 } events SEC(".maps");
 
-struct feed_template {
-	struct http_server_start start;
-	struct http_server_end end;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -40,15 +35,6 @@ struct {
 /* Goroutine ids in use, one per connection, as wrk -c64 would make them. */
 #define CONNS 64
 #define GOID_BASE 1000
-
-/* What one run asks for, and what it did: the test run's context. */
-struct feed_args {
-	__u64 seq;	  /* spans written before this run */
-	__u32 count;	  /* spans to write */
-	__u32 written;	  /* out: spans whose two records both went in */
-	__u32 full;	  /* out: records refused because the ring buffer was full */
-	__u32 _pad;
-};
 
 struct loop_ctx {
 	const struct feed_template *t;

@@ -28,19 +28,11 @@
 #include <linux/bpf.h>
 
 #include "embed.h"
+#include "feed.h"
 #include "feed.skel.h"
 #include "offsets.h"
 #include "process.h"
 #include "target.h"
-
-/* The test run's context; as struct feed_args in feed.bpf.c. */
-struct feed_args {
-	__u64 seq;
-	__u32 count;
-	__u32 written;
-	__u32 full;
-	__u32 _pad;
-};
 
 /* A run writes at most this many spans: the ring buffer (2 MiB) holds about 1,200. */
 #define CHUNK 256
@@ -80,10 +72,7 @@ static void set_str(char *dst, size_t cap, __u32 *len, const char *s)
 /* The records' fixed part: what the example service's probes record for GET /users/42. */
 static int fill_template(struct feed_bpf *skel, pid_t pid)
 {
-	struct {
-		struct http_server_start start;
-		struct http_server_end end;
-	} t = {};
+	struct feed_template t = {};
 	struct offsets *tables;
 	struct target *tg;
 	char path[64];
