@@ -4,7 +4,8 @@
  * runtime.gopanic); entry records what arrived, reads an incoming traceparent from the Header map
  * and marks the goroutine as working for the new span. Client: (*Transport).roundTrip's entry and
  * RETs make client spans, children of the goroutine's span; a probe where Request.write calls
- * Header.writeSubset writes the traceparent line into the outgoing request; runtime.newproc1's
+ * Header.writeSubset hands the request's context to the socket-layer writer (wire.bpf.c), keyed
+ * by the goroutine that writes it; runtime.newproc1's
  * RETs hand a goroutine's span to the goroutines it starts. Function spans and on-CPU time
  * (functions.bpf.h) are included here so that one object holds every program. Records carry raw
  * facts and ids; user space pairs them into spans.
@@ -18,6 +19,7 @@
 #include "go_map.bpf.h"
 #include "go_types.bpf.h"
 #include "trace_context.bpf.h"
+#include "wire_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -86,13 +88,6 @@ struct {
 	__type(value, struct span_ctx);
 } outgoing SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PROP__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} propagation SEC(".maps");
-
 /*
  * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
  * the copy, which costs one bpf_probe_read_user instead of one per field. In every release the
@@ -151,7 +146,6 @@ static __always_inline void prof_mark(__u32 stage, __u64 *last)
 /* Scratch for records and lines too big for the 512-byte stack. */
 struct scratch {
 	char tp[TRACEPARENT_LEN + 1];
-	char line[TRACEPARENT_LINE_LEN];
 	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
 };
 
@@ -162,17 +156,16 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tracestate_val);
+} tracestate_scratch SEC(".maps");
+
 /* Header names as net/http canonicalises them. Built on the stack: see hex_digit(). */
 #define TRACEPARENT_KEY(k) struct map_key k = { .name = "Traceparent", .len = 11 }
 #define TRACESTATE_KEY(k) struct map_key k = { .name = "Tracestate", .len = 10 }
-
-static __always_inline void count_propagation(__u32 what)
-{
-	__u64 *cnt = bpf_map_lookup_elem(&propagation, &what);
-
-	if (cnt)
-		*cnt += 1;
-}
 
 static __always_inline void count_drop(__u32 reason)
 {
@@ -355,6 +348,28 @@ static __always_inline __u32 req_string(const struct req_view *v, __s64 off, cha
 	return go_read_string(dst, cap, (const char *)v->req + off);
 }
 
+/*
+ * The incoming tracestate, for the trace's outgoing calls to carry on (W3C: a participant that
+ * does not change it passes it on). One that was cut at MAX_TRACESTATE_LEN is not passed on
+ * cut. Kept by trace, not by span: the calls may come from goroutines the handler started.
+ */
+static __always_inline void keep_tracestate(__u32 pid, const struct http_server_start *e)
+{
+	struct tracestate_key k = { .pid = pid };
+	struct tracestate_val *v;
+	__u32 zero = 0;
+
+	if (!e->tracestate_len || e->tracestate_len > MAX_TRACESTATE_LEN)
+		return;
+	v = bpf_map_lookup_elem(&tracestate_scratch, &zero);
+	if (!v)
+		return;
+	__builtin_memcpy(k.trace_id, e->ids.trace_id, sizeof(k.trace_id));
+	v->len = e->tracestate_len;
+	__builtin_memcpy(v->s, e->tracestate, MAX_TRACESTATE_LEN);
+	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
+}
+
 SEC("uprobe")
 int serve_http_entry(GO_REGS *ctx)
 {
@@ -443,6 +458,7 @@ int serve_http_entry(GO_REGS *ctx)
 
 		e->tracestate_len =
 		    go_header_get(cfg, hdr, &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
+		keep_tracestate(key.pid, e);
 	}
 
 	PROF_MARK(PROF_IDS);
@@ -551,6 +567,25 @@ int go_panic(GO_REGS *ctx)
 	return 0;
 }
 
+/* An https request: encrypted before the socket layer sees it, so its context cannot go out. */
+static __always_inline bool is_https(const struct http_client_start *e)
+{
+	return e->scheme_len == 5 && e->scheme[0] == 'h' && e->scheme[1] == 't' &&
+	       e->scheme[2] == 't' && e->scheme[3] == 'p' && e->scheme[4] == 's';
+}
+
+/*
+ * The socket-layer writer tracks the client sockets of the processes in `traced`: a process
+ * joins on its first client call, which comes before the call's connection is made.
+ */
+static __always_inline void track_process(const struct target_config *cfg, __u32 pid)
+{
+	struct traced_process tp = { .g_goid = cfg->g_goid, .tls_g = cfg->tls_g };
+
+	if (!bpf_map_lookup_elem(&traced, &pid))
+		bpf_map_update_elem(&traced, &pid, &tp, BPF_NOEXIST);
+}
+
 SEC("uprobe")
 int client_entry(GO_REGS *ctx)
 {
@@ -614,7 +649,11 @@ int client_entry(GO_REGS *ctx)
 	}
 
 	call.start_ns = now;
-	call.header = go_read_word(req, cfg->req_header);
+	if (is_https(e))
+		count_propagation(PROP_TLS);
+	else
+		call.header = go_read_word(req, cfg->req_header);
+	track_process(cfg, key.pid);
 	__builtin_memcpy(call.ctx.trace_id, e->ids.trace_id, sizeof(call.ctx.trace_id));
 	__builtin_memcpy(call.ctx.span_id, e->ids.span_id, sizeof(call.ctx.span_id));
 	call.ctx.flags = e->ids.flags;
@@ -676,26 +715,23 @@ int client_return(GO_REGS *ctx)
 
 /*
  * At the call of Header.writeSubset inside (*Request).write, in the connection's write
- * goroutine: the request line is in the transport's buffered writer and the header lines are
- * about to follow. A traceparent line written there, and the buffer's length moved past it, is
- * sent as one more header. Nothing is written when the buffer has no room, when the request
- * already carries a traceparent, or when the writer is not the *bufio.Writer expected.
+ * goroutine: the request line is in the transport's buffered writer, not yet on the socket, and
+ * the header lines are about to follow. The request's context is left for the socket-layer
+ * writer under this goroutine, whose next write on the socket starts with that request line.
+ * Nothing is left when the request carries its own traceparent, or when the request line has
+ * already gone out (a line longer than the buffer): the next write would not start the request.
  */
 SEC("uprobe")
-int inject_traceparent(GO_REGS *ctx)
+int mark_request(GO_REGS *ctx)
 {
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct header_key hk = {};
+	struct pending_ctx pc = {};
 	struct span_ctx *out;
 	struct scratch *sc;
-	struct {
-		__u64 ptr;
-		__s64 len;
-		__s64 cap;
-	} buf;
 	__u64 w_itab, w;
-	__s64 n;
+	__s64 n = 0;
 	__u32 zero = 0;
 
 	cfg = probe_context(ctx, &key);
@@ -706,6 +742,8 @@ int inject_traceparent(GO_REGS *ctx)
 	out = bpf_map_lookup_elem(&outgoing, &hk);
 	if (!out)
 		return 0; /* not a request we are tracing (or another header set, e.g. trailers) */
+	pc.ctx = *out;
+	bpf_map_delete_elem(&outgoing, &hk);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
@@ -713,37 +751,20 @@ int inject_traceparent(GO_REGS *ctx)
 
 	if (go_header_get(cfg, (void *)hk.header, &tp_key, sc->tp, sizeof(sc->tp))) {
 		count_propagation(PROP_ALREADY_SET);
-		goto done;
+		return 0;
 	}
+	/* The transport's writer is a *bufio.Writer: where its itab is known, make sure. */
 	w_itab = go_arg(ctx, cfg->arg_ws_w_itab);
 	w = go_arg(ctx, cfg->arg_ws_w_data);
-	if (!cfg->bufio_itab || w_itab != cfg->bufio_itab || !w) {
-		count_propagation(PROP_NOT_BUFIO);
-		goto done;
-	}
-	if (bpf_probe_read_user(&buf, sizeof(buf), (void *)w + cfg->bufio_buf) ||
-	    bpf_probe_read_user(&n, sizeof(n), (void *)w + cfg->bufio_n) || !buf.ptr || n < 0 ||
-	    n > buf.len || buf.len > buf.cap) {
-		count_propagation(PROP_NOT_BUFIO);
-		goto done;
-	}
-	if (buf.len - n < TRACEPARENT_LINE_LEN) {
+	if ((cfg->bufio_itab && w_itab != cfg->bufio_itab) || !w ||
+	    bpf_probe_read_user(&n, sizeof(n), (void *)w + cfg->bufio_n) || n <= 0) {
 		count_propagation(PROP_NO_ROOM);
-		goto done;
+		return 0;
 	}
-	traceparent_line(sc->line, out);
-	if (bpf_probe_write_user((void *)(buf.ptr + n), sc->line, TRACEPARENT_LINE_LEN)) {
-		count_propagation(PROP_WRITE_REFUSED);
-		goto done;
-	}
-	n += TRACEPARENT_LINE_LEN;
-	if (bpf_probe_write_user((void *)w + cfg->bufio_n, &n, sizeof(n))) {
-		count_propagation(PROP_WRITE_REFUSED);
-		goto done;
-	}
-	count_propagation(PROP_INJECTED);
-done:
-	bpf_map_delete_elem(&outgoing, &hk);
+	/* A context still here was never taken: its request did not pass a tracked socket. */
+	if (bpf_map_lookup_elem(&pending, &key))
+		count_propagation(PROP_UNSEEN);
+	bpf_map_update_elem(&pending, &key, &pc, BPF_ANY);
 	return 0;
 }
 

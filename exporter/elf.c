@@ -34,6 +34,7 @@ struct elf_file {
 	size_t shstrndx;
 	struct elf_segment *segs;
 	size_t nsegs;
+	uint64_t tls_memsz, tls_align; /* PT_TLS; tls_align 0: the file has none */
 	struct sym_entry *syms; /* sorted by name, then address */
 	size_t nsyms;
 };
@@ -88,6 +89,10 @@ static int load_segments(struct elf_file *ef)
 			pr_err("cannot open '%s': bad program header %zu (truncated?): %s",
 			       ef->path, i, elf_errmsg(-1));
 			return -EINVAL;
+		}
+		if (ph.p_type == PT_TLS) {
+			ef->tls_memsz = ph.p_memsz;
+			ef->tls_align = ph.p_align ? ph.p_align : 1;
 		}
 		if (ph.p_type != PT_LOAD)
 			continue;
@@ -202,7 +207,9 @@ static int index_symbols(struct elf_file *ef)
 			return -EINVAL;
 		}
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_OBJECT) || sym.st_shndx == SHN_UNDEF ||
+		/* STT_TLS: st_value is the offset in the TLS block (runtime.tlsg). */
+		if ((type != STT_FUNC && type != STT_OBJECT && type != STT_TLS) ||
+		    sym.st_shndx == SHN_UNDEF ||
 		    !sym.st_name)
 			continue;
 		name = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
@@ -383,6 +390,15 @@ static const struct elf_segment *find_segment(const struct elf_file *ef, uint64_
 			return s;
 	}
 	return NULL;
+}
+
+int elf_file__tls(const struct elf_file *ef, uint64_t *memsz, uint64_t *align)
+{
+	if (!ef->tls_align)
+		return -ENOENT;
+	*memsz = ef->tls_memsz;
+	*align = ef->tls_align;
+	return 0;
 }
 
 int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off)

@@ -51,6 +51,8 @@ bool elf_file__is_pie(const struct elf_file *ef);
 int elf_file__find_symbol(struct elf_file *ef, const char *name, struct elf_symbol *out);
 /* The whole .symtab index, sorted by name (functions and objects: see is_func); its size. */
 size_t elf_file__symbols(const struct elf_file *ef, const struct sym_entry **out);
+/* The thread-local storage segment (PT_TLS): its size in memory and alignment; -ENOENT if none. */
+int elf_file__tls(const struct elf_file *ef, uint64_t *memsz, uint64_t *align);
 /* Translates a virtual address to a file offset through the PT_LOAD segments; -ERANGE if none. */
 int elf_file__addr_to_offset(const struct elf_file *ef, uint64_t addr, uint64_t *off);
 /* The inverse: the virtual address file offset OFF is loaded at; -ERANGE if no segment maps it. */

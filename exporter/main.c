@@ -361,7 +361,8 @@ static void print_summary(struct app *app, bool final)
 	pr_info("%s: spans captured %llu, exported %llu, dropped %llu%s%s%s; panics %llu, "
 		"in flight %llu, queued %llu, export failures %llu, retries %llu, rejected by the "
 		"backend %llu, not sampled %llu; trace context "
-		"sent %llu (already set %llu, no room %llu, refused %llu, other writer %llu)%s",
+		"sent %llu (not sent: already set %llu, request line not in the first write %llu, "
+		"not HTTP/1 %llu, https %llu, socket not tracked %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
@@ -369,8 +370,8 @@ static void print_summary(struct app *app, bool final)
 		(unsigned long long)es.export_failures, (unsigned long long)es.retries,
 		(unsigned long long)es.rejected, (unsigned long long)rs.unsampled,
 		(unsigned long long)prop[PROP_INJECTED], (unsigned long long)prop[PROP_ALREADY_SET],
-		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_WRITE_REFUSED],
-		(unsigned long long)prop[PROP_NOT_BUFIO],
+		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_NOT_HTTP1],
+		(unsigned long long)prop[PROP_TLS], (unsigned long long)prop[PROP_UNSEEN],
 		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 
@@ -411,6 +412,7 @@ static int run(struct app *app)
 			if (!live_pids && !app->cfg.nexes)
 				break;
 			process_table__prune(app->processes, process_busy, app->records);
+			probes__sync(app->probes);
 		}
 		if (app->cfg.verbose && now >= next_status) {
 			print_summary(app, false);
@@ -463,7 +465,7 @@ static int add_target(struct app *app, size_t i)
 	tg->cfg.ratio_bound = (uint64_t)(cfg->sampler_ratio * 9223372036854775808.0);
 	/*
 	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
-	 * load bias, known for --pid. With --exe, PIE processes send no trace context.
+	 * load bias, known for --pid; with --exe, PIE processes go without the check.
 	 */
 	if (tg->pie && tg->bufio_itab && t->only_pid)
 		tg->cfg.bufio_itab = tg->bufio_itab + process__load_bias(t->pid, tg->link_base);
@@ -481,6 +483,11 @@ static int add_target(struct app *app, size_t i)
 	 */
 	if (!process_table__get(app->processes, t->pid, cookie))
 		pr_warn("cannot describe process %d: %s", (int)t->pid, strerror(errno));
+	/* Before its next call: its open keep-alive connections must carry context too. */
+	err = probes__track_process(app->probes, t->pid, tg);
+	if (err)
+		pr_warn("process %d: its calls may carry no trace context: %s", (int)t->pid,
+			strerror(-err));
 	if (tg->nfuncs)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");
@@ -590,11 +597,13 @@ int main(int argc, char **argv)
 		if (stop_signal)
 			goto detach;
 	}
-	if (client && !probes__can_propagate(app.probes))
-		pr_warn("outgoing trace context is off: bpf_probe_write_user is refused (kernel "
-			"lockdown, see /sys/kernel/security/lockdown, or gospan lacks CAP_SYS_ADMIN); "
-			"client spans are still made, but the services they call start traces of "
-			"their own");
+	if (client && probes__can_propagate(app.probes))
+		pr_info("outgoing trace context: traceparent is added to HTTP/1 requests at the "
+			"socket layer (sockops + sk_msg on the targets' cgroups); nothing is written "
+			"into the services' memory");
+	else if (client)
+		pr_warn("outgoing trace context is off (see the reason above): client spans are "
+			"still made, but the services they call start traces of their own");
 
 	err = run(&app);
 

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "probes.h"
 #include "target.h"
+#include "wire.h"
 
 /* Hold the ring buffer reader's wakeup until this much is unconsumed (1/4 of the buffer). */
 #define WAKE_FRACTION 4
@@ -33,7 +34,7 @@ struct probes {
 	uint32_t ntargets;
 	uint32_t nfuncs; /* entries of the funcs map in use */
 	int ncpus;
-	bool can_write_user; /* bpf_probe_write_user allowed: trace context goes out */
+	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -99,14 +100,6 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 	}
 	p->skel->rodata->wake_threshold =
 		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
-	p->can_write_user = probes__kernel_allows_write_user();
-	if (!p->can_write_user) {
-		err = bpf_program__set_autoload(p->skel->progs.inject_traceparent, false);
-		if (err) {
-			pr_err("cannot leave out the trace-context writer: %s", strerror(-err));
-			goto cleanup;
-		}
-	}
 	err = http_bpf__load(p->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
@@ -120,6 +113,8 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 		pr_err("cannot open the ring buffer: %s", strerror(-err));
 		goto cleanup;
 	}
+	/* Spans do not need it: without it (the reason is said), calls carry no context out. */
+	p->wire = wire__load(p->skel->obj);
 	return p;
 
 cleanup:
@@ -251,8 +246,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 		err = attach_one(p, p->skel->progs.go_panic, pid, t->path, t->gopanic.entry_off, c);
 	err = err ?: attach_site(p, p->skel->progs.client_entry, p->skel->progs.client_return, pid,
 				 t->path, &t->round_trip, c);
-	if (p->can_write_user && t->round_trip.addr)
-		err = err ?: attach_site(p, NULL, p->skel->progs.inject_traceparent, pid, t->path,
+	if (p->wire && t->round_trip.addr)
+		err = err ?: attach_site(p, NULL, p->skel->progs.mark_request, pid, t->path,
 					 &t->inject, c);
 	if (follow_goroutines)
 		err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
@@ -361,7 +356,20 @@ int probes__hits_by_program(struct probes *p, char *buf, size_t size)
 
 bool probes__can_propagate(const struct probes *p)
 {
-	return p->can_write_user;
+	return p->wire != NULL;
+}
+
+int probes__track_process(struct probes *p, pid_t pid, const struct target *t)
+{
+	if (!p->wire || !t->round_trip.addr)
+		return 0;
+	return wire__add_process(p->wire, pid, &t->cfg);
+}
+
+void probes__sync(struct probes *p)
+{
+	if (p->wire)
+		wire__sync(p->wire);
 }
 
 int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT])
@@ -408,6 +416,7 @@ void probes__destroy(struct probes *p)
 	if (!p)
 		return;
 	probes__detach(p);
+	wire__destroy(p->wire);
 	free(p->links);
 	ring_buffer__free(p->rb);
 	http_bpf__destroy(p->skel);

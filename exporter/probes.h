@@ -40,8 +40,18 @@ int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
 int probes__hits(struct probes *p, uint64_t *hits);
 /* The same per program, as "name=N ..." for the programs that ran, into BUF. */
 int probes__hits_by_program(struct probes *p, char *buf, size_t size);
-/* False when the kernel refuses bpf_probe_write_user (lockdown): no trace context goes out. */
+/*
+ * Whether outgoing calls carry trace context: false when the socket-layer writer could not be
+ * loaded here (the reason was logged at load).
+ */
 bool probes__can_propagate(const struct probes *p);
+/*
+ * Makes the client sockets of process PID, running target T, carry trace context: those it
+ * opens from now on and the ones it has open. Nothing to do when no context goes out.
+ */
+int probes__track_process(struct probes *p, pid_t pid, const struct target *t);
+/* Tracks the processes that made their first client call since the last sync (--exe). */
+void probes__sync(struct probes *p);
 /*
  * Whether this kernel lets BPF programs call bpf_probe_write_user (lockdown takes it away), asked
  * of the kernel itself by loading a program of one call: /sys/kernel/security/lockdown need not be

@@ -27,6 +27,7 @@
 #define SYM_WRITE_SUBSET "net/http.Header.writeSubset"
 #define SYM_NEWPROC1 "runtime.newproc1"
 #define SYM_BUFIO_ITAB "go:itab.*bufio.Writer,io.Writer"
+#define SYM_TLSG "runtime.tlsg"
 
 /*
  * Layout of map[string][]string storage, from the sizes of its key (a string: 16 bytes) and value
@@ -230,6 +231,26 @@ static void find_client_sites(struct analysis *a)
 	}
 	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_BUFIO_ITAB, &sym))
 		t->bufio_itab = sym.addr;
+}
+
+/*
+ * Where a thread's current g is, from its thread pointer (amd64: the FS base), for the
+ * socket-layer writer, which sees threads. A Go program linked without libc sets FS itself and
+ * keeps g in the word below it. Otherwise runtime.tlsg is a variable of the executable's TLS
+ * block, which the x86-64 TLS ABI puts right below the thread pointer: at its offset in the
+ * block less the block's size rounded up to its alignment. Stripped binaries have no symbol for
+ * it: Go puts it first, and a block of Go's alone holds nothing else.
+ */
+static int64_t tls_g_offset(struct analysis *a)
+{
+	uint64_t memsz, align, in_block = 0;
+	struct elf_symbol sym;
+
+	if (elf_file__tls(a->ef, &memsz, &align))
+		return -8;
+	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_TLSG, &sym))
+		in_block = sym.addr;
+	return (int64_t)in_block - (int64_t)((memsz + align - 1) / align * align);
 }
 
 static int64_t max_i64(int64_t a, int64_t b)
@@ -450,6 +471,7 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	/* Data symbols are not in the function table: stripped binaries go without the itab. */
 	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
 		t->response_itab = sym.addr;
+	t->cfg.tls_g = tls_g_offset(&a);
 
 	err = pick_offsets(t, tables);
 	if (err)

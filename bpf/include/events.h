@@ -78,16 +78,6 @@ enum drop_reason {
 	DROP__COUNT,
 };
 
-/* What happened to outgoing trace context; index into the propagation map. */
-enum propagation_result {
-	PROP_INJECTED = 0,   /* a traceparent line was written into the request */
-	PROP_ALREADY_SET,    /* the request carried its own traceparent: left alone */
-	PROP_NO_ROOM,	     /* the write buffer had no room for the line */
-	PROP_WRITE_REFUSED,  /* bpf_probe_write_user failed (kernel lockdown) */
-	PROP_NOT_BUFIO,	     /* the writer was not the transport's *bufio.Writer */
-	PROP__COUNT,
-};
-
 /*
  * The span a goroutine is working for: its own server span, or the one it inherited from the
  * goroutine that started it. Client calls made on it become children of SPAN_ID. LIVE is 0 in an
@@ -101,6 +91,52 @@ struct span_ctx {
 	__u8 depth; /* goroutine generations from the span's own goroutine */
 	__u8 live;
 	__u8 _pad[5];
+};
+
+/*
+ * What happened to the trace context of an outgoing HTTP/1 request; index into the propagation
+ * map. The socket-layer writer (bpf/wire.bpf.c) puts it on the wire; the reasons it did not are
+ * counted where they are known.
+ */
+enum propagation_result {
+	PROP_INJECTED = 0,   /* traceparent (and tracestate) went out with the request */
+	PROP_ALREADY_SET,    /* the request carried its own traceparent: left alone */
+	PROP_NO_ROOM,	     /* the request line was not whole in the request's first write */
+	PROP_NOT_HTTP1,	     /* the first bytes written were not an HTTP/1.x request line */
+	PROP_TLS,	     /* an https request: its bytes are encrypted before the socket layer */
+	PROP_UNSEEN,	     /* the request's bytes never passed the writer: its socket is not tracked */
+	PROP__COUNT,
+};
+
+/* How many traced processes the socket-layer writer keeps apart at once. */
+#define MAX_TRACED_PROCS 4096
+
+/*
+ * A traced process, for the socket-layer programs, which see a thread, not a goroutine: the
+ * thread's goroutine is the g pointer at TLS_G from its FS base (Go keeps it there as well as in
+ * R14), its id at G_GOID in that g.
+ */
+struct traced_process {
+	__s64 g_goid;
+	__s64 tls_g;
+};
+
+/* The trace context waiting to go out with the request a goroutine is writing. */
+struct pending_ctx {
+	struct span_ctx ctx;
+};
+
+/* A trace's incoming tracestate, to go out again with the trace's outgoing requests. */
+struct tracestate_key {
+	__u32 pid;
+	__u32 _pad;
+	__u8 trace_id[16];
+};
+
+struct tracestate_val {
+	__u32 len;
+	__u32 _pad;
+	char s[MAX_TRACESTATE_LEN];
 };
 
 /*
@@ -192,6 +228,9 @@ struct target_config {
 	__s64 g_stack_hi;
 	__u32 cpu_time;
 	__u32 _pad1;
+
+	/* Where a thread's goroutine is, from its FS base: see struct traced_process. */
+	__s64 tls_g;
 };
 
 /* Key of the in-flight map: goroutine ids are only unique within one process. */

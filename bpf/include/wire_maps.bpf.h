@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The maps the uprobes (http.bpf.c) and the socket-layer writer (wire.bpf.c) share. They are
+ * two objects, so that a kernel without cgroup BPF or sockhash still gets its spans: each object
+ * declares these maps alike, and user space hands the writer the uprobe object's maps
+ * (bpf_map__reuse_fd) before loading it. This header is the one place their shapes are written.
+ */
+#ifndef GOSPAN_WIRE_MAPS_BPF_H
+#define GOSPAN_WIRE_MAPS_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "events.h"
+
+/* Processes whose client sockets the writer tracks, by tgid: filled by client_entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_TRACED_PROCS);
+	__type(key, __u32);
+	__type(value, struct traced_process);
+} traced SEC(".maps");
+
+/*
+ * The context of the request each goroutine is about to send, by the goroutine that writes it
+ * (net/http's persistConn.writeLoop): set where Request.write has put the request line in the
+ * connection's buffer, taken by the writer at that goroutine's next write on a socket. Keyed
+ * by goroutine, not thread: the goroutine may move to another thread before it writes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct pending_ctx);
+} pending SEC(".maps");
+
+/* Incoming tracestate of the traces being served, by process and trace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tracestate_key);
+	__type(value, struct tracestate_val);
+} tracestates SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROP__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} propagation SEC(".maps");
+
+static __always_inline void count_propagation(__u32 what)
+{
+	__u64 *cnt = bpf_map_lookup_elem(&propagation, &what);
+
+	if (cnt)
+		*cnt += 1;
+}
+
+#endif

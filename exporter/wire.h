@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The socket-layer writer of outgoing trace context (bpf/wire.bpf.c): loading it beside the
+ * uprobes, attaching its sockops program to the traced processes' cgroups (cgroup v2) and its
+ * sk_msg program to the sockhash of their client sockets, and adding the client connections a
+ * process had open before gospan came (a warm keep-alive pool), which no sockops event announces.
+ * Everything it attaches dies with gospan's file descriptors, SIGKILL included.
+ */
+#ifndef GOSPAN_WIRE_H
+#define GOSPAN_WIRE_H
+
+#include <sys/types.h>
+
+struct bpf_object;
+struct target_config;
+struct wire;
+
+/*
+ * Loads the writer, sharing the maps of the uprobes' object HTTP_OBJ. NULL with errno set when
+ * this kernel or host cannot have it; the reason is logged as a warning.
+ */
+struct wire *wire__load(struct bpf_object *http_obj);
+/*
+ * Starts tracking the client sockets of process PID, a target configured as CFG: its cgroup gets
+ * the sockops program (once per cgroup), its open client connections go into the sockhash.
+ */
+int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg);
+/* Tracks the processes the uprobes found making their first client call since the last sync. */
+void wire__sync(struct wire *w);
+void wire__destroy(struct wire *w);
+
+#endif
