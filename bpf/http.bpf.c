@@ -442,7 +442,7 @@ int serve_http_entry(GO_REGS *ctx)
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
-	has_tp = read_traceparent(cfg, sc, hdr, &e->ids);
+	has_tp = cfg->propagate && read_traceparent(cfg, sc, hdr, &e->ids);
 	PROF_MARK(PROF_TRACEPARENT);
 	if (!has_tp) {
 		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
@@ -649,11 +649,14 @@ int client_entry(GO_REGS *ctx)
 	}
 
 	call.start_ns = now;
-	if (is_https(e))
+	if (!cfg->propagate) {
+		/* nothing goes out */
+	} else if (is_https(e)) {
 		count_propagation(PROP_TLS);
-	else
+	} else {
 		call.header = go_read_word(req, cfg->req_header);
-	track_process(cfg, key.pid);
+		track_process(cfg, key.pid);
+	}
 	__builtin_memcpy(call.ctx.trace_id, e->ids.trace_id, sizeof(call.ctx.trace_id));
 	__builtin_memcpy(call.ctx.span_id, e->ids.span_id, sizeof(call.ctx.span_id));
 	call.ctx.flags = e->ids.flags;

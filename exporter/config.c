@@ -56,6 +56,7 @@ enum setting_id {
 	S_LOG_LEVEL,
 	S_SAMPLER,
 	S_SAMPLER_ARG,
+	S_PROPAGATORS,
 	S_SDK_DISABLED,
 	S_COMPRESSION,
 	S_TRACES_COMPRESSION,
@@ -99,6 +100,8 @@ static int parse_compression(struct config *cfg, enum setting_id id, const char 
 static int parse_file(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_sampler(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_ratio(struct config *cfg, enum setting_id id, const char *name, const char *val);
+static int parse_propagators(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val);
 static int parse_service(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val);
 static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
@@ -193,6 +196,11 @@ static const struct setting settings[S__COUNT] = {
 			  .help = "spans per export request at most", .parse = parse_count },
 	[S_LOG_LEVEL] = { .env = "OTEL_LOG_LEVEL", .def = "info",
 			  .help = "error, warn, info or debug", .parse = parse_log_level },
+	[S_PROPAGATORS] = { .env = "OTEL_PROPAGATORS", .def = "tracecontext",
+			    .help = "tracecontext: W3C traceparent and tracestate are read from "
+				    "incoming requests and added to outgoing HTTP/1 requests (at "
+				    "the socket layer); none: neither",
+			    .parse = parse_propagators },
 	[S_SAMPLER] = { .env = "OTEL_TRACES_SAMPLER", .def = "parentbased_always_on",
 			.help = "always_on, always_off, traceidratio, parentbased_always_on, "
 				"parentbased_always_off or parentbased_traceidratio",
@@ -423,6 +431,41 @@ static int parse_sampler(struct config *cfg, enum setting_id id, const char *nam
 	return refuse(name, val,
 		      "expected always_on, always_off, traceidratio, parentbased_always_on, "
 		      "parentbased_always_off or parentbased_traceidratio");
+}
+
+/*
+ * OTEL_PROPAGATORS, a list as the SDKs take it. gospan speaks W3C trace context only: a list
+ * naming another format is refused rather than half honoured.
+ */
+static int parse_propagators(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val)
+{
+	const char *p = val, *e;
+	bool tc = false, none = false;
+	size_t n;
+
+	(void)id;
+	while (*p) {
+		e = strchr(p, ',') ?: p + strlen(p);
+		while (p < e && *p == ' ')
+			p++;
+		n = (size_t)(e - p);
+		while (n && p[n - 1] == ' ')
+			n--;
+		if (n == 12 && !strncmp(p, "tracecontext", 12))
+			tc = true;
+		else if (n == 4 && !strncmp(p, "none", 4))
+			none = true;
+		else if (n)
+			return refuse(name, val,
+				      "gospan propagates W3C trace context only: expected "
+				      "tracecontext or none");
+		p = *e ? e + 1 : e;
+	}
+	if (tc == none)
+		return refuse(name, val, "expected tracecontext or none");
+	cfg->propagate = tc;
+	return 0;
 }
 
 static int parse_ratio(struct config *cfg, enum setting_id id, const char *name, const char *val)

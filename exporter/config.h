@@ -47,6 +47,7 @@ struct config {
 	enum root_sampler root_sampler; /* OTEL_TRACES_SAMPLER */
 	bool parent_based;
 	double sampler_ratio; /* OTEL_TRACES_SAMPLER_ARG */
+	bool propagate;	      /* OTEL_PROPAGATORS=tracecontext: trace context in and out */
 	bool help;
 	bool version;
 

@@ -463,6 +463,7 @@ static int add_target(struct app *app, size_t i)
 	tg->cfg.root_sampler = cfg->root_sampler;
 	tg->cfg.parent_based = cfg->parent_based;
 	tg->cfg.ratio_bound = (uint64_t)(cfg->sampler_ratio * 9223372036854775808.0);
+	tg->cfg.propagate = cfg->propagate;
 	/*
 	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
 	 * load bias, known for --pid; with --exe, PIE processes go without the check.
@@ -578,7 +579,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* Loaded once for every target: each attach gets its own cookie and configuration. */
-	app.probes = probes__load(records__handle, app.records);
+	app.probes = probes__load(records__handle, app.records, app.cfg.propagate);
 	if (!app.probes) {
 		err = -errno;
 		goto cleanup;
@@ -597,7 +598,9 @@ int main(int argc, char **argv)
 		if (stop_signal)
 			goto detach;
 	}
-	if (client && probes__can_propagate(app.probes))
+	if (client && !app.cfg.propagate)
+		pr_info("outgoing trace context: off (OTEL_PROPAGATORS=none)");
+	else if (client && probes__can_propagate(app.probes))
 		pr_info("outgoing trace context: traceparent is added to HTTP/1 requests at the "
 			"socket layer (sockops + sk_msg on the targets' cgroups); nothing is written "
 			"into the services' memory");

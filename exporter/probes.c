@@ -51,33 +51,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-/*
- * Kernel lockdown (integrity or confidentiality) takes bpf_probe_write_user away: the verifier
- * refuses any program that calls it, so the whole object would fail to load. A program of one
- * call tells beforehand. libbpf's own helper probe does not recognise lockdown's refusal.
- */
-bool probes__kernel_allows_write_user(void)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 0 },
-		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gospan_probe", "GPL", insns,
-			       sizeof(insns) / sizeof(insns[0]), NULL);
-
-	if (fd < 0) {
-		pr_debug("bpf_probe_write_user is refused: %s", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
-}
-
-struct probes *probes__load(probes_record_fn fn, void *ctx)
+struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 {
 	struct probes *p;
 	int err;
@@ -114,7 +88,8 @@ struct probes *probes__load(probes_record_fn fn, void *ctx)
 		goto cleanup;
 	}
 	/* Spans do not need it: without it (the reason is said), calls carry no context out. */
-	p->wire = wire__load(p->skel->obj);
+	if (propagate)
+		p->wire = wire__load(p->skel->obj);
 	return p;
 
 cleanup:

@@ -19,8 +19,12 @@ struct probes;
 /* Called for each ring-buffer record; return non-zero to stop the current poll. */
 typedef int (*probes_record_fn)(void *ctx, const void *data, size_t size);
 
-/* Loads the BPF programs. NULL with errno on failure; the reason is logged. */
-struct probes *probes__load(probes_record_fn fn, void *ctx);
+/*
+ * Loads the BPF programs; with PROPAGATE, the socket-layer writer of trace context too, when the
+ * kernel allows it (else a warning says why not). NULL with errno on failure; the reason is
+ * logged.
+ */
+struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate);
 /*
  * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
  * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's; T's functions (--functions)
@@ -52,12 +56,6 @@ bool probes__can_propagate(const struct probes *p);
 int probes__track_process(struct probes *p, pid_t pid, const struct target *t);
 /* Tracks the processes that made their first client call since the last sync (--exe). */
 void probes__sync(struct probes *p);
-/*
- * Whether this kernel lets BPF programs call bpf_probe_write_user (lockdown takes it away), asked
- * of the kernel itself by loading a program of one call: /sys/kernel/security/lockdown need not be
- * mounted. Needs the privileges that loading gospan's programs does.
- */
-bool probes__kernel_allows_write_user(void);
 /* Sums the per-CPU propagation counters (enum propagation_result). */
 int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
 /*

@@ -3,8 +3,8 @@
  * bench/floor: the benchmark's calibration. It analyses a Go process with gospan's own target
  * analysis (exporter/target.c and the modules under it, linked from libgospan.a) and attaches
  * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and every RET,
- * runtime.gopanic, (*Transport).roundTrip's entry and RETs, the traceparent writer's call sites
- * when the kernel allows bpf_probe_write_user, runtime.newproc1's RETs with --follow-goroutines.
+ * runtime.gopanic, (*Transport).roundTrip's entry and RETs, the call site where requests are
+ * marked for the socket-layer writer, runtime.newproc1's RETs with --follow-goroutines.
  * The service then pays the uprobe traps and nothing else: the floor gospan is measured against.
  *
  *   floor --pid PID [--follow-goroutines]
@@ -194,9 +194,6 @@ static int verifier_stats(void)
 		fprintf(stderr, "floor: cannot open gospan's BPF object: %s\n", strerror(-err));
 		return err;
 	}
-	/* As probes__load() does: the writer is left out where the kernel would refuse it. */
-	if (!probes__kernel_allows_write_user())
-		bpf_program__set_autoload(skel->progs.inject_traceparent, false);
 	bpf_object__for_each_program(prog, skel->obj)
 	{
 		if (i == (int)(sizeof(logs) / sizeof(logs[0])))
@@ -302,7 +299,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	/* The order and the sites of probes__attach() in exporter/probes.c. */
-	inject = probes__kernel_allows_write_user() && t->round_trip.addr;
+	inject = t->round_trip.addr != 0;
 	pr = &f.skel->progs;
 	err = attach_site(&f, pr->floor_serve_entry, pr->floor_serve_return, pid, path,
 			  &t->serve_http);
@@ -320,7 +317,7 @@ int main(int argc, char **argv)
 	printf("floor: attached: pid %d, %zu probes (ServeHTTP entry + %zu returns%s%s%s%s)\n",
 	       (int)pid, f.nlinks, t->serve_http.nrets, t->gopanic.addr ? " + gopanic" : "",
 	       t->round_trip.addr ? " + HTTP client" : "",
-	       inject && t->inject.addr ? " + traceparent writer" : "",
+	       inject && t->inject.addr ? " + request marker" : "",
 	       follow && t->newproc1.addr ? " + newproc1" : "");
 
 run:

@@ -227,7 +227,7 @@ struct target_config {
 	 */
 	__s64 g_stack_hi;
 	__u32 cpu_time;
-	__u32 _pad1;
+	__u32 propagate; /* OTEL_PROPAGATORS=tracecontext: traceparent is read, and goes out */
 
 	/* Where a thread's goroutine is, from its FS base: see struct traced_process. */
 	__s64 tls_g;
