@@ -353,8 +353,9 @@ static int add_open_sockets(struct wire *w, pid_t pid)
 		added++;
 	}
 	if (added)
-		pr_info("process %d: %d open client connection%s will carry trace context",
-			(int)pid, added, added == 1 ? "" : "s");
+		pr_info("process %d: %d open client connection%s tracked: %s HTTP/1 requests "
+			"carry trace context",
+			(int)pid, added, added == 1 ? " is" : "s are", added == 1 ? "its" : "their");
 
 cleanup:
 	for (i = 0; est && i < nest; i++)

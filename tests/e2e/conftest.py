@@ -60,49 +60,18 @@ def _bpf_syscall_works():
     return None
 
 
-def bpf_write_user_refused():
-    """Why this kernel refuses BPF programs that call bpf_probe_write_user, or None: asked of the
-    kernel itself, by loading a kprobe program of six instructions that calls it (lockdown
-    refuses the helper in the verifier; /sys/kernel/security/lockdown says why, where securityfs
-    is mounted, but it need not be)."""
-    nr = {"x86_64": 321, "aarch64": 280}.get(platform.machine())
-    if nr is None:
-        return f"unsupported architecture '{platform.machine()}'"
-
-    def insn(code, dst=0, src=0, off=0, imm=0):
-        return code | (dst | src << 4) << 8 | (off & 0xFFFF) << 16 | (imm & 0xFFFFFFFF) << 32
-
-    mov_k, call, exit_ = 0xb7, 0x85, 0x95  # BPF_ALU64|BPF_MOV|BPF_K, BPF_JMP|BPF_CALL, BPF_EXIT
-    write_user = 36  # BPF_FUNC_probe_write_user
-    prog = (ctypes.c_uint64 * 6)(insn(mov_k, 1), insn(mov_k, 2), insn(mov_k, 3),
-                                 insn(call, imm=write_user), insn(mov_k, 0), insn(exit_))
-    license_ = ctypes.create_string_buffer(b"GPL")
-    log = ctypes.create_string_buffer(4096)
-    # union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level,
-    # log_size, log_buf, kern_version, prog_flags, prog_name[16] ...
-    attr = (ctypes.c_uint8 * 128)()
-    ctypes.memmove(ctypes.addressof(attr), (ctypes.c_uint32 * 2)(2, 6), 8)  # BPF_PROG_TYPE_KPROBE
-    ctypes.memmove(ctypes.addressof(attr) + 8,
-                   (ctypes.c_uint64 * 2)(ctypes.addressof(prog), ctypes.addressof(license_)), 16)
-    ctypes.memmove(ctypes.addressof(attr) + 24, (ctypes.c_uint32 * 2)(1, len(log)), 8)
-    ctypes.memmove(ctypes.addressof(attr) + 32, (ctypes.c_uint64 * 1)(ctypes.addressof(log)), 8)
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_int(5), ctypes.byref(attr),  # BPF_PROG_LOAD
-                      ctypes.c_uint(ctypes.sizeof(attr)))
-    if fd >= 0:
-        os.close(fd)
-        return None
-    err = ctypes.get_errno()
-    why = [line for line in log.value.decode(errors="replace").strip().splitlines()
-           if line and not line.startswith("processed ")]
+def trace_context_unavailable():
+    """Why gospan cannot send trace context out on this host, or None. Its socket-layer writer
+    attaches to the traced processes' cgroups in the cgroup v2 hierarchy, so it needs one
+    mounted; a cgroup v1-only host has none."""
     try:
-        mode = re.search(r"\[(\w+)\]", Path("/sys/kernel/security/lockdown").read_text())
-        lockdown = f"; kernel lockdown is '{mode.group(1)}'" if mode else ""
-    except OSError:
-        lockdown = ""
-    return (f"this kernel refuses bpf_probe_write_user ({errno.errorcode.get(err, err)}: "
-            f"{why[-1] if why else os.strerror(err)}{lockdown}): gospan cannot write traceparent "
-            f"into outgoing requests")
+        mounts = Path("/proc/self/mountinfo").read_text()
+    except OSError as e:
+        return f"cannot read /proc/self/mountinfo: {e}"
+    if not any(" - cgroup2 " in line for line in mounts.splitlines()):
+        return ("no cgroup v2 hierarchy is mounted (a cgroup v1-only host): gospan's "
+                "socket-layer writer of trace context attaches to one")
+    return None
 
 
 def bpf_unavailable_reason():

@@ -1,0 +1,3 @@
+module example.com/gospan/tests/e2e/wiremix
+
+go 1.24
