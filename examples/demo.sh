@@ -273,12 +273,11 @@ for svc in backend frontend; do
 	indent <"$work/gospan-$svc.err"
 done
 
-# Without bpf_probe_write_user (kernel lockdown) gospan cannot write traceparent into the
-# frontend's calls, and says so when it attaches.
-no_propagation= lockdown=
-if grep -Eiq 'lockdown|traceparent|outgoing trace context' "$work/gospan-frontend.err"; then
+# gospan adds traceparent to the frontend's calls at the socket layer; where it cannot (no
+# cgroup v2 hierarchy on this host), it says so when it attaches.
+no_propagation=
+if grep -q 'outgoing trace context is off' "$work/gospan-frontend.err"; then
 	no_propagation=1
-	lockdown=$(sed -n 's/.*\[\([a-z]*\)\].*/\1/p' /sys/kernel/security/lockdown 2>/dev/null || true)
 fi
 
 # ---- the load -----------------------------------------------------------------------------------
@@ -309,9 +308,10 @@ if [ -n "$query" ]; then
 		>"$work/show.out" || die "cannot read the traces from Jaeger"
 	indent <"$work/show.out"
 	both=$(sed -n 's/.*; \([0-9]*\) with spans of frontend and backend$/\1/p' "$work/show.out")
+	joined=$(sed -n 's/^joined traces: \([0-9]*\) of .*/\1/p' "$work/show.out")
 else
 	# The console prints each trace when its root span arrives. The frontend has a trace per
-	# request; the backend its part of each of those, or under lockdown a trace per call.
+	# request; the backend its part of each of those (a trace per call if no context went out).
 	say "waiting for the gospans to print the spans (at most $span_timeout s)"
 	trace_ids() {
 		{ grep -Eo 'trace[= ][0-9a-f]{32}' "$1" 2>/dev/null || true; } | cut -c7- | sort -u
@@ -342,23 +342,32 @@ else
 fi
 say "requests sent and traces read in $((SECONDS - t0)) s"
 
-if [ -n "$no_propagation" ]; then
-	say "the backend's spans start their own trace because this kernel refuses bpf_probe_write_user"
-	[ -z "$lockdown" ] || say "  (kernel lockdown '$lockdown', see /sys/kernel/security/lockdown):"
-	say "  gospan cannot write a traceparent header into the frontend's calls, so the backend never"
-	say "  learns the trace it is part of (gospan said so when it attached, above); on a kernel"
-	say "  without lockdown each request is one trace across both services"
-elif [ -n "$both" ] && [ "$both" -gt 0 ]; then
-	say "$both traces hold spans of both services: gospan wrote a traceparent header into the"
-	say "  frontend's calls, and the backend's spans joined the frontend's trace"
-else
-	say "no trace holds spans of both services, though gospan did not report that this kernel"
-	say "  refuses writing traceparent: see its messages above"
-fi
+# What the traces show: the demo's last word, after the services' summaries.
+say_verdict() {
+	if [ -n "$no_propagation" ]; then
+		say "the backend's spans start their own trace: gospan could not send trace context from"
+		say "  the frontend (it said why when it attached, above), so the backend never learns the"
+		say "  trace it is part of"
+	elif [ -n "$query" ] && [ -n "$joined" ] && [ "$joined" -eq "$requests" ]; then
+		say "all $requests frontend requests are one trace across both services, read back from"
+		say "  Jaeger: frontend SERVER -> frontend CLIENT -> backend SERVER, every parent link exact;"
+		say "  gospan put each CLIENT span's traceparent on the wire at the socket layer"
+	elif [ -n "$query" ]; then
+		say "only ${joined:-0} of $requests frontend requests are one trace across both services in"
+		say "  Jaeger, though gospan sends trace context: see its messages and the traces above"
+	elif [ -n "$both" ] && [ "$both" -eq "$requests" ]; then
+		say "all $requests frontend requests are one trace across both services: gospan put each"
+		say "  CLIENT span's traceparent on the wire at the socket layer, and the backend joined it"
+	else
+		say "only ${both:-0} of $requests frontend requests are one trace across both services,"
+		say "  though gospan sends trace context: see its messages above"
+	fi
+}
 
 # ---- keep running, or stop ----------------------------------------------------------------------
 
 if [ "$keep" = 1 ]; then
+	say_verdict
 	# Its summaries go to the terminal: they show the load is still on.
 	setsid "$build/examples/loadgen" -url "$urls" -interval "$interval" -summary 50 </dev/null &
 	load_pid=$!
@@ -388,6 +397,7 @@ fi
 stop_all
 [ "$gospan_fe_rc" = 0 ] || die "gospan on frontend exited with status $gospan_fe_rc"
 [ "$gospan_be_rc" = 0 ] || die "gospan on backend exited with status $gospan_be_rc"
+say_verdict
 if [ -n "$query" ]; then
 	say "done; Jaeger was stopped with the rest (on a terminal it keeps running until Ctrl-C)"
 else

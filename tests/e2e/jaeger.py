@@ -500,6 +500,28 @@ def _latest_by_root(traces):
     return [latest[op][1] for op in sorted(latest)]
 
 
+def _joined(trace, first):
+    """Whether TRACE crosses services with every link right: each SERVER span of another service
+    than FIRST is the child of a CLIENT span of another service, itself the child of a SERVER
+    span of FIRST; and there is at least one such crossing."""
+    by_id = {s["spanID"]: s for s in trace["spans"]}
+    crossings = 0
+    for s in trace["spans"]:
+        if service_of(trace, s) == first or tag(s, "span.kind") != "server":
+            continue
+        refs = [r for r in parents(s) if r[0] == "CHILD_OF"]
+        client = by_id.get(refs[0][1]) if len(refs) == 1 else None
+        if client is None or tag(client, "span.kind") != "client" or \
+                service_of(trace, client) == service_of(trace, s):
+            return False
+        up = [by_id.get(r[1]) for r in parents(client) if r[0] == "CHILD_OF"]
+        if len(up) != 1 or up[0] is None or tag(up[0], "span.kind") != "server" or \
+                service_of(trace, up[0]) != first:
+            return False
+        crossings += 1
+    return crossings > 0
+
+
 def _cmd_show(args):
     api = QueryAPI(args.query)
     try:
@@ -534,6 +556,11 @@ def _cmd_show(args):
     if len(services) > 1:
         line += f"; {len(common)} with spans of {' and '.join(services)}"
     print(line)
+    if len(services) > 1:
+        joined = [t for t in common if _joined(api.trace(t) or {"spans": []}, first)]
+        print(f"joined traces: {len(joined)} of {len(names[first])} {first} traces are one trace "
+              f"across services, every {'/'.join(services[1:])} SERVER span a child of the "
+              f"{first} CLIENT span that called it, itself a child of a {first} SERVER span")
     return 0
 
 

@@ -1,9 +1,10 @@
 """`make demo` keeps working: examples/demo.sh is run as a user would, with a short load, and what
 it prints is checked. With Jaeger it must show the frontend's traces read back from Jaeger as
-trees, the backend's spans (in those traces, or under lockdown in traces of their own, saying
-why), both gospans' summaries with every span exported, and leave nothing running. Without
-Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the spans. On a terminal it keeps everything
-running with the load going until Ctrl-C, which must stop it all the same way and exit 0.
+trees, the backend's spans in those same traces (where no context can go out, in traces of
+their own, saying why), both gospans' summaries with every span exported, a last word saying
+every request is one trace across both services, and leave nothing running. Without Jaeger
+(GOSPAN_DEMO_JAEGER=0) the gospans print the spans. On a terminal it keeps everything running
+with the load going until Ctrl-C, which must stop it all the same way and exit 0.
 """
 
 import os
@@ -83,13 +84,17 @@ def check_traces(out):
     assert fe == REQUESTS, out
     if NO_PROPAGATION:
         assert (be, both) == (BACKEND_CALLS, 0), out
-        assert "demo: the backend's spans start their own trace because this kernel refuses " \
-               "bpf_probe_write_user" in out, out
+        assert "demo: the backend's spans start their own trace: gospan could not send " \
+               "trace context" in out, out
         assert re.search(r"^\s+backend  server  GET /work/\{id\}\s+200 ", out, re.M), out
         assert re.search(r"^\s+backend  server  GET /fail\s+500 ERROR", out, re.M), out
     else:
         assert (be, both) == (REQUESTS, REQUESTS), out
-        assert f"demo: {REQUESTS} traces hold spans of both services" in out, out
+        assert f"joined traces: {REQUESTS} of {REQUESTS} frontend traces are one trace" in out, out
+        # The demo's last word, after the gospans' summaries.
+        tail = out[out.rindex("gospan: summary"):]
+        assert (f"demo: all {REQUESTS} frontend requests are one trace across both services, "
+                f"read back from") in tail, out
         # The backend's span sits under the frontend's client span.
         assert re.search(r"^(\s+)frontend  client  GET .*\n\1  backend  server  GET /work/\{id\}",
                          out, re.M), out
@@ -136,6 +141,9 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
     be_traces = BACKEND_CALLS if NO_PROPAGATION else REQUESTS
     assert (f"demo: traces printed: {REQUESTS} with spans of frontend, {be_traces} with spans of "
             f"backend; {both} with spans of both") in out, out
+    if not NO_PROPAGATION:
+        assert (f"demo: all {REQUESTS} frontend requests are one trace across both services: "
+                f"gospan put") in out, out
     assert_summaries(out, REQUESTS + BACKEND_CALLS, BACKEND_CALLS)
     assert_all_stopped(out)
 

@@ -2,8 +2,9 @@
 process, both exporting OTLP/HTTP to Jaeger v2 (in-memory storage), read back through Jaeger's
 HTTP query API. A request to the frontend must be one trace there: two services, three spans
 joined by CHILD_OF references, the operation names gospan gives them, and no warning from Jaeger.
-Where the kernel keeps gospan from writing traceparent into outgoing requests (lockdown), the
-frontend's two spans are still one trace and the cross-service test skips, saying why.
+The traceparent the backend needs goes out through gospan's socket-layer writer, which works on
+kernels in lockdown too; where it cannot work (no cgroup v2), the frontend's two spans are
+still one trace, and the backend's is one of its own.
 """
 
 import time
@@ -104,8 +105,8 @@ def test_client_span_is_child_of_server_span(jaeger, traced_to_jaeger):
 
 
 def test_request_is_one_trace_across_two_services(jaeger, traced_to_jaeger):
-    """One trace, frontend SERVER -> frontend CLIENT -> backend SERVER. Under lockdown no trace
-    context reaches the backend: Jaeger then holds two traces, and neither names the other."""
+    """One trace, frontend SERVER -> frontend CLIENT -> backend SERVER. Where no trace context
+    can go out, Jaeger holds two traces, and neither names the other."""
     frontend, backend, gospans = traced_to_jaeger
     n = f"jt-{uuid.uuid4().hex[:12]}"
     sent = get(frontend.base_url, f"/direct/{n}")
