@@ -78,6 +78,40 @@ static void test_target__http_server_is_analysed(void **state)
 	target__free(t);
 }
 
+/*
+ * The socket-layer writer finds a thread's goroutine at tls_g from its FS base. Go keeps g in
+ * the word right below it in every build of an 8-byte TLS block of its own: without libc (Go
+ * sets FS itself, no PT_TLS) and with it (runtime.tlsg at the start of the executable's block,
+ * which glibc puts right below the thread pointer).
+ */
+static void test_target__goroutine_is_found_below_the_thread_pointer(void **state)
+{
+	static const struct {
+		const char *out, *env, *flags;
+	} builds[] = {
+		{ "target-tls-plain", "", "" },
+		{ "target-tls-pie", "", "-buildmode=pie" },
+		{ "target-tls-cgo", "CGO_ENABLED=1", "-ldflags=-linkmode=external" },
+		{ "target-tls-cgo-stripped", "CGO_ENABLED=1", "'-ldflags=-s -w -linkmode=external'" },
+	};
+	struct target *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
+		const char *bin =
+			test_go_build("httpserver", builds[i].out, builds[i].env, builds[i].flags);
+
+		assert_non_null(bin);
+		t = target__analyse(bin, NULL, tables, true);
+		assert_non_null(t);
+		if (t->cfg.tls_g != -8)
+			fail_msg("%s: g at %lld from the thread pointer, expected -8", builds[i].out,
+				 (long long)t->cfg.tls_g);
+		target__free(t);
+	}
+}
+
 static void test_target__refuses_what_it_cannot_trace(void **state)
 {
 	struct target *t;
@@ -191,6 +225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_target__http_server_is_analysed),
+		cmocka_unit_test(test_target__goroutine_is_found_below_the_thread_pointer),
 		cmocka_unit_test(test_target__refuses_what_it_cannot_trace),
 		cmocka_unit_test(test_target__stripped_binary_is_analysed),
 		cmocka_unit_test(test_target__newer_than_tables_needs_dwarf),
