@@ -191,12 +191,13 @@ int write_trace_context(struct sk_msg_md *msg)
 	 * Cheap things first: most messages are bodies, answers or other protocols, and are let
 	 * go after a look at their first bytes, before any map lookup.
 	 */
-	if (msg->size < 16)
+	if (msg->size < HTTP1_LINE_MIN)
 		return SK_PASS;
+	scan = msg->size < HTTP1_METHOD_MAX + 1 ? msg->size : HTTP1_METHOD_MAX + 1;
 	data = msg->data;
 	end = msg->data_end;
-	if (data + HTTP1_METHOD_MAX + 1 > end) {
-		if (pull(msg, 0, HTTP1_METHOD_MAX + 1))
+	if (data + scan > end) {
+		if (pull(msg, 0, scan))
 			return SK_PASS;
 		data = msg->data;
 		end = msg->data_end;

@@ -25,6 +25,8 @@
 #define HTTP1_LINE_MAX 2048
 /* "HTTP/1.x\r\n" */
 #define HTTP1_VERSION_LEN 10
+/* The shortest request line: "A / HTTP/1.1\r\n". */
+#define HTTP1_LINE_MIN 14
 
 enum http1_verdict {
 	HTTP1_REQUEST = 0,  /* a complete HTTP/1.x request line starts the bytes */
