@@ -42,9 +42,13 @@ RUN apt-get update \
 COPY --from=build /src/build/gospan /usr/local/bin/gospan
 
 # No USER: running as anything but root is not possible in practice. gospan loads BPF programs
-# and attaches uprobes to other processes, which takes CAP_SYS_ADMIN (uprobes), CAP_BPF,
-# CAP_PERFMON and CAP_SYS_PTRACE in the initial user namespace; a non-root user holds them only
-# through file capabilities on the binary, and would then be as powerful as root is here. The
-# container's privileges are whatever `--cap-add` (or the pod's securityContext) grants.
+# and attaches uprobes to other processes, which takes CAP_SYS_ADMIN (uprobes; it also covers the
+# CAP_NET_ADMIN check of the socket-layer writer of trace context), CAP_BPF, CAP_PERFMON and
+# CAP_SYS_PTRACE in the initial user namespace, plus CAP_DAC_READ_SEARCH for targets of another
+# user; a non-root user holds them only through file capabilities on the binary, and would then
+# be as powerful as root is here. The container's privileges are whatever `--cap-add` (or the
+# pod's securityContext) grants. For outgoing trace context the container also needs the host's
+# cgroup namespace (`--cgroupns=host`), whose cgroup v2 hierarchy it then sees at /sys/fs/cgroup:
+# see docker-compose.yml.
 ENTRYPOINT ["/usr/local/bin/gospan"]
 CMD ["--help"]
