@@ -484,11 +484,11 @@ static int add_target(struct app *app, size_t i)
 	 */
 	if (!process_table__get(app->processes, t->pid, cookie))
 		pr_warn("cannot describe process %d: %s", (int)t->pid, strerror(errno));
-	/* Before its next call: its open keep-alive connections must carry context too. */
-	err = probes__track_process(app->probes, t->pid, tg);
-	if (err)
-		pr_warn("process %d: its calls may carry no trace context: %s", (int)t->pid,
-			strerror(-err));
+	/*
+	 * Before its next call: its open keep-alive connections must carry context too. A failure
+	 * is said where it happens, and costs only trace context: the spans are made all the same.
+	 */
+	probes__track_process(app->probes, t->pid, tg);
 	if (tg->nfuncs)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");

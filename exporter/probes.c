@@ -295,7 +295,7 @@ int probes__hits(struct probes *p, uint64_t *hits)
 	bpf_object__for_each_program(prog, p->skel->obj) {
 		fd = bpf_program__fd(prog);
 		if (fd < 0)
-			continue; /* left out at load (the writer, under lockdown) */
+			continue; /* not loaded */
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);
 		if (bpf_obj_get_info_by_fd(fd, &info, &len))

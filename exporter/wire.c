@@ -51,7 +51,8 @@ struct cgroup_link {
 
 struct wire {
 	struct wire_bpf *skel;
-	char cgroup_root[PATH_MAX]; /* where the cgroup v2 hierarchy is mounted */
+	char cgroup_mnt[PATH_MAX];  /* where the cgroup v2 hierarchy is mounted */
+	char cgroup_root[PATH_MAX]; /* the cgroup at the mount's top: see find_cgroup2() */
 	struct cgroup_link *cgroups;
 	size_t ncgroups;
 	pid_t *pids; /* processes added */
@@ -61,10 +62,15 @@ struct wire {
 /* The maps the two objects share (bpf/include/wire_maps.bpf.h), by name. */
 static const char *const shared_maps[] = { "traced", "pending", "tracestates", "propagation" };
 
-/* Where the cgroup v2 hierarchy is mounted, from /proc/self/mountinfo; -ENOENT if nowhere. */
-static int find_cgroup2(char *out, size_t size)
+/*
+ * Where the cgroup v2 hierarchy is mounted (MNT), and which cgroup that mount shows at its top
+ * (ROOT), from /proc/self/mountinfo; -ENOENT if nowhere. ROOT is "/" on a host; where gospan
+ * runs in a cgroup namespace of its own (a Kubernetes pod with the host's /sys/fs/cgroup), it is
+ * a path like "/../.." that /proc/PID/cgroup paths are given against too.
+ */
+static int find_cgroup2(char *mnt, size_t mnt_size, char *root, size_t root_size)
 {
-	char line[4096], mnt[PATH_MAX], *sep;
+	char line[4096], m[PATH_MAX], r[PATH_MAX], *sep;
 	int err = -ENOENT;
 	FILE *f;
 
@@ -76,14 +82,32 @@ static int find_cgroup2(char *out, size_t size)
 		sep = strstr(line, " - ");
 		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
 			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2)
 			continue;
-		snprintf(out, size, "%s", mnt);
+		if (strlen(m) >= mnt_size || strlen(r) >= root_size) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(mnt, m, strlen(m) + 1);
+		memcpy(root, r, strlen(r) + 1);
 		err = 0;
 		break;
 	}
 	fclose(f);
 	return err;
+}
+
+const char *wire__cgroup_below(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return path + strspn(path, "/");
+	if (strncmp(path, root, n) || (path[n] && path[n] != '/'))
+		return NULL;
+	return path + n + strspn(path + n, "/");
 }
 
 struct wire *wire__load(struct bpf_object *http_obj)
@@ -96,7 +120,8 @@ struct wire *wire__load(struct bpf_object *http_obj)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	err = find_cgroup2(w->cgroup_root, sizeof(w->cgroup_root));
+	err = find_cgroup2(w->cgroup_mnt, sizeof(w->cgroup_mnt), w->cgroup_root,
+			   sizeof(w->cgroup_root));
 	if (err) {
 		pr_warn("outgoing trace context is off: no cgroup v2 hierarchy is mounted (a cgroup "
 			"v1-only host), and the socket-layer writer attaches to one; mount it, e.g. "
@@ -184,6 +209,7 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 	char rel[PATH_MAX], full[PATH_MAX * 2];
 	struct cgroup_link *links;
 	struct bpf_link *link;
+	const char *below;
 	size_t i;
 	int err, fd;
 
@@ -197,7 +223,15 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 	for (i = 0; i < w->ncgroups; i++)
 		if (!strcmp(w->cgroups[i].path, rel))
 			return 0;
-	snprintf(full, sizeof(full), "%s%s", w->cgroup_root, rel);
+	below = wire__cgroup_below(rel, w->cgroup_root);
+	if (!below) {
+		pr_warn("process %d: its cgroup '%s' is not below '%s', the top of the cgroup v2 "
+			"mount at '%s': its calls carry no trace context (mount the host's cgroup "
+			"hierarchy where gospan runs)",
+			(int)pid, rel, w->cgroup_root, w->cgroup_mnt);
+		return -ENOENT;
+	}
+	snprintf(full, sizeof(full), "%s/%s", w->cgroup_mnt, below);
 	fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
@@ -275,12 +309,22 @@ static int add_open_sockets(struct wire *w, pid_t pid)
 	DIR *fds = NULL;
 
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0)
-		return -errno;
+	if (pidfd < 0) {
+		err = -errno;
+		pr_warn("process %d: cannot open it (pidfd_open): %s: the connections it had open "
+			"before gospan came carry no trace context",
+			(int)pid, strerror(-err));
+		return err;
+	}
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	fds = opendir(dir);
 	if (!fds) {
 		err = -errno;
+		pr_warn("process %d: cannot list its open files in '%s': %s%s: the connections it "
+			"had open before gospan came carry no trace context",
+			(int)pid, dir, strerror(-err),
+			err == -EACCES ? " (another user's process: gospan needs CAP_DAC_READ_SEARCH)" :
+					 "");
 		goto cleanup;
 	}
 	est = calloc(MAX_SOCKETS, sizeof(*est));
@@ -402,10 +446,13 @@ static int add_process(struct wire *w, pid_t pid, const struct traced_process *t
 	if (known_pid(w, pid))
 		return 0;
 	err = remember_pid(w, pid);
-	if (err)
+	if (!err && bpf_map_update_elem(bpf_map__fd(w->skel->maps.traced), &key, tp, BPF_ANY))
+		err = -errno;
+	if (err) {
+		pr_warn("process %d: cannot track it for trace context: %s: its calls carry none",
+			(int)pid, strerror(-err));
 		return err;
-	if (bpf_map_update_elem(bpf_map__fd(w->skel->maps.traced), &key, tp, BPF_ANY))
-		return -errno;
+	}
 	/* The cgroup first: a connection made meanwhile is then announced by sockops. */
 	err = attach_cgroup(w, pid);
 	if (err)

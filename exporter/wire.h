@@ -28,5 +28,12 @@ int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg
 /* Tracks the processes the uprobes found making their first client call since the last sync. */
 void wire__sync(struct wire *w);
 void wire__destroy(struct wire *w);
+/*
+ * PATH, a cgroup as /proc/PID/cgroup gives it, as a path below the top of a cgroup v2 mount
+ * whose top is ROOT (the mount's root field in mountinfo; both are against gospan's cgroup
+ * namespace, so in a pod both may start with "/.."): "" for ROOT itself, NULL when PATH is not
+ * below ROOT.
+ */
+const char *wire__cgroup_below(const char *path, const char *root);
 
 #endif

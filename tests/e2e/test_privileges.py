@@ -236,8 +236,10 @@ def test_open_connections_of_another_user_need_dac_read_search(setpriv, gospan_b
                 assert _counter(summary, "trace context sent") == 2, summary
             else:
                 assert [tp for _, tp in seen] == ["", ""], (seen, g.stderr)
-                assert re.search(rf"process {frontend.pid}: .*no trace context: Permission "
-                                 r"denied", g.stderr), g.stderr
+                assert re.search(rf"process {frontend.pid}: cannot list its open files in "
+                                 rf"'/proc/{frontend.pid}/fd': Permission denied \(another "
+                                 r"user's process: gospan needs CAP_DAC_READ_SEARCH\)",
+                                 g.stderr), g.stderr
                 assert _counter(summary, "trace context sent") == 0, summary
                 # Counted when the connection's next request is marked: 1 of the 2.
                 assert _counter(summary, "socket not tracked") == 1, summary
