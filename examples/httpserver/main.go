@@ -1,7 +1,8 @@
 // httpserver is the service gospan's demo and end-to-end tests trace: a small user/item API on
 // Go 1.22 routing patterns, with handlers that are slow, block for seconds, recurse deep enough
-// to grow their stack to megabytes, fail, panic, or answer from the mux itself (404, 405), so
-// every kind of span gospan produces has a request that causes it.
+// to grow their stack to megabytes, fail, panic, call another service with net/http's client, or
+// answer from the mux itself (404, 405), so every kind of span gospan produces has a request that
+// causes it.
 package main
 
 import (
@@ -157,11 +158,24 @@ func routes() *http.ServeMux {
 			Path: "/", HttpOnly: true})
 		fmt.Fprintln(w, "logged in")
 	})
+	mux.HandleFunc("GET /call", func(w http.ResponseWriter, r *http.Request) {
+		// One outgoing call with net/http's default client, answered with what it returned:
+		// the call gets a CLIENT span, and the request carries its traceparent.
+		resp, err := http.Get(r.URL.Query().Get("to"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "httpserver: try /users/42, /items/a/b, /slow?ms=200, /sleep/200, /block/200, /deep/1000, /fail, /panic, /echo/anything")
+		fmt.Fprintln(w, "httpserver: try /users/42, /items/a/b, /slow?ms=200, /sleep/200, /block/200, /deep/1000, /fail, /panic, /call?to=URL, /echo/anything")
 	})
 	// The catch-all echo lives under /echo/ rather than at "/": a pattern matching every path
 	// would leave the mux nothing to answer 404 or 405 for, and those spans carry no route.

@@ -3,6 +3,12 @@ with one toolchain per minor release (and both ends of a minor where an offset m
 each plain, stripped and PIE, plus the other build flavours on the newest release; a few requests;
 the spans checked. This is what proves a table range and a binary-reading path on a live binary.
 
+One of the requests makes the service call an untraced echo server with net/http's client: the
+echo server must receive exactly one traceparent, in the trace of the service's SERVER span for
+that request, naming the service's CLIENT span for the call. gospan adds it at the socket layer,
+finding the writing goroutine from the thread's TLS (runtime.tlsg) and g.goid, so this proves
+both on every release and flavour.
+
 Toolchains come from the Go module proxy (golang.org/toolchain), cached in the module cache.
 Services built with Go 1.22 and later use examples/httpserver (method and wildcard patterns,
 so http.route is checked); older ones use tests/e2e/legacyserver.
@@ -11,16 +17,21 @@ When the whole matrix ran, COMPATIBILITY.md at the top of the repository is rewr
 results: it is produced by this test, never edited by hand.
 """
 
+import json
 import os
 import platform
 import re
 import subprocess
+import threading
+import urllib.parse
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env
+from conftest import (CI, REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
+                      trace_context_unavailable)
 
 # Debian's golang-1.19 package (1.19.8) is not in the tables, which list 1.19.0 and 1.19.13: its
 # stripped build is traced through the "nearest release at or below" rule.
@@ -51,8 +62,16 @@ LEGACY_SRC = REPO / "tests" / "e2e" / "legacyserver"
 EXAMPLE_SRC = REPO / "examples" / "httpserver"
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
+SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3  # trace.proto: Span.SpanKind
+TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
+# The programs an outgoing call runs: roundTrip's entry and RET, and the request marker at
+# Request.write's calls to Header.writeSubset.
+CLIENT_PROGRAMS = ("client_entry", "client_return", "mark_request")
+# Where gospan cannot send trace context (no cgroup v2 hierarchy), the call must go out untouched
+# instead; with CI=true that is a failure, as in test_distributed.py.
+NO_PROPAGATION = trace_context_unavailable()
 RESULTS = {}  # (version, flavour) -> "verified" or the failure
-HITS = {}  # (version, flavour) -> probe hits per request, counted by the kernel
+HITS = {}  # (version, flavour) -> (probe hits per server request, {client program: hits})
 
 
 def parse(v):
@@ -98,9 +117,112 @@ def build(version, flavour, out):
     assert res.returncode == 0, f"go{version} {flavour} build failed:\n{res.stderr}"
 
 
+class EchoServer:
+    """An untraced HTTP/1.1 server on loopback answering every GET with the Traceparent header
+    values it received, as JSON; it keeps them too, so what came back through the traced
+    service can be checked against what arrived here."""
+
+    def __init__(self):
+        self.received = []
+        echo = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_GET(self):
+                got = self.headers.get_all("traceparent") or []
+                echo.received.append(got)
+                body = json.dumps({"traceparent": got}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/echo"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture(scope="module")
+def echo_server():
+    srv = EchoServer()
+    yield srv
+    srv.close()
+
+
+def propagation_counters(line):
+    """The trace-context counters of gospan's summary line (as test_wire.py reads them)."""
+    m = re.search(r"trace context sent (\d+) \(not sent: already set (\d+), request line not in "
+                  r"the first write (\d+), not HTTP/1 (\d+), https (\d+), socket not tracked "
+                  r"(\d+)\)", line or "")
+    assert m, f"no trace-context counters in {line!r}"
+    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked")
+    return dict(zip(keys, map(int, m.groups())))
+
+
+def check_call(spans, version, echo, answer, calls, gospan_err):
+    """The /call request: one SERVER span, one CLIENT span under it, and the echo server got
+    one request (CALLS: the traceparent values of each) carrying exactly one traceparent, the
+    CLIENT span's, in the SERVER span's trace (none where gospan cannot send any)."""
+    where = f"go{version} /call"
+    assert len(calls) == 1, f"{where}: the echo server got {len(calls)} requests"
+    received = calls[0]
+    clients = [s for s in spans if s.kind == SPAN_KIND_CLIENT]
+    assert len(clients) == 1, f"{where}: {len(clients)} CLIENT spans\n{gospan_err}"
+    client = clients[0]
+    server = [s for s in spans if s.kind == SPAN_KIND_SERVER and s.attrs["url.path"] == "/call"]
+    assert len(server) == 1, f"{where}: {len(server)} SERVER spans"
+    server = server[0]
+
+    assert client.name == "GET", client.name
+    assert client.attrs["url.full"] == echo.url, client.attrs
+    assert client.attrs["server.port"] == echo.port, client.attrs
+    assert client.attrs["http.response.status_code"] == 200, client.attrs
+    assert client.trace_id == server.trace_id, f"{where}: CLIENT span in another trace"
+    assert client.parent_span_id == server.span_id, f"{where}: CLIENT span not under SERVER"
+    assert server.trace_id.hex() != CALLER_TRACE  # no traceparent came in: its own trace
+
+    assert answer == {"traceparent": received}, f"{where}: answered {answer}, echo got {received}"
+    if NO_PROPAGATION:
+        assert received == [], f"{where}: traceparent {received} sent, but {NO_PROPAGATION}"
+        return
+    assert len(received) == 1, (f"{where}: the echo server received {len(received)} "
+                                f"traceparent headers {received}\n{gospan_err}")
+    m = TRACEPARENT_RE.match(received[0])
+    assert m, f"{where}: malformed traceparent {received[0]!r}"
+    assert m.group(1) == server.trace_id.hex(), (
+        f"{where}: traceparent {received[0]} is not in the SERVER span's trace "
+        f"{server.trace_id.hex()}")
+    assert m.group(2) == client.span_id.hex(), (
+        f"{where}: traceparent {received[0]} does not name the CLIENT span "
+        f"{client.span_id.hex()}")
+
+
+def probe_hits(stderr):
+    """(all probe hits, {program: hits} of the programs an outgoing call runs) from gospan's
+    stderr."""
+    m = re.search(r"probe hits: (\d+)[^\n]*", stderr)
+    assert m, f"gospan printed no probe hit count:\n{stderr}"
+    per = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(0))}
+    return int(m.group(1)), {p: per.get(p, 0) for p in CLIENT_PROGRAMS}
+
+
 def check_spans(spans, version, svc, modern, gospan_err):
-    assert len(spans) == 4, f"go{version}: {len(spans)} spans\n{gospan_err}"
-    by_path = {s.attrs["url.path"]: s for s in spans}
+    servers = [s for s in spans if s.kind == SPAN_KIND_SERVER]
+    assert len(servers) == 5, f"go{version}: {len(servers)} SERVER spans\n{gospan_err}"
+    assert len(spans) == 6, f"go{version}: {len(spans)} spans\n{gospan_err}"
+    by_path = {s.attrs["url.path"]: s for s in servers}
 
     user = by_path["/users/1"]
     assert user.trace_id.hex() == CALLER_TRACE, f"go{version}: traceparent not joined"
@@ -146,8 +268,9 @@ def bpf_stats(bpf_ready):
 
 @pytest.mark.parametrize("version,flavour", CASES, ids=[f"{v}-{f}" for v, f in CASES])
 def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_receiver,
-                              bpf_ready, bpf_stats):
+                              echo_server, bpf_ready, bpf_stats):
     RESULTS[(version, flavour)] = "failed"
+    assert not (CI and NO_PROPAGATION), NO_PROPAGATION
     modern = parse(version) >= (1, 22, 0)
     out = build_dir / "e2e" / f"server-go{version}-{flavour}"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -161,9 +284,13 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
         assert f"go{version}" in attached, attached
 
         slow = "/slow?ms=30" if modern else "/slow"
+        call = "/call?" + urllib.parse.urlencode({"to": echo_server.url})
         requests = [("GET", "/users/1", None, 200),
                     ("POST", "/users" if modern else "/users/", b"hello", 201),
-                    ("GET", "/fail", None, 500), ("GET", slow, None, 200)]
+                    ("GET", "/fail", None, 500), ("GET", slow, None, 200),
+                    ("GET", call, None, 200)]
+        echoed = len(echo_server.received)
+        answer = None
         for method, path, body, want in requests:
             req = urllib.request.Request(svc.base_url + path, data=body, method=method)
             if path == "/users/1":
@@ -176,7 +303,9 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
             try:
                 with urllib.request.urlopen(req, timeout=10) as r:
                     got = r.status
-                    r.read()
+                    data = r.read()
+                if path == call:
+                    answer = json.loads(data)
             except urllib.error.HTTPError as e:
                 got = e.code
             assert got == want, f"{method} {path}: {got}"
@@ -187,11 +316,16 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
     spans = [s for s in otlp_receiver.snapshot()[before:]
              if s.resource.get("process.pid") == svc.pid]
     check_spans(spans, version, svc, modern, g.stderr)
+    check_call(spans, version, echo_server, answer, echo_server.received[echoed:], g.stderr)
+    sent = propagation_counters(g.summary_line())
+    want = {"sent": 0 if NO_PROPAGATION else 1, "already_set": 0, "no_room": 0, "not_http1": 0,
+            "https": 0, "untracked": 0}
+    assert sent == want, f"go{version}: trace-context counters {sent}, expected {want}"
     source = "DWARF" if "offsets from DWARF" in g.stderr else "table"
-    RESULTS[(version, flavour)] = f"verified ({source})"
-    m = re.search(r"probe hits: (\d+)", g.stderr)
-    assert m, f"gospan printed no probe hit count:\n{g.stderr}"
-    HITS[(version, flavour)] = int(m.group(1)) / len(requests)
+    note = ", no trace context out" if NO_PROPAGATION else ""
+    RESULTS[(version, flavour)] = f"verified ({source}{note})"
+    hits, client_hits = probe_hits(g.stderr)
+    HITS[(version, flavour)] = ((hits - sum(client_hits.values())) / len(requests), client_hits)
 
 
 def test_go_before_register_abi_is_refused(build_dir, gospan_bin, bpf_ready):
@@ -223,22 +357,38 @@ def _write_compatibility():
         "",
         "Produced by `tests/e2e/test_go_versions.py` (part of `make test`): each cell is a real",
         "service built with that Go release and flavour, traced by gospan, with its spans checked",
-        "(status codes, route on Go 1.22+, body size, duration). \"verified (table)\" means the",
-        "struct offsets came from `offsets/go_offsets.json`, \"verified (DWARF)\" from the binary.",
+        "(status codes, route on Go 1.22+, body size, duration, an incoming traceparent joined).",
+        "Every cell also checks outgoing trace context: the service makes one HTTP/1.1 call with",
+        "net/http's client to an untraced server, which must receive exactly one traceparent, in",
+        "the trace of the service's SERVER span and naming its CLIENT span for that call (gospan",
+        "adds it at the socket layer, finding the writing goroutine through the thread's TLS and",
+        "g.goid). \"verified (table)\" means the struct offsets came from",
+        "`offsets/go_offsets.json`, \"verified (DWARF)\" from the binary.",
         "Do not edit by hand: run `make test` (or `pytest tests/e2e/test_go_versions.py`).",
         "",
         f"Run on {platform.system()} {platform.release()} {platform.machine()}.",
         "",
-        "The last column is the probe hits one server request costs (ServeHTTP's entry and its",
-        "return; an incoming traceparent is read inside the entry probe, at no extra hit),",
-        "counted by the kernel (kernel.bpf_stats_enabled) over the plain build's requests.",
+        "The last two columns are the probe hits, counted by the kernel",
+        "(kernel.bpf_stats_enabled) on the plain build: per server request (ServeHTTP's entry and",
+        "its return; an incoming traceparent is read inside the entry probe, at no extra hit), and",
+        "for the one outgoing call, by program: roundTrip's entry (client_entry) and return",
+        "(client_return), and the marker that leaves the request's context for the socket layer",
+        "at Request.write's calls to Header.writeSubset (mark_request). The sk_msg program that",
+        "writes the header is not a probe and is not counted.",
         "",
-        "| Go | " + " | ".join(EVERY_VERSION) + " | probe hits / request |",
-        "|---|" + "---|" * (len(EVERY_VERSION) + 1),
+        "| Go | " + " | ".join(EVERY_VERSION) + " | probe hits / server request"
+        " | / outgoing call |",
+        "|---|" + "---|" * (len(EVERY_VERSION) + 2),
     ]
     for v in VERSIONS:
         hits = HITS.get((v, "plain"))
-        cells = [RESULTS[(v, f)] for f in EVERY_VERSION] + [f"{hits:g}" if hits else "-"]
+        cells = [RESULTS[(v, f)] for f in EVERY_VERSION]
+        if hits:
+            per, by_prog = hits
+            cells += [f"{per:g}", f"{sum(by_prog.values())} ("
+                      + ", ".join(f"{p} {n}" for p, n in by_prog.items()) + ")"]
+        else:
+            cells += ["-", "-"]
         lines.append(f"| {v}{' (Debian)' if v in DEBIAN_GO else ''} | " + " | ".join(cells) + " |")
     lines += ["", f"Other build flavours, on Go {NEWEST}:", "", "| flavour | how it is built | result |",
               "|---|---|---|"]

@@ -33,6 +33,18 @@ func main() {
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "failing on purpose", http.StatusInternalServerError)
 	})
+	mux.HandleFunc("/call", func(w http.ResponseWriter, r *http.Request) {
+		// One outgoing call with net/http's client, answered with what it returned.
+		resp, err := http.Get(r.URL.Query().Get("to"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
