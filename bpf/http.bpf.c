@@ -592,7 +592,7 @@ int client_entry(GO_REGS *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
 	struct http_client_start *e;
-	struct client_call call = {};
+	struct client_call call = {}, *prev;
 	struct goroutine_key key;
 	struct header_key hk = {};
 	struct span_ctx *parent;
@@ -602,6 +602,13 @@ int client_entry(GO_REGS *ctx)
 	if (!cfg)
 		return 0;
 	req = (void *)go_arg(ctx, cfg->arg_rt_req);
+	/*
+	 * As at ServeHTTP's entry: a stack-growth check at the top of roundTrip re-runs its
+	 * prologue after runtime.morestack, and the probe fires again for the same call.
+	 */
+	prev = bpf_map_lookup_elem(&client_calls, &key);
+	if (prev && prev->req == (__u64)req)
+		return 0;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -649,6 +656,7 @@ int client_entry(GO_REGS *ctx)
 	}
 
 	call.start_ns = now;
+	call.req = (__u64)req;
 	if (!cfg->propagate) {
 		/* nothing goes out */
 	} else if (is_https(e)) {

@@ -224,11 +224,21 @@ static void find_client_sites(struct analysis *a)
 	}
 	if (find_func(a, SYM_WRITE_SUBSET, &callee) ||
 	    find_site_kind(a, SYM_REQUEST_WRITE, &t->inject, SITE_CALLS_TO, callee.addr)) {
-		pr_warn("'%s': no place to write traceparent into requests was found: client "
-			"calls will not carry trace context",
+		pr_warn("'%s': the place where requests are written was not found: client calls "
+			"will not carry trace context",
 			t->path);
 		t->inject.addr = 0;
+		return;
 	}
+	/*
+	 * (*Request).write calls writeSubset for the request's own Header, then (inlined from
+	 * Header.write) for the transport's extra headers, which every default client has
+	 * (Accept-Encoding). Only the first marks a request: the other would be a probe hit per
+	 * call for nothing. Go compiles them in source order; test_go_versions.py checks the
+	 * context goes out on every release.
+	 */
+	if (t->inject.nrets > 1)
+		t->inject.nrets = 1;
 	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_BUFIO_ITAB, &sym))
 		t->bufio_itab = sym.addr;
 }

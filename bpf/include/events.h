@@ -264,7 +264,8 @@ struct goroutine_state {
 /* An outgoing call in flight, by goroutine. */
 struct client_call {
 	__u64 start_ns;
-	__u64 header; /* the request's Header map: where its traceparent is written */
+	__u64 req;    /* the *http.Request: a second entry with it is the prologue's re-run */
+	__u64 header; /* the request's Header map: its context goes out when it is written */
 	struct span_ctx ctx;
 };
 

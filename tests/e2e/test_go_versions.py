@@ -321,6 +321,10 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
     want = {"sent": 0 if NO_PROPAGATION else 1, "already_set": 0, "no_room": 0, "not_http1": 0,
             "https": 0, "untracked": 0}
     assert sent == want, f"go{version}: trace-context counters {sent}, expected {want}"
+    # Nothing lost: a probe that fired twice for one call (a prologue re-run on stack growth)
+    # would show here as a span dropped for want of its end.
+    dropped = re.search(r"dropped (\d+)", g.summary_line() or "")
+    assert dropped and dropped.group(1) == "0", f"go{version}: {g.summary_line()}"
     source = "DWARF" if "offsets from DWARF" in g.stderr else "table"
     note = ", no trace context out" if NO_PROPAGATION else ""
     RESULTS[(version, flavour)] = f"verified ({source}{note})"
