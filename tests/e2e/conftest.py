@@ -372,6 +372,16 @@ def counter(line, name):
     return int(m.group(1))
 
 
+def trace_context_counters(line):
+    """The outgoing trace-context counters of gospan's summary LINE, by name."""
+    m = re.search(r"trace context sent (\d+) \(not sent: already set (\d+), request line not in "
+                  r"the first write (\d+), not HTTP/1 (\d+), https (\d+), socket not tracked "
+                  r"(\d+)\)", line or "")
+    assert m, f"no trace-context counters in {line!r}"
+    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked")
+    return dict(zip(keys, map(int, m.groups())))
+
+
 def drop_reasons(line):
     """{'queue_full': 3, ...} from '... dropped N (queue_full=3 export_failed=1); ...'."""
     m = re.search(r"dropped \d+ \(([^)]*)\)", line)

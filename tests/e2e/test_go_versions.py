@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (CI, REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
-                      trace_context_unavailable)
+                      trace_context_counters, trace_context_unavailable)
 
 # Debian's golang-1.19 package (1.19.8) is not in the tables, which list 1.19.0 and 1.19.13: its
 # stripped build is traced through the "nearest release at or below" rule.
@@ -159,16 +159,6 @@ def echo_server():
     srv = EchoServer()
     yield srv
     srv.close()
-
-
-def propagation_counters(line):
-    """The trace-context counters of gospan's summary line (as test_wire.py reads them)."""
-    m = re.search(r"trace context sent (\d+) \(not sent: already set (\d+), request line not in "
-                  r"the first write (\d+), not HTTP/1 (\d+), https (\d+), socket not tracked "
-                  r"(\d+)\)", line or "")
-    assert m, f"no trace-context counters in {line!r}"
-    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked")
-    return dict(zip(keys, map(int, m.groups())))
 
 
 def check_call(spans, version, echo, answer, calls, gospan_err):
@@ -317,7 +307,7 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
              if s.resource.get("process.pid") == svc.pid]
     check_spans(spans, version, svc, modern, g.stderr)
     check_call(spans, version, echo_server, answer, echo_server.received[echoed:], g.stderr)
-    sent = propagation_counters(g.summary_line())
+    sent = trace_context_counters(g.summary_line())
     want = {"sent": 0 if NO_PROPAGATION else 1, "already_set": 0, "no_room": 0, "not_http1": 0,
             "https": 0, "untracked": 0}
     assert sent == want, f"go{version}: trace-context counters {sent}, expected {want}"

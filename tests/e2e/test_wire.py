@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CI, REPO, STATUS_UNSET, OtlpReceiver, Service, _clean_env, _go_env
+from conftest import (CI, REPO, OtlpReceiver, Service, _clean_env, trace_context_counters)
 
 from test_distributed import (BACKEND_SRC, FRONTEND_SRC, NO_PROPAGATION, TRACEPARENT_RE,
                               build_example, get, unique)
@@ -72,16 +72,6 @@ def run_round(client):
     sent = get(client.base_url, "/run")
     assert sent.status == 200 and isinstance(sent.body, list), sent
     return sent
-
-
-def counters(line):
-    """The trace-context counters of gospan's summary line."""
-    m = re.search(r"trace context sent (\d+) \(not sent: already set (\d+), request line not in "
-                  r"the first write (\d+), not HTTP/1 (\d+), https (\d+), socket not tracked "
-                  r"(\d+)\)", line or "")
-    assert m, f"no trace-context counters in {line!r}"
-    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked")
-    return dict(zip(keys, map(int, m.groups())))
 
 
 def test_mixed_traffic_is_untouched_and_http1_carries_context(wiremix_bin, start_gospan):
@@ -149,7 +139,7 @@ def test_mixed_traffic_is_untouched_and_http1_carries_context(wiremix_bin, start
         assert not problems, "\n".join(problems[:20])
 
         assert g.stop() == 0, g.stderr
-        c = counters(g.summary_line())
+        c = trace_context_counters(g.summary_line())
         n = len(sent)
         want = {"sent": n * len(HTTP1_CALLS), "already_set": n, "https": n * len(HTTPS_CALLS),
                 "no_room": 0, "not_http1": 0, "untracked": 0}
