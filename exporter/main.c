@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,6 +509,15 @@ int main(int argc, char **argv)
 	bool client = false, attached = false;
 	size_t i;
 	int err;
+
+	/*
+	 * A fixed threshold: glibc otherwise raises it to the size of the largest block it has
+	 * freed, here the kernel's BTF (libbpf, for the socket-layer writer), and the target
+	 * analysis's large buffers that follow then come from the heap, where they stay resident
+	 * (3 MB) after they are freed. Blocks this large are mapped, and unmapped when freed.
+	 */
+	if (!mallopt(M_MMAP_THRESHOLD, 256 << 10))
+		pr_debug("cannot fix malloc's mmap threshold");
 
 	err = config__parse(&app.cfg, argc, argv, environ);
 	if (err)
