@@ -510,15 +510,6 @@ int main(int argc, char **argv)
 	size_t i;
 	int err;
 
-	/*
-	 * A fixed threshold: glibc otherwise raises it to the size of the largest block it has
-	 * freed, here the kernel's BTF (libbpf, for the socket-layer writer), and the target
-	 * analysis's large buffers that follow then come from the heap, where they stay resident
-	 * (3 MB) after they are freed. Blocks this large are mapped, and unmapped when freed.
-	 */
-	if (!mallopt(M_MMAP_THRESHOLD, 256 << 10))
-		pr_debug("cannot fix malloc's mmap threshold");
-
 	err = config__parse(&app.cfg, argc, argv, environ);
 	if (err)
 		goto cleanup;
@@ -608,6 +599,12 @@ int main(int argc, char **argv)
 		if (stop_signal)
 			goto detach;
 	}
+	/*
+	 * The analysis is done and its buffers freed. They came from the heap (glibc had raised
+	 * its mmap threshold to the size of the kernel BTF libbpf read and freed for the
+	 * socket-layer writer), and stay resident unless handed back: 3 MB.
+	 */
+	malloc_trim(0);
 	if (client && !app.cfg.propagate)
 		pr_info("outgoing trace context: off (OTEL_PROPAGATORS=none)");
 	else if (client && probes__can_propagate(app.probes))
