@@ -438,6 +438,7 @@ static int remember_pid(struct wire *w, pid_t pid)
 	return 0;
 }
 
+/* Tracks PID; TP is its entry for `traced`, NULL when the client probe has put it there. */
 static int add_process(struct wire *w, pid_t pid, const struct traced_process *tp)
 {
 	__u32 key = (__u32)pid;
@@ -446,7 +447,8 @@ static int add_process(struct wire *w, pid_t pid, const struct traced_process *t
 	if (known_pid(w, pid))
 		return 0;
 	err = remember_pid(w, pid);
-	if (!err && bpf_map_update_elem(bpf_map__fd(w->skel->maps.traced), &key, tp, BPF_ANY))
+	if (!err && tp &&
+	    bpf_map_update_elem(bpf_map__fd(w->skel->maps.traced), &key, tp, BPF_ANY))
 		err = -errno;
 	if (err) {
 		pr_warn("process %d: cannot track it for trace context: %s: its calls carry none",
@@ -470,16 +472,13 @@ int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg
 void wire__sync(struct wire *w)
 {
 	int fd = bpf_map__fd(w->skel->maps.traced);
-	struct traced_process tp;
 	__u32 key, next, *prev = NULL;
 	size_t i;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (known_pid(w, (pid_t)key) || bpf_map_lookup_elem(fd, &key, &tp))
-			continue;
-		add_process(w, (pid_t)key, &tp);
+		add_process(w, (pid_t)key, NULL);
 	}
 	/* Processes that are gone: their entries would only keep the table full. */
 	for (i = 0; i < w->npids;) {
