@@ -366,7 +366,6 @@ static void fill_config(struct target *t)
 	c->url_raw_query = t->offs[GO_FIELD_URL_RAW_QUERY];
 	c->resp_status_code = t->offs[GO_FIELD_RESP_STATUS_CODE];
 	c->resp_proto = t->offs[GO_FIELD_RESP_PROTO];
-	c->bufio_buf = t->offs[GO_FIELD_BUFIO_BUF];
 	c->bufio_n = t->offs[GO_FIELD_BUFIO_N];
 	fill_map_layout(t);
 	/* (t *Transport) roundTrip(req *Request) (*Response, error) */

@@ -166,7 +166,6 @@ struct target_config {
 	__s64 url_raw_query;
 	__s64 resp_status_code; /* http.Response.StatusCode */
 	__s64 resp_proto;	/* http.Response.Proto */
-	__s64 bufio_buf;
 	__s64 bufio_n;
 	__u64 bufio_itab; /* link-time address of the *bufio.Writer io.Writer itab + load bias; 0 = unknown */
 
