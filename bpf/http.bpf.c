@@ -682,8 +682,11 @@ int client_entry(GO_REGS *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int client_return(GO_REGS *ctx)
+/*
+ * The end of an outgoing call, with its results (*Response, error) in result slots 1 to 3: the
+ * error's type word then its data word.
+ */
+static __always_inline int client_end(GO_REGS *ctx, bool if_no_error)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
@@ -694,7 +697,7 @@ int client_return(GO_REGS *ctx)
 	void *resp;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg)
+	if (!cfg || (if_no_error && go_arg(ctx, cfg->ret_rt_err)))
 		return 0;
 	call = bpf_map_lookup_elem(&client_calls, &key);
 	if (!call)
@@ -712,7 +715,6 @@ int client_return(GO_REGS *ctx)
 	fill_header(&e->hdr, EVENT_HTTP_CLIENT_END, &key, call->start_ns);
 	e->end_ns = now;
 	__builtin_memcpy(e->span_id, call->ctx.span_id, sizeof(e->span_id));
-	/* Results: (*Response, error), the error as its type word then its data word. */
 	resp = (void *)go_arg(ctx, cfg->ret_rt_resp);
 	e->err_itab = go_arg(ctx, cfg->ret_rt_err);
 	e->status = resp ? (__s64)go_read_word(resp, cfg->resp_status_code) : 0;
@@ -721,6 +723,34 @@ int client_return(GO_REGS *ctx)
 			       0;
 	bpf_ringbuf_submit(e, submit_flags());
 	bpf_map_delete_elem(&client_calls, &key);
+	return 0;
+}
+
+/* At the RETs of roundTrip that a call which failed may take. */
+SEC("uprobe")
+int client_return(GO_REGS *ctx)
+{
+	return client_end(ctx, false);
+}
+
+/*
+ * Inside roundTrip, at the JE or JNE that tests the inner round trip's error (exporter/sites.h):
+ * the registers hold that call's results, which roundTrip returns as they are when the error is
+ * nil. A call that failed goes on (it may be retried) to a RET that client_return probes.
+ */
+SEC("uprobe")
+int client_success(GO_REGS *ctx)
+{
+	return client_end(ctx, true);
+}
+
+/*
+ * Nothing: bench and the start-up check of which instructions this kernel emulates
+ * (exporter/emulation.c) put it where they measure.
+ */
+SEC("uprobe")
+int calibrate(GO_REGS *ctx)
+{
 	return 0;
 }
 
@@ -790,13 +820,14 @@ int goroutine_created(GO_REGS *ctx)
 	const struct target_config *cfg;
 	struct goroutine_key parent = {}, child = {};
 	struct span_ctx *pctx, cctx;
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx), slot;
 	void *newg;
 
 	cfg = bpf_map_lookup_elem(&targets, &cookie);
 	if (!cfg || cfg->g_parent_goid < 0)
 		return 0;
-	newg = (void *)go_arg(ctx, cfg->ret_newproc_g);
+	slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
+	newg = (void *)go_arg(ctx, slot ? slot : cfg->ret_newproc_g);
 	if (!newg)
 		return 0;
 	parent.pid = child.pid = bpf_get_current_pid_tgid() >> 32;

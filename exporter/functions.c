@@ -513,6 +513,7 @@ void abi__assign(struct abi_param *params, size_t n, unsigned nint, unsigned nfl
 struct symbols {
 	struct elf_file *ef;
 	struct pclntab *pt;
+	struct site_planner *sp;
 	const struct sym_entry *all;
 	size_t n;
 };
@@ -523,17 +524,19 @@ static int open_symbols(struct symbols *s, const char *path)
 	if (!s->ef)
 		return -errno;
 	s->n = elf_file__symbols(s->ef, &s->all);
-	if (s->n)
-		return 0;
-	s->pt = pclntab__open(s->ef);
-	if (!s->pt)
-		return -errno;
-	s->n = pclntab__functions(s->pt, &s->all);
-	return 0;
+	if (!s->n) {
+		s->pt = pclntab__open(s->ef);
+		if (!s->pt)
+			return -errno;
+		s->n = pclntab__functions(s->pt, &s->all);
+	}
+	s->sp = site_planner__new(s->ef, s->pt);
+	return s->sp ? 0 : -ENOMEM;
 }
 
 static void close_symbols(struct symbols *s)
 {
+	site_planner__free(s->sp);
 	pclntab__close(s->pt);
 	elf_file__close(s->ef);
 }
@@ -830,7 +833,7 @@ void functions__release(struct target *t)
 	for (i = 0; i < t->nfuncs; i++) {
 		free(t->funcs[i].symbol);
 		free(t->funcs[i].name);
-		free(t->funcs[i].site.ret_offs);
+		probe_site__release(&t->funcs[i].site);
 		for (j = 0; j < MAX_FUNC_ARGS; j++)
 			free(t->funcs[i].args[j].key);
 	}
@@ -859,9 +862,9 @@ int functions__resolve(const struct functions *fs, struct target *t)
 	if (fs->cpu_time) {
 		const struct sym_entry *c = find_symbol(&s, SYM_CASGSTATUS);
 
-		if (c && !elf_file__addr_to_offset(s.ef, c->addr, &t->casgstatus.entry_off)) {
+		if (c && !target__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0, &t->casgstatus,
+					       why, sizeof(why))) {
 			t->casgstatus.symbol = SYM_CASGSTATUS;
-			t->casgstatus.addr = c->addr;
 			t->cfg.cpu_time = 1;
 		} else {
 			pr_warn("'%s' has no %s: spans carry no on-CPU time", t->exe_name,
@@ -927,8 +930,8 @@ int functions__resolve(const struct functions *fs, struct target *t)
 			goto cleanup;
 		}
 		f->site.symbol = f->symbol;
-		err = target__probe_sites(s.ef, t->machine, pk->sym->addr, pk->sym->size, SITE_RETS,
-					  0, &f->site, why, sizeof(why));
+		err = target__probe_sites(s.sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0,
+					  &f->site, why, sizeof(why));
 		if (err) {
 			pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol,
 				t->exe_name, why);

@@ -423,13 +423,51 @@ static int run(struct app *app)
 	return 0;
 }
 
+/* N single-stepped hits, or "no" probe: into BUF. */
+static const char *steps_text(int n, char buf[16])
+{
+	if (n < 0)
+		return "no probe for";
+	snprintf(buf, 16, "%d", n);
+	return buf;
+}
+
+/* One line per probed function of SITE: where its probes are and what each hit costs. */
+static void say_site(const char *what, const struct probe_site *s)
+{
+	size_t emulated, stepped;
+
+	if (!s->addr)
+		return;
+	probe_site__count(s, &emulated, &stepped);
+	pr_info("  %s: entry %s at file offset 0x%llx; %zu end%s (%zu emulated, %zu single-stepped"
+		"%s%s%s)",
+		what, s->entry_emulated ? "emulated" : "single-stepped",
+		(unsigned long long)s->entry_off, s->nends + s->nrets,
+		s->nends + s->nrets == 1 ? "" : "s", emulated, stepped,
+		s->nrets ? ", RETs kept: " : "", s->nrets && s->rets_why ? s->rets_why : "",
+		s->nrets && !s->rets_why ? "wanted" : "");
+}
+
+/* --verbose: every probed function's sites. */
+static void say_sites(const struct target *t)
+{
+	size_t i;
+
+	say_site(t->serve_http.symbol, &t->serve_http);
+	say_site(t->round_trip.symbol, &t->round_trip);
+	for (i = 0; i < t->nfuncs; i++)
+		say_site(t->funcs[i].symbol, &t->funcs[i].site);
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
-	char funcs[64] = "";
+	char funcs[64] = "", server_steps[16], client_steps[16];
+	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
 	int err, nprobes;
@@ -473,7 +511,7 @@ static int add_target(struct app *app, size_t i)
 		tg->cfg.bufio_itab = tg->bufio_itab + process__load_bias(t->pid, tg->link_base);
 	/* --exe traces every process of the binary, present and future: attach to the file. */
 	nprobes = probes__attach(app->probes, tg, t->only_pid ? t->only_pid : -1,
-				 cfg->follow_goroutines, &cookie);
+				 cfg->follow_goroutines, &cookie, &counts);
 	if (nprobes < 0)
 		return nprobes;
 	err = process_table__add_target(app->processes, cookie, tg);
@@ -493,13 +531,18 @@ static int add_target(struct app *app, size_t i)
 	if (tg->nfuncs)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");
-	pr_info("attached: pid %d, executable '%s', %s, %d probes (ServeHTTP entry + %zu returns%s%s%s%s), "
+	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
+		"single-stepped hits: %s a request served, %s a call made; HTTP server%s%s%s%s), "
 		"offsets from %s%s%s",
-		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, tg->serve_http.nrets,
-		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", tg->offsets_source,
+		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
+		counts.stepped, steps_text(tg->server_steps, server_steps),
+		steps_text(tg->client_steps, client_steps), tg->gopanic.addr ? " + gopanic" : "",
+		tg->round_trip.addr ? " + HTTP client" : "", funcs,
+		tg->cfg.cpu_time ? " + casgstatus" : "", tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
+	if (cfg->verbose)
+		say_sites(tg);
 	return 0;
 }
 

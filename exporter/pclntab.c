@@ -50,6 +50,7 @@ enum {
 struct pclntab {
 	struct sym_entry *funcs; /* sorted by name, then address */
 	size_t nfuncs;
+	uint64_t text_start; /* runtime.text; 0 when the table does not say */
 };
 
 /* One candidate table: where it lies and what its header says. */
@@ -336,6 +337,7 @@ static int index_funcs(struct elf_file *ef, struct pcln_view *v, struct pclntab 
 	err = check_text_range(ef, v, base);
 	if (err)
 		return err;
+	pt->text_start = v->magic != GO116_MAGIC ? v->text_start : 0;
 	pt->funcs = calloc(v->nfunc, sizeof(*pt->funcs));
 	if (!pt->funcs)
 		return -ENOMEM;
@@ -477,6 +479,11 @@ static int locate(struct elf_file *ef, struct pcln_view *v, struct pclntab *pt)
 			res = err;
 	}
 	return res;
+}
+
+uint64_t pclntab__text_start(const struct pclntab *pt)
+{
+	return pt->text_start;
 }
 
 struct pclntab *pclntab__open(struct elf_file *ef)

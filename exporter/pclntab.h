@@ -30,6 +30,8 @@ struct pclntab *pclntab__open(struct elf_file *ef);
 int pclntab__find_func(const struct pclntab *pt, const char *name, struct elf_symbol *out);
 /* Every function of the table, sorted by name; their count. */
 size_t pclntab__functions(const struct pclntab *pt, const struct sym_entry **out);
+/* runtime.text, what method tables' code offsets count from (Go 1.18+); 0 when unknown. */
+uint64_t pclntab__text_start(const struct pclntab *pt);
 void pclntab__close(struct pclntab *pt);
 
 #endif

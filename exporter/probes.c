@@ -20,6 +20,7 @@
 #include "http.skel.h"
 #include "log.h"
 #include "probes.h"
+#include "sites.h"
 #include "target.h"
 #include "wire.h"
 
@@ -110,7 +111,7 @@ static bool has_cap(int cap)
 }
 
 static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, const char *path,
-		      uint64_t off, uint32_t cookie)
+		      uint64_t off, uint64_t cookie)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = false);
 	struct bpf_link *link, **links;
@@ -145,25 +146,61 @@ static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, con
 	return 0;
 }
 
-/* ENTRY at the site's entry (if given), AT_OFFS at each of its ret_offs; nothing if addr is 0. */
-static int attach_site(struct probes *p, struct bpf_program *entry, struct bpf_program *at_offs,
-		       pid_t pid, const char *path, const struct probe_site *site, uint32_t c)
+/* What an end probe's program must know about its place (bpf/include/events.h). */
+static uint64_t end_cookie(const struct end_site *e, uint32_t c)
 {
+	uint64_t cookie = c;
+
+	if (e->in_caller)
+		cookie |= COOKIE_IN_CALLER;
+	if (e->result >= 0)
+		cookie |= (uint64_t)sites__slot_of(e->result) << COOKIE_RESULT_SHIFT;
+	return cookie;
+}
+
+/*
+ * The programs of one probed function: ENTRY at its entry, if given; AT_RETS at the RETs that
+ * stay, AT_ENDS at its other ends, SUCCESS (when given) at those that end only error-free calls.
+ * Nothing when the site's addr is 0. Counts what each probe costs in *N.
+ */
+struct site_progs {
+	struct bpf_program *entry, *at_rets, *at_ends, *success;
+};
+
+static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid, const char *path,
+		       const struct probe_site *site, uint32_t c, struct probe_counts *n)
+{
+	struct bpf_program *prog;
 	size_t i;
 	int err = 0;
 
 	if (!site->addr)
 		return 0;
-	if (entry)
-		err = attach_one(p, entry, pid, path, site->entry_off, c);
-	for (i = 0; !err && i < site->nrets; i++)
-		err = attach_one(p, at_offs, pid, path, site->ret_offs[i], c);
+	if (sp->entry) {
+		err = attach_one(p, sp->entry, pid, path, site->entry_off, c);
+		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
+	}
+	for (i = 0; !err && i < site->nrets; i++) {
+		err = attach_one(p, sp->at_rets, pid, path, site->ret_offs[i], c);
+		n->stepped += !err;
+	}
+	for (i = 0; !err && i < site->nends; i++) {
+		const struct end_site *e = &site->ends[i];
+
+		prog = e->if_no_error && sp->success ? sp->success : sp->at_ends;
+		err = attach_one(p, prog, pid, path, e->off, end_cookie(e, c));
+		*(e->emulated ? &n->emulated : &n->stepped) += !err;
+	}
 	return err;
 }
 
 /* T's function probes: each function's config in the funcs map, its entry and RETs. */
-static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint32_t c)
+static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			    struct probe_counts *n)
 {
+	const struct site_progs progs = { .entry = p->skel->progs.func_entry,
+					   .at_rets = p->skel->progs.func_return,
+					   .at_ends = p->skel->progs.func_return };
 	uint32_t idx, cookie;
 	size_t i;
 	int err = 0;
@@ -185,8 +222,7 @@ static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint3
 			pr_err("cannot store the config of '%s': %s", f->symbol, strerror(-err));
 			break;
 		}
-		err = attach_site(p, p->skel->progs.func_entry, p->skel->progs.func_return, pid,
-				  t->path, &f->site, cookie);
+		err = attach_site(p, &progs, pid, t->path, &f->site, cookie, n);
 	}
 	if (!err)
 		p->nfuncs += (uint32_t)t->nfuncs;
@@ -194,13 +230,25 @@ static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint3
 }
 
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
-		   uint32_t *cookie)
+		   uint32_t *cookie, struct probe_counts *n)
 {
-	const struct probe_site *s = &t->serve_http;
-	size_t first = p->nlinks, i;
+	const struct site_progs server = { .entry = p->skel->progs.serve_http_entry,
+					   .at_rets = p->skel->progs.serve_http_return,
+					   .at_ends = p->skel->progs.serve_http_return };
+	const struct site_progs panic = { .entry = p->skel->progs.go_panic };
+	const struct site_progs client = { .entry = p->skel->progs.client_entry,
+					   .at_rets = p->skel->progs.client_return,
+					   .at_ends = p->skel->progs.client_return,
+					   .success = p->skel->progs.client_success };
+	const struct site_progs marker = { .at_ends = p->skel->progs.mark_request };
+	const struct site_progs newg = { .at_rets = p->skel->progs.goroutine_created,
+					 .at_ends = p->skel->progs.goroutine_created };
+	const struct site_progs gclock = { .entry = p->skel->progs.go_casgstatus };
+	size_t first = p->nlinks;
 	uint32_t c = p->ntargets;
 	int err;
 
+	memset(n, 0, sizeof(*n));
 	if (c >= MAX_TARGETS) {
 		pr_err("cannot trace '%s': already tracing %d binaries", t->path, MAX_TARGETS);
 		return -E2BIG;
@@ -212,27 +260,18 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 		return err;
 	}
 
-	if (s->addr)
-		err = attach_one(p, p->skel->progs.serve_http_entry, pid, t->path, s->entry_off, c);
-	for (i = 0; !err && s->addr && i < s->nrets; i++)
-		err = attach_one(p, p->skel->progs.serve_http_return, pid, t->path, s->ret_offs[i],
-				 c);
-	if (!err && t->gopanic.addr)
-		err = attach_one(p, p->skel->progs.go_panic, pid, t->path, t->gopanic.entry_off, c);
-	err = err ?: attach_site(p, p->skel->progs.client_entry, p->skel->progs.client_return, pid,
-				 t->path, &t->round_trip, c);
+	err = attach_site(p, &server, pid, t->path, &t->serve_http, c, n);
+	err = err ?: attach_site(p, &panic, pid, t->path, &t->gopanic, c, n);
+	err = err ?: attach_site(p, &client, pid, t->path, &t->round_trip, c, n);
 	if (p->wire && t->round_trip.addr)
-		err = err ?: attach_site(p, NULL, p->skel->progs.mark_request, pid, t->path,
-					 &t->inject, c);
+		err = err ?: attach_site(p, &marker, pid, t->path, &t->inject, c, n);
 	if (follow_goroutines)
-		err = err ?: attach_site(p, NULL, p->skel->progs.goroutine_created, pid, t->path,
-					 &t->newproc1, c);
-	err = err ?: attach_functions(p, t, pid, c);
-	if (!err && t->cfg.cpu_time && t->casgstatus.addr)
-		err = attach_one(p, p->skel->progs.go_casgstatus, pid, t->path,
-				 t->casgstatus.entry_off, c);
+		err = err ?: attach_site(p, &newg, pid, t->path, &t->newproc1, c, n);
+	err = err ?: attach_functions(p, t, pid, c, n);
+	if (t->cfg.cpu_time)
+		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
 	if (err) {
-		/* All or nothing: an entry without its RETs would only fill the in-flight map. */
+		/* All or nothing: an entry without its ends would only fill the in-flight map. */
 		while (p->nlinks > first)
 			bpf_link__destroy(p->links[--p->nlinks]);
 		return err;

@@ -25,14 +25,19 @@ typedef int (*probes_record_fn)(void *ctx, const void *data, size_t size);
  * logged.
  */
 struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate);
+/* How many of the probes attached cost the traced thread one trap a hit, and how many two. */
+struct probe_counts {
+	size_t emulated, stepped;
+};
+
 /*
  * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
  * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's; T's functions (--functions)
- * get their entry and RETs, and T->func_base is set; with T->cfg.cpu_time, runtime.casgstatus.
- * Returns the number of uprobes attached, or a negative errno.
+ * get their entry and ends, and T->func_base is set; with T->cfg.cpu_time, runtime.casgstatus.
+ * Returns the number of uprobes attached, or a negative errno; *N, what they cost a hit.
  */
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
-		   uint32_t *cookie);
+		   uint32_t *cookie, struct probe_counts *n);
 /* Waits up to TIMEOUT_MS, then consumes whatever is in the ring buffer. Records seen, or -errno. */
 int probes__poll(struct probes *p, int timeout_ms);
 /* Sums the per-CPU drop counters. */

@@ -20,9 +20,11 @@
 #include "target.h"
 
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
+#define SYM_CONN_SERVE "net/http.(*conn).serve"
 #define SYM_GOPANIC "runtime.gopanic"
 #define SYM_RESPONSE_ITAB "go:itab.*net/http.response,net/http.ResponseWriter"
 #define SYM_ROUND_TRIP "net/http.(*Transport).roundTrip"
+#define SYM_PCONN_ROUND_TRIP "net/http.(*persistConn).roundTrip"
 #define SYM_REQUEST_WRITE "net/http.(*Request).write"
 #define SYM_WRITE_SUBSET "net/http.Header.writeSubset"
 #define SYM_NEWPROC1 "runtime.newproc1"
@@ -54,7 +56,112 @@ struct analysis {
 	struct elf_file *ef;
 	bool has_symtab;
 	struct pclntab *pt; /* opened when the first symbol is looked up in a stripped binary */
+	struct site_planner *sp;
 };
+
+enum site_policy target_site_policy = SITES_BEST;
+
+/* A function's extent, for finding which one holds an address. */
+struct func_span {
+	uint64_t addr, size;
+};
+
+struct site_planner {
+	struct elf_file *ef;
+	uint16_t machine;
+	struct pclntab *pt;
+	struct func_span *funcs; /* sorted by address; built on first use */
+	size_t nfuncs;
+	struct code_map cm;
+	int cm_err; /* 1: not yet built */
+};
+
+struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt)
+{
+	struct site_planner *sp = calloc(1, sizeof(*sp));
+
+	if (!sp)
+		return NULL;
+	sp->ef = ef;
+	sp->machine = elf_file__machine(ef);
+	sp->pt = pt;
+	sp->cm_err = 1;
+	return sp;
+}
+
+void site_planner__free(struct site_planner *sp)
+{
+	if (!sp)
+		return;
+	free(sp->funcs);
+	free(sp);
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct func_span *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int func_at(void *ctx, uint64_t addr, struct elf_symbol *sym)
+{
+	struct site_planner *sp = ctx;
+	size_t lo = 0, hi = sp->nfuncs, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sp->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= sp->funcs[lo - 1].addr + sp->funcs[lo - 1].size)
+		return -ENOENT;
+	sym->addr = sp->funcs[lo - 1].addr;
+	sym->size = sp->funcs[lo - 1].size;
+	return 0;
+}
+
+/* The code map of SP's binary: its text, and its functions by address (symtab or pclntab). */
+static int planner_code_map(struct site_planner *sp)
+{
+	const struct sym_entry *syms;
+	struct elf_symbol text_sym;
+	size_t n, i;
+	const void *text;
+
+	if (sp->cm_err != 1)
+		return sp->cm_err;
+	sp->cm_err = -ENOENT;
+	n = elf_file__symbols(sp->ef, &syms);
+	if (!n && sp->pt)
+		n = pclntab__functions(sp->pt, &syms);
+	if (!n)
+		return sp->cm_err;
+	sp->funcs = calloc(n, sizeof(*sp->funcs));
+	if (!sp->funcs)
+		return sp->cm_err = -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!syms[i].is_func || !syms[i].size)
+			continue;
+		sp->funcs[sp->nfuncs].addr = syms[i].addr;
+		sp->funcs[sp->nfuncs++].size = syms[i].size;
+	}
+	qsort(sp->funcs, sp->nfuncs, sizeof(*sp->funcs), cmp_span);
+	if (elf_file__section(sp->ef, ".text", &text, &sp->cm.text_len, &sp->cm.text_addr))
+		return sp->cm_err;
+	sp->cm.text = text;
+	sp->cm.ef = sp->ef;
+	sp->cm.machine = sp->machine;
+	sp->cm.func_at = func_at;
+	sp->cm.ctx = sp;
+	if (!elf_file__find_symbol(sp->ef, "runtime.text", &text_sym))
+		sp->cm.text_base = text_sym.addr;
+	else if (sp->pt)
+		sp->cm.text_base = pclntab__text_start(sp->pt);
+	return sp->cm_err = 0;
+}
 
 /*
  * Finds a function by name: in .symtab when the binary has one, else in the function table the
@@ -68,11 +175,90 @@ static int find_func(struct analysis *a, const char *name, struct elf_symbol *sy
 		a->pt = pclntab__open(a->ef);
 		if (!a->pt)
 			return -errno;
+		a->sp->pt = a->pt;
 	}
 	return pclntab__find_func(a->pt, name, sym);
 }
 
-int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, uint64_t size,
+void probe_site__count(const struct probe_site *s, size_t *emulated, size_t *stepped)
+{
+	size_t i;
+
+	*emulated = *stepped = 0;
+	if (!s->addr)
+		return;
+	*stepped += s->nrets;
+	for (i = 0; i < s->nends; i++)
+		*(s->ends[i].emulated ? emulated : stepped) += 1;
+}
+
+void probe_site__release(struct probe_site *s)
+{
+	free(s->ret_offs);
+	free(s->ends);
+	s->ret_offs = NULL;
+	s->ends = NULL;
+	s->nrets = s->nends = 0;
+}
+
+/* Turns the code addresses of SITE's ends into file offsets. */
+static int ends_to_offsets(struct site_planner *sp, struct probe_site *site)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < site->nends; i++) {
+		err = elf_file__addr_to_offset(sp->ef, site->ends[i].off, &site->ends[i].off);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Replaces SITE's RET probes by end sites in its callers, when every call of it is a direct call
+ * (FIND_FLAGS, AFTER_FLAGS, RESULT_REG: see sites.h). Otherwise the RETs stay, and why is noted.
+ */
+static int plan_caller_ends(struct site_planner *sp, struct probe_site *site,
+			    unsigned int find_flags, unsigned int after_flags, int result_reg)
+{
+	struct call_site *calls = NULL;
+	size_t n = 0, i;
+	int err;
+
+	err = planner_code_map(sp);
+	if (!err)
+		err = sites__find_calls(&sp->cm, site->addr, find_flags, &calls, &n);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		site->rets_why = err == -EOPNOTSUPP ? "not amd64" :
+				 "called indirectly or as a tail call";
+		return 0;
+	}
+	site->ends = calloc(n, sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, 0, result_reg,
+				  &site->ends[i]);
+	site->nends = n;
+	err = ends_to_offsets(sp, site);
+	if (err) {
+		probe_site__release(site);
+		goto cleanup;
+	}
+	free(site->ret_offs);
+	site->ret_offs = NULL;
+	site->nrets = 0;
+cleanup:
+	sites__free_calls(calls, n);
+	return err;
+}
+
+int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
 			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
 			size_t why_len)
 {
@@ -84,11 +270,14 @@ int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, ui
 	site->addr = addr;
 	site->ret_offs = NULL;
 	site->nrets = 0;
+	site->ends = NULL;
+	site->nends = 0;
+	site->rets_why = NULL;
 	if (!size) {
 		snprintf(why, why_len, "its symbol has no size");
 		return -ENODATA;
 	}
-	err = elf_file__addr_to_offset(ef, addr, &start_off);
+	err = elf_file__addr_to_offset(sp->ef, addr, &start_off);
 	if (err) {
 		snprintf(why, why_len, "address 0x%llx is not in a loadable segment",
 			 (unsigned long long)addr);
@@ -99,28 +288,34 @@ int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, ui
 		snprintf(why, why_len, "no memory for its code");
 		return -ENOMEM;
 	}
-	err = elf_file__read_addr(ef, addr, code, size);
+	err = elf_file__read_addr(sp->ef, addr, code, size);
 	if (err) {
 		snprintf(why, why_len, "its code cannot be read: %s", strerror(-err));
 		goto cleanup;
 	}
-	err = disasm__entry_site(machine, code, size, addr, &site->entry_off);
+	err = disasm__entry_site(sp->machine, code, size, addr, &site->entry_off,
+				 &site->entry_emulated);
 	if (err) {
 		snprintf(why, why_len, "no place for its entry probe: %s", strerror(-err));
 		goto cleanup;
 	}
+	if (target_site_policy == SITES_FIRST_RETS) {
+		site->entry_off = 0;
+		site->entry_emulated = false;
+	}
 	site->entry_off += start_off;
 	if (kind == SITE_ENTRY)
 		goto cleanup;
-	if (kind == SITE_RETS)
-		err = disasm__find_rets(machine, code, size, addr, &site->ret_offs, &site->nrets);
-	else
-		err = disasm__find_calls(machine, code, size, addr, callee, &site->ret_offs,
+	if (kind == SITE_CALLS_TO)
+		err = disasm__find_calls(sp->machine, code, size, addr, callee, &site->ret_offs,
 					 &site->nrets);
+	else
+		err = disasm__find_rets(sp->machine, code, size, addr, &site->ret_offs,
+					&site->nrets);
 	if (err) {
 		if (err != -ENOENT)
 			snprintf(why, why_len, "%s", strerror(-err));
-		else if (kind == SITE_RETS)
+		else if (kind != SITE_CALLS_TO)
 			snprintf(why, why_len, "no return instruction in its code");
 		else
 			snprintf(why, why_len, "no call to that function in its code");
@@ -129,8 +324,34 @@ int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, ui
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
 	for (i = 0; i < site->nrets; i++)
 		site->ret_offs[i] += start_off;
+	if (kind == SITE_CALLS_TO) {
+		/* Direct CALLs, which every kernel emulates: ends that are not RETs. */
+		site->ends = calloc(site->nrets, sizeof(*site->ends));
+		if (!site->ends) {
+			err = -ENOMEM;
+			snprintf(why, why_len, "%s", strerror(-err));
+			goto cleanup;
+		}
+		for (i = 0; i < site->nrets; i++) {
+			site->ends[i].off = site->ret_offs[i];
+			site->ends[i].caller = addr;
+			site->ends[i].emulated = true;
+			site->ends[i].result = -1;
+		}
+		site->nends = site->nrets;
+		free(site->ret_offs);
+		site->ret_offs = NULL;
+		site->nrets = 0;
+	}
+	if (kind == SITE_ENDS && target_site_policy == SITES_BEST) {
+		err = plan_caller_ends(sp, site, 0, 0, -1);
+		if (err)
+			snprintf(why, why_len, "%s", strerror(-err));
+	}
 cleanup:
 	free(code);
+	if (err)
+		probe_site__release(site);
 	return err;
 }
 
@@ -145,8 +366,8 @@ static int find_site_kind(struct analysis *a, const char *symbol, struct probe_s
 	err = find_func(a, symbol, &sym);
 	if (err)
 		return err; /* the caller knows what a missing symbol means */
-	err = target__probe_sites(a->ef, a->t->machine, sym.addr, sym.size, kind, callee, site,
-				  why, sizeof(why));
+	err = target__probe_sites(a->sp, sym.addr, sym.size, kind, callee, site, why,
+				  sizeof(why));
 	if (err)
 		pr_err("cannot probe '%s' in '%s': %s", symbol, a->t->path, why);
 	return err;
@@ -203,6 +424,85 @@ static int pick_offsets(struct target *t, const struct offsets *tables)
 	return 0;
 }
 
+/*
+ * (*Transport).roundTrip's only caller, RoundTrip, calls it in tail position, where nothing the
+ * kernel emulates follows the return. Its usual way out is after (*persistConn).roundTrip (or
+ * the HTTP/2 transport's RoundTrip) returns no error: that JE or JNE becomes the end of a call
+ * that succeeded (the client_success program reads the results the test just saw), and only the
+ * RETs of the other ways out (errors, which may first retry) keep their probes.
+ */
+static int plan_success_end(struct analysis *a, struct probe_site *site, const char *inner)
+{
+	struct elf_symbol fn, callee;
+	struct insns ins = {};
+	struct end_site end;
+	uint8_t *code = NULL;
+	long *excl = NULL, call = -1;
+	size_t nexcl = 0, i, j, k;
+	uint64_t off;
+	int err;
+
+	if (target_site_policy != SITES_BEST)
+		return 0;
+	site->rets_why = "its way out is not one test of an inner call's error";
+	if (find_func(a, SYM_ROUND_TRIP, &fn) || find_func(a, inner, &callee))
+		return 0;
+	code = malloc(fn.size);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
+	if (!err)
+		err = disasm__decode(a->t->machine, code, fn.size, fn.addr, &ins);
+	if (err) {
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	for (i = 0; i < ins.n; i++) {
+		if (ins.v[i].kind != INSN_CALL || ins.v[i].target != callee.addr)
+			continue;
+		if (call >= 0)
+			goto cleanup; /* two calls: which one ends the call is not plain */
+		call = (long)i;
+	}
+	if (call < 0 || sites__success_exit(&ins, call + 1, X86_BX,
+					    (1u << X86_AX) | (1u << X86_BX) | (1u << X86_CX),
+					    &end, &excl, &nexcl))
+		goto cleanup;
+	site->ends = malloc(sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	site->ends[0] = end;
+	site->nends = 1;
+	err = ends_to_offsets(a->sp, site);
+	if (err)
+		goto cleanup;
+	/* Keep the RETs the error-free branch does not reach. */
+	for (i = k = 0; i < site->nrets; i++) {
+		for (j = 0; j < nexcl; j++) {
+			if (elf_file__addr_to_offset(a->ef, ins.addr + ins.v[excl[j]].off, &off))
+				continue;
+			if (off == site->ret_offs[i])
+				break;
+		}
+		if (j == nexcl)
+			site->ret_offs[k++] = site->ret_offs[i];
+	}
+	site->nrets = k;
+	site->rets_why = k ? "for the calls that fail" : NULL;
+cleanup:
+	if (err) {
+		free(site->ends);
+		site->ends = NULL;
+		site->nends = 0;
+	}
+	free(excl);
+	disasm__insns_free(&ins);
+	free(code);
+	return err;
+}
+
 static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
 		     bool want_rets)
 {
@@ -218,7 +518,9 @@ static void find_client_sites(struct analysis *a)
 	struct target *t = a->t;
 	struct elf_symbol callee, sym;
 
-	if (find_site(a, SYM_ROUND_TRIP, &t->round_trip, true)) {
+	if (find_site(a, SYM_ROUND_TRIP, &t->round_trip, true) ||
+	    plan_success_end(a, &t->round_trip, SYM_PCONN_ROUND_TRIP)) {
+		probe_site__release(&t->round_trip);
 		t->round_trip.addr = 0;
 		return;
 	}
@@ -237,8 +539,8 @@ static void find_client_sites(struct analysis *a)
 	 * call for nothing. Go compiles them in source order; test_go_versions.py checks the
 	 * context goes out on every release.
 	 */
-	if (t->inject.nrets > 1)
-		t->inject.nrets = 1;
+	if (t->inject.nends > 1)
+		t->inject.nends = 1;
 	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_BUFIO_ITAB, &sym))
 		t->bufio_itab = sym.addr;
 }
@@ -380,6 +682,35 @@ static void fill_config(struct target *t)
 	c->ret_newproc_g = 1;
 }
 
+/* The single-stepped hits of SITE's call made from CALLER (0: any); SUCCESS: its error-free end. */
+static int steps_of(const struct probe_site *site, uint64_t caller, bool success)
+{
+	int steps = !site->entry_emulated;
+	size_t i;
+
+	for (i = 0; i < site->nends; i++)
+		if ((!caller || site->ends[i].caller == caller) &&
+		    (!success || site->ends[i].if_no_error))
+			return steps + !site->ends[i].emulated;
+	return steps + 1; /* a RET */
+}
+
+/* What target.server_steps and client_steps say. */
+static void count_steps(struct analysis *a)
+{
+	struct target *t = a->t;
+	struct elf_symbol serve = {};
+
+	t->server_steps = t->client_steps = -1;
+	if (t->serve_http.addr) {
+		find_func(a, SYM_CONN_SERVE, &serve);
+		t->server_steps = steps_of(&t->serve_http, serve.addr, false);
+	}
+	/* The request marker is a direct CALL: emulated. */
+	if (t->round_trip.addr)
+		t->client_steps = steps_of(&t->round_trip, 0, true);
+}
+
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
 			       bool need_http)
 {
@@ -457,7 +788,20 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	a.ef = ef;
 	a.has_symtab = elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
 					 &(uint64_t){ 0 }) != -ENOENT;
+	a.sp = site_planner__new(ef, NULL);
+	if (!a.sp) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	err = find_site(&a, SYM_SERVE_HTTP, &t->serve_http, true);
+	/*
+	 * Its callers: conn.serve for HTTP/1, whose next direct call (hijacked) follows the request
+	 * context's cancel, and the HTTP/2 wrappers, whose ends are their own return addresses.
+	 * Nothing in net/http makes a serverHandler an interface value at run time.
+	 */
+	if (!err && target_site_policy == SITES_BEST)
+		err = plan_caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
+				       AFTER_CALL_PASS_CALLS, -1);
 	if (err == -ENOENT && !need_http) {
 		/* Only the functions of a --functions file: no server spans to make. */
 		pr_info("'%s' does not serve HTTP with net/http: only its functions are traced",
@@ -475,8 +819,12 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	}
 	find_client_sites(&a);
 	/* Handing spans to new goroutines needs g.parentGoid (Go 1.21+); checked after offsets. */
-	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true))
+	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true) ||
+	    (target_site_policy == SITES_BEST &&
+	     plan_caller_ends(a.sp, &t->newproc1, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX))) {
+		probe_site__release(&t->newproc1);
 		t->newproc1.addr = 0;
+	}
 	/* Data symbols are not in the function table: stripped binaries go without the itab. */
 	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
 		t->response_itab = sym.addr;
@@ -494,11 +842,14 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		t->round_trip.addr = 0;
 	}
 	fill_config(t);
+	count_steps(&a);
+	site_planner__free(a.sp);
 	pclntab__close(a.pt);
 	elf_file__close(ef);
 	return t;
 
 cleanup:
+	site_planner__free(a.sp);
 	pclntab__close(a.pt);
 	if (ef)
 		elf_file__close(ef);
@@ -511,10 +862,11 @@ void target__free(struct target *t)
 {
 	if (!t)
 		return;
-	free(t->serve_http.ret_offs);
-	free(t->round_trip.ret_offs);
-	free(t->inject.ret_offs);
-	free(t->newproc1.ret_offs);
+	probe_site__release(&t->serve_http);
+	probe_site__release(&t->gopanic);
+	probe_site__release(&t->round_trip);
+	probe_site__release(&t->inject);
+	probe_site__release(&t->newproc1);
 	functions__release(t);
 	gobin__free(t->gobin);
 	free(t->path);

@@ -13,18 +13,31 @@
 
 #include "events.h"
 #include "offsets.h"
+#include "sites.h"
 
 struct gobin;
 struct traced_func;
 
-/* One probed function: a uprobe at ENTRY_OFF and one at each RET_OFFS[i] (file offsets). */
+/*
+ * One probed function: a uprobe at ENTRY_OFF, and its ends: one at each RET_OFFS[i] that must
+ * stay (always single-stepped), one at each ENDS[i], in its callers or after its main inner call
+ * (sites.h). All file offsets.
+ */
 struct probe_site {
 	const char *symbol;
 	uint64_t addr; /* link-time address of the function */
 	uint64_t entry_off;
+	bool entry_emulated;
 	uint64_t *ret_offs;
 	size_t nrets;
+	struct end_site *ends;
+	size_t nends;
+	/* Why the RETs stay, when they do and ends were wanted: for --verbose. NULL otherwise. */
+	const char *rets_why;
 };
+
+/* How many of a site's probes cost one trap a hit and how many two. */
+void probe_site__count(const struct probe_site *s, size_t *emulated, size_t *stepped);
 
 struct target {
 	char *path;	/* what was analysed (e.g. /proc/PID/exe) */
@@ -50,6 +63,11 @@ struct target {
 	size_t nfuncs;
 	uint32_t func_base;
 	struct probe_site casgstatus; /* --cpu-time: runtime.casgstatus's entry; addr 0 = none */
+	/*
+	 * Single-stepped probe hits (two traps each) of one HTTP/1 request served and of one
+	 * outgoing call that succeeds, on the usual path; -1 when there is no such probe.
+	 */
+	int server_steps, client_steps;
 };
 
 /*
@@ -61,23 +79,41 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 void target__free(struct target *t);
 
 struct elf_file;
+struct pclntab;
+struct site_planner;
+
+/*
+ * Where probes go in the binary EF (whose Go function table PT, may be NULL, is used when it has
+ * no .symtab). NULL with errno set on failure.
+ */
+struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt);
+void site_planner__free(struct site_planner *sp);
 
 /* What target__probe_sites() finds in a function besides its entry. */
 enum site_kind {
 	SITE_ENTRY,    /* the entry only */
 	SITE_RETS,     /* the entry and every return */
+	SITE_ENDS,     /* the entry and its ends: in its callers where all are known, else RETs */
 	SITE_CALLS_TO, /* the entry and the direct calls to CALLEE (in ret_offs) */
 };
 
+/* Where the RETs go instead, for bench/floor's rows: what peers and older gospans probed. */
+enum site_policy {
+	SITES_BEST,	   /* emulated sites wherever they can be shown right */
+	SITES_PUSH_RETS,   /* gospan before: the entry past the stack check, every RET */
+	SITES_FIRST_RETS,  /* the first instruction and every RET (other uprobe tracers) */
+};
+extern enum site_policy target_site_policy;
+
 /*
- * The probe sites of the function at link-time address ADDR, SIZE bytes long, in EF: SITE's
- * entry_off (the place after Go's stack check, see disasm__entry_site) and, by KIND, ret_offs,
- * all file offsets. SITE->symbol is left to the caller. On failure, a negative errno (-ENODATA:
- * no size; -ENOENT: no return or call found) and WHY says which step failed, for the caller's
- * message at the caller's severity.
+ * The probe sites of the function at link-time address ADDR, SIZE bytes long: SITE's entry_off
+ * (see disasm__entry_site) and, by KIND, ret_offs and ends, all file offsets. SITE->symbol is
+ * left to the caller. On failure, a negative errno (-ENODATA: no size; -ENOENT: no return or call
+ * found) and WHY says which step failed, for the caller's message at the caller's severity.
  */
-int target__probe_sites(struct elf_file *ef, uint16_t machine, uint64_t addr, uint64_t size,
+int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
 			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
 			size_t why_len);
+void probe_site__release(struct probe_site *s);
 
 #endif

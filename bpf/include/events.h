@@ -50,6 +50,15 @@
 
 /* The attach cookie of a function probe: MAX_TARGETS + its index in the funcs map. */
 #define FUNC_COOKIE_BASE MAX_TARGETS
+/*
+ * The attach cookie's low 32 bits are the target (or function) above; the high bits say what an
+ * end probe's program must know about its place (exporter/sites.h): COOKIE_IN_CALLER, the call
+ * has returned and SP is 8 bytes above where the callee's RET saw it; COOKIE_RESULT_SLOT, the
+ * register slot the call's first result was copied to (0: the one it was returned in).
+ */
+#define COOKIE_IN_CALLER (1ULL << 32)
+#define COOKIE_RESULT_SHIFT 40
+#define COOKIE_RESULT_SLOT(c) ((__u32)((c) >> COOKIE_RESULT_SHIFT) & 0xff)
 
 /*
  * Go's _Grunning: the goroutine is on a CPU; and _Gcopystack, the state runtime.newstack puts it

@@ -3,9 +3,10 @@
  * Function spans (--functions) and on-CPU time (--cpu-time). Included by http.bpf.c, so one object
  * and one skeleton hold every program and the maps they share (`events`, `targets`, `active`).
  *
- * Any function's entry and every RET are probed; entry records its arguments as raw words and
+ * Any function's entry and its ends are probed: its RETs, or the places its calls return to when
+ * all of them are direct calls (exporter/sites.h). Entry records its arguments as raw words and
  * bounded strings, as the func_config user space derived from DWARF or the config file says, and
- * pushes a frame on the goroutine's span stack; the RET that belongs to that frame pops it. The
+ * pushes a frame on the goroutine's span stack; the end that belongs to that frame pops it. The
  * casgstatus probe keeps, per goroutine with a span, how long it has been on a CPU: a span's
  * on-CPU time is the difference between its start and its end.
  */
@@ -121,8 +122,9 @@ static __always_inline const struct func_config *func_context(GO_REGS *ctx,
 {
 	const struct func_config *fc;
 	void *g = GO_G_PTR(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 
-	*fidx = (__u32)bpf_get_attach_cookie(ctx) - FUNC_COOKIE_BASE;
+	*fidx = (__u32)cookie - FUNC_COOKIE_BASE;
 	fc = bpf_map_lookup_elem(&funcs, fidx);
 	if (!fc) {
 		count_drop(DROP_NO_CONFIG);
@@ -136,7 +138,9 @@ static __always_inline const struct func_config *func_context(GO_REGS *ctx,
 	key->pid = bpf_get_current_pid_tgid() >> 32;
 	key->_pad = 0;
 	key->goid = go_read_word(g, (*cfg)->g_goid);
-	*sdepth = go_read_word(g, (*cfg)->g_stack_hi) - GO_SP(ctx);
+	/* In the caller, past the return: the frame's depth as its entry and RET saw it. */
+	*sdepth = go_read_word(g, (*cfg)->g_stack_hi) - GO_SP(ctx) +
+		  (cookie & COOKIE_IN_CALLER ? 8 : 0);
 	return fc;
 }
 
