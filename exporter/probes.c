@@ -16,6 +16,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "disasm.h"
+#include "emulation.h"
 #include "functions.h"
 #include "http.skel.h"
 #include "log.h"
@@ -54,6 +56,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 
 struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 {
+	struct emulation emu;
 	struct probes *p;
 	int err;
 
@@ -81,6 +84,18 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
 		goto cleanup;
 	}
+	/* Before any target is analysed: where its probes go depends on it. */
+	err = emulation__measure(p->skel->progs.calibrate, &emu);
+	if (!err)
+		err = emulation__override(&emu);
+	if (err)
+		pr_warn("cannot tell which instructions this kernel's uprobes emulate (%s): "
+			"assuming PUSH and long NOPs are", strerror(-err));
+	else
+		disasm__set_emulation(&emu);
+	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s",
+		 disasm__emulation()->push ? "yes" : "no",
+		 disasm__emulation()->long_nop ? "yes" : "no");
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), (ring_buffer_sample_fn)fn, ctx,
 				 NULL);
 	if (!p->rb) {

@@ -35,6 +35,7 @@ struct od_func {
 	 * spells it; else 0. PROLOGUE counts the instructions of that shape seen so far.
 	 */
 	uint64_t push_site;
+	uint64_t jcc_site; /* the check's JBE or JB, when the prologue has one */
 	int prologue;
 };
 
@@ -135,6 +136,8 @@ static int load_objdump(struct arch_bin *ab)
 				cur->prologue = -1;
 			else if (cur->prologue == 3 && !strcmp(fields[3], "PUSHQ BP"))
 				cur->push_site = addr;
+			else if (cur->prologue == 3)
+				cur->jcc_site = addr;
 		}
 		if (!strcmp(fields[3], "RET") || !strncmp(fields[3], "RET ", 4)) {
 			if (cur->nrets == MAX_RETS)
@@ -296,14 +299,19 @@ static void test_disasm__all_net_http_amd64_v3(void **state)
 /*
  * disasm__entry_site on every net/http function: past the stack-bound check, on the PUSHQ BP,
  * exactly where objdump shows that prologue (amd64), else the start; arm64 always the start.
+ * With PUSH_EMULATED false (a kernel before 6.9), on the check's JBE or JB instead, which every
+ * kernel emulates; a function without the check starts where it starts either way.
  */
-static void check_entry_sites(struct arch_bin *ab)
+static void check_entry_sites(struct arch_bin *ab, bool push_emulated)
 {
 	struct elf_file *ef = elf_file__open(ab->path);
+	const struct emulation e = { .push = push_emulated, .long_nop = true };
 	size_t i, moved = 0;
 	uint64_t off, want;
+	bool emulated;
 
 	assert_non_null(ef);
+	disasm__set_emulation(&e);
 	for (i = 0; i < ab->nfuncs; i++) {
 		const struct od_func *fn = &ab->funcs[i];
 		struct elf_symbol sym;
@@ -311,16 +319,26 @@ static void check_entry_sites(struct arch_bin *ab)
 
 		assert_int_equal(elf_file__find_symbol(ef, fn->name, &sym), 0);
 		code = read_code(ef, sym.addr, sym.size);
-		assert_int_equal(disasm__entry_site(ab->machine, code, sym.size, sym.addr, &off), 0);
+		assert_int_equal(disasm__entry_site(ab->machine, code, sym.size, sym.addr, &off,
+						    &emulated), 0);
 		free(code);
-		want = ab->machine == EM_X86_64 && fn->push_site ? fn->push_site - fn->start : 0;
+		want = 0;
+		if (ab->machine == EM_X86_64 && fn->push_site)
+			want = (push_emulated ? fn->push_site : fn->jcc_site) - fn->start;
+		else if (ab->machine == EM_X86_64 && fn->jcc_site)
+			want = fn->jcc_site - fn->start; /* Go 1.17-1.20: no PUSH follows */
 		if (off != want)
 			fail_msg("%s: '%s': entry site +%llu, objdump's prologue says +%llu",
 				 ab->goarch, fn->name, (unsigned long long)off,
 				 (unsigned long long)want);
+		/* Off the start, the site is one the kernel emulates. */
+		if (off && !emulated)
+			fail_msg("%s: '%s': entry site +%llu is not emulated", ab->goarch, fn->name,
+				 (unsigned long long)off);
 		moved += off != 0;
 	}
 	elf_file__close(ef);
+	disasm__set_emulation(&(struct emulation){ .push = true, .long_nop = true });
 	/* Most functions with a frame begin with the check: a parser that saw none proves nothing. */
 	if (ab->machine == EM_X86_64)
 		assert_true(moved > ab->nfuncs / 4);
@@ -331,8 +349,10 @@ static void test_disasm__entry_sites(void **state)
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(bins) / sizeof(bins[0]); i++)
-		check_entry_sites(&bins[i]);
+	for (i = 0; i < sizeof(bins) / sizeof(bins[0]); i++) {
+		check_entry_sites(&bins[i], true);
+		check_entry_sites(&bins[i], false);
+	}
 }
 
 /*

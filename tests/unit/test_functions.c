@@ -348,8 +348,16 @@ static void test_functions__resolves_with_dwarf(void **state)
 	assert_non_null(ef);
 	assert_int_equal(elf_file__find_symbol(ef, "main.process", &sym), 0);
 	assert_int_equal(f->site.addr, sym.addr);
-	assert_true(f->site.nrets >= 1);
-	assert_true(f->site.ret_offs[0] > f->site.entry_off);
+	/* Called only directly: its ends are in its callers, past the calls, none in itself. */
+	assert_int_equal(f->site.nrets, 0);
+	assert_true(f->site.nends >= 1);
+	for (size_t i = 0; i < f->site.nends; i++) {
+		uint64_t start;
+
+		assert_true(f->site.ends[i].in_caller);
+		assert_int_equal(elf_file__addr_to_offset(ef, sym.addr, &start), 0);
+		assert_true(f->site.ends[i].off < start || f->site.ends[i].off >= start + sym.size);
+	}
 	elf_file__close(ef);
 	/* user: a string in the 1st and 2nd registers; n 3rd; ok 4th; level 5th (ratio is in X0).
 	 */

@@ -34,13 +34,99 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/*
+ * The address of the first instruction of FUNC in BIN, as `go tool objdump` shows it, whose text
+ * starts with WANT and which comes after one starting with AFTER (NULL: anywhere), itself right
+ * after one equal to PREV (NULL: any). 0 when there is none.
+ */
+static uint64_t objdump_find(const char *bin, const char *func, const char *after,
+			     const char *prev, const char *want)
+{
+	char cmd[1024], line[1024], last[256] = "", *f[8], *tok, *save;
+	unsigned long long addr;
+	bool armed = !after;
+	uint64_t found = 0;
+	FILE *p;
+	int nf;
+
+	snprintf(cmd, sizeof(cmd), "go tool objdump -s '^%s$' '%s'", func, bin);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (!found && fgets(line, sizeof(line), p)) {
+		for (nf = 0, tok = strtok_r(line, "\t", &save); tok && nf < 8;
+		     tok = strtok_r(NULL, "\t", &save))
+			if (tok[strspn(tok, " \n")])
+				f[nf++] = tok;
+		if (nf < 4 || sscanf(f[1], "0x%llx", &addr) != 1)
+			continue;
+		for (size_t e = strlen(f[3]); e && f[3][e - 1] == ' '; e--)
+			f[3][e - 1] = '\0';
+		if (armed && !strncmp(f[3], want, strlen(want)) && (!prev || !strcmp(last, prev)))
+			found = addr;
+		if (!armed && !strncmp(f[3], after, strlen(after)))
+			armed = true;
+		snprintf(last, sizeof(last), "%s", f[3]);
+	}
+	pclose(p);
+	return found;
+}
+
+static uint64_t file_offset(struct elf_file *ef, uint64_t addr)
+{
+	uint64_t off = 0;
+
+	assert_int_equal(elf_file__addr_to_offset(ef, addr, &off), 0);
+	return off;
+}
+
+/*
+ * Where the requests' ends are, checked against the Go toolchain's own disassembler: an HTTP/1
+ * request's in conn.serve on its next direct call (hijacked), past the context's cancel; a call's
+ * on the JE or JNE that tests persistConn.roundTrip's error. No RET is probed on either path, and
+ * each site is one the kernel emulates.
+ */
+static void check_ends(struct elf_file *ef, const char *bin, const struct target *t)
+{
+	const char *conn_serve = "net/http.\\(\\*conn\\).serve";
+	const char *round_trip = "net/http.\\(\\*Transport\\).roundTrip";
+	uint64_t want;
+	size_t i;
+	bool seen = false;
+
+	want = file_offset(ef, objdump_find(bin, conn_serve, "CALL net/http.serverHandler.ServeHTTP",
+					    NULL, "CALL net/http.(*conn).hijacked"));
+	assert_int_equal(t->serve_http.nrets, 0);
+	for (i = 0; i < t->serve_http.nends; i++) {
+		assert_true(t->serve_http.ends[i].in_caller);
+		if (t->serve_http.ends[i].off == want) {
+			assert_true(t->serve_http.ends[i].emulated);
+			seen = true;
+		}
+	}
+	assert_true(seen);
+	assert_true(t->serve_http.entry_emulated);
+	assert_int_equal(t->server_steps, 0);
+
+	want = objdump_find(bin, round_trip, "CALL net/http.(*persistConn).roundTrip(SB)",
+			    "TESTQ BX, BX", "J");
+	assert_int_not_equal(want, 0);
+	assert_int_equal(t->round_trip.nends, 1);
+	assert_true(t->round_trip.ends[0].if_no_error);
+	assert_true(t->round_trip.ends[0].emulated);
+	assert_int_equal(t->round_trip.ends[0].off, file_offset(ef, want));
+	/* The RETs of the error-free way out are not probed; the others are. */
+	assert_true(t->round_trip.nrets >= 1);
+	for (i = 0; i < t->round_trip.nrets; i++)
+		assert_true(t->round_trip.ret_offs[i] > t->round_trip.entry_off);
+	assert_int_equal(t->client_steps, 0);
+}
+
 static void test_target__http_server_is_analysed(void **state)
 {
 	const char *bin = test_go_build("httpserver", "target-httpserver", "", "");
 	struct elf_symbol sym;
 	struct elf_file *ef;
 	struct target *t;
-	size_t i;
 
 	(void)state;
 	assert_non_null(bin);
@@ -58,11 +144,7 @@ static void test_target__http_server_is_analysed(void **state)
 	assert_non_null(ef);
 	assert_int_equal(elf_file__find_symbol(ef, "net/http.serverHandler.ServeHTTP", &sym), 0);
 	assert_int_equal(t->serve_http.addr, sym.addr);
-	assert_true(t->serve_http.nrets >= 1);
-	for (i = 0; i < t->serve_http.nrets; i++) {
-		assert_true(t->serve_http.ret_offs[i] > t->serve_http.entry_off);
-		assert_true(t->serve_http.ret_offs[i] < t->serve_http.entry_off + sym.size);
-	}
+	check_ends(ef, bin, t);
 	assert_int_equal(elf_file__find_symbol(ef, "runtime.gopanic", &sym), 0);
 	assert_int_equal(t->gopanic.addr, sym.addr);
 	assert_int_not_equal(t->response_itab, 0);
@@ -108,6 +190,10 @@ static void test_target__goroutine_is_found_below_the_thread_pointer(void **stat
 		if (t->cfg.tls_g != -8)
 			fail_msg("%s: g at %lld from the thread pointer, expected -8", builds[i].out,
 				 (long long)t->cfg.tls_g);
+		/* Every flavour: no single-stepped probe on a request's or a call's usual path. */
+		if (t->server_steps != 0 || t->client_steps != 0)
+			fail_msg("%s: %d single-stepped hits per request, %d per call", builds[i].out,
+				 t->server_steps, t->client_steps);
 		target__free(t);
 	}
 }
@@ -172,6 +258,14 @@ static void test_target__stripped_binary_is_analysed(void **state)
 	assert_int_equal(stripped->serve_http.nrets, plain->serve_http.nrets);
 	for (i = 0; i < plain->serve_http.nrets; i++)
 		assert_int_equal(stripped->serve_http.ret_offs[i], plain->serve_http.ret_offs[i]);
+	assert_int_equal(stripped->serve_http.nends, plain->serve_http.nends);
+	for (i = 0; i < plain->serve_http.nends; i++)
+		assert_int_equal(stripped->serve_http.ends[i].off, plain->serve_http.ends[i].off);
+	assert_int_equal(stripped->round_trip.nends, plain->round_trip.nends);
+	assert_int_equal(stripped->round_trip.nrets, plain->round_trip.nrets);
+	assert_int_equal(stripped->round_trip.ends[0].off, plain->round_trip.ends[0].off);
+	assert_int_equal(stripped->server_steps, 0);
+	assert_int_equal(stripped->client_steps, 0);
 	assert_int_equal(stripped->gopanic.entry_off, plain->gopanic.entry_off);
 	/* The table and the DWARF agree on this release. */
 	assert_memory_equal(stripped->offs, plain->offs, sizeof(plain->offs));
