@@ -173,22 +173,29 @@ static int walk_region(const struct insns *ins, long site, long entry, bool *see
 /* Whether only the edge SITE -> ENTRY leads into the instructions SEEN marks. */
 static bool region_closed(const struct insns *ins, long site, long entry, const bool *seen)
 {
+	bool dead = false;
 	size_t j;
 	long t;
 
 	for (j = 0; j < ins->n; j++) {
 		const struct insn *d = &ins->v[j];
 
-		if (seen[j])
+		/* Padding after a jump that nothing jumps to (a NOP aligning a branch target). */
+		dead = j && !d->branch_target && (dead || !falls_through(&ins->v[j - 1]));
+		if (seen[j] || dead)
 			continue;
 		if (d->kind == INSN_JMP || d->kind == INSN_JCC) {
 			t = branch_index(ins, d);
-			if (t >= 0 && seen[t] && !((long)j == site && t == entry))
+			if (t >= 0 && seen[t] && !((long)j == site && t == entry)) {
+				pr_debug("  +0x%x jumps into it at +0x%x", d->off, ins->v[t].off);
 				return false;
+			}
 		}
 		if (falls_through(d) && j + 1 < ins->n && seen[j + 1] &&
-		    !((long)j == site && (long)j + 1 == entry))
+		    !((long)j == site && (long)j + 1 == entry)) {
+			pr_debug("  +0x%x falls into it", d->off);
 			return false;
+		}
 	}
 	return true;
 }
@@ -232,9 +239,14 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
 		goto cleanup;
 	}
 	err = walk_region(ins, jcc, entry, seen, rets, &n);
-	if (err)
+	if (err) {
+		pr_debug("0x%llx: the error-free branch at +0x%x cannot be followed to its RETs",
+			 (unsigned long long)ins->addr, d->off);
 		goto cleanup;
+	}
 	if (!n || !region_closed(ins, jcc, entry, seen)) {
+		pr_debug("0x%llx: the error-free branch at +0x%x shares code with other paths",
+			 (unsigned long long)ins->addr, d->off);
 		err = -ENOENT;
 		goto cleanup;
 	}

@@ -2,12 +2,15 @@
 /*
  * bench/floor: the benchmark's calibration. It analyses a Go process with gospan's own target
  * analysis (exporter/target.c and the modules under it, linked from libgospan.a) and attaches
- * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and every RET,
- * runtime.gopanic, (*Transport).roundTrip's entry and RETs, the call site where requests are
- * marked for the socket-layer writer, runtime.newproc1's RETs with --follow-goroutines.
+ * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and ends,
+ * runtime.gopanic, (*Transport).roundTrip's entry and ends, the call site where requests are
+ * marked for the socket-layer writer, runtime.newproc1's ends with --follow-goroutines.
  * The service then pays the uprobe traps and nothing else: the floor gospan is measured against.
+ * --sites picks other sites for the same functions: gospan's entry sites with every RET (what
+ * gospan probed before its end sites), or the first instruction with every RET (what other
+ * uprobe tracers probe), so the benchmark shows what each choice costs.
  *
- *   floor --pid PID [--follow-goroutines]
+ *   floor --pid PID [--sites gospan|push-rets|first-rets] [--follow-goroutines]
  *   floor --pid PID --ops
  *   floor --verifier
  *
@@ -36,7 +39,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "disasm.h"
 #include "embed.h"
+#include "emulation.h"
 #include "empty.skel.h"
 #include "http.skel.h"
 #include "log.h"
@@ -58,6 +63,7 @@ struct floor {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t nlinks, cap;
+	size_t emulated, stepped;
 };
 
 /* Same options as gospan's attach_one(): a plain uprobe at a file offset, with a cookie. */
@@ -88,7 +94,8 @@ static int attach_at(struct floor *f, struct bpf_program *prog, pid_t pid, const
 	return 0;
 }
 
-static int attach_site(struct floor *f, struct bpf_program *entry, struct bpf_program *rets,
+/* ENTRY at the site's entry, ENDS at its RETs and other ends; counts emulated and stepped. */
+static int attach_site(struct floor *f, struct bpf_program *entry, struct bpf_program *ends,
 		       pid_t pid, const char *path, const struct probe_site *site)
 {
 	size_t i;
@@ -96,10 +103,18 @@ static int attach_site(struct floor *f, struct bpf_program *entry, struct bpf_pr
 
 	if (!site->addr)
 		return 0;
-	if (entry)
+	if (entry) {
 		err = attach_at(f, entry, pid, path, site->entry_off);
-	for (i = 0; !err && rets && i < site->nrets; i++)
-		err = attach_at(f, rets, pid, path, site->ret_offs[i]);
+		*(site->entry_emulated ? &f->emulated : &f->stepped) += !err;
+	}
+	for (i = 0; !err && ends && i < site->nrets; i++) {
+		err = attach_at(f, ends, pid, path, site->ret_offs[i]);
+		f->stepped += !err;
+	}
+	for (i = 0; !err && ends && i < site->nends; i++) {
+		err = attach_at(f, ends, pid, path, site->ends[i].off);
+		*(site->ends[i].emulated ? &f->emulated : &f->stepped) += !err;
+	}
 	return err;
 }
 
@@ -135,6 +150,8 @@ static int attach_ops(struct floor *f, pid_t pid, const char *path, const struct
 		err = attach_at(f, prog, pid, path, site->entry_off);
 		for (i = 0; !err && i < site->nrets; i++)
 			err = attach_at(f, prog, pid, path, site->ret_offs[i]);
+		for (i = 0; !err && i < site->nends; i++)
+			err = attach_at(f, prog, pid, path, site->ends[i].off);
 		if (err)
 			return err;
 	}
@@ -168,8 +185,11 @@ static void print_runs(struct bpf_object *obj)
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: floor --pid PID [--follow-goroutines | --ops]\n"
-		    "       floor --verifier\n");
+	fprintf(fp, "usage: floor --pid PID [--sites gospan|push-rets|first-rets] "
+		    "[--follow-goroutines | --ops]\n"
+		    "       floor --verifier\n"
+		    "--sites: gospan's (default); its entry sites with every RET (gospan before "
+		    "its end sites); the first instruction and every RET (other uprobe tracers)\n");
 }
 
 /* The number after KEY in the verifier's log LOG, or -1. */
@@ -235,6 +255,7 @@ int main(int argc, char **argv)
 	struct offsets *tables = NULL;
 	struct target *t = NULL;
 	struct floor f = {};
+	struct emulation emu;
 	typeof(f.skel->progs) *pr;
 	pid_t pid = 0;
 	int i, err = 0;
@@ -248,6 +269,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			pid = (pid_t)v;
+		} else if (!strcmp(argv[i], "--sites") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "gospan")) {
+				target_site_policy = SITES_BEST;
+			} else if (!strcmp(argv[i], "push-rets")) {
+				target_site_policy = SITES_PUSH_RETS;
+			} else if (!strcmp(argv[i], "first-rets")) {
+				target_site_policy = SITES_FIRST_RETS;
+			} else {
+				usage(stderr);
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--follow-goroutines")) {
 			follow = true;
 		} else if (!strcmp(argv[i], "--ops")) {
@@ -279,6 +312,19 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	f.skel = empty_bpf__open_and_load();
+	if (!f.skel) {
+		err = -errno;
+		fprintf(stderr, "floor: cannot load the empty BPF programs: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	/* As gospan does before it places its probes. */
+	err = emulation__measure(f.skel->progs.floor_panic, &emu);
+	if (err) {
+		fprintf(stderr, "floor: cannot tell what the kernel emulates: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	disasm__set_emulation(&emu);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	t = target__analyse(path, NULL, tables, true);
 	if (!t) {
@@ -291,12 +337,6 @@ int main(int argc, char **argv)
 			goto cleanup;
 		printf("floor: attached: pid %d, cost model, %zu probes\n", (int)pid, f.nlinks);
 		goto run;
-	}
-	f.skel = empty_bpf__open_and_load();
-	if (!f.skel) {
-		err = -errno;
-		fprintf(stderr, "floor: cannot load the empty BPF programs: %s\n", strerror(-err));
-		goto cleanup;
 	}
 	/* The order and the sites of probes__attach() in exporter/probes.c. */
 	inject = t->round_trip.addr != 0;
@@ -314,8 +354,10 @@ int main(int argc, char **argv)
 		err = attach_site(&f, NULL, pr->floor_goroutine, pid, path, &t->newproc1);
 	if (err)
 		goto cleanup;
-	printf("floor: attached: pid %d, %zu probes (ServeHTTP entry + %zu returns%s%s%s%s)\n",
-	       (int)pid, f.nlinks, t->serve_http.nrets, t->gopanic.addr ? " + gopanic" : "",
+	printf("floor: attached: pid %d, %zu probes (%zu emulated, %zu single-stepped; ServeHTTP "
+	       "entry + %zu ends%s%s%s%s)\n",
+	       (int)pid, f.nlinks, f.emulated, f.stepped, t->serve_http.nrets + t->serve_http.nends,
+	       t->gopanic.addr ? " + gopanic" : "",
 	       t->round_trip.addr ? " + HTTP client" : "",
 	       inject && t->inject.addr ? " + request marker" : "",
 	       follow && t->newproc1.addr ? " + newproc1" : "");
