@@ -191,10 +191,11 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 
 	if (!site->addr)
 		return 0;
-	if (sp->entry) {
-		err = attach_one(p, sp->entry, pid, path, site->entry_off, c);
-		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
-	}
+	/*
+	 * Ends first: a call that begins between the attach of its entry and of its ends would
+	 * never end, and the goroutine's next spans would be its children. An end without its
+	 * entry finds no call and does nothing.
+	 */
 	for (i = 0; !err && i < site->nrets; i++) {
 		err = attach_one(p, sp->at_rets, pid, path, site->ret_offs[i], c);
 		n->stepped += !err;
@@ -205,6 +206,10 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 		prog = e->if_no_error && sp->success ? sp->success : sp->at_ends;
 		err = attach_one(p, prog, pid, path, e->off, end_cookie(e, c));
 		*(e->emulated ? &n->emulated : &n->stepped) += !err;
+	}
+	if (!err && sp->entry) {
+		err = attach_one(p, sp->entry, pid, path, site->entry_off, c);
+		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	return err;
 }
