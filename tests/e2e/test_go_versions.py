@@ -66,12 +66,30 @@ SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3  # trace.proto: Span.SpanKind
 TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 # The programs an outgoing call runs: roundTrip's entry and RET, and the request marker at
 # Request.write's calls to Header.writeSubset.
-CLIENT_PROGRAMS = ("client_entry", "client_return", "mark_request")
+CLIENT_PROGRAMS = ("client_entry", "client_success", "client_return", "mark_request")
 # Where gospan cannot send trace context (no cgroup v2 hierarchy), the call must go out untouched
 # instead; with CI=true that is a failure, as in test_distributed.py.
 NO_PROPAGATION = trace_context_unavailable()
 RESULTS = {}  # (version, flavour) -> "verified" or the failure
 HITS = {}  # (version, flavour) -> (probe hits per server request, {client program: hits})
+# (version, flavour) -> (single-stepped hits a request served, a call made), from the attach line
+STEPS = {}
+
+
+def single_steps(attached):
+    """The attach line's single-stepped hits per request served and per call made (None: no
+    probe for it)."""
+    m = re.search(r"single-stepped hits: (\d+|no probe for) a request served, (\d+|no probe for) "
+                  r"a call made", attached)
+    assert m, attached
+    return tuple(None if x == "no probe for" else int(x) for x in m.groups())
+
+
+def out_of_line_page(pid):
+    """Whether the kernel has mapped its page for single-stepped probes into process PID: it does
+    the first time a probe there cannot be emulated, and never unmaps it."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "[uprobes]" in f.read()
 
 
 def parse(v):
@@ -299,9 +317,15 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
             except urllib.error.HTTPError as e:
                 got = e.code
             assert got == want, f"{method} {path}: {got}"
+        # No probe on these requests' paths was single-stepped: the kernel, which maps a page
+        # into the process for the first one, never had to.
+        xol = out_of_line_page(svc.pid)
         assert g.stop() == 0, g.stderr
     finally:
         svc.stop()
+    STEPS[(version, flavour)] = single_steps(attached)
+    assert STEPS[(version, flavour)] == (0, 0), f"go{version}-{flavour}: {attached}"
+    assert not xol, f"go{version}-{flavour}: a probe was single-stepped ({attached})"
 
     spans = [s for s in otlp_receiver.snapshot()[before:]
              if s.resource.get("process.pid") == svc.pid]
@@ -362,21 +386,32 @@ def _write_compatibility():
         "",
         f"Run on {platform.system()} {platform.release()} {platform.machine()}.",
         "",
-        "The last two columns are the probe hits, counted by the kernel",
-        "(kernel.bpf_stats_enabled) on the plain build: per server request (ServeHTTP's entry and",
-        "its return; an incoming traceparent is read inside the entry probe, at no extra hit), and",
-        "for the one outgoing call, by program: roundTrip's entry (client_entry) and return",
-        "(client_return), and the marker that leaves the request's context for the socket layer",
-        "at Request.write's calls to Header.writeSubset (mark_request). The sk_msg program that",
+        "The probe hits columns are counted by the kernel (kernel.bpf_stats_enabled) on the",
+        "plain build: per server request (ServeHTTP's entry and its end in net/http's conn.serve;",
+        "an incoming traceparent is read inside the entry probe, at no extra hit), and for the",
+        "one outgoing call, by program: roundTrip's entry (client_entry), its end when the call",
+        "succeeds (client_success, on the conditional jump that tests the inner round trip's",
+        "error), and the marker that leaves the request's context for the socket layer at",
+        "Request.write's call to Header.writeSubset (mark_request). The sk_msg program that",
         "writes the header is not a probe and is not counted.",
         "",
-        "| Go | " + " | ".join(EVERY_VERSION) + " | probe hits / server request"
-        " | / outgoing call |",
-        "|---|" + "---|" * (len(EVERY_VERSION) + 2),
+        "*Single-stepped hits* are the probes of a request served and of a call made that the",
+        "kernel runs out of line (two traps each, where an emulated instruction costs one), as",
+        "gospan's attach line counts them, in every flavour of the release (plain / stripped /",
+        "pie); each cell also checked that the service never got the page the kernel maps into a",
+        "process for its first single-stepped probe. On Go 1.17-1.20 the entry probes sit on the",
+        "stack check's conditional jump, which runs twice when the stack grows: client_entry",
+        "shows 2 hits for the call that grew it, both emulated.",
+        "",
+        "| Go | " + " | ".join(EVERY_VERSION) + " | single-stepped hits / request, / call"
+        " | probe hits / server request | / outgoing call |",
+        "|---|" + "---|" * (len(EVERY_VERSION) + 3),
     ]
     for v in VERSIONS:
         hits = HITS.get((v, "plain"))
         cells = [RESULTS[(v, f)] for f in EVERY_VERSION]
+        steps = [STEPS.get((v, f)) for f in EVERY_VERSION]
+        cells.append(" / ".join("-" if x is None else f"{x[0]}, {x[1]}" for x in steps))
         if hits:
             per, by_prog = hits
             cells += [f"{per:g}", f"{sum(by_prog.values())} ("
@@ -384,10 +419,13 @@ def _write_compatibility():
         else:
             cells += ["-", "-"]
         lines.append(f"| {v}{' (Debian)' if v in DEBIAN_GO else ''} | " + " | ".join(cells) + " |")
-    lines += ["", f"Other build flavours, on Go {NEWEST}:", "", "| flavour | how it is built | result |",
-              "|---|---|---|"]
+    lines += ["", f"Other build flavours, on Go {NEWEST}:", "",
+              "| flavour | how it is built | result | single-stepped hits / request, / call |",
+              "|---|---|---|---|"]
     for f in NEWEST_ONLY:
-        lines.append(f"| {f} | {FLAVOURS[f][2]} | {RESULTS[(NEWEST, f)]} |")
+        st = STEPS.get((NEWEST, f))
+        lines.append(f"| {f} | {FLAVOURS[f][2]} | {RESULTS[(NEWEST, f)]} | "
+                     + ("-" if st is None else f"{st[0]}, {st[1]}") + " |")
     lines += [
         "",
         "## arm64",
