@@ -50,8 +50,13 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 		return;
 	for (i = ret_idx; i < (long)ins->n && i < ret_idx + AFTER_CALL_MAX; i++) {
 		d = &ins->v[i];
-		if (i > ret_idx && d->branch_target)
-			return; /* another path joins: the site would fire for it too */
+		/*
+		 * Another path joins here, and the site fires for it too: harmless where the program
+		 * finds no call of its own in flight (the state it keeps says), not where it reads a
+		 * result from a register that path never set.
+		 */
+		if (i > ret_idx && d->branch_target && result_reg >= 0)
+			return;
 		if (d->emulated) {
 			if (result_reg >= 0 && !(held & (1u << result_reg))) {
 				for (r = 0; r < 16 && !(held & (1u << r)); r++)
