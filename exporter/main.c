@@ -240,6 +240,21 @@ static void submit_span(void *ctx, struct span *s)
 	exporter__submit(app->exporter, span__shrink(s)); /* counts its own drops */
 }
 
+/* A panicked call's span keeps a place in the queue while it may still return. */
+static int hold_place(void *ctx)
+{
+	struct app *app = ctx;
+
+	return app->exporter ? exporter__hold(app->exporter) : -ENOSPC;
+}
+
+static void submit_held(void *ctx, struct span *s)
+{
+	struct app *app = ctx;
+
+	exporter__submit_held(app->exporter, span__shrink(s)); /* held: app->exporter is set */
+}
+
 static bool process_busy(void *ctx, pid_t pid)
 {
 	return records__has_calls(ctx, pid);
@@ -435,18 +450,23 @@ static const char *steps_text(int n, char buf[16])
 /* One line per probed function of SITE: where its probes are and what each hit costs. */
 static void say_site(const char *what, const struct probe_site *s)
 {
-	size_t emulated, stepped;
+	size_t i, emulated = 0, n = s->nends + s->nrets;
+	char entry[96];
 
 	if (!s->addr)
 		return;
-	probe_site__count(s, &emulated, &stepped);
-	pr_info("  %s: entry %s at file offset 0x%llx; %zu end%s (%zu emulated, %zu single-stepped"
-		"%s%s%s)",
-		what, s->entry_emulated ? "emulated" : "single-stepped",
-		(unsigned long long)s->entry_off, s->nends + s->nrets,
-		s->nends + s->nrets == 1 ? "" : "s", emulated, stepped,
-		s->nrets ? ", RETs kept: " : "", s->nrets && s->rets_why ? s->rets_why : "",
-		s->nrets && !s->rets_why ? "wanted" : "");
+	for (i = 0; i < s->nends; i++)
+		emulated += s->ends[i].emulated;
+	if (s->nentry_calls)
+		snprintf(entry, sizeof(entry), "entry on its %zu direct call%s (emulated)",
+			 s->nentry_calls, s->nentry_calls == 1 ? "" : "s");
+	else
+		snprintf(entry, sizeof(entry), "entry %s at file offset 0x%llx",
+			 s->entry_emulated ? "emulated" : "single-stepped",
+			 (unsigned long long)s->entry_off);
+	pr_info("  %s: %s; %zu end%s (%zu emulated, %zu single-stepped%s%s)", what, entry, n,
+		n == 1 ? "" : "s", emulated, n - emulated, s->nrets ? ", RETs kept: " : "",
+		s->nrets ? (s->rets_why ? s->rets_why : "wanted") : "");
 }
 
 /* --verbose: every probed function's sites. */
@@ -613,6 +633,8 @@ int main(int argc, char **argv)
 		.clock = &app.clock,
 		.processes = app.processes,
 		.submit = submit_span,
+		.hold = hold_place,
+		.submit_held = submit_held,
 		.forget = forget_call,
 		.ctx = &app,
 		.panic_grace_ns = PANIC_GRACE_NS,

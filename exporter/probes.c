@@ -207,7 +207,12 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 		err = attach_one(p, prog, pid, path, e->off, end_cookie(e, c));
 		*(e->emulated ? &n->emulated : &n->stepped) += !err;
 	}
-	if (!err && sp->entry) {
+	for (i = 0; !err && sp->entry && i < site->nentry_calls; i++) {
+		err = attach_one(p, sp->entry, pid, path, site->entry_calls[i],
+				 c | COOKIE_IN_CALLER);
+		n->emulated += !err;
+	}
+	if (!err && sp->entry && !site->nentry_calls) {
 		err = attach_one(p, sp->entry, pid, path, site->entry_off, c);
 		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
 	}

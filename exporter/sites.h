@@ -88,6 +88,8 @@ enum {
 	 * be, and if it is a method its RETs stay.
 	 */
 	FIND_CALLS_NOT_DYNAMIC = 1,
+	/* For target.c: where the function's own entry is single-stepped, probe the CALLs. */
+	FIND_CALLS_ENTRY_IN_CALLERS = 2,
 };
 
 /*

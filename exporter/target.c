@@ -180,25 +180,15 @@ static int find_func(struct analysis *a, const char *name, struct elf_symbol *sy
 	return pclntab__find_func(a->pt, name, sym);
 }
 
-void probe_site__count(const struct probe_site *s, size_t *emulated, size_t *stepped)
-{
-	size_t i;
-
-	*emulated = *stepped = 0;
-	if (!s->addr)
-		return;
-	*stepped += s->nrets;
-	for (i = 0; i < s->nends; i++)
-		*(s->ends[i].emulated ? emulated : stepped) += 1;
-}
-
 void probe_site__release(struct probe_site *s)
 {
 	free(s->ret_offs);
 	free(s->ends);
+	free(s->entry_calls);
 	s->ret_offs = NULL;
 	s->ends = NULL;
-	s->nrets = s->nends = 0;
+	s->entry_calls = NULL;
+	s->nrets = s->nends = s->nentry_calls = 0;
 }
 
 /* Turns the code addresses of SITE's ends into file offsets. */
@@ -246,6 +236,17 @@ static int plan_caller_ends(struct site_planner *sp, struct probe_site *site,
 				  &site->ends[i]);
 	site->nends = n;
 	err = ends_to_offsets(sp, site);
+	if (!err && !site->entry_emulated && (find_flags & FIND_CALLS_ENTRY_IN_CALLERS)) {
+		site->entry_calls = calloc(n, sizeof(*site->entry_calls));
+		err = site->entry_calls ? 0 : -ENOMEM;
+		for (i = 0; !err && i < n; i++) {
+			const struct insns *ins = &calls[i].ins;
+
+			err = elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[calls[i].ret_idx - 1].off,
+						       &site->entry_calls[i]);
+		}
+		site->nentry_calls = err ? 0 : n;
+	}
 	if (err) {
 		probe_site__release(site);
 		goto cleanup;
@@ -272,6 +273,8 @@ int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
 	site->nrets = 0;
 	site->ends = NULL;
 	site->nends = 0;
+	site->entry_calls = NULL;
+	site->nentry_calls = 0;
 	site->rets_why = NULL;
 	if (!size) {
 		snprintf(why, why_len, "its symbol has no size");
@@ -344,7 +347,7 @@ int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
 		site->nrets = 0;
 	}
 	if (kind == SITE_ENDS && target_site_policy == SITES_BEST) {
-		err = plan_caller_ends(sp, site, 0, 0, -1);
+		err = plan_caller_ends(sp, site, FIND_CALLS_ENTRY_IN_CALLERS, 0, -1);
 		if (err)
 			snprintf(why, why_len, "%s", strerror(-err));
 	}

@@ -28,6 +28,13 @@ struct probe_site {
 	uint64_t addr; /* link-time address of the function */
 	uint64_t entry_off;
 	bool entry_emulated;
+	/*
+	 * When its own entry would be single-stepped (a function without Go's stack check, whose
+	 * first instruction the kernel does not emulate) and every call of it is a direct CALL:
+	 * the entry probes go on those CALLs instead, in its callers, and ENTRY_OFF is not probed.
+	 */
+	uint64_t *entry_calls;
+	size_t nentry_calls;
 	uint64_t *ret_offs;
 	size_t nrets;
 	struct end_site *ends;
@@ -36,8 +43,6 @@ struct probe_site {
 	const char *rets_why;
 };
 
-/* How many of a site's probes cost one trap a hit and how many two. */
-void probe_site__count(const struct probe_site *s, size_t *emulated, size_t *stepped);
 
 struct target {
 	char *path;	/* what was analysed (e.g. /proc/PID/exe) */
