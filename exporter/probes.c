@@ -358,8 +358,8 @@ int probes__hits(struct probes *p, uint64_t *hits)
 	*hits = 0;
 	bpf_object__for_each_program(prog, p->skel->obj) {
 		fd = bpf_program__fd(prog);
-		if (fd < 0)
-			continue; /* not loaded */
+		if (fd < 0 || prog == p->skel->progs.calibrate)
+			continue; /* not loaded, or gospan's own start-up measurement */
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);
 		if (bpf_obj_get_info_by_fd(fd, &info, &len))
@@ -380,7 +380,7 @@ int probes__hits_by_program(struct probes *p, char *buf, size_t size)
 	buf[0] = '\0';
 	bpf_object__for_each_program(prog, p->skel->obj) {
 		fd = bpf_program__fd(prog);
-		if (fd < 0)
+		if (fd < 0 || prog == p->skel->progs.calibrate)
 			continue;
 		memset(&info, 0, sizeof(info));
 		ilen = sizeof(info);
