@@ -6,7 +6,8 @@
  * stall because a collector is slow. The batch being exported still counts against the queue
  * size, and a batch that failed for a transient reason is kept and offered to the sink again
  * before anything newer: memory stays within OTEL_BSP_MAX_QUEUE_SIZE spans whatever the
- * collector does, and what fits is delivered once, in order, when it comes back.
+ * collector does, and what fits is delivered once, in order, when it comes back. Places held for
+ * spans still to come count against the queue size too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@ struct exporter {
 	size_t head, count; /* ring[head] is the oldest */
 	struct span **batch; /* the export thread's, allocated up front so it cannot fail later */
 	size_t inflight;     /* spans in batch: being exported, or kept for another try */
+	size_t held;	     /* places held for spans to come (exporter__hold) */
 	bool stopping, joined;
 	pthread_t thread;
 	struct exporter_stats stats;
@@ -187,14 +189,19 @@ cleanup:
 	return NULL;
 }
 
-int exporter__submit(struct exporter *e, struct span *s)
+/* Queues S, in a place held for it when HELD. Frees S and returns -ENOSPC when it cannot. */
+static int enqueue(struct exporter *e, struct span *s, bool held)
 {
 	bool full, wake = false;
 
 	pthread_mutex_lock(&e->lock);
 	e->stats.submitted++;
+	if (held && e->held)
+		e->held--;
+	else
+		held = false;
 	/* After shutdown nothing would export it: counted with the full-queue drops. */
-	full = e->count + e->inflight >= e->opts.max_queue || e->stopping;
+	full = e->stopping || (!held && e->count + e->inflight + e->held >= e->opts.max_queue);
 	if (full) {
 		e->stats.dropped_queue_full++;
 	} else {
@@ -210,6 +217,30 @@ int exporter__submit(struct exporter *e, struct span *s)
 	if (wake)
 		pthread_cond_signal(&e->wake);
 	return 0;
+}
+
+int exporter__submit(struct exporter *e, struct span *s)
+{
+	return enqueue(e, s, false);
+}
+
+int exporter__hold(struct exporter *e)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->stopping || e->held >= e->opts.max_queue / 2 ||
+	    e->count + e->inflight + e->held >= e->opts.max_queue)
+		err = -ENOSPC;
+	else
+		e->held++;
+	pthread_mutex_unlock(&e->lock);
+	return err;
+}
+
+int exporter__submit_held(struct exporter *e, struct span *s)
+{
+	return enqueue(e, s, true);
 }
 
 void exporter__shutdown(struct exporter *e)
@@ -232,6 +263,7 @@ void exporter__stats(struct exporter *e, struct exporter_stats *out)
 	pthread_mutex_lock(&e->lock);
 	*out = e->stats;
 	out->queue_depth = e->count + e->inflight;
+	out->held = e->held;
 	pthread_mutex_unlock(&e->lock);
 	if (e->opts.ops->stats)
 		e->opts.ops->stats(e->opts.ctx, out);

@@ -5,6 +5,9 @@
  * A batch whose export failed for a transient reason stays queued, at the head, until it is sent,
  * so an outage of any length loses nothing that fits in the queue.
  * Batches go out when they reach the batch size or the schedule delay passes, whichever is first.
+ * A place can be held for a span that is known to come but not finished yet (a call whose handler
+ * panicked, until it is known whether the call still returns): what is queued meanwhile cannot
+ * take it.
  */
 #ifndef GOSPAN_EXPORT_H
 #define GOSPAN_EXPORT_H
@@ -50,6 +53,7 @@ struct exporter_stats {
 	uint64_t dropped_export_failed;
 	uint64_t export_failures; /* failed export calls (each may hold many spans) */
 	uint64_t queue_depth; /* spans waiting, the batch being sent included */
+	uint64_t held;	      /* places held now for spans to come (exporter__hold) */
 	uint64_t retries;  /* requests sent again after a retryable failure (sink-counted) */
 	uint64_t rejected; /* spans the collector refused in a partial success (sink-counted) */
 };
@@ -61,6 +65,19 @@ struct exporter *exporter__new(const struct exporter_opts *opts);
  * full or the exporter is shut down. Never blocks on I/O.
  */
 int exporter__submit(struct exporter *e, struct span *s);
+/*
+ * Holds one place in the queue for a span submitted later with exporter__submit_held. Held places
+ * count against the queue size as queued spans do, so the span finds room however full the queue
+ * became meanwhile. At most half the queue is ever held: a flood of such spans cannot crowd out
+ * the rest. 0, or -ENOSPC when no place can be held now (the span is then submitted as any
+ * other, with exporter__submit).
+ */
+int exporter__hold(struct exporter *e);
+/*
+ * Queues S in a place exporter__hold held, taking ownership. -ENOSPC (S freed, counted as
+ * dropped_queue_full) only when the exporter is shut down.
+ */
+int exporter__submit_held(struct exporter *e, struct span *s);
 /*
  * Exports everything queued, then stops the thread. The sink is told to stop retrying first, and
  * the first transient failure after that drops what is left, so with an unreachable collector

@@ -45,6 +45,7 @@ struct pending {
 	uint64_t goid;
 	uint64_t start_ns; /* monotonic, from the record: names the call */
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
+	bool held;	   /* its span has a place held in the export queue (opts.hold) */
 	char method[MAX_METHOD_LEN + 1];
 	bool http1; /* served by net/http's own HTTP/1 connection code */
 	uint32_t depth; /* CALL_FUNCTION: position on the goroutine's stack of open calls */
@@ -126,6 +127,8 @@ static struct pending *find(struct records *r, uint32_t pid, uint64_t goid, enum
 
 static void drop(struct records *r, struct pending *p, enum records_drop why)
 {
+	if (p->panic_ns)
+		r->stats.panics_held--;
 	r->stats.dropped[why]++;
 	pending_free(p);
 }
@@ -282,10 +285,11 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 }
 
 /*
- * Hands a finished span on, unless its trace is not sampled: the caller said so in the
- * traceparent flags, and a parent-based sampler keeps no span of such a trace.
+ * Hands a finished span on, into the place held for it when HELD, unless its trace is not
+ * sampled: the caller said so in the traceparent flags, and a parent-based sampler keeps no span
+ * of such a trace (nor is a place held for one).
  */
-static void emit(struct records *r, struct span *s)
+static void emit(struct records *r, struct span *s, bool held)
 {
 	if (!(s->flags & 1)) {
 		r->stats.unsampled++;
@@ -293,7 +297,10 @@ static void emit(struct records *r, struct span *s)
 		return;
 	}
 	r->stats.spans++;
-	r->opts.submit(r->opts.ctx, s);
+	if (held)
+		r->opts.submit_held(r->opts.ctx, s);
+	else
+		r->opts.submit(r->opts.ctx, s);
 }
 
 /* A panicked call that did not return: the request failed at the panic. */
@@ -309,7 +316,8 @@ static void finish_panicked(struct records *r, struct pending *p)
 	if (r->opts.forget)
 		r->opts.forget(r->opts.ctx, p->pid, p->goid, p->start_ns);
 	r->stats.panics++;
-	emit(r, s);
+	r->stats.panics_held--;
+	emit(r, s, p->held);
 	p->span = NULL;
 	pending_free(p);
 }
@@ -465,7 +473,11 @@ static struct pending *close_call(struct records *r, const struct record_header 
 		return NULL;
 	}
 	if (p->start_ns != h->start_ns) {
-		drop(r, p, RECORDS_DROP_ABANDONED);
+		/* The goroutine has started a call since: the one held never returned. */
+		if (p->panic_ns)
+			finish_panicked(r, p);
+		else
+			drop(r, p, RECORDS_DROP_ABANDONED);
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
 		return NULL;
 	}
@@ -511,7 +523,10 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	if (e->cpu_ns != ~0ULL)
 		span__set_int(s, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
 
-	emit(r, s);
+	/* A panic recovered inside the handler: the call returned as any other. */
+	if (p->panic_ns)
+		r->stats.panics_held--;
+	emit(r, s, p->held);
 	p->span = NULL;
 	pending_free(p);
 }
@@ -601,19 +616,28 @@ static void on_client_end(struct records *r, const struct http_client_end *e)
 			span__set_str(s, SC_ERROR_TYPE, code, strlen(code));
 		}
 	}
-	emit(r, s);
+	emit(r, s, false);
 	p->span = NULL;
 	pending_free(p);
 }
 
+/*
+ * Whether the call still returns (a panic recovered inside the handler) or not (recovered above
+ * ServeHTTP, by net/http itself, which closes the connection or resets the stream) is only known
+ * when its end comes or the grace passes. Its span takes its place in the export queue now, as
+ * if it had ended at the panic: spans queued during the wait cannot take that place.
+ */
 static void on_panic(struct records *r, const struct go_panic *e)
 {
 	struct pending *p = find(r, e->hdr.pid, e->hdr.goid, CALL_SERVER);
 
-	if (!p || p->start_ns != e->hdr.start_ns)
+	if (!p || p->start_ns != e->hdr.start_ns || p->panic_ns)
 		return;
 	p->panic_ns = e->panic_ns;
 	p->panic = *e;
+	r->stats.panics_held++;
+	if (r->opts.hold && (p->span->flags & 1))
+		p->held = !r->opts.hold(r->opts.ctx);
 }
 
 /* Sets the attribute of argument A, formatted as its declared type. */
@@ -732,7 +756,7 @@ static void on_func_end(struct records *r, const struct func_end *e)
 	found->span->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
 	if (e->cpu_ns != ~0ULL)
 		span__set_int(found->span, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
-	emit(r, found->span);
+	emit(r, found->span, false);
 	found->span = NULL;
 	pending_free(found);
 }

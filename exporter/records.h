@@ -2,7 +2,9 @@
 /*
  * Ring-buffer records to spans. A start record opens a span keyed by (pid, goroutine); the end
  * record of the same call completes it; a panic record marks it, and if no end follows within a
- * grace period the span is finished as a failed request. Nothing is dropped without a count.
+ * grace period the span is finished as a failed request. Such a span holds its place in the export
+ * queue from the panic on, so the wait cannot cost it that place. Nothing is dropped without a
+ * count.
  */
 #ifndef GOSPAN_RECORDS_H
 #define GOSPAN_RECORDS_H
@@ -33,6 +35,7 @@ extern const char *const records_drop_names[RECORDS_DROP__COUNT];
 struct records_stats {
 	uint64_t spans;	   /* spans completed and handed on */
 	uint64_t panics;   /* of which finished by a panic */
+	uint64_t panics_held; /* calls that panicked and may still return: in flight now */
 	uint64_t unsampled; /* not exported: their trace came in with the sampled flag off */
 	uint64_t pending;  /* calls in flight now */
 	uint64_t dropped[RECORDS_DROP__COUNT];
@@ -43,6 +46,12 @@ struct records_opts {
 	struct process_table *processes;
 	/* Takes ownership of a finished span (the exporter's queue). */
 	void (*submit)(void *ctx, struct span *s);
+	/*
+	 * Optional, both or neither. HOLD holds a place in the queue for a span that will come
+	 * later (0), or says it cannot (negative errno); SUBMIT_HELD is SUBMIT into that place.
+	 */
+	int (*hold)(void *ctx);
+	void (*submit_held)(void *ctx, struct span *s);
 	/* Removes a call's in-flight BPF state (probes__forget). */
 	void (*forget)(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns);
 	void *ctx;

@@ -2,7 +2,8 @@
 /*
  * Tests for records.c: ring-buffer records (the real ABI structs from events.h) in, spans out.
  * The target is a real Go binary analysed by target.c; the process is this test's own, so its
- * resource comes from the real /proc.
+ * resource comes from the real /proc. A panicked call's place in the export queue is checked
+ * against the real batch span processor (export.c), with a sink the test holds shut.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,12 +11,16 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
 #include "events.h"
+#include "export.h"
 #include "helpers.h"
 #include "offsets.h"
 #include "process.h"
@@ -37,7 +42,10 @@ struct fixture {
 	struct process_table *pt;
 	struct records *r;
 	struct span *spans[MAX_SPANS];
+	bool came_held[MAX_SPANS]; /* spans[i] came through submit_held */
 	size_t nspans;
+	int hold_result; /* what hold() answers */
+	int holds;	 /* places held and not yet filled */
 	int forgotten;
 	uint64_t forgot_start;
 };
@@ -48,6 +56,25 @@ static void collect(void *ctx, struct span *s)
 
 	assert_true(f->nspans < MAX_SPANS);
 	f->spans[f->nspans++] = s;
+}
+
+static int hold(void *ctx)
+{
+	struct fixture *f = ctx;
+
+	if (!f->hold_result)
+		f->holds++;
+	return f->hold_result;
+}
+
+static void collect_held(void *ctx, struct span *s)
+{
+	struct fixture *f = ctx;
+
+	assert_true(f->holds > 0); /* only into a place held */
+	f->holds--;
+	f->came_held[f->nspans] = true;
+	collect(ctx, s);
 }
 
 static void forget(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
@@ -105,6 +132,8 @@ static int setup(void **state)
 		.clock = &f->clock,
 		.processes = f->pt,
 		.submit = collect,
+		.hold = hold,
+		.submit_held = collect_held,
 		.forget = forget,
 		.ctx = f,
 		.panic_grace_ns = GRACE_NS,
@@ -408,13 +437,20 @@ static void test_records__recovered_panic_is_a_normal_span(void **state)
 
 	send_start(f, 1, 10, "GET", "/r", "127.0.0.1:1");
 	send_panic(f, 1, 10, 15, "/r");
+	records__stats(f->r, &st);
+	assert_int_equal(st.panics_held, 1);
+	assert_int_equal(f->holds, 1);
 	send_end(f, 1, 10, 20, 200, "/r", true);
 	records__tick(f->r, 10 + 2 * GRACE_NS);
 	assert_int_equal(f->nspans, 1);
 	assert_int_equal(f->spans[0]->status, SPAN_STATUS_UNSET);
 	assert_int_equal(f->spans[0]->end_ns, 1700000000000000020ULL);
+	/* It returned: its span goes out in the place it held since the panic. */
+	assert_true(f->came_held[0]);
+	assert_int_equal(f->holds, 0);
 	records__stats(f->r, &st);
 	assert_int_equal(st.panics, 0);
+	assert_int_equal(st.panics_held, 0);
 	assert_int_equal(f->forgotten, 0);
 }
 
@@ -426,10 +462,15 @@ static void test_records__unrecovered_panic_ends_at_the_panic(void **state)
 
 	send_start(f, 1, 100, "GET", "/panic", "127.0.0.1:1");
 	send_panic(f, 1, 100, 500, "GET /panic");
+	/* BPF sends one panic per call; a second record changes nothing, holds nothing more. */
+	send_panic(f, 1, 100, 700, "GET /panic");
+	assert_int_equal(f->holds, 1);
 	records__tick(f->r, 500 + GRACE_NS / 2);
 	assert_int_equal(f->nspans, 0); /* it may still recover */
 	records__tick(f->r, 500 + GRACE_NS);
 	assert_int_equal(f->nspans, 1);
+	assert_true(f->came_held[0]);
+	assert_int_equal(f->holds, 0);
 	s = f->spans[0];
 	assert_string_equal(s->name, "GET /panic");
 	assert_int_equal(s->status, SPAN_STATUS_ERROR);
@@ -441,6 +482,7 @@ static void test_records__unrecovered_panic_ends_at_the_panic(void **state)
 	assert_int_equal(f->forgot_start, 100);
 	records__stats(f->r, &st);
 	assert_int_equal(st.panics, 1);
+	assert_int_equal(st.panics_held, 0);
 	assert_int_equal(st.pending, 0);
 
 	/* A panic whose goroutine starts another call is finished at once. */
@@ -449,6 +491,164 @@ static void test_records__unrecovered_panic_ends_at_the_panic(void **state)
 	send_start(f, 2, 400, "GET", "/next", "127.0.0.1:1");
 	assert_int_equal(f->nspans, 2);
 	assert_int_equal(f->spans[1]->status, SPAN_STATUS_ERROR);
+	assert_true(f->came_held[1]);
+
+	/* So is one whose goroutine ends a call started since (that start was lost). */
+	send_start(f, 3, 100, "GET", "/panic", "127.0.0.1:1");
+	send_panic(f, 3, 100, 300, "GET /panic");
+	send_end(f, 3, 400, 500, 200, "", true);
+	assert_int_equal(f->nspans, 3);
+	assert_int_equal(f->spans[2]->status, SPAN_STATUS_ERROR);
+	assert_int_equal(f->spans[2]->end_ns, 1700000000000000300ULL);
+	assert_true(f->came_held[2]);
+	records__stats(f->r, &st);
+	assert_int_equal(st.panics, 3);
+	assert_int_equal(st.dropped[RECORDS_DROP_ABANDONED], 0);
+	assert_int_equal(st.dropped[RECORDS_DROP_NO_START], 1);
+	assert_int_equal(f->holds, 0);
+}
+
+/* No place is held for a span that will not be exported, nor kept when none could be had. */
+static void test_records__panic_holds_a_place_only_when_it_can(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+
+	next_flags = 0;
+	send_start(f, 1, 100, "GET", "/quiet", "127.0.0.1:1");
+	send_panic(f, 1, 100, 200, "");
+	next_flags = 1;
+	assert_int_equal(f->holds, 0);
+
+	f->hold_result = -ENOSPC;
+	send_start(f, 2, 100, "GET", "/full", "127.0.0.1:1");
+	send_panic(f, 2, 100, 200, "");
+	assert_int_equal(f->holds, 0);
+
+	records__tick(f->r, 200 + GRACE_NS);
+	records__stats(f->r, &st);
+	assert_int_equal(st.panics, 2);
+	assert_int_equal(st.unsampled, 1);
+	assert_int_equal(f->nspans, 1);
+	assert_false(f->came_held[0]); /* submitted as any other span */
+	assert_string_equal(str_attr(f->spans[0], SC_URL_PATH), "/full");
+}
+
+/* ---- a panicked call and a full export queue: the real exporter, a sink held shut ---------- */
+
+#define QUEUE 8
+#define BATCH 4
+#define BURST 20
+
+struct gated_sink {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool open;
+	size_t n;
+	char paths[QUEUE + BURST][32];
+};
+
+static int gated_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct gated_sink *g = ctx;
+	const struct attr *a;
+	size_t i;
+
+	pthread_mutex_lock(&g->lock);
+	while (!g->open)
+		pthread_cond_wait(&g->cond, &g->lock);
+	for (i = 0; i < n && g->n < QUEUE + BURST; i++) {
+		a = span__get(spans[i], SC_URL_PATH);
+		snprintf(g->paths[g->n++], sizeof(g->paths[0]), "%s", a ? a->s : "?");
+	}
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static const struct sink_ops gated_ops = { .name = "gated", .export = gated_export };
+
+static void to_queue(void *ctx, struct span *s)
+{
+	exporter__submit(ctx, s);
+}
+
+static int hold_in_queue(void *ctx)
+{
+	return exporter__hold(ctx);
+}
+
+static void to_held_place(void *ctx, struct span *s)
+{
+	exporter__submit_held(ctx, s);
+}
+
+/*
+ * A burst that fills the queue while a panicked call waits out its grace: the panicked span was
+ * dropped when its turn came (issue 15). It holds its place from the panic on: the burst loses
+ * the spans that do not fit, the panicked span is exported.
+ */
+static void test_records__panicked_span_keeps_its_place_in_a_full_queue(void **state)
+{
+	struct gated_sink g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct fixture *f = *state;
+	struct records *own = f->r;
+	struct exporter_stats es;
+	struct timespec deadline;
+	struct exporter *e;
+	bool found = false;
+	char path[32];
+	uint64_t goid;
+	size_t i;
+
+	e = exporter__new(&(struct exporter_opts){
+		.max_queue = QUEUE, .max_batch = BATCH, .delay_ms = 5, .ops = &gated_ops, .ctx = &g });
+	assert_non_null(e);
+	f->r = records__new(&(struct records_opts){
+		.clock = &f->clock,
+		.processes = f->pt,
+		.submit = to_queue,
+		.hold = hold_in_queue,
+		.submit_held = to_held_place,
+		.ctx = e,
+		.panic_grace_ns = GRACE_NS,
+		.max_pending = 64,
+	});
+	assert_non_null(f->r);
+
+	send_start(f, 1, 100, "GET", "/panic", "127.0.0.1:1");
+	send_panic(f, 1, 100, 200, "GET /panic");
+	for (goid = 2; goid < 2 + BURST; goid++) {
+		snprintf(path, sizeof(path), "/users/%llu", (unsigned long long)goid);
+		send_start(f, goid, 300, "GET", path, "127.0.0.1:1");
+		send_end(f, goid, 300, 400, 200, "GET /users/{id}", true);
+	}
+	exporter__stats(e, &es);
+	assert_int_equal(es.held, 1);
+	assert_int_equal(es.dropped_queue_full, BURST - (QUEUE - 1));
+
+	records__tick(f->r, 200 + GRACE_NS); /* it did not return: finished at the panic */
+	pthread_mutex_lock(&g.lock);
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	while (g.n < QUEUE && pthread_cond_timedwait(&g.cond, &g.lock, &deadline) != ETIMEDOUT)
+		;
+	for (i = 0; i < g.n; i++)
+		found |= !strcmp(g.paths[i], "/panic");
+	assert_int_equal(g.n, QUEUE);
+	pthread_mutex_unlock(&g.lock);
+	assert_true(found);
+
+	exporter__shutdown(e);
+	exporter__stats(e, &es);
+	assert_int_equal(es.exported, QUEUE);
+	assert_int_equal(es.dropped_queue_full, BURST - (QUEUE - 1));
+	assert_int_equal(es.held, 0);
+	records__free(f->r);
+	exporter__free(e);
+	f->r = own;
 }
 
 /* The caller's traceparent said "not sampled": the span is counted, not exported. */
@@ -561,6 +761,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__unrecovered_panic_ends_at_the_panic,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__panic_holds_a_place_only_when_it_can,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_records__panicked_span_keeps_its_place_in_a_full_queue, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
