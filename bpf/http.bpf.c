@@ -147,7 +147,9 @@ static __always_inline void prof_mark(__u32 stage, __u64 *last)
 struct scratch {
 	char tp[TRACEPARENT_LEN + 1];
 	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
+	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
 };
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -380,6 +382,7 @@ int serve_http_entry(GO_REGS *ctx)
 	struct goroutine_state *gs;
 	struct inflight_call st = {};
 	struct span_ctx *outer = NULL;
+	struct go_string peer;
 	struct req_view rv;
 	struct scratch *sc;
 	void *req, *url, *hdr;
@@ -425,7 +428,16 @@ int serve_http_entry(GO_REGS *ctx)
 	e->method_len = req_string(&rv, cfg->req_method, e->method, MAX_METHOD_LEN);
 	e->proto_len = req_string(&rv, cfg->req_proto, e->proto, MAX_PROTO_LEN);
 	e->host_len = req_string(&rv, cfg->req_host, e->host, MAX_HOST_LEN);
-	e->remote_addr_len = req_string(&rv, cfg->req_remote_addr, e->remote_addr, MAX_ADDR_LEN);
+	peer.ptr = (const char *)req_word(&rv, cfg->req_remote_addr);
+	peer.len = (__s64)req_word(&rv, cfg->req_remote_addr + 8);
+	if (gs && peer.ptr && gs->peer.ptr == (__u64)peer.ptr && gs->peer.len == (__u64)peer.len) {
+		/* The connection's next request: the string read for its first. */
+		__builtin_memcpy(e->remote_addr, gs->peer.addr, MAX_ADDR_LEN);
+		e->remote_addr_len = peer.len;
+		peer.ptr = 0; /* nothing new to keep */
+	} else {
+		e->remote_addr_len = go_copy_string(e->remote_addr, MAX_ADDR_LEN, peer.ptr, peer.len);
+	}
 	e->content_length = (__s64)req_word(&rv, cfg->req_content_length);
 	e->tls = req_word(&rv, cfg->req_tls) != 0;
 	PROF_MARK(PROF_STRINGS);
@@ -467,20 +479,25 @@ int serve_http_entry(GO_REGS *ctx)
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
 	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
-	if (gs) {
-		/* The entry this goroutine's last call left: the lookup above found it. */
-		gs->server = st;
-		span_ctx_of(&gs->active, &e->ids);
-	} else {
-		struct goroutine_state fresh = { .server = st };
+	if (!gs) {
+		struct goroutine_state *fresh = &sc->state;
 
-		span_ctx_of(&fresh.active, &e->ids);
-		if (bpf_map_update_elem(&goroutines, &key, &fresh, BPF_ANY)) {
-			/* Without the entry no RET would pair with this start: send neither. */
+		__builtin_memset(fresh, 0, sizeof(*fresh));
+		if (bpf_map_update_elem(&goroutines, &key, fresh, BPF_ANY) ||
+		    !(gs = bpf_map_lookup_elem(&goroutines, &key))) {
+			/* Without the entry no end would pair with this start: send neither. */
 			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 			count_drop(DROP_INFLIGHT_FULL);
 			return 0;
 		}
+	}
+	/* The entry this goroutine's last call left, or the one just made. */
+	gs->server = st;
+	span_ctx_of(&gs->active, &e->ids);
+	if (peer.ptr && peer.len >= 0 && peer.len <= MAX_ADDR_LEN) {
+		gs->peer.ptr = (__u64)peer.ptr;
+		gs->peer.len = (__u64)peer.len;
+		__builtin_memcpy(gs->peer.addr, e->remote_addr, MAX_ADDR_LEN);
 	}
 	PROF_MARK(PROF_STORE);
 	bpf_ringbuf_submit(e, submit_flags());

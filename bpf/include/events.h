@@ -263,10 +263,20 @@ struct inflight_call {
 	struct span_ctx prev;
 };
 
+/*
+ * The peer address of the connection a goroutine serves, as its last request carried it: a
+ * connection's requests all point at one string, read once.
+ */
+struct peer_cache {
+	__u64 ptr, len;
+	char addr[MAX_ADDR_LEN];
+};
+
 /* What a goroutine is doing: the `goroutines` map's value. */
 struct goroutine_state {
 	struct span_ctx active;	    /* the span it works for, when active.live */
 	struct inflight_call server; /* its ServeHTTP call, when server.start_ns */
+	struct peer_cache peer;	    /* ptr 0: none */
 };
 
 /* An outgoing call in flight, by goroutine. */
