@@ -584,6 +584,10 @@ def disasm_seeds():
             (d / f"{src.stem}-{picked}.bin").write_bytes(bytes([1 if arm else 0]) +
                                                          struct.pack("<Q", target) + code)
             picked += 1
+    # Whole net/http functions, too big for the reduced binaries: tests/fuzz/seeds/disasm-*.bin,
+    # e.g. (*Transport).roundTrip with its persistConn.roundTrip call (sites.c's success exit).
+    for seed in sorted((ROOT / "tests" / "fuzz" / "seeds").glob("disasm-*.bin")):
+        (d / seed.name[len("disasm-"):]).write_bytes(seed.read_bytes())
 
 
 def offsets_seeds():
