@@ -16,6 +16,8 @@ struct bpf_program;
  * errno (E is then left alone).
  */
 int emulation__measure(struct bpf_program *prog, struct emulation *e);
+/* Waits until the measurement's probes are detached (a thread does it): before PROG goes. */
+void emulation__release(void);
 
 /*
  * For tests of the sites chosen on kernels unlike this one: GOSPAN_UPROBE_EMULATION, a comma list

@@ -455,6 +455,7 @@ void probes__destroy(struct probes *p)
 	if (!p)
 		return;
 	probes__detach(p);
+	emulation__release();
 	wire__destroy(p->wire);
 	free(p->links);
 	ring_buffer__free(p->rb);

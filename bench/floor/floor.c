@@ -383,6 +383,7 @@ cleanup:
 	free(f.links);
 	ring_buffer__free(f.rb);
 	ops_bpf__destroy(f.ops);
+	emulation__release();
 	empty_bpf__destroy(f.skel);
 	target__free(t);
 	offsets__free(tables);
