@@ -467,6 +467,22 @@ static int insns_add(struct insns *ins, size_t *cap, const struct insn *in)
 	return 0;
 }
 
+/* A capstone handle with operand details in *CS, and an instruction to decode into in *INSN. */
+static int capstone_detailed(uint16_t machine, csh *cs, cs_insn **insn)
+{
+	int err = capstone_start(machine, true, cs);
+
+	if (err)
+		return err;
+	*insn = capstone.malloc(*cs);
+	if (!*insn) {
+		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(*cs)));
+		capstone.close(cs);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 long disasm__index(const struct insns *ins, uint64_t off)
 {
 	size_t lo = 0, hi = ins->n, mid;
@@ -498,15 +514,9 @@ int disasm__decode(uint16_t machine, const uint8_t *code, size_t len, uint64_t a
 	out->len = len;
 	if (machine != EM_X86_64)
 		return -EOPNOTSUPP;
-	err = capstone_start(machine, true, &cs);
+	err = capstone_detailed(machine, &cs, &insn);
 	if (err)
 		return err;
-	insn = capstone.malloc(cs);
-	if (!insn) {
-		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(cs)));
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	while (capstone.disasm_iter(cs, &p, &left, &pc, insn)) {
 		describe(cs, insn, addr, &d);
 		err = insns_add(out, &cap, &d);
@@ -564,15 +574,9 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 	*emulated = false;
 	if (machine != EM_X86_64)
 		return 0; /* arm64 single-steps its prologue's stores either way */
-	err = capstone_start(machine, true, &cs);
+	err = capstone_detailed(machine, &cs, &insn);
 	if (err)
 		return err;
-	insn = capstone.malloc(cs);
-	if (!insn) {
-		pr_err("cannot disassemble: %s", capstone.strerror(capstone.errno_of(cs)));
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	while (step < 4 && capstone.disasm_iter(cs, &p, &left, &pc, insn)) {
 		describe(cs, insn, addr, &d);
 		if (first) /* the start, unless the prologue offers better */
@@ -587,14 +591,13 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 		 * grows (morestack restarts the function): the entry programs take the second run
 		 * for the first. The PUSH after it runs once, where the kernel emulates it.
 		 */
-		if ((step == 2 || (step == 3 && d.emulated)) && d.emulated) {
+		if ((step == 2 || step == 3) && d.emulated) {
 			*off = insn->address - addr;
 			*emulated = true;
 		}
 		step = step == 0 ? 1 : step + 1;
 	}
-cleanup:
-	capstone.free(insn, insn ? 1 : 0);
+	capstone.free(insn, 1);
 	capstone.close(&cs);
-	return err;
+	return 0;
 }
