@@ -150,7 +150,6 @@ struct scratch {
 	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
 };
 
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -837,13 +836,13 @@ int goroutine_created(GO_REGS *ctx)
 	const struct target_config *cfg;
 	struct goroutine_key parent = {}, child = {};
 	struct span_ctx *pctx, cctx;
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx), slot;
+	__u64 attach_cookie = bpf_get_attach_cookie(ctx);
+	__u32 cookie = (__u32)attach_cookie, slot = COOKIE_RESULT_SLOT(attach_cookie);
 	void *newg;
 
 	cfg = bpf_map_lookup_elem(&targets, &cookie);
 	if (!cfg || cfg->g_parent_goid < 0)
 		return 0;
-	slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
 	newg = (void *)go_arg(ctx, slot ? slot : cfg->ret_newproc_g);
 	if (!newg)
 		return 0;

@@ -257,20 +257,22 @@ static int emulated(struct bpf_program *prog, void (*fn)(void), const struct tri
 int emulation__measure(struct bpf_program *prog, struct emulation *e)
 {
 #if defined(__x86_64__)
+	struct emulation found;
 	struct trial control;
 	int err;
 
 	err = trial(prog, emulation_probe_mov, &control);
 	if (!err)
-		err = emulated(prog, emulation_probe_push, &control, &e->push);
+		err = emulated(prog, emulation_probe_push, &control, &found.push);
 	if (!err)
-		err = emulated(prog, emulation_probe_nop, &control, &e->long_nop);
+		err = emulated(prog, emulation_probe_nop, &control, &found.long_nop);
 	if (!pthread_create(&trials.reaper, NULL, reap, NULL))
 		trials.reaping = true;
 	if (err)
 		return err;
 	if (control.xol != 1)
 		pr_debug("no out-of-line page seen for a MOV: what the kernel emulates was timed");
+	*e = found;
 	return 0;
 #else
 	(void)prog;

@@ -219,7 +219,7 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 	return err;
 }
 
-/* T's function probes: each function's config in the funcs map, its entry and RETs. */
+/* T's function probes: each function's config in the funcs map, its entry and ends. */
 static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint32_t c,
 			    struct probe_counts *n)
 {
@@ -348,23 +348,37 @@ int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
 	return sum_percpu(p, bpf_map__fd(p->skel->maps.drops), DROP__COUNT, out);
 }
 
+/*
+ * How many times PROG ran on the targets into *RUNS: 0 for a program that is not loaded, and for
+ * gospan's own start-up measurement, which is no probe of theirs.
+ */
+static int program_runs(struct probes *p, struct bpf_program *prog, uint64_t *runs)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	*runs = 0;
+	if (fd < 0 || prog == p->skel->progs.calibrate)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	return 0;
+}
+
 int probes__hits(struct probes *p, uint64_t *hits)
 {
 	struct bpf_program *prog;
-	struct bpf_prog_info info;
-	__u32 len;
-	int fd;
+	uint64_t runs;
+	int err;
 
 	*hits = 0;
 	bpf_object__for_each_program(prog, p->skel->obj) {
-		fd = bpf_program__fd(prog);
-		if (fd < 0 || prog == p->skel->progs.calibrate)
-			continue; /* not loaded, or gospan's own start-up measurement */
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &len))
-			return -errno;
-		*hits += info.run_cnt;
+		err = program_runs(p, prog, &runs);
+		if (err)
+			return err;
+		*hits += runs;
 	}
 	return 0;
 }
@@ -372,23 +386,18 @@ int probes__hits(struct probes *p, uint64_t *hits)
 int probes__hits_by_program(struct probes *p, char *buf, size_t size)
 {
 	struct bpf_program *prog;
-	struct bpf_prog_info info;
 	size_t len = 0;
-	__u32 ilen;
-	int fd;
+	uint64_t runs;
+	int err;
 
 	buf[0] = '\0';
 	bpf_object__for_each_program(prog, p->skel->obj) {
-		fd = bpf_program__fd(prog);
-		if (fd < 0 || prog == p->skel->progs.calibrate)
-			continue;
-		memset(&info, 0, sizeof(info));
-		ilen = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
-			return -errno;
-		if (info.run_cnt && len < size)
+		err = program_runs(p, prog, &runs);
+		if (err)
+			return err;
+		if (runs && len < size)
 			len += snprintf(buf + len, size - len, "%s%s=%llu", len ? " " : "",
-					bpf_program__name(prog), (unsigned long long)info.run_cnt);
+					bpf_program__name(prog), (unsigned long long)runs);
 	}
 	return 0;
 }

@@ -31,8 +31,8 @@ int sites__slot_of(int reg)
 	return 0;
 }
 
-void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags, uint16_t keep,
-		       int result_reg, struct end_site *out)
+void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags, int result_reg,
+		       struct end_site *out)
 {
 	uint16_t held = result_reg >= 0 ? 1u << result_reg : 0;
 	const struct insn *d;
@@ -76,8 +76,6 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 			return;
 		if (d->kind != INSN_CALL_IND && (d->writes & (1u << X86_SP)))
 			return; /* the in-caller SP adjustment would be wrong past it */
-		if (d->writes & keep)
-			return;
 		if (d->mov_src >= 0 && (held & (1u << d->mov_src)))
 			held |= d->writes;
 		else

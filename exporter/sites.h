@@ -40,14 +40,14 @@ enum {
 /*
  * The end site in the caller INS of the call whose return address is instruction RET_IDX: the
  * first emulated instruction on the straight line from it, before any RET, indirect jump or
- * change of SP; KEEP, a register mask, must still hold the call's results there (RESULT_REG, the
- * first, may have been copied to another register: *OUT says where; with one, no other path may
- * join on the way, as it would not have set it). Without one, the return address itself
+ * change of SP; where RESULT_REG is given, the call's result it was returned in must still be in
+ * a register there (it may have been copied to another: *OUT says where), and no other path may
+ * join on the way, as it would not have set it. Without one, the return address itself
  * (single-stepped, but only on this path). The site may be on other paths too: the end programs
  * find no call of theirs in flight there.
  */
-void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags, uint16_t keep,
-		       int result_reg, struct end_site *out);
+void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags, int result_reg,
+		       struct end_site *out);
 
 /*
  * For a function INS whose usual way out follows one inner call (net/http's roundTrip after

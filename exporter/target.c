@@ -232,7 +232,7 @@ static int plan_caller_ends(struct site_planner *sp, struct probe_site *site,
 		goto cleanup;
 	}
 	for (i = 0; i < n; i++)
-		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, 0, result_reg,
+		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, result_reg,
 				  &site->ends[i]);
 	site->nends = n;
 	err = ends_to_offsets(sp, site);

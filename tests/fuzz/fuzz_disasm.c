@@ -44,7 +44,7 @@ static void check_sites(uint16_t machine, const uint8_t *code, size_t len)
 	for (i = 0; i + 1 < ins.n; i++) {
 		if (ins.v[i].kind != INSN_CALL && ins.v[i].kind != INSN_CALL_IND)
 			continue;
-		sites__after_call(&ins, (long)i + 1, AFTER_CALL_PASS_CALLS, 0, X86_AX, &site);
+		sites__after_call(&ins, (long)i + 1, AFTER_CALL_PASS_CALLS, X86_AX, &site);
 		if (site.off < CODE_ADDR || site.off >= CODE_ADDR + len)
 			abort();
 		if (sites__success_exit(&ins, (long)i + 1, X86_BX, 1u << X86_AX, &site, &excl,
