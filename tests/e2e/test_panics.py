@@ -19,13 +19,12 @@ import http.client
 import re
 import signal
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import Service, _clean_env, _go_env, counter, decode_request, drop_reasons, wait_until
+from conftest import Service, _clean_env, _go_env, counter, drop_reasons, wait_until
+from test_backends import FaultReceiver
 
 STATUS_ERROR = 2  # opentelemetry/proto/trace/v1/trace.proto: Status.StatusCode
 QUEUE = 32
@@ -35,86 +34,42 @@ TICK_S = 0.5  # exporter/main.c: TICK_NS, how often held calls are looked at
 SPAN_WAIT = 20.0
 
 
-class GatedReceiver:
-    """OTLP/HTTP on 127.0.0.1: while the gate is shut every POST is answered 503 with
-    Retry-After: 1 (a transient failure: gospan keeps the batch and tries again a second later);
-    once open, every export is decoded with the official opentelemetry-proto package and kept."""
+class GatedReceiver(FaultReceiver):
+    """test_backends.py's FaultReceiver behind a gate: while it is shut every POST is answered 503
+    with Retry-After: 1 (a transient failure: gospan keeps the batch and tries again a second
+    later); once open, the official answer, and the spans count as delivered."""
 
     def __init__(self):
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-        self._pb = trace_service_pb2
-        self.spans = []
-        self.refused = 0
-        self.errors = []
         self.open = False
-        self._lock = threading.Condition()
-        rx = self
+        FaultReceiver.__init__(self, reply=self._gate)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def do_POST(self):
-                rx._handle(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def _reply(self, h, code, body, extra=()):
-        h.send_response(code)
-        for k, v in extra:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
-
-    def _handle(self, h):
-        length = int(h.headers.get("Content-Length") or 0)
-        body = h.rfile.read(length) if length else b""
-        with self._lock:
-            if not self.open:
-                self.refused += 1
-                self._lock.notify_all()
-                return self._reply(h, 503, b"", [("Retry-After", "1")])
-        try:
-            got = decode_request(self._pb, h.headers.get("Content-Encoding", "identity"), body)
-        except Exception as e:  # noqa: BLE001 - the exporter's fault: recorded and refused
-            with self._lock:
-                self.errors.append(repr(e))
-            return self._reply(h, 400, b"")
-        with self._lock:
-            self.spans.extend(got)
-            self._lock.notify_all()
-        self._reply(h, 200, self._pb.ExportTraceServiceResponse().SerializeToString(),
-                    [("Content-Type", "application/x-protobuf")])
+    def _gate(self, n):
+        return self.ok() if self.open else (503, {"Retry-After": "1"}, b"")
 
     def set_open(self):
-        with self._lock:
+        with self._cond:
             self.open = True
 
-    def wait(self, pred, timeout):
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not pred(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-            return True
+    @property
+    def refused(self):
+        with self._cond:
+            return sum(1 for a in self.attempts if a.reply[0] == 503)
+
+    @property
+    def errors(self):
+        with self._cond:
+            return [a.error for a in self.attempts if a.error]
+
+    @property
+    def spans(self):
+        return self.delivered()
 
     def snapshot(self):
-        with self._lock:
-            return list(self.spans)
+        return self.delivered()
 
-    def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+    def wait(self, pred, timeout):
+        """Waits until PRED(self) holds; whether it did within TIMEOUT seconds."""
+        return wait_until(lambda: pred(self), timeout)
 
 
 @pytest.fixture
