@@ -1,7 +1,8 @@
 // frontend is the upstream half of gospan's distributed-tracing example: each request it serves
 // calls the backend with net/http's client, on the handler's own goroutine or on one the handler
 // starts, so gospan has client calls to link to the request that caused them. With -background
-// it also calls the backend on a timer, outside any request.
+// it also calls the backend on a timer, outside any request. With -inventory it also looks the
+// request's item up in the inventory example over gRPC, on the handler's goroutine.
 package main
 
 import (
@@ -21,6 +22,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"gospan.example/inventory/inventorypb"
 )
 
 const (
@@ -41,10 +49,28 @@ type call struct {
 
 func (c call) ok() bool { return c.Error == "" && c.Status == http.StatusOK }
 
+// lookup is one GetItem call to the inventory as the frontend saw it.
+type lookup struct {
+	ID      string `json:"id"`
+	Code    string `json:"code"` // the gRPC status code: "OK", "NotFound", ...
+	Message string `json:"message,omitempty"`
+	Item    *item  `json:"item,omitempty"`
+
+	code codes.Code
+}
+
+type item struct {
+	Name       string `json:"name"`
+	Quantity   int32  `json:"quantity"`
+	PriceCents int64  `json:"price_cents"`
+}
+
 type app struct {
 	client      *http.Client
 	backend     string // base URL, no trailing slash
 	unreachable string // base URL where nothing listens
+
+	inventory inventorypb.InventoryClient // nil without -inventory
 }
 
 // get calls URL and records the outcome; it never fails, the caller decides what is an error.
@@ -96,37 +122,76 @@ func (a *app) spawn(ctx context.Context, id string) <-chan call {
 	return ch
 }
 
+// lookup asks the inventory for item ID, when the frontend has one (else nil); like get, it
+// never fails.
+func (a *app) lookup(ctx context.Context, id string) *lookup {
+	if a.inventory == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	it, err := a.inventory.GetItem(ctx, &inventorypb.GetItemRequest{Id: id})
+	st := status.Convert(err)
+	l := &lookup{ID: id, Code: st.Code().String(), Message: st.Message(), code: st.Code()}
+	if err == nil {
+		l.Item = &item{
+			Name:       it.GetName(),
+			Quantity:   it.GetQuantity(),
+			PriceCents: it.GetPriceCents(),
+		}
+	}
+	return l
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// answer replies 200 when every call got a 200 from the backend, else 502 Bad Gateway.
-func answer(w http.ResponseWriter, calls ...call) {
+// answer replies 200 when every call got a 200 from the backend, else 502 Bad Gateway. With an
+// inventory lookup (not nil) it adds the lookup to the answer, and an unknown item is 404 Not
+// Found unless a backend call failed; any other failed lookup is 502.
+func answer(w http.ResponseWriter, l *lookup, calls ...call) {
 	status := http.StatusOK
 	for _, c := range calls {
 		if !c.ok() {
 			status = http.StatusBadGateway
 		}
 	}
-	writeJSON(w, status, map[string]any{"service": "frontend", "calls": calls})
+	body := map[string]any{"service": "frontend", "calls": calls}
+	if l != nil {
+		body["inventory"] = l
+		// A failed backend call has decided the status already.
+		if status == http.StatusOK && l.code != codes.OK {
+			status = http.StatusBadGateway
+			if l.code == codes.NotFound {
+				status = http.StatusNotFound
+			}
+		}
+	}
+	writeJSON(w, status, body)
 }
 
 func (a *app) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 
+	// The routes with an item id look the item up (with -inventory) on the handler's own
+	// goroutine before calling the backend.
 	mux.HandleFunc("GET /direct/{id}", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct")))
+		l := a.lookup(r.Context(), r.PathValue("id"))
+		answer(w, l, a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct")))
 	})
 	mux.HandleFunc("GET /spawn/{id}", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, <-a.spawn(r.Context(), r.PathValue("id")))
+		l := a.lookup(r.Context(), r.PathValue("id"))
+		answer(w, l, <-a.spawn(r.Context(), r.PathValue("id")))
 	})
 	mux.HandleFunc("GET /both/{id}", func(w http.ResponseWriter, r *http.Request) {
+		l := a.lookup(r.Context(), r.PathValue("id"))
 		// The spawned call runs while the direct one does, on a second connection.
 		ch := a.spawn(r.Context(), r.PathValue("id"))
 		direct := a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct"))
-		answer(w, direct, <-ch)
+		answer(w, l, direct, <-ch)
 	})
 	mux.HandleFunc("GET /credentials/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// Calls the backend with the credentials this request brought in every place a call
@@ -148,13 +213,13 @@ func (a *app) routes() *http.ServeMux {
 				h[k] = v
 			}
 		}
-		answer(w, a.getWith(r.Context(), "credentials", u.String(), h))
+		answer(w, nil, a.getWith(r.Context(), "credentials", u.String(), h))
 	})
 	mux.HandleFunc("GET /error", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, a.get(r.Context(), "error", a.unreachable+"/nowhere"))
+		answer(w, nil, a.get(r.Context(), "error", a.unreachable+"/nowhere"))
 	})
 	mux.HandleFunc("GET /backend-fail", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, a.get(r.Context(), "backend-fail", a.backend+"/fail"))
+		answer(w, nil, a.get(r.Context(), "backend-fail", a.backend+"/fail"))
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -195,6 +260,8 @@ func main() {
 	unreachable := flag.String("unreachable", "", "base URL where nothing listens, for /error "+
 		"(default: a loopback port that was free at start)")
 	bg := flag.Bool("background", false, "call the backend's /work/bg every 200 ms")
+	inventory := flag.String("inventory", "", "HOST:PORT of the inventory gRPC service, "+
+		"asked for the item of each /direct, /spawn and /both request (default: none)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 
@@ -228,6 +295,17 @@ func main() {
 		},
 		backend:     strings.TrimRight(*backend, "/"),
 		unreachable: strings.TrimRight(*unreachable, "/"),
+	}
+	if *inventory != "" {
+		// One connection for every lookup; grpc.NewClient connects on the first call and
+		// reconnects by itself, so the inventory may start after the frontend.
+		conn, err := grpc.NewClient(*inventory,
+			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			log.Fatalf("frontend: cannot set up a gRPC connection to '%s': %v", *inventory, err)
+		}
+		defer conn.Close()
+		a.inventory = inventorypb.NewInventoryClient(conn)
 	}
 
 	ln, err := net.Listen("tcp", *addr)
