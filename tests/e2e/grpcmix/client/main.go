@@ -103,7 +103,8 @@ type app struct {
 func command(s string) *testpb.Payload { return &testpb.Payload{Body: []byte(s)} }
 
 // unary makes one UnaryCall with REQ and records it.
-func (a *app) unary(ctx context.Context, name string, want codes.Code, req *testpb.SimpleRequest) call {
+func (a *app) unary(ctx context.Context, name string, want codes.Code,
+	req *testpb.SimpleRequest) call {
 	var header metadata.MD
 	c := begin(name, methodUnary, want)
 	_, err := a.tc.UnaryCall(ctx, req, grpc.Header(&header))

@@ -97,7 +97,8 @@ func (s *server) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empty,
 // UnaryCall answers the status in ResponseStatus when one is set; otherwise the payload body
 // is a command: "sleep:DURATION", "panic", "relay", anything else an OK answer of ResponseSize
 // bytes.
-func (s *server) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+func (s *server) UnaryCall(ctx context.Context,
+	req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	if err := grpc.SetHeader(ctx, seen(ctx)); err != nil {
 		return nil, err
 	}
