@@ -4,7 +4,8 @@
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
 #   make demo       Jaeger, frontend, backend, a gospan on each, requests; shows the traces
-#   make offsets    regenerate offsets/go_offsets.json from Go toolchains' DWARF
+#   make offsets    regenerate offsets/go_offsets.json and offsets/grpc_offsets.json from the DWARF
+#                   of probes built with each Go toolchain and each grpc-go release
 #   make fmt        clang-format the C sources
 #
 # Everything built goes under build/. V=1 shows the commands.
@@ -46,6 +47,7 @@ CAPSTONE_SONAME = $(shell readelf -d $(shell $(PKG_CONFIG) --variable=libdir cap
 	2>/dev/null)/libcapstone.so 2>/dev/null | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
 
 OFFSETS_JSON := $(abspath offsets/go_offsets.json)
+GRPC_OFFSETS_JSON := $(abspath offsets/grpc_offsets.json)
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(PKG_CFLAGS) \
@@ -145,8 +147,9 @@ $(OUTPUT)/proto/%.pb-c.o: $(OUTPUT)/proto/%.pb-c.c $(PB_HDRS)
 
 # ---- user space -----------------------------------------------------------------------------
 
-$(OUTPUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"'
-$(OUTPUT)/obj/embed.o: $(OFFSETS_JSON)
+$(OUTPUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"' \
+	-DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"'
+$(OUTPUT)/obj/embed.o: $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON)
 
 $(OUTPUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
 		$(PB_HDRS) | $(OUTPUT)/obj
@@ -207,8 +210,9 @@ FUZZ_RUN = ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stac
 
 .PHONY: fuzz fuzz-smoke
 
-$(FUZZ_OUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"'
-$(FUZZ_OUT)/obj/embed.o: $(OFFSETS_JSON)
+$(FUZZ_OUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"' \
+	-DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"'
+$(FUZZ_OUT)/obj/embed.o: $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON)
 
 $(FUZZ_OUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
 		$(PB_HDRS)
@@ -260,8 +264,10 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) GO=$(GO) PYTHON=$(PYTHON) examples/demo.sh
 
+# OFFSETS_ARGS: more flags for offsets/gen (e.g. -verify; offsets/README.md lists them).
 offsets:
-	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON)
+	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON) -grpc-out $(GRPC_OFFSETS_JSON) \
+		$(OFFSETS_ARGS)
 
 fmt:
 	$(Q)clang-format -i exporter/*.c exporter/*.h bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h

@@ -1,8 +1,11 @@
-// Command gen writes offsets/go_offsets.json, the per-Go-version struct member offsets gospan's
-// probes need. For every Go minor from 1.17 on that the Go module proxy carries toolchains for,
-// it builds a small net/http program with the minor's first and latest releases, reads the
-// members' offsets from the programs' DWARF, and where the two differ bisects the patch releases
-// in between until it finds the release that changed the layout. The table then lists every
+// Command gen writes gospan's offset tables: offsets/go_offsets.json, the struct member offsets
+// gospan's probes need per Go release, and offsets/grpc_offsets.json, those they need per
+// grpc-go (google.golang.org/grpc) release. For every Go minor from 1.17 on that the Go module
+// proxy carries toolchains for, it builds a small net/http program with the minor's first and
+// latest releases; for every grpc-go minor from 1.50 on that the proxy lists, a small gRPC
+// server and client with the minor's first and latest patches. It reads the members' offsets
+// from the programs' DWARF, and where a minor's first and latest disagree bisects the patches in
+// between until it finds the release that changed the layout. Each table then lists every
 // release it built, and folds the offsets into ranges of consecutive releases over which they
 // hold. Builds are cached in a temporary directory, so running it again costs little. Run it
 // with `make offsets`.
@@ -27,6 +30,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,11 +38,26 @@ import (
 	"time"
 )
 
-// fields is the one list of what gospan reads from Go's structs: the JSON names are
-// "<type>.<member>", as in go_field_names[] in exporter/offsets.c. A member a release does not
-// have (Request.Pattern before 1.23, Request.pat and the pattern type before 1.22) is left out of
-// that release's table rather than treated as an error.
-var fields = []struct{ typ, member string }{
+// field is one struct member a table lists, named in the JSON "<type>.<member>", where type is
+// "<import path>.<type name>" as Go's DWARF names it. A member written "*name" is the member
+// name, listed only for the releases where it is a pointer: the offset alone cannot tell an
+// embedded *T from an embedded T, and reaching T's members through the first takes a load that
+// the second must not have.
+type field struct{ typ, member string }
+
+func (f field) name() string { return f.typ + "." + f.member }
+
+// dwarfMember is the member's name in DWARF, and whether only a pointer member counts.
+func (f field) dwarfMember() (string, bool) {
+	name, ptr := strings.CutPrefix(f.member, "*")
+	return name, ptr
+}
+
+// goFields is the one list of what gospan reads from Go's own structs, in the order of
+// go_field_names[] in exporter/offsets.c. A member a release does not have (Request.Pattern
+// before 1.23, Request.pat and the pattern type before 1.22) is left out of that release's table
+// rather than treated as an error.
+var goFields = []field{
 	{"runtime.g", "goid"},
 	{"net/http.Request", "Method"},
 	{"net/http.Request", "URL"},
@@ -73,24 +92,105 @@ var fields = []struct{ typ, member string }{
 	{"internal/runtime/maps.groupsReference", "data"},
 	{"internal/runtime/maps.groupsReference", "lengthMask"},
 	{"net/http.Response", "Proto"},
+	// The peer address grpc-go keeps as a net.Addr (a *net.TCPAddr for TCP), and the values
+	// it hangs on a context (its method name, its peer) through context.WithValue.
+	{"net.TCPAddr", "IP"},
+	{"net.TCPAddr", "Port"},
+	{"context.valueCtx", "key"},
+	{"context.valueCtx", "val"},
 }
+
+// The Go structs every release from 1.17 has: a probe's DWARF without one means the probe no
+// longer pulls it in, not that Go dropped it.
+var goMust = []string{"runtime.g", "net/http.Request", "net/url.URL", "net/http.response",
+	"net/http.Response", "bufio.Writer", "net.TCPAddr", "context.valueCtx"}
+
+const (
+	grpcTransport = "google.golang.org/grpc/internal/transport"
+	grpcStatus    = "google.golang.org/grpc/internal/status"
+	grpcPeer      = "google.golang.org/grpc/peer"
+	grpcPkg       = "google.golang.org/grpc"
+	// The google.rpc.Status message grpc-go's status wraps. Its package path is the same
+	// whether it comes from the old monolithic google.golang.org/genproto module or from
+	// google.golang.org/genproto/googleapis/rpc, which took it over in 2023.
+	rpcStatus = "google.golang.org/genproto/googleapis/rpc/status"
+)
+
+// grpcFields is the one list of what gospan reads from grpc-go's structs, in the order of
+// grpc_field_names[] in exporter/offsets.c.
+var grpcFields = []field{
+	{grpcTransport + ".Stream", "method"},
+	{grpcTransport + ".Stream", "ctx"},
+	{grpcTransport + ".Stream", "id"},
+	// From 1.69 the server's stream is a ServerStream embedding the common Stream, by
+	// pointer up to 1.76 and by value from 1.77; before 1.69 the server used *Stream itself.
+	{grpcTransport + ".ServerStream", "Stream"},
+	{grpcTransport + ".ServerStream", "*Stream"},
+	// The server transport kept the peer's addresses in members of its own until 1.60 gave
+	// it a peer.Peer value, and peer.Peer its LocalAddr.
+	{grpcTransport + ".http2Server", "remoteAddr"},
+	{grpcTransport + ".http2Server", "localAddr"},
+	{grpcTransport + ".http2Server", "peer"},
+	{grpcPeer + ".Peer", "Addr"},
+	{grpcPeer + ".Peer", "LocalAddr"},
+	{grpcStatus + ".Status", "s"},
+	{grpcStatus + ".Error", "s"},
+	{rpcStatus + ".Status", "Code"},
+	{rpcStatus + ".Status", "Message"},
+	{grpcPkg + ".csAttempt", "cs"},
+	{grpcPkg + ".ClientConn", "target"},
+}
+
+// grpcTypes are the member types gospan's probes rely on, as debug/dwarf spells them ("a|b":
+// either): what they read through a member must still be there in a new release, not only the
+// member's name. A mismatch fails the generator, for a look at what grpc-go changed.
+var grpcTypes = map[string]string{
+	grpcTransport + ".Stream.method": "struct string",
+	grpcTransport + ".Stream.ctx":    "context.Context",
+	grpcTransport + ".Stream.id":     "uint32",
+	grpcTransport + ".ServerStream.Stream": "*" + grpcTransport + ".Stream|" +
+		grpcTransport + ".Stream",
+	grpcTransport + ".http2Server.remoteAddr": "net.Addr",
+	grpcTransport + ".http2Server.localAddr":  "net.Addr",
+	grpcTransport + ".http2Server.peer":       grpcPeer + ".Peer",
+	grpcPeer + ".Peer.Addr":                   "net.Addr",
+	grpcPeer + ".Peer.LocalAddr":              "net.Addr",
+	grpcStatus + ".Status.s":                  "*" + rpcStatus + ".Status",
+	grpcStatus + ".Error.s":                   "*" + grpcStatus + ".Status",
+	rpcStatus + ".Status.Code":                "int32",
+	rpcStatus + ".Status.Message":             "struct string",
+	grpcPkg + ".csAttempt.cs":                 "*" + grpcPkg + ".clientStream",
+	grpcPkg + ".ClientConn.target":            "struct string",
+}
+
+// The grpc-go structs every release from 1.50 has (ServerStream is newer).
+var grpcMust = []string{grpcTransport + ".Stream", grpcTransport + ".http2Server",
+	grpcPeer + ".Peer", grpcStatus + ".Status", grpcStatus + ".Error", rpcStatus + ".Status",
+	grpcPkg + ".csAttempt", grpcPkg + ".ClientConn"}
 
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
-// The probe uses the server, the mux, the request, the client and its response, a bufio.Writer
-// and a map so that every type in fields reaches the binary's DWARF; it never runs. (The
-// runtime's own types, runtime.g and the map implementation, are there in any Go binary.)
+// grpc-go 1.50 (October 2022) is the oldest release the grpc table covers.
+const defaultGRPCMinMinor = 50
+
+// The probe uses the server, the mux, the request, the client and its response, a bufio.Writer,
+// a map, a TCP address and a context value so that every type in goFields reaches the binary's
+// DWARF; it never runs. (The runtime's own types, runtime.g and the map implementation, are
+// there in any Go binary.)
 const probeMain = `package main
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime"
 )
+
+type probeKey struct{}
 
 func main() {
 	mux := http.NewServeMux()
@@ -100,15 +200,19 @@ func main() {
 		_ = r.TLS != nil && r.ContentLength > 0 && r.Header != nil
 	})
 	u, _ := url.Parse(os.Args[0])
+	ctx := context.WithValue(context.Background(), probeKey{}, u)
 	if len(os.Args) > 1 && u != nil {
 		l, err := net.Listen("tcp", os.Args[1])
 		if err == nil {
+			if a, ok := l.Addr().(*net.TCPAddr); ok && a.Port > 0 {
+				_, _ = os.Stdout.WriteString(a.IP.String())
+			}
 			_ = (&http.Server{Handler: mux}).Serve(l)
 		}
 	}
 	if len(os.Args) > 2 && u != nil {
 		m := map[string][]string{u.Scheme: {u.Host, u.RawQuery, u.User.String()}}
-		req, err := http.NewRequest("GET", os.Args[2], nil)
+		req, err := http.NewRequestWithContext(ctx, "GET", os.Args[2], nil)
 		if err == nil {
 			req.Header = m
 			resp, err := (&http.Client{}).Do(req)
@@ -120,6 +224,7 @@ func main() {
 			}
 		}
 	}
+	_ = ctx.Value(probeKey{}) != nil
 	runtime.Gosched()
 }
 `
@@ -128,20 +233,77 @@ func main() {
 // needs to upgrade past it.
 const probeGoMod = "module gospan.invalid/offsetprobe\n\ngo 1.17\n"
 
-type goVersion struct{ major, minor, patch int }
+// The grpc probe serves the health service (part of grpc-go itself, so no generated code of
+// ours) behind an interceptor that looks at the peer and returns a status error, and calls it as
+// a client: that links the server transport and its streams, peer.Peer, the client connection
+// and its call attempts, and grpc-go's status types with the google.rpc.Status they wrap. The
+// unexported types reach DWARF through the functions that use them. It never runs.
+const grpcProbeMain = `package main
 
-func (v goVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.major, v.minor, v.patch) }
+import (
+	"context"
+	"net"
+	"os"
 
-// toolchain is the name GOTOOLCHAIN and the proxy use: releases before 1.21 call their first
-// release "go1.N", later ones "go1.N.0".
-func (v goVersion) toolchain() string {
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+func main() {
+	ctx := context.Background()
+	if len(os.Args) > 1 {
+		srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req interface{},
+			info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (interface{}, error) {
+			if p, ok := peer.FromContext(ctx); !ok || p.Addr == nil {
+				return nil, status.Error(codes.Unavailable, info.FullMethod)
+			}
+			return h(ctx, req)
+		}))
+		healthpb.RegisterHealthServer(srv, health.NewServer())
+		if l, err := net.Listen("tcp", os.Args[1]); err == nil {
+			_ = srv.Serve(l)
+		}
+	}
+	if len(os.Args) > 2 {
+		cc, err := grpc.Dial(os.Args[2], grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err == nil {
+			_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+			if s, ok := status.FromError(err); ok {
+				_, _ = os.Stdout.WriteString(s.Code().String() + s.Proto().GetMessage())
+			}
+			_ = cc.Close()
+		}
+	}
+}
+`
+
+// The grpc probe's go.mod before 'go mod tidy' fills in the rest; %s is the grpc-go version.
+// go 1.21, the oldest line the installed go command (1.21 or later) leaves alone; tidy raises it
+// to what grpc-go requires.
+const grpcProbeGoMod = "module gospan.invalid/grpcprobe\n\ngo 1.21\n\nrequire google.golang.org/grpc %s\n"
+
+const grpcModule = "google.golang.org/grpc"
+
+// version is a release: a Go toolchain (1.22.12) or a grpc-go module version (1.62.1).
+type version struct{ major, minor, patch int }
+
+func (v version) String() string { return fmt.Sprintf("%d.%d.%d", v.major, v.minor, v.patch) }
+
+// toolchain is the name GOTOOLCHAIN and the proxy use for Go release V: releases before 1.21
+// call their first release "go1.N", later ones "go1.N.0".
+func (v version) toolchain() string {
 	if v.patch == 0 && v.major == 1 && v.minor < 21 {
 		return fmt.Sprintf("go%d.%d", v.major, v.minor)
 	}
 	return "go" + v.String()
 }
 
-func (v goVersion) less(w goVersion) bool {
+func (v version) less(w version) bool {
 	if v.major != w.major {
 		return v.major < w.major
 	}
@@ -155,12 +317,12 @@ func (v goVersion) less(w goVersion) bool {
 // production binaries worth tracing, and their structs may still change.
 var releaseRE = regexp.MustCompile(`^go(\d+)\.(\d+)(?:\.(\d+))?$`)
 
-func parseToolchain(s string) (goVersion, bool) {
+func parseToolchain(s string) (version, bool) {
 	m := releaseRE.FindStringSubmatch(s)
 	if m == nil {
-		return goVersion{}, false
+		return version{}, false
 	}
-	var v goVersion
+	var v version
 	v.major, _ = strconv.Atoi(m[1])
 	v.minor, _ = strconv.Atoi(m[2])
 	if m[3] != "" {
@@ -169,16 +331,33 @@ func parseToolchain(s string) (goVersion, bool) {
 	return v, true
 }
 
-func parseVersionList(s string) ([]goVersion, error) {
-	var out []goVersion
+// moduleRE matches module release versions only: a pre-release (v1.59.0-dev, -rc.1) is not a
+// release anyone pins, and its layout may be the next release's or not.
+var moduleRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)$`)
+
+func parseModuleVersion(s string) (version, bool) {
+	m := moduleRE.FindStringSubmatch(s)
+	if m == nil {
+		return version{}, false
+	}
+	var v version
+	v.major, _ = strconv.Atoi(m[1])
+	v.minor, _ = strconv.Atoi(m[2])
+	v.patch, _ = strconv.Atoi(m[3])
+	return v, true
+}
+
+// parseVersionList reads "1.22.12,1.23.4" (a leading "go" or "v" is allowed).
+func parseVersionList(s string) ([]version, error) {
+	var out []version
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		v, ok := parseToolchain("go" + strings.TrimPrefix(f, "go"))
+		v, ok := parseToolchain("go" + strings.TrimPrefix(strings.TrimPrefix(f, "go"), "v"))
 		if !ok {
-			return nil, fmt.Errorf("'%s' is not a Go release version", f)
+			return nil, fmt.Errorf("'%s' is not a release version", f)
 		}
 		out = append(out, v)
 	}
@@ -196,7 +375,7 @@ func goEnv(goCmd, key string) (string, error) {
 // proxyToolchains lists the toolchain releases for this host on the first module proxy in
 // GOPROXY that answers. The toolchain module is only fetched through the proxy protocol, so
 // GOPROXY=direct or off leaves nothing to ask.
-func proxyToolchains(goCmd string) ([]goVersion, error) {
+func proxyToolchains(goCmd string) ([]version, error) {
 	proxies, err := goEnv(goCmd, "GOPROXY")
 	if err != nil {
 		return nil, err
@@ -220,7 +399,7 @@ func proxyToolchains(goCmd string) ([]goVersion, error) {
 			errs = append(errs, fmt.Errorf("%s: %s %v", url, resp.Status, err))
 			continue
 		}
-		var vs []goVersion
+		var vs []version
 		for _, line := range strings.Split(string(body), "\n") {
 			name, ok := strings.CutPrefix(strings.TrimSpace(line), "v0.0.1-")
 			if !ok || !strings.HasSuffix(name, suffix) {
@@ -242,11 +421,11 @@ func proxyToolchains(goCmd string) ([]goVersion, error) {
 	return nil, errors.Join(errs...)
 }
 
-// byMinor returns, for every minor from minMinor on, its releases from .0 to the latest patch
-// listed. Go numbers patches without gaps, but the proxy's list leaves some out (go1.17 and
-// go1.19 themselves, for one) although it serves them, so the list only says how far each
+// byMinor returns, for every Go minor from minMinor on, its releases from .0 to the latest
+// patch listed. Go numbers patches without gaps, but the proxy's list leaves some out (go1.17
+// and go1.19 themselves, for one) although it serves them, so the list only says how far each
 // minor goes.
-func byMinor(all []goVersion, minMinor int) [][]goVersion {
+func byMinor(all []version, minMinor int) [][]version {
 	latest := map[int]int{}
 	for _, v := range all {
 		if v.major != 1 || v.minor < minMinor {
@@ -256,11 +435,11 @@ func byMinor(all []goVersion, minMinor int) [][]goVersion {
 			latest[v.minor] = v.patch
 		}
 	}
-	var out [][]goVersion
+	var out [][]version
 	for minor, last := range latest {
-		var g []goVersion
+		var g []version
 		for patch := 0; patch <= last; patch++ {
-			g = append(g, goVersion{1, minor, patch})
+			g = append(g, version{1, minor, patch})
 		}
 		out = append(out, g)
 	}
@@ -268,50 +447,164 @@ func byMinor(all []goVersion, minMinor int) [][]goVersion {
 	return out
 }
 
-// probeDir is where the probe's source and builds live in CACHE: a directory named after the
-// source, so a binary built from an older probe, which may lack a type fields now names, is never
-// reused for the current one.
-func probeDir(cache string) string {
-	sum := sha256.Sum256([]byte(probeGoMod + "\x00" + probeMain))
-	return filepath.Join(cache, "probe-"+hex.EncodeToString(sum[:6]))
+// groupListed returns, for every 1.N minor from minMinor on, the listed releases of it in order.
+// Unlike Go, a module's patch numbers can have gaps that are real (grpc-go never tagged
+// v1.52.2), so only listed releases are candidates.
+func groupListed(all []version, minMinor int) [][]version {
+	set := map[version]bool{}
+	for _, v := range all {
+		if v.major == 1 && v.minor >= minMinor {
+			set[v] = true
+		}
+	}
+	byMinor := map[int][]version{}
+	for v := range set {
+		byMinor[v.minor] = append(byMinor[v.minor], v)
+	}
+	var out [][]version
+	for _, g := range byMinor {
+		sort.Slice(g, func(i, j int) bool { return g[i].less(g[j]) })
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0].less(out[j][0]) })
+	return out
 }
 
-// writeProbe puts the probe's source in the cache once, before any build reads it.
-func writeProbe(cache string) error {
-	src := filepath.Join(cache, "src")
-	if err := os.MkdirAll(filepath.Join(cache, "bin"), 0o755); err != nil {
-		return err
+// grpcListed lists grpc-go's releases as `go list -m -versions` gives them through GOPROXY:
+// retracted releases and pre-releases (v1.59.0-dev) are left out.
+func grpcListed(goCmd, dir string) ([]version, error) {
+	cmd := exec.Command(goCmd, "list", "-m", "-versions", grpcModule)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m -versions %s: %v\n%s", grpcModule, err,
+			stderr.String())
 	}
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
+	fields := strings.Fields(string(out))
+	if len(fields) < 2 || fields[0] != grpcModule {
+		return nil, fmt.Errorf("go list -m -versions %s: no versions listed", grpcModule)
 	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(probeGoMod), 0o644); err != nil {
-		return err
+	var vs []version
+	for _, f := range fields[1:] {
+		if v, ok := parseModuleVersion(f); ok {
+			vs = append(vs, v)
+		}
 	}
-	return os.WriteFile(filepath.Join(src, "main.go"), []byte(probeMain), 0o644)
+	return vs, nil
 }
 
-// buildProbe builds the probe with toolchain V for GOARCH ARCH, unless the cache already has it.
-func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
-	bin := filepath.Join(cache, "bin", v.toolchain()+"-"+arch)
+// moduleInfo is what `go list -m -json MODULE@VERSION` says about one module version.
+type moduleInfo struct {
+	Version   string
+	GoVersion string
+	Error     *struct{ Err string }
+}
+
+func listModule(goCmd, dir, module string, v version) (*moduleInfo, error) {
+	cmd := exec.Command(goCmd, "list", "-m", "-json", module+"@v"+v.String())
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m %s@v%s: %v\n%s", module, v, err, stderr.String())
+	}
+	var mi moduleInfo
+	if err := json.Unmarshal(out, &mi); err != nil {
+		return nil, fmt.Errorf("go list -m %s@v%s: %w", module, v, err)
+	}
+	if mi.Error != nil {
+		return nil, fmt.Errorf("go list -m %s@v%s: %s", module, v, mi.Error.Err)
+	}
+	return &mi, nil
+}
+
+// withUnlistedFirst adds each minor's .0 where the list starts later but the proxy still serves
+// it: a retracted release (grpc-go v1.74.0, "published prematurely") is left out of the list,
+// yet binaries built with it exist, and as the minor's first release it is where a layout
+// change would begin.
+func withUnlistedFirst(goCmd, dir string, minors [][]version) [][]version {
+	for i, g := range minors {
+		first := version{g[0].major, g[0].minor, 0}
+		if g[0] == first {
+			continue
+		}
+		if _, err := listModule(goCmd, dir, grpcModule, first); err != nil {
+			continue // never published: the listed first is the minor's first
+		}
+		fmt.Fprintf(os.Stderr, "gen: %s v%s is served though not listed (retracted): "+
+			"covering it as its minor's first release\n", grpcModule, first)
+		minors[i] = append([]version{first}, g...)
+	}
+	return minors
+}
+
+// probeDir is where a probe's source and builds live in CACHE: a directory named after the
+// source, so a binary built from an older probe, which may lack a type the fields now name, is
+// never reused for the current one.
+func probeDir(cache, prefix string, sources ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(sources, "\x00")))
+	return filepath.Join(cache, prefix+hex.EncodeToString(sum[:6]))
+}
+
+// writeFiles puts a probe's files in DIR, creating it.
+func writeFiles(dir string, files map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runGo runs the go command in DIR with ENV added, and says what failed with its output.
+func runGo(goCmd, dir string, env []string, args ...string) error {
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s in %s (%s): %v\n%s", strings.Join(args, " "), dir,
+			strings.Join(env, " "), err, out.String())
+	}
+	return nil
+}
+
+// goBuilder builds the Go probe, one binary per toolchain and GOARCH.
+type goBuilder struct{ goCmd, dir string }
+
+func (g *goBuilder) prepare() error {
+	if err := os.MkdirAll(filepath.Join(g.dir, "bin"), 0o755); err != nil {
+		return err
+	}
+	return writeFiles(filepath.Join(g.dir, "src"),
+		map[string]string{"go.mod": probeGoMod, "main.go": probeMain})
+}
+
+// build builds the probe with toolchain V for GOARCH ARCH, unless the cache already has it.
+func (g *goBuilder) build(v version, arch string) (string, error) {
+	bin := filepath.Join(g.dir, "bin", v.toolchain()+"-"+arch)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
 	// Unique per run: two runs sharing the cache must not write one file at once.
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	cmd := exec.Command(goCmd, "build", "-o", tmp, ".")
-	cmd.Dir = filepath.Join(cache, "src")
+	fmt.Fprintf(os.Stderr, "gen: building the Go probe with %s for %s\n", v.toolchain(), arch)
 	// GOFLAGS is set to a flag every release knows, so a user's GOFLAGS (say -buildvcs, which
 	// 1.17 rejects) cannot break old toolchains; an empty value would not override go env.
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+v.toolchain(), "GOFLAGS=-mod=mod",
-		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	fmt.Fprintf(os.Stderr, "gen: building probe with %s for %s\n", v.toolchain(), arch)
-	if err := cmd.Run(); err != nil {
+	err := runGo(g.goCmd, filepath.Join(g.dir, "src"), []string{"GOTOOLCHAIN=" + v.toolchain(),
+		"GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + arch},
+		"build", "-o", tmp, ".")
+	if err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("building with %s for %s: %v\n%s", v.toolchain(), arch, err,
-			stderr.String())
+		return "", err
 	}
 	// A go command older than 1.21 ignores GOTOOLCHAIN and builds with itself; only the
 	// binary's buildinfo says for sure which toolchain built it.
@@ -330,9 +623,169 @@ func buildProbe(goCmd, cache string, v goVersion, arch string) (string, error) {
 	return bin, nil
 }
 
-// readOffsets returns the offsets of the members in fields that the binary's DWARF has.
+// grpcBuilder builds the grpc probe against one grpc-go release at a time, with the installed
+// Go unless the release needs a newer one.
+type grpcBuilder struct {
+	goCmd, dir string
+	installed  version // the installed go command's release
+}
+
+// toolchainFor is the GOTOOLCHAIN to build grpc-go V with: "local" when the installed Go is at
+// least what V's go.mod asks for, else that exact release (a go line of "1.24" or "1.24.0" means
+// go1.24.0), which the go command fetches through the proxy. GOTOOLCHAIN=auto would do the same
+// implicitly; naming it keeps the choice in the build log.
+func (g *grpcBuilder) toolchainFor(v version) (string, error) {
+	mi, err := listModule(g.goCmd, g.dir, grpcModule, v)
+	if err != nil {
+		return "", err
+	}
+	if mi.GoVersion == "" {
+		return "local", nil
+	}
+	need, ok := parseToolchain("go" + mi.GoVersion)
+	if !ok {
+		return "", fmt.Errorf("%s v%s: go.mod's go line '%s' is not a Go release", grpcModule,
+			v, mi.GoVersion)
+	}
+	if !g.installed.less(need) {
+		return "local", nil
+	}
+	// "go1.24.0", never "go1.24": from 1.21 on the first release carries its ".0".
+	if need.minor >= 21 {
+		return "go" + need.String(), nil
+	}
+	return need.toolchain(), nil
+}
+
+// prepare writes the probe module for grpc-go V and tidies it, once: go.sum is only written by
+// a tidy that succeeded.
+func (g *grpcBuilder) prepare(v version, toolchain string) (string, error) {
+	src := filepath.Join(g.dir, "src", "v"+v.String())
+	if _, err := os.Stat(filepath.Join(src, "go.sum")); err == nil {
+		return src, nil
+	}
+	err := writeFiles(src, map[string]string{"main.go": grpcProbeMain,
+		"go.mod": fmt.Sprintf(grpcProbeGoMod, "v"+v.String())})
+	if err != nil {
+		return "", err
+	}
+	err = runGo(g.goCmd, src, []string{"GOTOOLCHAIN=" + toolchain, "GOFLAGS=-mod=mod"},
+		"mod", "tidy")
+	return src, err
+}
+
+func (g *grpcBuilder) build(v version, arch string) (string, error) {
+	toolchain, err := g.toolchainFor(v)
+	if err != nil {
+		return "", err
+	}
+	builder := toolchain
+	if builder == "local" {
+		builder = g.installed.toolchain()
+	}
+	// The Go release is in the name: a cached probe built by another Go is not this one.
+	bin := filepath.Join(g.dir, "bin", fmt.Sprintf("grpc-v%s-%s-%s", v, builder, arch))
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", err
+	}
+	src, err := g.prepare(v, toolchain)
+	if err != nil {
+		return "", err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	fmt.Fprintf(os.Stderr, "gen: building the grpc probe with grpc-go v%s, %s, for %s\n", v,
+		builder, arch)
+	err = runGo(g.goCmd, src, []string{"GOTOOLCHAIN=" + toolchain, "GOFLAGS=-mod=mod",
+		"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + arch}, "build", "-o", tmp, ".")
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	// The table is keyed by the grpc-go the binary says it has: check it is the one asked for,
+	// not another that the module graph selected or a replacement.
+	bi, err := buildinfo.ReadFile(tmp)
+	if err == nil {
+		err = fmt.Errorf("the probe built for grpc-go v%s does not list %s", v, grpcModule)
+		for _, d := range bi.Deps {
+			if d.Path != grpcModule {
+				continue
+			}
+			err = nil
+			if d.Version != "v"+v.String() || d.Replace != nil {
+				err = fmt.Errorf("asked for grpc-go v%s, the probe has %s", v, d.Version)
+			}
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, bin)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return bin, nil
+}
+
+// spec is one table: the members it lists, the structs every covered release must have, extra
+// checks on what the DWARF gave, and how to build the probe for one of its releases.
+type spec struct {
+	name   string // "Go", "grpc-go": for messages
+	fields []field
+	must   []string
+	types  map[string]string // field name -> the member's type, where it matters
+	check  func(structs map[string]*dwarf.StructType, offs map[string]int64) error
+	build  func(v version, arch string) (string, error)
+}
+
+// checkGoMaps: every Go release has one map implementation, all of whose types gospan reads:
+// both or neither would mean a renamed type, and a partial Swiss set a renamed helper type.
+func checkGoMaps(structs map[string]*dwarf.StructType, _ map[string]int64) error {
+	swiss := 0
+	for _, t := range []string{"internal/runtime/maps.Map", "internal/runtime/maps.table",
+		"internal/runtime/maps.groupsReference"} {
+		if structs[t] != nil {
+			swiss++
+		}
+	}
+	if (structs["runtime.hmap"] != nil) == (swiss > 0) || (swiss != 0 && swiss != 3) {
+		return fmt.Errorf("DWARF has runtime.hmap: %v and %d of the 3 Swiss map types; "+
+			"want exactly one map implementation", structs["runtime.hmap"] != nil, swiss)
+	}
+	return nil
+}
+
+// checkGRPC: the server transport has the peer's address one way or the other, never both and
+// never neither (either would be a renamed member gospan would silently lose), and a server
+// stream type, where there is one, embeds the common Stream.
+func checkGRPC(structs map[string]*dwarf.StructType, offs map[string]int64) error {
+	_, remote := offs[grpcTransport+".http2Server.remoteAddr"]
+	_, local := offs[grpcTransport+".http2Server.localAddr"]
+	_, peer := offs[grpcTransport+".http2Server.peer"]
+	if remote != local || remote == peer {
+		return fmt.Errorf("http2Server has remoteAddr: %v, localAddr: %v, peer: %v; want "+
+			"the two addresses or the peer", remote, local, peer)
+	}
+	if _, ok := offs[grpcPeer+".Peer.Addr"]; !ok {
+		return fmt.Errorf("peer.Peer has no Addr")
+	}
+	_, embeds := offs[grpcTransport+".ServerStream.Stream"]
+	if structs[grpcTransport+".ServerStream"] != nil && !embeds {
+		return fmt.Errorf("transport.ServerStream does not embed Stream")
+	}
+	for _, m := range []string{".Stream.method", ".Stream.ctx", ".Stream.id"} {
+		if _, ok := offs[grpcTransport+m]; !ok {
+			return fmt.Errorf("transport%s is missing", m)
+		}
+	}
+	return nil
+}
+
+// readOffsets returns the offsets of the members in SP's fields that BIN's DWARF has.
 // debug/elf decompresses .zdebug_* and SHF_COMPRESSED sections, which Go has used since 1.11.
-func readOffsets(bin string) (map[string]int64, error) {
+func readOffsets(sp *spec, bin string) (map[string]int64, error) {
 	f, err := elf.Open(bin)
 	if err != nil {
 		return nil, err
@@ -343,7 +796,7 @@ func readOffsets(bin string) (map[string]int64, error) {
 		return nil, fmt.Errorf("%s: %w", bin, err)
 	}
 	want := map[string]bool{}
-	for _, fl := range fields {
+	for _, fl := range sp.fields {
 		want[fl.typ] = true
 	}
 	structs := map[string]*dwarf.StructType{}
@@ -375,39 +828,37 @@ func readOffsets(bin string) (map[string]int64, error) {
 		structs[name] = st
 		r.SkipChildren()
 	}
-	// The types every supported release has must be there: their absence means the probe no
-	// longer pulls them in, not that Go dropped them.
-	for _, must := range []string{"runtime.g", "net/http.Request", "net/url.URL",
-		"net/http.response", "net/http.Response", "bufio.Writer"} {
+	for _, must := range sp.must {
 		if structs[must] == nil {
-			return nil, fmt.Errorf("%s: no DWARF for %s", bin, must)
+			return nil, fmt.Errorf("%s: no DWARF for %s, which every %s release has: the "+
+				"probe no longer links it", bin, must, sp.name)
 		}
-	}
-	// Every release has one map implementation, all of whose types gospan reads: both or
-	// neither would mean a renamed type, and a partial Swiss set a renamed helper type.
-	swiss := 0
-	for _, t := range []string{"internal/runtime/maps.Map", "internal/runtime/maps.table",
-		"internal/runtime/maps.groupsReference"} {
-		if structs[t] != nil {
-			swiss++
-		}
-	}
-	if (structs["runtime.hmap"] != nil) == (swiss > 0) || (swiss != 0 && swiss != 3) {
-		return nil, fmt.Errorf("%s: DWARF has runtime.hmap: %v and %d of the 3 Swiss map "+
-			"types; want exactly one map implementation",
-			bin, structs["runtime.hmap"] != nil, swiss)
 	}
 	out := map[string]int64{}
-	for _, fl := range fields {
+	for _, fl := range sp.fields {
 		st := structs[fl.typ]
 		if st == nil {
 			continue
 		}
+		member, ptrOnly := fl.dwarfMember()
 		for _, m := range st.Field {
-			if m.Name == fl.member {
-				out[fl.typ+"."+fl.member] = m.ByteOffset
-				break
+			if m.Name != member {
+				continue
 			}
+			if _, isPtr := m.Type.(*dwarf.PtrType); isPtr || !ptrOnly {
+				out[fl.name()] = m.ByteOffset
+			}
+			want, ok := sp.types[fl.name()]
+			if ok && !slices.Contains(strings.Split(want, "|"), m.Type.String()) {
+				return nil, fmt.Errorf("%s: %s is a %s, not a %s", bin, fl.name(),
+					m.Type.String(), want)
+			}
+			break
+		}
+	}
+	if sp.check != nil {
+		if err := sp.check(structs, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", bin, err)
 		}
 	}
 	return out, nil
@@ -415,31 +866,31 @@ func readOffsets(bin string) (map[string]int64, error) {
 
 // prober builds and reads probes, a bounded number at a time.
 type prober struct {
-	goCmd, cache string
-	arches       []string
-	slots        chan struct{}
+	sp     *spec
+	arches []string
+	slots  chan struct{}
 }
 
 // offsets returns the member offsets for release V, after checking that every arch agrees:
 // one table serves all 64-bit targets.
-func (p *prober) offsets(v goVersion) (map[string]int64, error) {
+func (p *prober) offsets(v version) (map[string]int64, error) {
 	p.slots <- struct{}{}
 	defer func() { <-p.slots }()
 	var first map[string]int64
 	for i, arch := range p.arches {
-		bin, err := buildProbe(p.goCmd, p.cache, v, arch)
+		bin, err := p.sp.build(v, arch)
 		if err != nil {
 			return nil, err
 		}
-		offs, err := readOffsets(bin)
+		offs, err := readOffsets(p.sp, bin)
 		if err != nil {
 			return nil, err
 		}
 		if i == 0 {
 			first = offs
 		} else if !maps.Equal(first, offs) {
-			return nil, fmt.Errorf("Go %s: offsets differ between %s and %s:\n%v\n%v", v,
-				p.arches[0], arch, first, offs)
+			return nil, fmt.Errorf("%s %s: offsets differ between %s and %s:\n%v\n%v",
+				p.sp.name, v, p.arches[0], arch, first, offs)
 		}
 	}
 	return first, nil
@@ -447,10 +898,10 @@ func (p *prober) offsets(v goVersion) (map[string]int64, error) {
 
 // coverMinor probes the first and last of one minor's releases and, where they differ, bisects
 // the releases between them. It returns the releases it probed, in order, with their offsets.
-// Patch releases rarely touch these structs, but they can (1.26 grew net/http.response in a
+// Patch releases rarely touch these structs, but they can (Go 1.26 grew net/http.response in a
 // patch), and a lookup falls back to the nearest listed release below, so every change point
 // must be listed. A change undone later in the same minor would go unseen; none is known.
-func coverMinor(p *prober, vs []goVersion) ([]goVersion, []map[string]int64, error) {
+func coverMinor(p *prober, vs []version) ([]version, []map[string]int64, error) {
 	got := make([]map[string]int64, len(vs))
 	probe := func(i int) error {
 		var err error
@@ -482,7 +933,7 @@ func coverMinor(p *prober, vs []goVersion) ([]goVersion, []map[string]int64, err
 	if err := bisect(0, len(vs)-1); err != nil {
 		return nil, nil, err
 	}
-	var outV []goVersion
+	var outV []version
 	var outO []map[string]int64
 	for i, o := range got {
 		if o != nil {
@@ -494,8 +945,8 @@ func coverMinor(p *prober, vs []goVersion) ([]goVersion, []map[string]int64, err
 }
 
 // probeAll covers every minor, minors in parallel, and returns all probed releases in order.
-func probeAll(p *prober, minors [][]goVersion) ([]goVersion, []map[string]int64, error) {
-	vs := make([][]goVersion, len(minors))
+func probeAll(p *prober, minors [][]version) ([]version, []map[string]int64, error) {
+	vs := make([][]version, len(minors))
 	offs := make([][]map[string]int64, len(minors))
 	errs := make([]error, len(minors))
 	var wg sync.WaitGroup
@@ -510,7 +961,7 @@ func probeAll(p *prober, minors [][]goVersion) ([]goVersion, []map[string]int64,
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	var allV []goVersion
+	var allV []version
 	var allO []map[string]int64
 	for i := range minors {
 		allV = append(allV, vs[i]...)
@@ -534,10 +985,10 @@ type table struct {
 
 // fold turns per-version offsets into ranges of consecutive versions with the same offset. A
 // version without the member ends a range, so the range never claims a version that lacks it.
-func fold(versions []goVersion, per []map[string]int64) map[string][]entry {
+func fold(fields []field, versions []version, per []map[string]int64) map[string][]entry {
 	out := map[string][]entry{}
 	for _, fl := range fields {
-		name := fl.typ + "." + fl.member
+		name := fl.name()
 		var cur *entry
 		es := []entry{}
 		for i, v := range versions {
@@ -564,7 +1015,7 @@ func fold(versions []goVersion, per []map[string]int64) map[string][]entry {
 
 // render writes the table with fields in the order of the fields list and one range per line,
 // so a regeneration diff reads as "this member moved in that release".
-func render(t *table) ([]byte, error) {
+func render(t *table, fields []field) ([]byte, error) {
 	var b bytes.Buffer
 	versions, err := json.Marshal(t.Versions)
 	if err != nil {
@@ -574,7 +1025,7 @@ func render(t *table) ([]byte, error) {
 		t.Schema, t.GeneratedBy, strings.ReplaceAll(string(versions), ",", ", "))
 	b.WriteString("  \"fields\": {\n")
 	for i, fl := range fields {
-		name := fl.typ + "." + fl.member
+		name := fl.name()
 		fmt.Fprintf(&b, "    %q: [", name)
 		for j, e := range t.Fields[name] {
 			if j > 0 {
@@ -601,81 +1052,153 @@ func render(t *table) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func run() error {
-	out := flag.String("out", "", "where to write the table (required)")
-	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets-gen"),
-		"directory for probe sources and binaries, reused across runs")
-	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
-	list := flag.String("versions", "",
-		"comma-separated releases standing in for the module proxy's list (e.g. 1.22.12,1.23.4)")
-	arches := flag.String("arches", "amd64",
-		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
-	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
-	verify := flag.Bool("verify", false, "compare with -out instead of writing it; exit 1 on a difference")
-	flag.Parse()
-	if *out == "" || flag.NArg() != 0 {
-		flag.Usage()
-		return errors.New("usage: gen -out FILE [flags]")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return err
-	}
-
-	var candidates []goVersion
-	if *list != "" {
-		candidates, err = parseVersionList(*list)
-	} else {
-		candidates, err = proxyToolchains(goCmd)
-	}
-	if err != nil {
-		return err
-	}
-	minors := byMinor(candidates, *minMinor)
+// generate covers MINORS for SP and writes (or, with VERIFY, compares) the table at OUT.
+func generate(sp *spec, minors [][]version, arches []string, slots chan struct{}, out string,
+	verify bool) error {
 	if len(minors) == 0 {
-		return errors.New("no Go releases to cover")
+		return fmt.Errorf("no %s releases to cover", sp.name)
 	}
-	dir := probeDir(*cache)
-	if err := writeProbe(dir); err != nil {
-		return err
-	}
-	p := &prober{goCmd: goCmd, cache: dir, arches: strings.Split(*arches, ","),
-		slots: make(chan struct{}, max(*jobs, 1))}
+	p := &prober{sp: sp, arches: arches, slots: slots}
 	versions, per, err := probeAll(p, minors)
 	if err != nil {
 		return err
 	}
-
-	t := &table{Schema: 1, GeneratedBy: "make offsets", Fields: fold(versions, per)}
+	t := &table{Schema: 1, GeneratedBy: "make offsets", Fields: fold(sp.fields, versions, per)}
 	for _, v := range versions {
 		t.Versions = append(t.Versions, v.String())
 	}
-	data, err := render(t)
+	data, err := render(t, sp.fields)
 	if err != nil {
 		return err
 	}
-	if *verify {
-		old, err := os.ReadFile(*out)
+	if verify {
+		old, err := os.ReadFile(out)
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(old, data) {
 			os.Stdout.Write(data)
-			return fmt.Errorf("%s differs from what the toolchains give (printed above)", *out)
+			return fmt.Errorf("%s differs from what the %s builds give (printed above)", out,
+				sp.name)
 		}
-		fmt.Fprintf(os.Stderr, "gen: %s matches %d releases\n", *out, len(versions))
+		fmt.Fprintf(os.Stderr, "gen: %s matches %d %s releases\n", out, len(versions),
+			sp.name)
 		return nil
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", *out, os.Getpid())
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, *out); err != nil {
+	if err := os.Rename(tmp, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "gen: wrote %s: %d releases, %s to %s\n", *out, len(versions),
-		t.Versions[0], t.Versions[len(t.Versions)-1])
+	fmt.Fprintf(os.Stderr, "gen: wrote %s: %d %s releases, %s to %s\n", out, len(versions),
+		sp.name, t.Versions[0], t.Versions[len(t.Versions)-1])
 	return nil
+}
+
+func run() error {
+	out := flag.String("out", "", "where to write the Go table (go_offsets.json)")
+	grpcOut := flag.String("grpc-out", "", "where to write the grpc-go table (grpc_offsets.json)")
+	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets-gen"),
+		"directory for probe sources and binaries, reused across runs")
+	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
+	grpcMinMinor := flag.Int("grpc-min-minor", defaultGRPCMinMinor,
+		"oldest grpc-go 1.N minor to cover")
+	list := flag.String("versions", "",
+		"comma-separated Go releases standing in for the module proxy's list (e.g. 1.22.12,1.23.4)")
+	grpcList := flag.String("grpc-versions", "",
+		"comma-separated grpc-go releases standing in for the module proxy's list (e.g. 1.62.0,1.62.1)")
+	arches := flag.String("arches", "amd64",
+		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
+	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
+	verify := flag.Bool("verify", false,
+		"compare with -out and -grpc-out instead of writing them; exit 1 on a difference")
+	flag.Parse()
+	if (*out == "" && *grpcOut == "") || flag.NArg() != 0 {
+		flag.Usage()
+		return errors.New("usage: gen [-out go_offsets.json] [-grpc-out grpc_offsets.json] " +
+			"[flags]; at least one of the two")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*cache, 0o755); err != nil {
+		return err
+	}
+	slots := make(chan struct{}, max(*jobs, 1))
+	archList := strings.Split(*arches, ",")
+
+	// Each table's plan (which releases, how to build them) is made first, so that a failure
+	// to list one is known before hours of building the other.
+	type job struct {
+		sp     *spec
+		minors [][]version
+		out    string
+	}
+	var plans []job
+	if *out != "" {
+		var candidates []version
+		if *list != "" {
+			candidates, err = parseVersionList(*list)
+		} else {
+			candidates, err = proxyToolchains(goCmd)
+		}
+		if err != nil {
+			return err
+		}
+		g := &goBuilder{goCmd: goCmd, dir: probeDir(*cache, "probe-", probeGoMod, probeMain)}
+		if err := g.prepare(); err != nil {
+			return err
+		}
+		plans = append(plans, job{&spec{name: "Go", fields: goFields, must: goMust,
+			check: checkGoMaps, build: g.build}, byMinor(candidates, *minMinor), *out})
+	}
+	if *grpcOut != "" {
+		gv, err := goEnv(goCmd, "GOVERSION")
+		if err != nil {
+			return err
+		}
+		installed, ok := parseToolchain(gv)
+		if !ok {
+			return fmt.Errorf("the installed Go '%s' is not a release: the grpc probes "+
+				"are built with it", gv)
+		}
+		g := &grpcBuilder{goCmd: goCmd, installed: installed,
+			dir: probeDir(*cache, "grpc-probe-", grpcProbeGoMod, grpcProbeMain)}
+		if err := os.MkdirAll(g.dir, 0o755); err != nil {
+			return err
+		}
+		var candidates []version
+		if *grpcList != "" {
+			candidates, err = parseVersionList(*grpcList)
+		} else {
+			candidates, err = grpcListed(goCmd, g.dir)
+		}
+		if err != nil {
+			return err
+		}
+		minors := groupListed(candidates, *grpcMinMinor)
+		if *grpcList == "" {
+			minors = withUnlistedFirst(goCmd, g.dir, minors)
+		}
+		plans = append(plans, job{&spec{name: "grpc-go", fields: grpcFields, must: grpcMust,
+			types: grpcTypes, check: checkGRPC, build: g.build}, minors, *grpcOut})
+	}
+	// Both tables at once, their builds sharing the -j slots.
+	errs := make([]error, len(plans))
+	var wg sync.WaitGroup
+	for i := range plans {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			j := plans[i]
+			errs[i] = generate(j.sp, j.minors, archList, slots, j.out, *verify)
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func main() {
