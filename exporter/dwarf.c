@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Struct member offsets from a Go binary's DWARF, through libdw. Go's linker puts every struct
- * type at the top level of a compile unit, named with its full import path ("net/http.Request"),
- * its members as DW_TAG_member children with a constant DW_AT_data_member_location. So only the
- * top-level DIEs of each unit are looked at, nothing deeper than the members of a wanted struct,
- * and the walk stops once every wanted struct has been seen or is known to be absent (a binary
- * has one map implementation, not both). Every loop is bounded and every offset checked, because
+ * Struct member offsets from a Go binary's DWARF, through libdw: the fields of either offset
+ * table (Go's own structs, grpc-go's), whose names say which struct and member to look for. Go's
+ * linker puts every struct type at the top level of a compile unit, named with its full import
+ * path ("net/http.Request", "google.golang.org/grpc/internal/transport.Stream"), its members as
+ * DW_TAG_member children with a constant DW_AT_data_member_location. So only the top-level DIEs
+ * of each unit are looked at, nothing deeper than the members of a wanted struct, and the walk
+ * stops once every wanted struct has been seen or is known to be absent (a binary has one map
+ * implementation, not both). Every loop is bounded and every offset checked, because
  * a corrupt file must cost a warning, never a wrong offset handed to BPF.
  */
 #include <errno.h>
@@ -39,6 +41,11 @@
 /* The same bound the offset tables use: beyond it BPF would read unrelated memory. */
 #define OFFSET_MAX (1 << 16)
 #define STRUCT_NAME_MAX 128
+/* Fields one walk can look for: more than either table has. */
+#define WALK_MAX_FIELDS 64
+
+_Static_assert(GO_FIELD__COUNT <= WALK_MAX_FIELDS && GRPC_FIELD__COUNT <= WALK_MAX_FIELDS,
+	       "a table has more fields than a DWARF walk can look for");
 
 /*
  * Structs a binary has one or the other of, never both: Go's maps are the bucketed runtime.hmap
@@ -53,14 +60,15 @@ static const struct {
 };
 
 /*
- * Structs reached only through a member of another: Go before 1.22 has neither Request.pat nor
- * net/http.pattern, and once Request is seen without pat there is no pattern to look for.
+ * Structs reached only through a member of another (named as the tables name fields): Go before
+ * 1.22 has neither Request.pat nor net/http.pattern, and once Request is seen without pat there
+ * is no pattern to look for.
  */
 static const struct {
 	const char *name;
-	enum go_field via;
+	const char *via;
 } dependent_structs[] = {
-	{ "net/http.pattern", GO_FIELD_REQ_PAT },
+	{ "net/http.pattern", "net/http.Request.pat" },
 };
 
 struct want_struct {
@@ -71,13 +79,18 @@ struct want_struct {
 
 struct walk {
 	const char *path;
-	int64_t *out;
-	struct want_struct structs[GO_FIELD__COUNT];
+	const struct offsets_fields *fields; /* what to look for */
+	int64_t *out;			     /* one per field */
+	struct want_struct structs[WALK_MAX_FIELDS];
 	size_t nstructs, nfound, nsettled;
-	size_t field_struct[GO_FIELD__COUNT]; /* index into structs */
-	const char *field_member[GO_FIELD__COUNT];
+	size_t field_struct[WALK_MAX_FIELDS]; /* index into structs */
+	const char *field_member[WALK_MAX_FIELDS];
+	/* The field was named "STRUCT.*MEMBER": it counts only when the member is a pointer. */
+	bool field_ptr_only[WALK_MAX_FIELDS];
 	unsigned long dies; /* top-level DIEs looked at, against MAX_TOP_DIES */
 };
+
+static bool type_of(Dwarf_Die *die, Dwarf_Die *out);
 
 /* Splits each field name at its last '.' into struct and member, and lists each struct once. */
 static int plan_fields(struct walk *w)
@@ -85,8 +98,13 @@ static int plan_fields(struct walk *w)
 	const char *name, *dot;
 	size_t f, s, len;
 
-	for (f = 0; f < GO_FIELD__COUNT; f++) {
-		name = go_field_names[f];
+	if (w->fields->count > WALK_MAX_FIELDS) {
+		pr_err("cannot look up the %s fields in DWARF: %zu of them, at most %d",
+		       w->fields->what, w->fields->count, WALK_MAX_FIELDS);
+		return -EINVAL;
+	}
+	for (f = 0; f < w->fields->count; f++) {
+		name = w->fields->names[f];
 		dot = strrchr(name, '.');
 		len = dot ? (size_t)(dot - name) : 0;
 		if (!len || len >= STRUCT_NAME_MAX || !dot[1]) {
@@ -103,7 +121,12 @@ static int plan_fields(struct walk *w)
 			w->nstructs++;
 		}
 		w->field_struct[f] = s;
-		w->field_member[f] = dot + 1;
+		w->field_ptr_only[f] = dot[1] == '*';
+		w->field_member[f] = dot + 1 + w->field_ptr_only[f];
+		if (!*w->field_member[f]) {
+			pr_err("cannot look up field '%s' in DWARF: no member name", name);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -126,10 +149,23 @@ static void settle(struct walk *w, size_t s)
 	w->nsettled++;
 }
 
+/* The index of the field named NAME in the walk's table, or -1 when it has none. */
+static ssize_t field_index(const struct walk *w, const char *name)
+{
+	size_t f;
+
+	for (f = 0; f < w->fields->count; f++) {
+		if (!strcmp(w->fields->names[f], name))
+			return (ssize_t)f;
+	}
+	return -1;
+}
+
 /* Records that struct S has been read, and settles what that rules out. */
 static void mark_found(struct walk *w, size_t s)
 {
 	const char *name = w->structs[s].name;
+	ssize_t via;
 	size_t i, t;
 
 	w->structs[s].found = true;
@@ -146,9 +182,8 @@ static void mark_found(struct walk *w, size_t s)
 				settle(w, t);
 		}
 		for (i = 0; i < sizeof(dependent_structs) / sizeof(dependent_structs[0]); i++) {
-			enum go_field via = dependent_structs[i].via;
-
-			if (w->field_struct[via] == s && w->out[via] < 0 &&
+			via = field_index(w, dependent_structs[i].via);
+			if (via >= 0 && w->field_struct[via] == s && w->out[via] < 0 &&
 			    !strcmp(other, dependent_structs[i].name))
 				settle(w, t);
 		}
@@ -286,27 +321,32 @@ static int member_offset(Dwarf_Die *m, Dwarf_Word *off)
 static int read_member(struct walk *w, Dwarf_Die *m, size_t s, int size)
 {
 	const char *mname = dwarf_diename(m);
+	Dwarf_Die type;
 	Dwarf_Word off;
 	size_t f;
 	int err;
 
 	if (!mname)
 		return 0;
-	for (f = 0; f < GO_FIELD__COUNT; f++) {
+	for (f = 0; f < w->fields->count; f++) {
 		if (w->field_struct[f] != s || w->out[f] >= 0 || strcmp(w->field_member[f], mname))
+			continue;
+		/* A member of another type is not this field's: it stays -1, no error. */
+		if (w->field_ptr_only[f] &&
+		    (!type_of(m, &type) || dwarf_tag(&type) != DW_TAG_pointer_type))
 			continue;
 		err = member_offset(m, &off);
 		if (err) {
 			pr_warn("cannot read the DWARF of '%s': member '%s' has %s "
 				"DW_AT_data_member_location",
-				w->path, go_field_names[f], err == -ENOENT ? "no" : "a bad");
+				w->path, w->fields->names[f], err == -ENOENT ? "no" : "a bad");
 			return -EINVAL;
 		}
 		/* Go gives every struct a DW_AT_byte_size; a member past it is damage. */
 		if (off > OFFSET_MAX || (size >= 0 && off > (Dwarf_Word)size)) {
 			pr_warn("cannot read the DWARF of '%s': member '%s' is at offset %llu, "
 				"outside its struct of %d bytes",
-				w->path, go_field_names[f], (unsigned long long)off, size);
+				w->path, w->fields->names[f], (unsigned long long)off, size);
 			return -EINVAL;
 		}
 		w->out[f] = (int64_t)off;
@@ -409,8 +449,9 @@ static int walk_units(struct walk *w, Dwarf *dbg)
 			return err;
 	}
 	pr_debug("DWARF of '%s': found %zu of %zu structs, ruled out %zu, in %d units and %lu "
-		 "top-level entries",
-		 w->path, w->nfound, w->nstructs, w->nsettled - w->nfound, units, w->dies);
+		 "top-level entries (%s fields)",
+		 w->path, w->nfound, w->nstructs, w->nsettled - w->nfound, units, w->dies,
+		 w->fields->what);
 	return 0;
 }
 
@@ -478,14 +519,16 @@ static void close_dwarf(int fd, Elf *elf, Dwarf *dbg)
 		close(fd);
 }
 
-int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
+/* Reads the offsets of FIELDS from PATH's DWARF into OUT, as dwarf__read_offsets describes. */
+static int read_fields(const char *path, const struct offsets_fields *fields, int64_t *out)
 {
-	struct walk w = { .path = path, .out = out };
+	struct walk w = { .path = path, .fields = fields, .out = out };
 	Dwarf *dbg = NULL;
 	Elf *elf = NULL;
-	int fd = -1, err, f, n = 0;
+	size_t f, n = 0;
+	int fd = -1, err;
 
-	for (f = 0; f < GO_FIELD__COUNT; f++)
+	for (f = 0; f < fields->count; f++)
 		out[f] = -1;
 	err = plan_fields(&w);
 	if (err)
@@ -496,24 +539,42 @@ int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
 	err = walk_units(&w, dbg);
 	if (err)
 		goto cleanup;
-	if (out[GO_FIELD_G_GOID] < 0) {
-		pr_warn("cannot read offsets from the DWARF of '%s': it describes no "
-			"'runtime.g.goid', so it is not a Go binary's",
-			path);
-		err = -ENOENT;
-		goto cleanup;
-	}
-	for (f = 0; f < GO_FIELD__COUNT; f++)
+	for (f = 0; f < fields->count; f++)
 		n += out[f] >= 0;
-	pr_debug("read %d of %d struct offsets from the DWARF of '%s'", n, GO_FIELD__COUNT, path);
+	pr_debug("read %zu of %zu %s struct offsets from the DWARF of '%s'", n, fields->count,
+		 fields->what, path);
 cleanup:
 	/* A half-read answer must not look like DWARF's word on any field. */
 	if (err) {
-		for (f = 0; f < GO_FIELD__COUNT; f++)
+		for (f = 0; f < fields->count; f++)
 			out[f] = -1;
 	}
 	close_dwarf(fd, elf, dbg);
 	return err;
+}
+
+int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
+{
+	int err, f;
+
+	err = read_fields(path, &go_offsets_fields, out);
+	if (err)
+		return err;
+	if (out[GO_FIELD_G_GOID] < 0) {
+		pr_warn("cannot read offsets from the DWARF of '%s': it describes no "
+			"'runtime.g.goid', so it is not a Go binary's",
+			path);
+		for (f = 0; f < GO_FIELD__COUNT; f++)
+			out[f] = -1;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int dwarf__read_grpc_offsets(const char *path, int64_t out[GRPC_FIELD__COUNT])
+{
+	/* A Go binary without grpc-go has none of these structs: every field -1, and no error. */
+	return read_fields(path, &grpc_offsets_fields, out);
 }
 
 /* ---- functions: parameters, argument paths, inlining (--functions) ---- */

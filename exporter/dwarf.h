@@ -23,6 +23,16 @@
  */
 int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT]);
 
+/*
+ * Reads the offsets of the fields in grpc_field_names[] (exporter/offsets.h) from PATH's DWARF,
+ * as dwarf__read_offsets does: OUT[i] = byte offset of the member, or -1 when the DWARF has no
+ * such struct or member (a release without it, or a part of grpc-go the binary does not link: a
+ * client has no server transport). 0 when the DWARF was read, even when it describes no grpc-go
+ * at all (every field -1); -ENODATA when PATH has no DWARF; other negative errno on failure,
+ * logged, as for dwarf__read_offsets.
+ */
+int dwarf__read_grpc_offsets(const char *path, int64_t out[GRPC_FIELD__COUNT]);
+
 #define DWARF_MAX_PARAMS 32
 #define DWARF_MAX_DEREFS 3
 #define DWARF_NAME_MAX 64

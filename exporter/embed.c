@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * Embeds the offset tables with .incbin instead of generating a C array: the JSON stays the one
- * source, and the assembler pulls it in as bytes. OFFSETS_JSON is set by the Makefile.
+ * Embeds the offset tables with .incbin instead of generating C arrays: the JSON stays the one
+ * source, and the assembler pulls it in as bytes. OFFSETS_JSON (the Go table) and
+ * GRPC_OFFSETS_JSON (the grpc-go table) are set by the Makefile.
  */
 #include "embed.h"
 
 #ifndef OFFSETS_JSON
-#error "OFFSETS_JSON must name the offset table file"
+#error "OFFSETS_JSON must name the Go offset table file"
+#endif
+#ifndef GRPC_OFFSETS_JSON
+#error "GRPC_OFFSETS_JSON must name the grpc-go offset table file"
 #endif
 
-__asm__(".pushsection .rodata\n"
-	".global gospan_offsets_json\n"
-	".type gospan_offsets_json, @object\n"
-	"gospan_offsets_json:\n"
-	".incbin \"" OFFSETS_JSON "\"\n"
-	".global gospan_offsets_json_end\n"
-	"gospan_offsets_json_end:\n"
-	".byte 0\n"
-	".popsection\n");
+/* Each table is followed by a NUL that its end symbol leaves out, so it is also a C string. */
+#define EMBED_JSON(sym, file)                                                                      \
+	".pushsection .rodata\n"                                                                   \
+	".global " sym "\n"                                                                        \
+	".type " sym ", @object\n" sym ":\n"                                                       \
+	".incbin \"" file "\"\n"                                                                   \
+	".global " sym "_end\n" sym "_end:\n"                                                      \
+	".byte 0\n"                                                                                \
+	".popsection\n"
+
+__asm__(EMBED_JSON("gospan_offsets_json", OFFSETS_JSON));
+__asm__(EMBED_JSON("gospan_grpc_offsets_json", GRPC_OFFSETS_JSON));

@@ -7,4 +7,8 @@
 extern const char gospan_offsets_json[];
 extern const char gospan_offsets_json_end[];
 
+/* offsets/grpc_offsets.json, NUL-terminated; its length excludes the NUL. */
+extern const char gospan_grpc_offsets_json[];
+extern const char gospan_grpc_offsets_json_end[];
+
 #endif

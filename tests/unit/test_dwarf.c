@@ -4,7 +4,9 @@
  * built by the installed Go and by older releases (GNU .zdebug_* and SHF_COMPRESSED sections,
  * DWARF 4 and 5) must equal the committed table's for that release; PIE, uncompressed and arm64
  * builds must give the same answers; binaries without DWARF, C binaries, truncated copies and
- * damaged DWARF must each get their defined error, never a crash or a wrong offset.
+ * damaged DWARF must each get their defined error, never a crash or a wrong offset. The grpc-go
+ * offsets read from programs built here against grpc-go releases through the module proxy must
+ * equal the committed grpc-go table's row for each release.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +32,7 @@
 #include "offsets.h"
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
+#define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
 /* What dwarf.c accepts; anything it returns must be -1 or within this. */
 #define OFFSET_MAX (1 << 16)
 
@@ -42,6 +45,9 @@
 #endif
 
 static struct offsets *table;
+static struct offsets *grpc_table;
+static char *grpc_json;
+static size_t grpc_json_len;
 /* testdata/httpserver built by the installed Go, default flags: the reference for most tests. */
 static char host_bin[4096];
 static int64_t host_offs[GO_FIELD__COUNT];
@@ -69,6 +75,14 @@ static int setup(void **state)
 	free(json);
 	if (!table)
 		return -1;
+	grpc_json = test_read_file(GRPC_TABLE_PATH, &grpc_json_len);
+	if (!grpc_json) {
+		fprintf(stderr, "cannot read %s\n", GRPC_TABLE_PATH);
+		return -1;
+	}
+	grpc_table = grpc_offsets__parse(grpc_json, grpc_json_len);
+	if (!grpc_table)
+		return -1;
 	p = test_go_build("httpserver", "dwarf_httpserver", "", "");
 	if (!p || (size_t)snprintf(host_bin, sizeof(host_bin), "%s", p) >= sizeof(host_bin))
 		return -1;
@@ -79,6 +93,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	offsets__free(table);
+	offsets__free(grpc_table);
+	free(grpc_json);
 	return 0;
 }
 
@@ -700,6 +716,221 @@ static void test_dwarf__damaged_dwarf_never_crashes(void **state)
 	free(orig);
 }
 
+/* ---- grpc-go ---- */
+
+/*
+ * Builds testdata/grpcserver against grpc-go VERSION ("v1.50.0") with ENV and FLAGS into
+ * unit-data/NAME, in a copy of the directory whose go.mod is pointed at VERSION and tidied
+ * through the module proxy. GOTOOLCHAIN=auto: a release that needs a newer Go than the one
+ * installed gets it through the proxy too.
+ */
+static void build_grpc(const char *version, const char *env, const char *flags, const char *name,
+		       char *out, size_t size)
+{
+	char dir[4096];
+	const char *go_env = "env GOTOOLCHAIN=auto GOFLAGS='-mod=mod -buildvcs=false' CGO_ENABLED=0";
+
+	assert_true((size_t)snprintf(dir, sizeof(dir), "%s/grpcserver-%s", test_data_dir(),
+				     version) < sizeof(dir));
+	data_path(out, size, name);
+	if (test_sh("mkdir -p '%s' && cp testdata/grpcserver/main.go testdata/grpcserver/go.mod "
+		    "'%s' && cd '%s' && %s go mod edit -require=google.golang.org/grpc@%s && "
+		    "%s go mod tidy && %s %s go build %s -o '%s' . >&2",
+		    dir, dir, dir, go_env, version, go_env, go_env, env, flags, out))
+		fail_msg("cannot build testdata/grpcserver with grpc-go %s (the module proxy must "
+			 "be reachable)",
+			 version);
+}
+
+/* The grpc-go version in BIN's buildinfo, which must be VERSION; *GB for the caller to free. */
+static struct gobin *grpc_gobin(const char *bin, const char *version)
+{
+	struct elf_file *ef = elf_file__open(bin);
+	struct gobin *gb;
+
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	elf_file__close(ef);
+	assert_non_null(gb);
+	for (size_t i = 0; i < gb->ndeps; i++) {
+		if (!strcmp(gb->deps[i].path, "google.golang.org/grpc")) {
+			assert_string_equal(gb->deps[i].version, version);
+			return gb;
+		}
+	}
+	fail_msg("'%s' does not list google.golang.org/grpc in its buildinfo", bin);
+	return NULL;
+}
+
+/* The grpc table's row for VERSION ("v1.62.1"), which it must list exactly. */
+static void grpc_row(const char *version, int64_t out[GRPC_FIELD__COUNT])
+{
+	struct offsets_version v;
+	const char *resolved = NULL;
+
+	assert_int_equal(offsets__parse_module_version(version, &v), 0);
+	if (offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, out,
+				  GRPC_FIELD__COUNT, &resolved) ||
+	    strcmp(resolved, version + 1))
+		fail_msg("grpc-go %s is not listed in %s: run make offsets", version,
+			 GRPC_TABLE_PATH);
+}
+
+/* The newest release the grpc table lists, as a module version ("v1.85.0"). */
+static void grpc_newest(char *buf, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_json_len);
+	const cJSON *vs;
+
+	assert_non_null(root);
+	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
+	assert_true(cJSON_GetArraySize(vs) > 0);
+	snprintf(buf, size, "v%s", cJSON_GetArrayItem(vs, cJSON_GetArraySize(vs) - 1)->valuestring);
+	cJSON_Delete(root);
+}
+
+static void assert_grpc_equal(const char *what, const int64_t got[GRPC_FIELD__COUNT],
+			      const int64_t want[GRPC_FIELD__COUNT])
+{
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++) {
+		if (got[f] != want[f])
+			fail_msg("%s '%s': table %lld, DWARF %lld", what, grpc_field_names[f],
+				 (long long)want[f], (long long)got[f]);
+	}
+}
+
+/*
+ * The oldest grpc-go release in the table, the first release of each layout the generator found
+ * after it (http2Server's peer.Peer in 1.60, ServerStream embedding a *Stream in 1.69, a Stream
+ * in 1.77) and the table's newest: a program that serves and calls links every struct the table
+ * describes, so its DWARF must give the table's row for its release field for field, -1 (absent)
+ * included, and grpc_offsets__for_binary must take the DWARF.
+ */
+static void test_dwarf__grpc_matches_table(void **state)
+{
+	/* The first release of each layout; the table's newest comes last. */
+	static const char *const versions[] = { "v1.50.0", "v1.60.0", "v1.69.0", "v1.77.0" };
+	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
+	char bin[4096], name[96], newest[32], source[48];
+	struct gobin *gb;
+	double t;
+
+	(void)state;
+	if (test_sh("command -v go >/dev/null"))
+		TEST_SKIP("Go is missing: it builds the grpc-go programs");
+	grpc_newest(newest, sizeof(newest));
+	for (size_t i = 0; i <= sizeof(versions) / sizeof(versions[0]); i++) {
+		const char *v = i < sizeof(versions) / sizeof(versions[0]) ? versions[i] : newest;
+
+		snprintf(name, sizeof(name), "dwarf_grpcserver_%s", v);
+		build_grpc(v, "", "", name, bin, sizeof(bin));
+		gb = grpc_gobin(bin, v);
+		grpc_row(v, want);
+		t = now_ms();
+		assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
+		t = now_ms() - t;
+		assert_grpc_equal(v, o, want);
+		assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source,
+							  sizeof(source)),
+				 0);
+		assert_string_equal(source, "DWARF");
+		assert_grpc_equal(v, o, want);
+		gobin__free(gb);
+		printf("grpc-go %s: offsets from DWARF match the table (%.1f ms)\n", v, t);
+	}
+	/*
+	 * With DWARF the version in the buildinfo does not matter: one newer than the table is
+	 * read from the DWARF with nothing said about the table's rows.
+	 */
+	{
+		struct gobin_module dep = { (char *)"google.golang.org/grpc", (char *)"v1.999.0" };
+		struct gobin fake = { .deps = &dep, .ndeps = 1 };
+		struct test_capture cap;
+		char *msg;
+
+		log_set_level(LOG_INFO);
+		assert_int_equal(test_capture_start(&cap), 0);
+		assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, &fake, o, source,
+							  sizeof(source)),
+				 0);
+		msg = test_capture_end(&cap);
+		log_set_level(quiet_level());
+		assert_non_null(msg);
+		assert_string_equal(msg, "");
+		free(msg);
+		assert_string_equal(source, "DWARF");
+		grpc_row(newest, want);
+		assert_grpc_equal("v1.999.0 (DWARF)", o, want);
+	}
+
+	/* One table serves every 64-bit target here as well. */
+	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_arm64", newest);
+	build_grpc(newest, "GOARCH=arm64", "", name, bin, sizeof(bin));
+	grpc_row(newest, want);
+	assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
+	assert_grpc_equal("arm64", o, want);
+}
+
+/* Without DWARF: -ENODATA from the reader, and the table's row for the release from the choice. */
+static void test_dwarf__grpc_without_dwarf_uses_table(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
+	char bin[4096], name[96], newest[32], source[48], expect[64];
+	struct gobin *gb;
+
+	(void)state;
+	if (test_sh("command -v go >/dev/null"))
+		TEST_SKIP("Go is missing: it builds the grpc-go programs");
+	grpc_newest(newest, sizeof(newest));
+	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_w", newest);
+	build_grpc(newest, "", "-ldflags=-w", name, bin, sizeof(bin));
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		o[f] = 7;
+	assert_int_equal(dwarf__read_grpc_offsets(bin, o), -ENODATA);
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		assert_int_equal(o[f], -1);
+	gb = grpc_gobin(bin, newest);
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source, sizeof(source)),
+			 0);
+	snprintf(expect, sizeof(expect), "table %s", newest);
+	assert_string_equal(source, expect);
+	grpc_row(newest, want);
+	assert_memory_equal(o, want, sizeof(o));
+	/* No table and no DWARF: nothing to go on. */
+	assert_int_equal(grpc_offsets__for_binary(NULL, bin, gb, o, source, sizeof(source)),
+			 -ENOTSUP);
+	gobin__free(gb);
+}
+
+/*
+ * A Go program without grpc-go: its DWARF is read without error and every grpc field is -1; its
+ * buildinfo has no grpc-go, so the choice is -ENOENT before any DWARF is read.
+ */
+static void test_dwarf__grpc_absent_from_plain_go(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT];
+	struct elf_file *ef;
+	struct gobin *gb;
+	char source[48];
+
+	(void)state;
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		o[f] = 7;
+	assert_int_equal(dwarf__read_grpc_offsets(host_bin, o), 0);
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		assert_int_equal(o[f], -1);
+	ef = elf_file__open(host_bin);
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	elf_file__close(ef);
+	assert_non_null(gb);
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, host_bin, gb, o, source,
+						  sizeof(source)),
+			 -ENOENT);
+	gobin__free(gb);
+	assert_int_equal(dwarf__read_grpc_offsets("testdata/no-such-binary", o), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -716,6 +947,9 @@ int main(void)
 		cmocka_unit_test(test_dwarf__truncated_copies_fail),
 		cmocka_unit_test(test_dwarf__corrupt_member_offset_refused),
 		cmocka_unit_test(test_dwarf__damaged_dwarf_never_crashes),
+		cmocka_unit_test(test_dwarf__grpc_matches_table),
+		cmocka_unit_test(test_dwarf__grpc_without_dwarf_uses_table),
+		cmocka_unit_test(test_dwarf__grpc_absent_from_plain_go),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

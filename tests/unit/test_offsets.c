@@ -2,7 +2,10 @@
 /*
  * Tests for offsets.c: the real offsets/go_offsets.json (known offsets, exact and nearest-below
  * lookups, fields that come and go between releases), a real Go binary built here whose DWARF,
- * read by llvm-dwarfdump, must agree with the table, and malformed tables that must be refused.
+ * read by llvm-dwarfdump, must agree with the table, and malformed tables that must be refused;
+ * the real offsets/grpc_offsets.json (known offsets, every release's fields, module versions,
+ * pseudo-versions and releases newer than the table resolving to the nearest row below) and the
+ * choice grpc_offsets__for_binary() makes for a binary without DWARF.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,10 +21,14 @@
 #include "offsets.h"
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
+#define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
 
 static char *table_json;
 static size_t table_len;
 static struct offsets *table;
+static char *grpc_json;
+static size_t grpc_len;
+static struct offsets *grpc_table;
 
 static int setup(void **state)
 {
@@ -34,7 +41,13 @@ static int setup(void **state)
 		return -1;
 	}
 	table = offsets__parse(table_json, table_len);
-	return table ? 0 : -1;
+	grpc_json = test_read_file(GRPC_TABLE_PATH, &grpc_len);
+	if (!grpc_json) {
+		fprintf(stderr, "cannot read %s\n", GRPC_TABLE_PATH);
+		return -1;
+	}
+	grpc_table = grpc_offsets__parse(grpc_json, grpc_len);
+	return table && grpc_table ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -42,6 +55,8 @@ static int teardown(void **state)
 	(void)state;
 	offsets__free(table);
 	free(table_json);
+	offsets__free(grpc_table);
+	free(grpc_json);
 	return 0;
 }
 
@@ -110,6 +125,11 @@ static void test_offsets__known_values(void **state)
 	assert_int_equal(o[GO_FIELD_HMAP_COUNT], 0);
 	assert_int_equal(o[GO_FIELD_HMAP_B], 9);
 	assert_int_equal(o[GO_FIELD_HMAP_BUCKETS], 16);
+	/* TCPAddr{IP []byte; Port int; Zone string}, valueCtx{Context; key, val any}. */
+	assert_int_equal(o[GO_FIELD_TCPADDR_IP], 0);
+	assert_int_equal(o[GO_FIELD_TCPADDR_PORT], 24);
+	assert_int_equal(o[GO_FIELD_VALUECTX_KEY], 16);
+	assert_int_equal(o[GO_FIELD_VALUECTX_VAL], 32);
 
 	find_ok(1, 23, 0, "1.23.0", o);
 	assert_int_equal(o[GO_FIELD_G_GOID], 160);
@@ -190,6 +210,11 @@ static void test_offsets__every_listed_release_is_exact(void **state)
 		assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
 		assert_true(o[GO_FIELD_BUFIO_N] > o[GO_FIELD_BUFIO_BUF]);
 		assert_int_equal(o[GO_FIELD_G_PARENT_GOID] > o[GO_FIELD_G_GOID], mi >= 21);
+		/* Neither struct has changed since Go 1.17; a change would need a look. */
+		assert_int_equal(o[GO_FIELD_TCPADDR_IP], 0);
+		assert_int_equal(o[GO_FIELD_TCPADDR_PORT], 24);
+		assert_int_equal(o[GO_FIELD_VALUECTX_KEY], 16);
+		assert_int_equal(o[GO_FIELD_VALUECTX_VAL], 32);
 		/* One map implementation per release, never both, never neither, never half. */
 		if (all_or_none(o, GO_FIELD_HMAP_COUNT, GO_FIELD_HMAP_BUCKETS, v->valuestring) ==
 		    all_or_none(o, GO_FIELD_SWISS_USED, GO_FIELD_SWISS_GROUPS_MASK, v->valuestring))
@@ -362,6 +387,10 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 		{ GO_FIELD_SWISS_GROUPS_DATA, "internal/runtime/maps.groupsReference", "data" },
 		{ GO_FIELD_SWISS_GROUPS_MASK, "internal/runtime/maps.groupsReference",
 		  "lengthMask" },
+		{ GO_FIELD_TCPADDR_IP, "net.TCPAddr", "IP" },
+		{ GO_FIELD_TCPADDR_PORT, "net.TCPAddr", "Port" },
+		{ GO_FIELD_VALUECTX_KEY, "context.valueCtx", "key" },
+		{ GO_FIELD_VALUECTX_VAL, "context.valueCtx", "val" },
 	};
 	int64_t o[GO_FIELD__COUNT];
 	char ver[64] = "";
@@ -527,6 +556,563 @@ static void test_offsets__real_table_truncated(void **state)
 	}
 }
 
+/* ---- the grpc-go table ---- */
+
+/* Looks grpc-go module version VERSION up in the real table; checks the row it resolves to. */
+static void grpc_find_ok(const char *version, const char *want_resolved,
+			 int64_t out[GRPC_FIELD__COUNT])
+{
+	struct offsets_version v;
+	const char *resolved = NULL;
+
+	if (offsets__parse_module_version(version, &v))
+		fail_msg("'%s' does not parse as a module version", version);
+	if (offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, out,
+				  GRPC_FIELD__COUNT, &resolved))
+		fail_msg("grpc-go %s: no row in %s", version, GRPC_TABLE_PATH);
+	assert_non_null(resolved);
+	if (strcmp(resolved, want_resolved))
+		fail_msg("grpc-go %s resolved to %s, want %s", version, resolved, want_resolved);
+}
+
+static int grpc_find_in(const struct offsets *t, const char *version,
+			int64_t out[GRPC_FIELD__COUNT])
+{
+	struct offsets_version v;
+
+	assert_int_equal(offsets__parse_module_version(version, &v), 0);
+	return offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, out, GRPC_FIELD__COUNT,
+				     NULL);
+}
+
+static int grpc_find(const char *version, int64_t out[GRPC_FIELD__COUNT])
+{
+	return grpc_find_in(grpc_table, version, out);
+}
+
+/* The oldest (FIRST) or newest release the grpc table lists, from the JSON itself. */
+static void grpc_listed_end(bool first, char *buf, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_len);
+	const cJSON *vs, *v;
+
+	assert_non_null(root);
+	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
+	assert_true(cJSON_GetArraySize(vs) > 0);
+	v = cJSON_GetArrayItem(vs, first ? 0 : cJSON_GetArraySize(vs) - 1);
+	assert_true(cJSON_IsString(v));
+	snprintf(buf, size, "%s", v->valuestring);
+	cJSON_Delete(root);
+}
+
+/*
+ * The nearest release at or below MAJOR.MINOR.PATCH in the grpc JSON's 'versions', worked out
+ * here from the text; false when there is none.
+ */
+static bool grpc_nearest_listed(int major, int minor, int patch, char *buf, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_len);
+	long best = -1, key, want = ((long)major << 40) | ((long)minor << 20) | patch;
+	int ma, mi, pa;
+	const cJSON *v;
+
+	assert_non_null(root);
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "versions"))
+	{
+		assert_int_equal(gobin__parse_version(v->valuestring, &ma, &mi, &pa), 0);
+		key = ((long)ma << 40) | ((long)mi << 20) | pa;
+		if (ma == major && key <= want && key > best) {
+			best = key;
+			snprintf(buf, size, "%s", v->valuestring);
+		}
+	}
+	cJSON_Delete(root);
+	return best >= 0;
+}
+
+/*
+ * Values read from the DWARF of the generator's probes (and by test_dwarf from programs built
+ * there): 1.50 has the old Stream with id first and the server transport's own remoteAddr and
+ * localAddr; 1.85 has the reordered Stream, embedded in a ServerStream, and a peer.Peer value
+ * in the transport, whose LocalAddr is new.
+ */
+static void test_offsets__grpc_known_values(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT];
+
+	(void)state;
+	grpc_find_ok("v1.50.0", "1.50.0", o);
+	assert_int_equal(o[GRPC_FIELD_STREAM_ID], 0);
+	assert_int_equal(o[GRPC_FIELD_STREAM_CTX], 32);
+	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 80);
+	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM], -1);
+	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], 72);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR], 88);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_PEER], -1);
+	assert_int_equal(o[GRPC_FIELD_PEER_ADDR], 0);
+	assert_int_equal(o[GRPC_FIELD_PEER_LOCAL_ADDR], -1);
+	assert_int_equal(o[GRPC_FIELD_STATUS_S], 0);
+	assert_int_equal(o[GRPC_FIELD_ERROR_S], 0);
+	assert_int_equal(o[GRPC_FIELD_SPB_CODE], 40);
+	assert_int_equal(o[GRPC_FIELD_SPB_MESSAGE], 48);
+	assert_int_equal(o[GRPC_FIELD_CSATTEMPT_CS], 16);
+	assert_int_equal(o[GRPC_FIELD_CLIENTCONN_TARGET], 24);
+
+	grpc_find_ok("v1.85.0", "1.85.0", o);
+	assert_int_equal(o[GRPC_FIELD_STREAM_CTX], 0);
+	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 16);
+	assert_int_equal(o[GRPC_FIELD_STREAM_ID], 108);
+	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
+	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], -1);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR], -1);
+	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_PEER], 56);
+	assert_int_equal(o[GRPC_FIELD_PEER_ADDR], 0);
+	assert_int_equal(o[GRPC_FIELD_PEER_LOCAL_ADDR], 16);
+	assert_int_equal(o[GRPC_FIELD_STATUS_S], 0);
+	assert_int_equal(o[GRPC_FIELD_ERROR_S], 0);
+	assert_int_equal(o[GRPC_FIELD_SPB_CODE], 40);
+	assert_int_equal(o[GRPC_FIELD_SPB_MESSAGE], 48);
+	assert_int_equal(o[GRPC_FIELD_CSATTEMPT_CS], 16);
+	assert_int_equal(o[GRPC_FIELD_CLIENTCONN_TARGET], 24);
+}
+
+/*
+ * Every listed release resolves to itself and has what gospan needs in one of the two layouts:
+ * the stream's method, context and id; the peer's address either in the server transport's
+ * own members or in its peer.Peer, never both, never neither; the status types; the client's.
+ * The oldest and the newest release have every field of their layout.
+ */
+static void test_offsets__grpc_every_listed_release_is_exact(void **state)
+{
+	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_len);
+	char version[48], oldest[32], newest[32];
+	int64_t o[GRPC_FIELD__COUNT];
+	bool own_addrs, peer;
+	const cJSON *v;
+	int n = 0, f;
+
+	(void)state;
+	assert_non_null(root);
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "versions"))
+	{
+		assert_true(cJSON_IsString(v));
+		snprintf(version, sizeof(version), "v%s", v->valuestring);
+		grpc_find_ok(version, v->valuestring, o);
+		for (f = GRPC_FIELD_STREAM_METHOD; f <= GRPC_FIELD_STREAM_ID; f++)
+			assert_true(o[f] >= 0);
+		/* The pointer marker is the embedded member's own offset, or absent. */
+		if (o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR] >= 0)
+			assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR],
+					 o[GRPC_FIELD_SERVER_STREAM_STREAM]);
+		own_addrs = o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR] > 0;
+		assert_int_equal(own_addrs, o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR] > 0);
+		peer = o[GRPC_FIELD_HTTP2SERVER_PEER] > 0;
+		if (own_addrs == peer)
+			fail_msg("grpc-go %s: the server transport has %s", version,
+				 peer ? "both its own addresses and a peer" : "no peer address");
+		for (f = GRPC_FIELD_PEER_ADDR; f < GRPC_FIELD__COUNT; f++) {
+			if (f != GRPC_FIELD_PEER_LOCAL_ADDR && o[f] < 0)
+				fail_msg("grpc-go %s has no '%s'", version, grpc_field_names[f]);
+		}
+		/* The peer value in the transport came after Peer.LocalAddr. */
+		if (peer)
+			assert_true(o[GRPC_FIELD_PEER_LOCAL_ADDR] > 0);
+		n++;
+	}
+	cJSON_Delete(root);
+	/* 1.50 to 1.85, a .0 and a latest patch for most minors. */
+	assert_true(n >= 36);
+
+	grpc_listed_end(true, oldest, sizeof(oldest));
+	assert_string_equal(oldest, "1.50.0");
+	grpc_listed_end(false, newest, sizeof(newest));
+	snprintf(version, sizeof(version), "v%s", newest);
+	grpc_find_ok(version, newest, o);
+	for (f = 0; f < GRPC_FIELD__COUNT; f++) {
+		if (f != GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR &&
+		    f != GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR &&
+		    f != GRPC_FIELD_SERVER_STREAM_STREAM_PTR && o[f] < 0)
+			fail_msg("the newest grpc-go, %s, has no '%s'", newest,
+				 grpc_field_names[f]);
+	}
+	grpc_find_ok("v1.50.0", "1.50.0", o);
+	for (f = 0; f < GRPC_FIELD__COUNT; f++) {
+		if (f != GRPC_FIELD_SERVER_STREAM_STREAM &&
+		    f != GRPC_FIELD_SERVER_STREAM_STREAM_PTR && f != GRPC_FIELD_HTTP2SERVER_PEER &&
+		    f != GRPC_FIELD_PEER_LOCAL_ADDR && o[f] < 0)
+			fail_msg("the oldest grpc-go, 1.50.0, has no '%s'", grpc_field_names[f]);
+	}
+}
+
+/*
+ * The layout changes the generator found, on both sides of each (offsets/README.md): the
+ * transport's peer.Peer in 1.60, Stream growing in 1.66, the ServerStream embedding a *Stream in
+ * 1.69 and a Stream in 1.77, which also reordered Stream. No patch release changed anything.
+ */
+static void test_offsets__grpc_layout_changes(void **state)
+{
+	int64_t a[GRPC_FIELD__COUNT], b[GRPC_FIELD__COUNT];
+
+	(void)state;
+	grpc_find_ok("v1.59.0", "1.59.0", a);
+	grpc_find_ok("v1.60.0", "1.60.0", b);
+	assert_int_equal(a[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], 72);
+	assert_int_equal(a[GRPC_FIELD_HTTP2SERVER_PEER], -1);
+	assert_int_equal(a[GRPC_FIELD_PEER_LOCAL_ADDR], -1);
+	assert_int_equal(b[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], -1);
+	assert_int_equal(b[GRPC_FIELD_HTTP2SERVER_PEER], 56);
+	assert_int_equal(b[GRPC_FIELD_PEER_LOCAL_ADDR], 16);
+
+	grpc_find_ok("v1.65.1", "1.65.1", a);
+	grpc_find_ok("v1.66.0", "1.66.0", b);
+	assert_int_equal(a[GRPC_FIELD_STREAM_METHOD], 80);
+	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 88);
+	assert_int_equal(b[GRPC_FIELD_STREAM_CTX], 40);
+
+	grpc_find_ok("v1.68.1", "1.68.1", a);
+	grpc_find_ok("v1.69.0", "1.69.0", b);
+	assert_int_equal(a[GRPC_FIELD_SERVER_STREAM_STREAM], -1);
+	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
+	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], 0);
+	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 24);
+	assert_int_equal(b[GRPC_FIELD_STREAM_CTX], 8);
+	assert_int_equal(b[GRPC_FIELD_STREAM_ID], 0);
+
+	grpc_find_ok("v1.76.0", "1.76.0", a);
+	grpc_find_ok("v1.77.0", "1.77.0", b);
+	assert_int_equal(a[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], 0);
+	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
+	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
+	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 16);
+	assert_int_equal(b[GRPC_FIELD_STREAM_ID], 108);
+
+	/* Retracted, left out of the proxy's list, still covered as its minor's first release. */
+	grpc_find_ok("v1.74.0", "1.74.0", a);
+	grpc_find_ok("v1.74.1", "1.74.0", a);
+}
+
+/*
+ * Versions the table does not list take the nearest release at or below them: a patch between
+ * two listed ones, a pseudo-version (a pre-release of the release after the commit it names),
+ * a pre-release, a release newer than the table. Nothing older than the table, nor of another
+ * major, resolves.
+ */
+static void test_offsets__grpc_nearest_below(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT], exact[GRPC_FIELD__COUNT];
+	char newest[32], after[48], want[32];
+	struct offsets_version v;
+	const char *resolved;
+	int ma, mi, pa;
+
+	(void)state;
+	grpc_listed_end(false, newest, sizeof(newest));
+	assert_int_equal(gobin__parse_version(newest, &ma, &mi, &pa), 0);
+
+	/* v1.50.1 is the latest 1.50 patch; a commit after it is a pseudo-version of 1.50.2. */
+	grpc_find_ok("v1.50.1", "1.50.1", exact);
+	grpc_find_ok("v1.50.2-0.20221101000000-0123456789ab", "1.50.1", o);
+	assert_memory_equal(o, exact, sizeof(o));
+	/* A commit before v1.50.1 (a pseudo-version of it) predates it: 1.50.0. */
+	grpc_find_ok("v1.50.1-0.20221020000000-0123456789ab", "1.50.0", o);
+	/* The main branch after a release names the next minor's pre-release. */
+	grpc_find_ok("v1.51.0-dev", "1.50.1", o);
+	grpc_find_ok("v1.51.0-dev.0.20221101000000-0123456789ab", "1.50.1", o);
+	/* Build metadata does not count. */
+	grpc_find_ok("v1.50.1+meta", "1.50.1", o);
+
+	/* Newer than the table: its newest release, whatever the form. */
+	snprintf(after, sizeof(after), "v%d.%d.%d", ma, mi + 1, 0);
+	grpc_find_ok(after, newest, o);
+	snprintf(after, sizeof(after), "v%d.%d.0-dev", ma, mi + 1);
+	grpc_find_ok(after, newest, o);
+	snprintf(after, sizeof(after), "v%d.%d.%d-0.20991231000000-0123456789ab", ma, mi, pa + 1);
+	grpc_find_ok(after, newest, o);
+	grpc_find_ok("v1.999.0", newest, o);
+	/* A pre-release of the newest comes before it. */
+	snprintf(after, sizeof(after), "v%s-rc.1", newest);
+	assert_int_equal(offsets__parse_module_version(after, &v), 0);
+	assert_true(v.prerelease);
+	assert_int_equal(offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, o,
+					       GRPC_FIELD__COUNT, &resolved),
+			 0);
+	assert_string_not_equal(resolved, newest);
+
+	/* Every 1.N.P around the table resolves as the JSON's own list says it must. */
+	for (int minor = 49; minor <= mi + 1; minor++) {
+		for (int patch = 0; patch <= 6; patch++) {
+			snprintf(after, sizeof(after), "v1.%d.%d", minor, patch);
+			if (!grpc_nearest_listed(1, minor, patch, want, sizeof(want))) {
+				assert_int_equal(grpc_find(after, o), -ENOENT);
+				continue;
+			}
+			grpc_find_ok(after, want, o);
+		}
+	}
+
+	/* Older than the table, or another major: nothing. */
+	assert_int_equal(grpc_find("v1.49.9", o), -ENOENT);
+	assert_int_equal(grpc_find("v1.50.0-rc.1", o), -ENOENT);
+	assert_int_equal(grpc_find("v0.99.0", o), -ENOENT);
+	assert_int_equal(grpc_find("v2.0.0", o), -ENOENT);
+	assert_int_equal(grpc_find("v2.0.0+incompatible", o), -ENOENT);
+}
+
+static void test_offsets__module_versions(void **state)
+{
+	static const struct {
+		const char *s;
+		int major, minor, patch;
+		bool prerelease;
+	} good[] = {
+		{ "v1.62.1", 1, 62, 1, false },
+		{ "v0.0.0", 0, 0, 0, false },
+		{ "v1.63.0-dev", 1, 63, 0, true },
+		{ "v1.62.2-0.20240301120000-0123456789ab", 1, 62, 2, true },
+		{ "v1.63.0-rc.1.0.20240301120000-0123456789ab", 1, 63, 0, true },
+		{ "v0.0.0-20240301120000-0123456789ab", 0, 0, 0, true },
+		{ "v2.3.4+incompatible", 2, 3, 4, false },
+		{ "v1.2.3-pre+build.5", 1, 2, 3, true },
+	};
+	static const char *const bad[] = {
+		"", "1.62.1", "v1.62", "v1", "v1.62.1.", "v1.62.x", "v01.2.3", "v1.02.3",
+		"v1.2.3-", "v1.2.3+", "v1.2.3 ", "(devel)", "go1.22.1", "v1.2.3-+x",
+		"v1234567890.0.0", "v-1.2.3",
+	};
+	struct offsets_version v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&v, 0x55, sizeof(v));
+		if (offsets__parse_module_version(good[i].s, &v))
+			fail_msg("'%s' was refused", good[i].s);
+		assert_int_equal(v.major, good[i].major);
+		assert_int_equal(v.minor, good[i].minor);
+		assert_int_equal(v.patch, good[i].patch);
+		assert_int_equal(v.prerelease, good[i].prerelease);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (offsets__parse_module_version(bad[i], &v) != -EINVAL)
+			fail_msg("'%s' was accepted as a module version", bad[i]);
+	}
+	assert_int_equal(offsets__parse_module_version(NULL, &v), -EINVAL);
+	assert_int_equal(offsets__parse_module_version("v1.2.3", NULL), -EINVAL);
+}
+
+/* The lookups refuse a row of the wrong size: a Go row is not a grpc row. */
+static void test_offsets__find_checks_its_arguments(void **state)
+{
+	const struct offsets_version v = { .major = 1, .minor = 62, .patch = 1 };
+	int64_t g[GO_FIELD__COUNT], o[GRPC_FIELD__COUNT];
+
+	(void)state;
+	assert_int_equal(offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, o,
+					       GRPC_FIELD__COUNT, NULL),
+			 0);
+	assert_int_equal(offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, g,
+					       GO_FIELD__COUNT, NULL),
+			 -EINVAL);
+	assert_int_equal(offsets__find_version(grpc_table, NULL, OFFSETS_MATCH_NEAREST_BELOW, o,
+					       GRPC_FIELD__COUNT, NULL),
+			 -EINVAL);
+	assert_int_equal(offsets__find_version(grpc_table, &v, (enum offsets_match)7, o,
+					       GRPC_FIELD__COUNT, NULL),
+			 -EINVAL);
+	/* offsets__find() is the Go table's: on the grpc table it is a caller's mistake. */
+	assert_int_equal(offsets__find(grpc_table, 1, 62, 1, g, NULL), -EINVAL);
+	/* Within a minor only, for Go: 1.62.1 of Go is no release, and nothing carries over. */
+	assert_int_equal(offsets__find_version(table, &v, OFFSETS_MATCH_SAME_MINOR, g,
+					       GO_FIELD__COUNT, NULL),
+			 -ENOENT);
+}
+
+/* The grpc table's own failure paths: its messages name it, its versions are Go-style. */
+static void test_offsets__grpc_malformed(void **state)
+{
+	static const char ok[] =
+		"{\"schema\": 1, \"versions\": [\"1.50.0\", \"1.66.0\"], \"fields\": {"
+		"\"google.golang.org/grpc/internal/transport.Stream.method\": ["
+		"{\"from\": \"1.50.0\", \"to\": \"1.50.0\", \"offset\": 80},"
+		"{\"from\": \"1.66.0\", \"to\": \"1.66.0\", \"offset\": 16}],"
+		"\"runtime.g.goid\": [{\"from\": \"1.50.0\", \"to\": \"1.66.0\", \"offset\": 152}]"
+		"}}";
+	static const char vprefixed[] =
+		"{\"schema\": 1, \"versions\": [\"v1.50.0\"], \"fields\": {}}";
+	int64_t o[GRPC_FIELD__COUNT];
+	struct test_capture cap;
+	struct offsets *t;
+	char *msg;
+
+	(void)state;
+	t = grpc_offsets__parse(ok, sizeof(ok) - 1);
+	assert_non_null(t);
+	/* runtime.g.goid is no grpc field: ignored, as an unknown field is. */
+	assert_int_equal(grpc_find_in(t, "v1.60.0", o), 0);
+	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 80);
+	for (int f = 1; f < GRPC_FIELD__COUNT; f++)
+		assert_int_equal(o[f], -1);
+	assert_int_equal(grpc_find_in(t, "v1.70.0", o), 0);
+	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 16);
+	offsets__free(t);
+
+	assert_int_equal(test_capture_start(&cap), 0);
+	errno = 0;
+	t = grpc_offsets__parse(vprefixed, sizeof(vprefixed) - 1);
+	msg = test_capture_end(&cap);
+	assert_null(t);
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "grpc-go offset table"));
+	free(msg);
+
+	/* The real grpc table, cut anywhere, is refused cleanly. */
+	for (size_t n = 0; n < grpc_len - 2; n += 89) {
+		errno = 0;
+		t = grpc_offsets__parse(grpc_json, n);
+		if (t) {
+			offsets__free(t);
+			fail_msg("the grpc table cut at %zu bytes was accepted", n);
+		}
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
+/* A binary built here without DWARF, and buildinfo that says what grpc-go it has. */
+static const char *no_dwarf_bin(void)
+{
+	static char bin[4096];
+
+	if (!bin[0]) {
+		const char *p = test_go_build("nohttp", "offsets_nohttp_w", "", "-ldflags=-w");
+
+		assert_non_null(p);
+		assert_true((size_t)snprintf(bin, sizeof(bin), "%s", p) < sizeof(bin));
+	}
+	return bin;
+}
+
+/* Runs grpc_offsets__for_binary on BIN as if its buildinfo had grpc-go VERSION (NULL: none). */
+static int for_binary(const struct offsets *t, const char *bin, const char *version,
+		      int64_t out[GRPC_FIELD__COUNT], char *source, size_t len, char **msg)
+{
+	struct gobin_module deps[] = {
+		{ (char *)"golang.org/x/net", (char *)"v0.30.0" },
+		{ (char *)"google.golang.org/grpc", (char *)version },
+	};
+	struct gobin gb = {
+		.go_version = (char *)"go1.26.0",
+		.major = 1,
+		.minor = 26,
+		.main_path = (char *)"example.com/svc",
+		.main_version = (char *)"(devel)",
+		.deps = deps,
+		.ndeps = version ? 2 : 1,
+	};
+	struct test_capture cap;
+	int rc;
+
+	log_set_level(LOG_INFO);
+	assert_int_equal(test_capture_start(&cap), 0);
+	rc = grpc_offsets__for_binary(t, bin, &gb, out, source, len);
+	*msg = test_capture_end(&cap);
+	log_set_level(getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
+	assert_non_null(*msg);
+	return rc;
+}
+
+static void assert_grpc_unset(const int64_t o[GRPC_FIELD__COUNT])
+{
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++) {
+		if (o[f] != -1)
+			fail_msg("'%s' is %lld, not -1", grpc_field_names[f], (long long)o[f]);
+	}
+}
+
+/*
+ * Without DWARF the table decides, and says which row stood in for a version it does not list;
+ * a binary without grpc-go is -ENOENT; one whose version no row fits is -ENOTSUP. (With DWARF,
+ * test_dwarf checks that the DWARF decides.)
+ */
+static void test_offsets__grpc_for_binary_without_dwarf(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
+	char source[48], newest[32], expect[64], *msg;
+	struct gobin_module self = { (char *)"golang.org/x/net", (char *)"v0.30.0" };
+	struct gobin gb = { .main_path = (char *)"google.golang.org/grpc",
+			    .main_version = (char *)"v1.50.0",
+			    .deps = &self,
+			    .ndeps = 1 };
+	const char *bin = no_dwarf_bin();
+
+	(void)state;
+	grpc_listed_end(false, newest, sizeof(newest));
+
+	/* No grpc-go in the buildinfo: nothing to do, nothing said. */
+	assert_int_equal(for_binary(grpc_table, bin, NULL, o, source, sizeof(source), &msg),
+			 -ENOENT);
+	assert_string_equal(msg, "");
+	free(msg);
+	assert_grpc_unset(o);
+	assert_string_equal(source, "");
+
+	/* A listed release: its row, quietly. */
+	assert_int_equal(for_binary(grpc_table, bin, "v1.50.0", o, source, sizeof(source), &msg),
+			 0);
+	assert_string_equal(msg, "");
+	free(msg);
+	assert_string_equal(source, "table v1.50.0");
+	grpc_find_ok("v1.50.0", "1.50.0", want);
+	assert_memory_equal(o, want, sizeof(o));
+
+	/* A pseudo-version: the nearest release below, and a note saying so. */
+	assert_int_equal(for_binary(grpc_table, bin, "v1.50.2-0.20221101000000-0123456789ab", o,
+				    source, sizeof(source), &msg),
+			 0);
+	assert_string_equal(source, "table v1.50.1");
+	assert_non_null(strstr(msg, "nearest release below"));
+	assert_non_null(strstr(msg, "v1.50.1"));
+	free(msg);
+
+	/* Newer than the table: its newest row, with a warning. */
+	assert_int_equal(for_binary(grpc_table, bin, "v1.999.0", o, source, sizeof(source), &msg),
+			 0);
+	snprintf(expect, sizeof(expect), "table v%s", newest);
+	assert_string_equal(source, expect);
+	assert_non_null(strstr(msg, "newer than the grpc-go offset table"));
+	free(msg);
+	grpc_find_ok("v1.999.0", newest, want);
+	assert_memory_equal(o, want, sizeof(o));
+
+	/* No row fits: a directory replacement, a release older than the table, no table. */
+	assert_int_equal(for_binary(grpc_table, bin, "(devel)", o, source, sizeof(source), &msg),
+			 -ENOTSUP);
+	assert_non_null(strstr(msg, "(devel)"));
+	free(msg);
+	assert_grpc_unset(o);
+	assert_int_equal(for_binary(grpc_table, bin, "v1.49.0", o, source, sizeof(source), &msg),
+			 -ENOTSUP);
+	assert_non_null(strstr(msg, "older than the grpc-go offset table"));
+	free(msg);
+	assert_grpc_unset(o);
+	assert_int_equal(for_binary(NULL, bin, "v1.62.1", o, source, sizeof(source), &msg),
+			 -ENOTSUP);
+	free(msg);
+	assert_grpc_unset(o);
+
+	/* grpc-go's own programs have it as their main module. */
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, &gb, o, source, sizeof(source)),
+			 0);
+	assert_string_equal(source, "table v1.50.0");
+
+	/* A Go table where the grpc-go one belongs, or no room for SOURCE: the caller's mistake. */
+	assert_int_equal(grpc_offsets__for_binary(table, bin, &gb, o, source, sizeof(source)),
+			 -EINVAL);
+	assert_grpc_unset(o);
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, &gb, o, source, 0), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +1125,14 @@ int main(void)
 		cmocka_unit_test(test_offsets__small_table),
 		cmocka_unit_test(test_offsets__malformed),
 		cmocka_unit_test(test_offsets__real_table_truncated),
+		cmocka_unit_test(test_offsets__grpc_known_values),
+		cmocka_unit_test(test_offsets__grpc_every_listed_release_is_exact),
+		cmocka_unit_test(test_offsets__grpc_layout_changes),
+		cmocka_unit_test(test_offsets__grpc_nearest_below),
+		cmocka_unit_test(test_offsets__module_versions),
+		cmocka_unit_test(test_offsets__find_checks_its_arguments),
+		cmocka_unit_test(test_offsets__grpc_malformed),
+		cmocka_unit_test(test_offsets__grpc_for_binary_without_dwarf),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
