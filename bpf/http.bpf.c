@@ -354,20 +354,21 @@ static __always_inline __u32 req_string(const struct req_view *v, __s64 off, cha
  * does not change it passes it on). One that was cut at MAX_TRACESTATE_LEN is not passed on
  * cut. Kept by trace, not by span: the calls may come from goroutines the handler started.
  */
-static __always_inline void keep_tracestate(__u32 pid, const struct http_server_start *e)
+static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, const char *ts,
+					    __u32 len)
 {
 	struct tracestate_key k = { .pid = pid };
 	struct tracestate_val *v;
 	__u32 zero = 0;
 
-	if (!e->tracestate_len || e->tracestate_len > MAX_TRACESTATE_LEN)
+	if (!len || len > MAX_TRACESTATE_LEN)
 		return;
 	v = bpf_map_lookup_elem(&tracestate_scratch, &zero);
 	if (!v)
 		return;
-	__builtin_memcpy(k.trace_id, e->ids.trace_id, sizeof(k.trace_id));
-	v->len = e->tracestate_len;
-	__builtin_memcpy(v->s, e->tracestate, MAX_TRACESTATE_LEN);
+	__builtin_memcpy(k.trace_id, trace_id, sizeof(k.trace_id));
+	v->len = len;
+	__builtin_memcpy(v->s, ts, MAX_TRACESTATE_LEN);
 	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
 }
 
@@ -469,7 +470,7 @@ int serve_http_entry(GO_REGS *ctx)
 
 		e->tracestate_len =
 		    go_header_get(cfg, hdr, &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
-		keep_tracestate(key.pid, e);
+		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
 	}
 
 	PROF_MARK(PROF_IDS);
@@ -857,3 +858,5 @@ int goroutine_created(GO_REGS *ctx)
 	active_put(&child, &cctx);
 	return 0;
 }
+
+#include "grpc.bpf.h"

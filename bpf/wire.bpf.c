@@ -61,8 +61,49 @@ struct {
  * The request-line parser's state lives here, not on the stack: the verifier does not follow
  * values in map memory, so it checks feed_byte() once instead of once per value of a counter.
  */
+/*
+ * HTTP/2 (gRPC over cleartext): a frame's 9-byte header, the frame types and flags that matter,
+ * and bounds. A header field is added to a HEADERS frame only at the end of a complete header
+ * block (END_HEADERS, no padding): there it starts a field of its own, after the pseudo-headers,
+ * and the HPACK decoder's state is untouched by a literal that is not indexed. The frame must
+ * stay within SETTINGS_MAX_FRAME_SIZE's default, which every peer accepts.
+ */
+#define H2_FRAME_HEADER 9
+#define H2_TYPE_MAX 9 /* CONTINUATION: the last frame type RFC 9113 defines */
+#define H2_HEADERS 0x1
+#define H2_END_HEADERS 0x4
+#define H2_PADDED 0x8
+#define H2_MAX_FRAME 16384
+#define H2_FRAMES_MAX 1024 /* frames one message is read through */
+#define H2_EDITS_MAX 128 /* HEADERS frames one message may carry context into */
+/* 0x00 (literal, not indexed, new name), 11, "traceparent", 55, the value. */
+#define HPACK_TRACEPARENT_LEN (2 + 11 + 1 + TRACEPARENT_LEN)
+/* 0x00, 10, "tracestate", its length in 1 to 3 bytes (7-bit prefix), the value. */
+#define HPACK_CONTEXT_MAX (HPACK_TRACEPARENT_LEN + 2 + 10 + 3 + MAX_TRACESTATE_LEN)
+
+struct h2_edit {
+	__u32 off; /* where the frame starts in the message */
+	__u32 len; /* its payload length */
+	__u32 stream_id;
+	__u32 _pad;
+};
+
+/*
+ * The walk over one message's HTTP/2 frames, in bpf_loop() steps. It lives in the scratch map,
+ * not on the stack, for the reason the request-line parser's state does.
+ */
+struct h2_walk {
+	struct h2_mark_key mk;
+	__u32 off, size;
+	__u32 nedits, missed;
+	__u32 bad;     /* not HTTP/2 frames: nothing may be changed */
+	__u32 verdict; /* sk_msg's answer */
+};
+
 struct wire_scratch {
-	char lines[CONTEXT_LINES_MAX];
+	char lines[CONTEXT_LINES_MAX > HPACK_CONTEXT_MAX ? CONTEXT_LINES_MAX : HPACK_CONTEXT_MAX];
+	struct h2_edit edits[H2_EDITS_MAX];
+	struct h2_walk walk;
 	__u8 head[HTTP1_LINE_MAX]; /* the message's first bytes */
 	struct http1_parser ps;
 	__u32 len;   /* bytes in HEAD */
@@ -176,6 +217,217 @@ static __always_inline int pull(struct sk_msg_md *msg, __u32 start, __u32 len)
 	return bpf_msg_pull_data(msg, start, start + len, 0);
 }
 
+/* The trace's incoming tracestate kept for PID, or NULL. */
+static __always_inline const struct tracestate_val *kept_tracestate(const struct span_ctx *ctx,
+								     __u32 pid)
+{
+	struct tracestate_key tk = { .pid = pid };
+	const struct tracestate_val *ts;
+
+	__builtin_memcpy(tk.trace_id, ctx->trace_id, sizeof(tk.trace_id));
+	ts = bpf_map_lookup_elem(&tracestates, &tk);
+	return ts && ts->len && ts->len <= MAX_TRACESTATE_LEN ? ts : NULL;
+}
+
+/* Writes the HPACK fields for CTX into OUT (HPACK_CONTEXT_MAX bytes); returns their length. */
+static __always_inline __u32 hpack_context(char *out, const struct span_ctx *ctx, __u32 pid)
+{
+	const struct tracestate_val *ts = kept_tracestate(ctx, pid);
+	__u32 n = HPACK_TRACEPARENT_LEN, len, rest;
+
+	out[0] = 0;
+	out[1] = 11;
+	__builtin_memcpy(out + 2, "traceparent", 11);
+	out[13] = TRACEPARENT_LEN;
+	traceparent_value(out + 14, ctx);
+	if (!ts)
+		return n;
+	len = ts->len;
+	if (len > MAX_TRACESTATE_LEN)
+		return n;
+	out[n] = 0;
+	out[n + 1] = 10;
+	__builtin_memcpy(out + n + 2, "tracestate", 10);
+	n += 12;
+	/* An HPACK integer: a 7-bit prefix, then 7 bits a byte. */
+	if (len < 127) {
+		out[n++] = len;
+	} else {
+		out[n++] = 127;
+		rest = len - 127;
+		if (rest >= 128) {
+			out[n++] = (rest & 0x7f) | 0x80;
+			rest >>= 7;
+		}
+		out[n++] = rest;
+	}
+	if (n > HPACK_TRACEPARENT_LEN + 2 + 10 + 3 ||
+	    bpf_probe_read_kernel(out + n, len & (MAX_TRACESTATE_LEN * 2 - 1), ts->s))
+		return HPACK_TRACEPARENT_LEN;
+	return n + len;
+}
+
+/* Writes N bytes of SRC at offset AT of MSG, which must be there; false when they could not be. */
+static __always_inline bool msg_write(struct sk_msg_md *msg, __u32 at, const char *src, __u32 n)
+{
+	__u8 *data, *end;
+	__u32 i;
+
+	if (pull(msg, at, n))
+		return false;
+	data = msg->data;
+	end = msg->data_end;
+	if (data + n > end)
+		return false;
+	for (i = 0; i < HPACK_CONTEXT_MAX / 8; i++) {
+		if (i * 8 + 8 > n || data + i * 8 + 8 > end)
+			break;
+		*(__u64 *)(data + i * 8) = *(__u64 *)(src + i * 8);
+	}
+	for (i = i * 8; i < HPACK_CONTEXT_MAX; i++) {
+		if (i >= n || data + i + 1 > end)
+			break;
+		data[i] = src[i];
+	}
+	return true;
+}
+
+/* One mark of goroutine KEY's fewer waiting. */
+static __always_inline void writer_done(const struct goroutine_key *key)
+{
+	__u64 *cnt = bpf_map_lookup_elem(&h2_writers, key);
+
+	if (cnt && *cnt)
+		__sync_fetch_and_add(cnt, -1);
+}
+
+/* What the walk's steps are handed: the message, and the scratch that holds the walk. */
+struct h2_loop {
+	struct sk_msg_md *msg;
+	struct wire_scratch *sc;
+};
+
+/* Step I: the frame at the walk's offset; 1 ends the walk (the message's end, or something wrong). */
+static long h2_scan_frame(__u32 i, struct h2_loop *l)
+{
+	struct sk_msg_md *msg = l->msg;
+	struct h2_walk *w = &l->sc->walk;
+	struct h2_edit *ed;
+	__u8 *data, *end;
+	__u32 len;
+
+	if (w->off >= w->size)
+		return 1;
+	if (w->off + H2_FRAME_HEADER > w->size || pull(msg, w->off, H2_FRAME_HEADER)) {
+		w->bad = 1;
+		return 1;
+	}
+	data = msg->data;
+	end = msg->data_end;
+	if (data + H2_FRAME_HEADER > end || data[3] > H2_TYPE_MAX) {
+		w->bad = 1;
+		return 1;
+	}
+	len = (__u32)data[0] << 16 | (__u32)data[1] << 8 | data[2];
+	if (data[3] == H2_HEADERS && (data[4] & H2_END_HEADERS) && !(data[4] & H2_PADDED)) {
+		w->mk.stream_id = ((__u32)data[5] & 0x7f) << 24 | (__u32)data[6] << 16 |
+				  (__u32)data[7] << 8 | data[8];
+		if (bpf_map_lookup_elem(&h2_marks, &w->mk)) {
+			if (w->nedits >= H2_EDITS_MAX) {
+				w->missed++;
+			} else {
+				ed = &l->sc->edits[w->nedits & (H2_EDITS_MAX - 1)];
+				ed->off = w->off;
+				ed->len = len;
+				ed->stream_id = w->mk.stream_id;
+				w->nedits++;
+			}
+		}
+	}
+	w->off += H2_FRAME_HEADER + len;
+	return 0;
+}
+
+/* Step I: the I-th marked frame from the last; 1 ends the walk. */
+static long h2_edit_frame(__u32 i, struct h2_loop *l)
+{
+	struct sk_msg_md *msg = l->msg;
+	struct wire_scratch *sc = l->sc;
+	struct h2_walk *w = &sc->walk;
+	const struct span_ctx *ctx;
+	struct goroutine_key key = { .pid = w->mk.pid, .goid = w->mk.goid };
+	struct h2_edit *ed;
+	__u32 n, len, at, k;
+	__u8 len_be[3];
+
+	if (i >= w->nedits)
+		return 1;
+	k = w->nedits - 1 - i;
+	ed = &sc->edits[k & (H2_EDITS_MAX - 1)];
+	w->mk.stream_id = ed->stream_id;
+	ctx = bpf_map_lookup_elem(&h2_marks, &w->mk);
+	if (!ctx)
+		return 0;
+	n = hpack_context(sc->lines, ctx, w->mk.pid);
+	bpf_map_delete_elem(&h2_marks, &w->mk);
+	writer_done(&key);
+	len = ed->len + n;
+	if (len > H2_MAX_FRAME || n > HPACK_CONTEXT_MAX) {
+		count_propagation(PROP_NO_ROOM);
+		return 0;
+	}
+	at = ed->off + H2_FRAME_HEADER + ed->len;
+	if (bpf_msg_push_data(msg, at, n, 0)) {
+		count_propagation(PROP_NO_ROOM);
+		return 0;
+	}
+	len_be[0] = len >> 16;
+	len_be[1] = len >> 8;
+	len_be[2] = len;
+	/* The bytes pushed and the length go together, or the pushed bytes go again, or all. */
+	if (!msg_write(msg, at, sc->lines, n) || !msg_write(msg, ed->off, (char *)len_be, 3)) {
+		count_propagation(PROP_NO_ROOM);
+		if (bpf_msg_pop_data(msg, at, n, 0))
+			w->verdict = SK_DROP;
+		return 1;
+	}
+	count_propagation(PROP_INJECTED);
+	return 0;
+}
+
+/*
+ * An HTTP/2 message of a goroutine with marked HEADERS frames waiting (a gRPC connection's
+ * writer): its frames are read from the start, and only when they end exactly where the message
+ * does is it known where each frame begins (a message can end inside a frame, when the writer's
+ * buffer filled up). Then each marked HEADERS frame gets the trace context at the end of its
+ * header block, the last frame first so that the offsets found stay right.
+ */
+static __always_inline int h2_write_context(struct sk_msg_md *msg, const struct goroutine_key *key,
+					    struct wire_scratch *sc)
+{
+	struct h2_loop l = { .msg = msg, .sc = sc };
+	struct h2_walk *w = &sc->walk;
+
+	__builtin_memset(w, 0, sizeof(*w));
+	w->mk.pid = key->pid;
+	w->mk.goid = key->goid;
+	w->size = msg->size;
+	w->verdict = SK_PASS;
+	bpf_loop(H2_FRAMES_MAX, h2_scan_frame, &l, 0);
+	/* More new streams in one message than it is read for: theirs stay behind, said so. */
+	if (w->missed)
+		count_propagation_n(PROP_H2_NOT_WHOLE, w->missed);
+	if (!w->nedits || w->bad)
+		return SK_PASS;
+	if (w->off != w->size) {
+		/* Where the frames begin is not known for sure: nothing may be changed. */
+		count_propagation_n(PROP_H2_NOT_WHOLE, w->nedits);
+		return SK_PASS;
+	}
+	bpf_loop(H2_EDITS_MAX, h2_edit_frame, &l, 0);
+	return w->verdict;
+}
+
 SEC("sk_msg")
 int write_trace_context(struct sk_msg_md *msg)
 {
@@ -185,7 +437,7 @@ int write_trace_context(struct sk_msg_md *msg)
 	__u32 zero = 0, line_end, n, i, scan;
 	struct line_scan ls;
 	__u8 *data, *end;
-	__u64 avail;
+	__u64 avail, *waiting;
 
 	/*
 	 * Cheap things first: most messages are bodies, answers or other protocols, and are let
@@ -202,8 +454,19 @@ int write_trace_context(struct sk_msg_md *msg)
 		data = msg->data;
 		end = msg->data_end;
 	}
-	if (!http1_method_len(data, end))
-		return SK_PASS;
+	if (!http1_method_len(data, end)) {
+		/*
+		 * HTTP/2 frames: a 24-bit length below 64 KiB, then a known type. Only a writer
+		 * with marked frames waiting has its frames read.
+		 */
+		if (data + 4 > end || data[0] || data[3] > H2_TYPE_MAX || !sender_goroutine(&key))
+			return SK_PASS;
+		waiting = bpf_map_lookup_elem(&h2_writers, &key);
+		if (!waiting || !*waiting)
+			return SK_PASS;
+		sc = bpf_map_lookup_elem(&wire_scratch, &zero);
+		return sc ? h2_write_context(msg, &key, sc) : SK_PASS;
+	}
 	if (!sender_goroutine(&key))
 		return SK_PASS;
 	pc = bpf_map_lookup_elem(&pending, &key);

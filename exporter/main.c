@@ -216,6 +216,7 @@ struct traced {
 struct app {
 	struct config cfg;
 	struct offsets *tables;
+	struct offsets *grpc_tables;
 	struct functions *functions; /* --functions, --cpu-time; NULL: neither */
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
@@ -378,7 +379,7 @@ static void print_summary(struct app *app, bool final)
 		"in flight %llu, queued %llu, export failures %llu, retries %llu, rejected by the "
 		"backend %llu, not sampled %llu; trace context "
 		"sent %llu (not sent: already set %llu, request line not in the first write %llu, "
-		"not HTTP/1 %llu, https %llu, socket not tracked %llu)%s",
+		"not HTTP/1 %llu, https %llu, socket not tracked %llu, HTTP/2 frames not whole %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
@@ -388,7 +389,7 @@ static void print_summary(struct app *app, bool final)
 		(unsigned long long)prop[PROP_INJECTED], (unsigned long long)prop[PROP_ALREADY_SET],
 		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_NOT_HTTP1],
 		(unsigned long long)prop[PROP_TLS], (unsigned long long)prop[PROP_UNSEEN],
-		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
+		(unsigned long long)prop[PROP_H2_NOT_WHOLE], app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 
 static int run(struct app *app)
@@ -476,8 +477,41 @@ static void say_sites(const struct target *t)
 
 	say_site(t->serve_http.symbol, &t->serve_http);
 	say_site(t->round_trip.symbol, &t->round_trip);
+	say_site(t->grpc.handle_stream.symbol, &t->grpc.handle_stream);
+	say_site(t->grpc.write_status.symbol, &t->grpc.write_status);
+	say_site(t->grpc.handler_write_status.symbol, &t->grpc.handler_write_status);
+	say_site(t->grpc.new_stream.symbol, &t->grpc.new_stream);
+	say_site(t->grpc.new_attempt.symbol, &t->grpc.new_attempt);
+	say_site(t->grpc.attempt_finish.symbol, &t->grpc.attempt_finish);
+	say_site(t->grpc.header_fields.symbol, &t->grpc.header_fields);
+	say_site(t->grpc.write_header.symbol, &t->grpc.write_header);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
+}
+
+/*
+ * What gospan traces of T's gRPC, for the attach line: " + gRPC server + gRPC client (grpc-go
+ * v1.62.1, offsets from DWARF; single-stepped hits: 0 an RPC served, 0 an RPC made)", or why not.
+ */
+static void grpc_parts(const struct target *t, char *buf, size_t size)
+{
+	const struct grpc_target *g = &t->grpc;
+	char served[16], made[16];
+
+	buf[0] = '\0';
+	if (!g->version[0])
+		return;
+	if (!g->handle_stream.addr && !g->new_stream.addr) {
+		snprintf(buf, size, " + no gRPC (grpc-go %s: see the warning above)", g->version);
+		return;
+	}
+	snprintf(buf, size,
+		 "%s%s (grpc-go %s, offsets from %s; single-stepped hits: %s an RPC served, %s an "
+		 "RPC made)",
+		 g->handle_stream.addr ? " + gRPC server" : "",
+		 g->new_stream.addr ? " + gRPC client" : "", g->version,
+		 g->offsets_source ? g->offsets_source : "nowhere",
+		 steps_text(g->server_steps, served), steps_text(g->client_steps, made));
 }
 
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
@@ -486,7 +520,7 @@ static int add_target(struct app *app, size_t i)
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
-	char funcs[64] = "", server_steps[16], client_steps[16];
+	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -498,7 +532,8 @@ static int add_target(struct app *app, size_t i)
 	if (err)
 		return err;
 	/* With a --functions file, a binary that serves no HTTP is still worth tracing. */
-	tg = target__analyse(path, name, app->tables, !app->functions || !cfg->functions_file);
+	tg = target__analyse(path, name, app->tables, app->grpc_tables,
+			     !app->functions || !cfg->functions_file);
 	if (!tg) {
 		err = -errno;
 		disasm__release();
@@ -511,7 +546,7 @@ static int add_target(struct app *app, size_t i)
 	disasm__release();
 	if (err)
 		return err;
-	if (!tg->serve_http.addr && !tg->nfuncs) {
+	if (!tg->serve_http.addr && !tg->nfuncs && !tg->grpc.handle_stream.addr) {
 		pr_err("cannot trace '%s': it serves no HTTP with net/http and none of the functions "
 		       "to trace is in it",
 		       tg->path);
@@ -551,14 +586,16 @@ static int add_target(struct app *app, size_t i)
 	if (tg->nfuncs)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");
+	grpc_parts(tg, rpc, sizeof(rpc));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; HTTP server%s%s%s%s), "
+		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
-		steps_text(tg->client_steps, client_steps), tg->gopanic.addr ? " + gopanic" : "",
-		tg->round_trip.addr ? " + HTTP client" : "", funcs,
-		tg->cfg.cpu_time ? " + casgstatus" : "", tg->offsets_source,
+		steps_text(tg->client_steps, client_steps),
+		tg->serve_http.addr ? "HTTP server" : "no HTTP server",
+		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
+		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
 	if (cfg->verbose)
@@ -602,6 +639,12 @@ int main(int argc, char **argv)
 	app.tables = offsets__parse(gospan_offsets_json,
 				    gospan_offsets_json_end - gospan_offsets_json);
 	if (!app.tables) {
+		err = -errno;
+		goto cleanup;
+	}
+	app.grpc_tables = grpc_offsets__parse(gospan_grpc_offsets_json,
+					      gospan_grpc_offsets_json_end - gospan_grpc_offsets_json);
+	if (!app.grpc_tables) {
 		err = -errno;
 		goto cleanup;
 	}
@@ -660,7 +703,8 @@ int main(int argc, char **argv)
 		if (err)
 			goto detach;
 		attached = true;
-		client |= app.traced[app.ntraced - 1].target->round_trip.addr != 0;
+		client |= app.traced[app.ntraced - 1].target->round_trip.addr != 0 ||
+			  app.traced[app.ntraced - 1].target->grpc.write_header.addr != 0;
 		if (stop_signal)
 			goto detach;
 	}
@@ -673,9 +717,9 @@ int main(int argc, char **argv)
 	if (client && !app.cfg.propagate)
 		pr_info("outgoing trace context: off (OTEL_PROPAGATORS=none)");
 	else if (client && probes__can_propagate(app.probes))
-		pr_info("outgoing trace context: traceparent is added to HTTP/1 requests at the "
-			"socket layer (sockops + sk_msg on the targets' cgroups); nothing is written "
-			"into the services' memory");
+		pr_info("outgoing trace context: traceparent is added to HTTP/1 requests and to "
+			"cleartext gRPC calls' HEADERS frames at the socket layer (sockops + sk_msg "
+			"on the targets' cgroups); nothing is written into the services' memory");
 	else if (client)
 		pr_warn("outgoing trace context is off (see the reason above): client spans are "
 			"still made, but the services they call start traces of their own");
@@ -702,6 +746,7 @@ cleanup:
 	for (i = 0; i < app.ntraced; i++)
 		target__free(app.traced[i].target);
 	offsets__free(app.tables);
+	offsets__free(app.grpc_tables);
 	functions__free(app.functions);
 	config__free(&app.cfg);
 	return err ? 1 : 0;

@@ -269,6 +269,15 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs newg = { .at_rets = p->skel->progs.goroutine_created,
 					 .at_ends = p->skel->progs.goroutine_created };
 	const struct site_progs gclock = { .entry = p->skel->progs.go_casgstatus };
+	const struct site_progs rpc_server = { .entry = p->skel->progs.grpc_server_entry };
+	const struct site_progs rpc_status = { .entry = p->skel->progs.grpc_server_status };
+	const struct site_progs rpc_client = { .entry = p->skel->progs.grpc_client_entry };
+	const struct site_progs rpc_stream = { .entry = p->skel->progs.grpc_client_stream };
+	const struct site_progs rpc_finish = { .entry = p->skel->progs.grpc_client_end };
+	const struct site_progs rpc_fields = { .at_rets = p->skel->progs.grpc_header_fields,
+					       .at_ends = p->skel->progs.grpc_header_fields };
+	const struct site_progs rpc_header = { .at_ends = p->skel->progs.grpc_write_header };
+	const struct grpc_target *g = &t->grpc;
 	size_t first = p->nlinks;
 	uint32_t c = p->ntargets;
 	int err;
@@ -288,6 +297,17 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = attach_site(p, &server, pid, t->path, &t->serve_http, c, n);
 	err = err ?: attach_site(p, &panic, pid, t->path, &t->gopanic, c, n);
 	err = err ?: attach_site(p, &client, pid, t->path, &t->round_trip, c, n);
+	/* gRPC: the status writer and the stream's end before the calls' entries. */
+	err = err ?: attach_site(p, &rpc_status, pid, t->path, &g->write_status, c, n);
+	err = err ?: attach_site(p, &rpc_status, pid, t->path, &g->handler_write_status, c, n);
+	err = err ?: attach_site(p, &rpc_server, pid, t->path, &g->handle_stream, c, n);
+	err = err ?: attach_site(p, &rpc_finish, pid, t->path, &g->attempt_finish, c, n);
+	err = err ?: attach_site(p, &rpc_stream, pid, t->path, &g->new_attempt, c, n);
+	err = err ?: attach_site(p, &rpc_client, pid, t->path, &g->new_stream, c, n);
+	if (p->wire && g->new_stream.addr) {
+		err = err ?: attach_site(p, &rpc_header, pid, t->path, &g->write_header, c, n);
+		err = err ?: attach_site(p, &rpc_fields, pid, t->path, &g->header_fields, c, n);
+	}
 	if (p->wire && t->round_trip.addr)
 		err = err ?: attach_site(p, &marker, pid, t->path, &t->inject, c, n);
 	if (follow_goroutines)
@@ -409,7 +429,7 @@ bool probes__can_propagate(const struct probes *p)
 
 int probes__track_process(struct probes *p, pid_t pid, const struct target *t)
 {
-	if (!p->wire || !t->round_trip.addr)
+	if (!p->wire || (!t->round_trip.addr && !t->grpc.new_stream.addr))
 		return 0;
 	return wire__add_process(p->wire, pid, &t->cfg);
 }

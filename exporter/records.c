@@ -4,6 +4,7 @@
  * arrives (so the record is not copied), kept in a table keyed by (pid, goroutine), and completed
  * by the end record. All semantics live here: names, routes, attribute values, status.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +38,8 @@ enum call_kind {
 	CALL_SERVER,
 	CALL_CLIENT,
 	CALL_FUNCTION, /* several per goroutine (nested): told apart by start time */
+	CALL_RPC_SERVER, /* a gRPC handler's stream: one per goroutine, as CALL_SERVER */
+	CALL_RPC_CLIENT, /* gRPC calls: a goroutine may hold several streams open at once */
 };
 
 struct pending {
@@ -355,7 +358,8 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	struct span *s;
 
 	/* Function calls nest: an open one is the new one's caller, not a call that vanished. */
-	old = kind == CALL_FUNCTION ? NULL : take(r, h->pid, h->goid, kind);
+	old = kind == CALL_FUNCTION || kind == CALL_RPC_CLIENT ? NULL :
+									 take(r, h->pid, h->goid, kind);
 	if (old) {
 		/* The goroutine started a new call: the old one will never return. */
 		if (old->panic_ns)
@@ -388,9 +392,9 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	p->proc = proc;
 
 	span__set_resource(s, proc->res);
-	s->kind = kind == CALL_SERVER ? SPAN_KIND_SERVER :
-		  kind == CALL_CLIENT ? SPAN_KIND_CLIENT :
-					SPAN_KIND_INTERNAL;
+	s->kind = kind == CALL_SERVER || kind == CALL_RPC_SERVER ? SPAN_KIND_SERVER :
+		  kind == CALL_CLIENT || kind == CALL_RPC_CLIENT ? SPAN_KIND_CLIENT :
+								     SPAN_KIND_INTERNAL;
 	s->start_ns = clock__to_unix_ns(r->opts.clock, h->start_ns);
 	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
 	memcpy(s->span_id, ids->span_id, sizeof(s->span_id));
@@ -761,6 +765,194 @@ static void on_func_end(struct records *r, const struct func_end *e)
 	pending_free(found);
 }
 
+/* gRPC status codes by number, as the conventions and grpc-go spell them. */
+static const char *const grpc_code_names[] = {
+	"OK",		 "CANCELLED",	      "UNKNOWN",	   "INVALID_ARGUMENT",
+	"DEADLINE_EXCEEDED", "NOT_FOUND",      "ALREADY_EXISTS",    "PERMISSION_DENIED",
+	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	   "OUT_OF_RANGE",
+	"UNIMPLEMENTED",     "INTERNAL",	      "UNAVAILABLE",	   "DATA_LOSS",
+	"UNAUTHENTICATED",
+};
+
+/*
+ * Splits "/package.Service/Method" into rpc.service and rpc.method and names the span
+ * "package.Service/Method", as the RPC conventions ask; a name gRPC would refuse is kept whole.
+ */
+static void set_rpc_method(struct span *s, const char *raw, uint32_t len)
+{
+	char full[MAX_RPC_METHOD_LEN * 3 + 1];
+	const char *name, *slash;
+
+	span__set_str(s, SC_RPC_SYSTEM, "grpc", 4);
+	captured_copy(full, sizeof(full), raw, len, MAX_RPC_METHOD_LEN);
+	name = full[0] == '/' ? full + 1 : full;
+	slash = strrchr(name, '/');
+	if (!name[0] || len > MAX_RPC_METHOD_LEN) {
+		span__set_name(s, name[0] ? name : "grpc", name[0] ? strlen(name) : 4);
+		if (len > MAX_RPC_METHOD_LEN)
+			mark_truncated(s, SC_RPC_METHOD);
+		return;
+	}
+	if (slash && slash != name && slash[1]) {
+		span__set_str(s, SC_RPC_SERVICE, name, slash - name);
+		span__set_str(s, SC_RPC_METHOD, slash + 1, strlen(slash + 1));
+	}
+	span__set_name(s, name, strlen(name));
+}
+
+/* An endpoint as a *net.TCPAddr had it, into attributes HOST_KEY and PORT_KEY. */
+static void set_endpoint(struct span *s, const struct net_endpoint *ep, const char *host_key,
+			 const char *port_key)
+{
+	static const uint8_t v4_in_v6[12] = { [10] = 0xff, [11] = 0xff };
+	char buf[INET6_ADDRSTRLEN];
+	const void *ip = ep->ip;
+	int family = AF_INET6;
+
+	if (ep->ip_len != 4 && ep->ip_len != 16)
+		return;
+	/* Go keeps IPv4 addresses in their 16-byte form too: show them as IPv4. */
+	if (ep->ip_len == 4 || !memcmp(ep->ip, v4_in_v6, sizeof(v4_in_v6))) {
+		family = AF_INET;
+		ip = ep->ip_len == 4 ? ep->ip : ep->ip + 12;
+	}
+	if (!inet_ntop(family, ip, buf, sizeof(buf)))
+		return;
+	span__set_str(s, host_key, buf, strlen(buf));
+	span__set_int(s, port_key, ep->port);
+}
+
+/*
+ * The call's gRPC status: rpc.grpc.status_code always, and status ERROR with error.type (the
+ * code's name) and the status message when the code is an error for this side. A server only
+ * calls its own failures errors; a client, every code but OK.
+ */
+static void set_grpc_status(struct span *s, int32_t code, const char *msg, uint32_t msg_len,
+			    bool server)
+{
+	char text[MAX_RPC_MESSAGE_LEN * 3 + 1];
+	const char *name;
+	bool error;
+
+	span__set_int(s, SC_RPC_GRPC_STATUS_CODE, code);
+	if (server)
+		error = code == 2 || code == 4 || code == 12 || code == 13 || code == 14 || code == 15;
+	else
+		error = code != 0;
+	if (!error)
+		return;
+	s->status = SPAN_STATUS_ERROR;
+	name = code >= 0 && (size_t)code < sizeof(grpc_code_names) / sizeof(grpc_code_names[0]) ?
+		       grpc_code_names[code] :
+		       "_OTHER";
+	span__set_str(s, SC_ERROR_TYPE, name, strlen(name));
+	if (msg_len) {
+		captured_copy(text, sizeof(text), msg, msg_len, MAX_RPC_MESSAGE_LEN);
+		s->status_msg = span__strndup(s, text, strlen(text));
+	}
+}
+
+static void on_grpc_server_start(struct records *r, const struct grpc_server_start *e)
+{
+	struct pending *p;
+	struct span *s;
+
+	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_RPC_SERVER);
+	if (!p)
+		return;
+	s = p->span;
+	if (e->tracestate_len && e->tracestate_len <= MAX_TRACESTATE_LEN)
+		s->trace_state = span__strndup(s, e->tracestate, e->tracestate_len);
+	set_rpc_method(s, e->method, e->method_len);
+	set_endpoint(s, &e->local, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+	set_endpoint(s, &e->remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
+	/* No proxy is in between that gospan could know of: the peer is the client. */
+	set_endpoint(s, &e->remote, SC_CLIENT_ADDRESS, SC_CLIENT_PORT);
+	span__set_str(s, SC_NETWORK_PROTOCOL_NAME, "http", 4);
+	span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, "2", 1);
+}
+
+static void on_grpc_server_end(struct records *r, const struct grpc_server_end *e)
+{
+	struct pending *p;
+	struct span *s;
+
+	p = close_call(r, &e->hdr, CALL_RPC_SERVER, e->end_ns);
+	if (!p)
+		return;
+	s = p->span;
+	/* No status written: the stream was reset (the client went away) before one could be. */
+	if (e->code >= 0)
+		set_grpc_status(s, e->code, e->message, e->message_len, true);
+	if (e->cpu_ns != ~0ULL)
+		span__set_int(s, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
+	emit(r, s, false);
+	p->span = NULL;
+	pending_free(p);
+}
+
+/*
+ * The dial target "dns:///host:port", "passthrough:///host:port" or "host:port" names the
+ * server the call is for: server.address and server.port (absent for unix sockets).
+ */
+static void set_grpc_target(struct span *s, const char *raw, uint32_t len)
+{
+	char target[MAX_RPC_TARGET_LEN * 3 + 1];
+	const char *hp = target, *sep;
+
+	if (!len || len > MAX_RPC_TARGET_LEN)
+		return;
+	captured_copy(target, sizeof(target), raw, len, MAX_RPC_TARGET_LEN);
+	sep = strstr(target, "://");
+	if (sep) {
+		if (!strncmp(target, "unix", 4))
+			return;
+		hp = sep + 3;
+		/* The authority part, when there is one, is the resolver's, not the server. */
+		sep = strchr(hp, '/');
+		hp = sep ? sep + 1 : hp;
+	} else if (!strncmp(target, "unix:", 5)) {
+		return;
+	}
+	if (hp[0])
+		set_host_port(s, hp, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+}
+
+static void on_grpc_client_start(struct records *r, const struct grpc_client_start *e)
+{
+	struct pending *p;
+
+	p = open_call(r, &e->hdr, e->cookie, &e->ids, CALL_RPC_CLIENT);
+	if (!p)
+		return;
+	set_rpc_method(p->span, e->method, e->method_len);
+	set_grpc_target(p->span, e->target, e->target_len);
+	span__set_str(p->span, SC_NETWORK_PROTOCOL_NAME, "http", 4);
+	span__set_str(p->span, SC_NETWORK_PROTOCOL_VERSION, "2", 1);
+}
+
+static void on_grpc_client_end(struct records *r, const struct grpc_client_end *e)
+{
+	struct pending **pp, *p;
+
+	/* A goroutine may have several streams open: the start time names the call. */
+	for (pp = bucket(r, e->hdr.pid, e->hdr.goid); (p = *pp); pp = &p->next)
+		if (p->kind == CALL_RPC_CLIENT && p->pid == e->hdr.pid &&
+		    p->goid == e->hdr.goid && p->start_ns == e->hdr.start_ns)
+			break;
+	if (!p) {
+		r->stats.dropped[RECORDS_DROP_NO_START]++;
+		return;
+	}
+	*pp = p->next;
+	r->stats.pending--;
+	p->span->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	set_grpc_status(p->span, e->code, e->message, e->message_len, false);
+	emit(r, p->span, false);
+	p->span = NULL;
+	pending_free(p);
+}
+
 int records__handle(void *ctx, const void *data, size_t size)
 {
 	const struct record_header *h = data;
@@ -803,6 +995,26 @@ int records__handle(void *ctx, const void *data, size_t size)
 		if (size < sizeof(struct func_end))
 			goto malformed;
 		on_func_end(r, data);
+		return 0;
+	case EVENT_GRPC_SERVER_START:
+		if (size < sizeof(struct grpc_server_start))
+			goto malformed;
+		on_grpc_server_start(r, data);
+		return 0;
+	case EVENT_GRPC_SERVER_END:
+		if (size < sizeof(struct grpc_server_end))
+			goto malformed;
+		on_grpc_server_end(r, data);
+		return 0;
+	case EVENT_GRPC_CLIENT_START:
+		if (size < sizeof(struct grpc_client_start))
+			goto malformed;
+		on_grpc_client_start(r, data);
+		return 0;
+	case EVENT_GRPC_CLIENT_END:
+		if (size < sizeof(struct grpc_client_end))
+			goto malformed;
+		on_grpc_client_end(r, data);
 		return 0;
 	}
 malformed:

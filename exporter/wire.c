@@ -60,7 +60,8 @@ struct wire {
 };
 
 /* The maps the two objects share (bpf/include/wire_maps.bpf.h), by name. */
-static const char *const shared_maps[] = { "traced", "pending", "tracestates", "propagation" };
+static const char *const shared_maps[] = { "traced",	   "pending",	 "tracestates",
+					   "propagation", "h2_marks", "h2_writers" };
 
 /*
  * Where the cgroup v2 hierarchy is mounted (MNT), and which cgroup that mount shows at its top
@@ -398,7 +399,7 @@ static int add_open_sockets(struct wire *w, pid_t pid)
 	}
 	if (added)
 		pr_info("process %d: %d open client connection%s tracked: %s HTTP/1 requests "
-			"carry trace context",
+			"and cleartext gRPC calls carry trace context",
 			(int)pid, added, added == 1 ? " is" : "s are", added == 1 ? "its" : "their");
 
 cleanup:

@@ -28,6 +28,8 @@
 #define GO_G_PTR(ctx) ((void *)(ctx)->r14)
 /* The stack pointer: at a function's entry and at its RETs it points at the return address. */
 #define GO_SP(ctx) ((ctx)->rsp)
+/* Where the probe fired: the probed instruction's address. */
+#define GO_IP(ctx) ((ctx)->rip)
 
 static __always_inline __u64 go_arg(const GO_REGS *ctx, __u32 slot)
 {
@@ -83,6 +85,7 @@ struct gospan_arm64_regs {
 #define GO_G_PTR(ctx) ((void *)(ctx)->regs[28])
 /* The stack pointer: the same at a function's entry and at its RETs (the epilogue restores it). */
 #define GO_SP(ctx) ((ctx)->sp)
+#define GO_IP(ctx) ((ctx)->pc)
 
 static __always_inline __u64 go_arg(const GO_REGS *ctx, __u32 slot)
 {

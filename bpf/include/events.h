@@ -19,6 +19,9 @@
 #define MAX_SCHEME_LEN 8
 #define MAX_QUERY_LEN 128
 #define MAX_TRACESTATE_LEN 256
+#define MAX_RPC_METHOD_LEN 128 /* "/package.Service/Method" */
+#define MAX_RPC_TARGET_LEN 128 /* the dial target of a grpc.ClientConn */
+#define MAX_RPC_MESSAGE_LEN 128 /* a gRPC status message */
 /* "00-" 32 hex "-" 16 hex "-" 2 hex: a version-00 W3C traceparent. */
 #define TRACEPARENT_LEN 55
 
@@ -76,6 +79,10 @@ enum event_type {
 	EVENT_HTTP_CLIENT_END = 5,
 	EVENT_FUNC_START = 6,
 	EVENT_FUNC_END = 7,
+	EVENT_GRPC_SERVER_START = 8,
+	EVENT_GRPC_SERVER_END = 9,
+	EVENT_GRPC_CLIENT_START = 10,
+	EVENT_GRPC_CLIENT_END = 11,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -114,6 +121,11 @@ enum propagation_result {
 	PROP_NOT_HTTP1,	     /* the first bytes written were not an HTTP/1.x request line */
 	PROP_TLS,	     /* an https request: its bytes are encrypted before the socket layer */
 	PROP_UNSEEN,	     /* the request's bytes never passed the writer: its socket is not tracked */
+	/*
+	 * A gRPC call's HEADERS frame went out in a message whose HTTP/2 frames could not all be
+	 * found (one ends past the message, or more new streams than one message is read for)
+	 */
+	PROP_H2_NOT_WHOLE,
 	PROP__COUNT,
 };
 
@@ -133,6 +145,13 @@ struct traced_process {
 /* The trace context waiting to go out with the request a goroutine is writing. */
 struct pending_ctx {
 	struct span_ctx ctx;
+};
+
+/* An HTTP/2 HEADERS frame waiting for its trace context: its writer and its stream. */
+struct h2_mark_key {
+	__u32 pid;
+	__u32 stream_id;
+	__u64 goid;
 };
 
 /* A trace's incoming tracestate, to go out again with the trace's outgoing requests. */
@@ -239,7 +258,51 @@ struct target_config {
 
 	/* Where a thread's goroutine is, from its FS base: see struct traced_process. */
 	__s64 tls_g;
+
+	/*
+	 * gRPC (google.golang.org/grpc), when the binary uses it (grpc_server / grpc_client set).
+	 * Offsets from its DWARF or the grpc-go offset table; -1: unknown. The handler's stream:
+	 * its method and context; the transport's peer addresses (*net.TCPAddr in a net.Addr);
+	 * a *status.Status's proto message, its code and message; a *status.Error's *Status; a
+	 * csAttempt's clientStream; a ClientConn's dial target; a context.valueCtx's key and value.
+	 */
+	__u32 grpc_server;
+	__u32 grpc_client;
+	__s64 grpc_stream_deref; /* >= 0: the handler's stream holds a *Stream there (1.69-1.76) */
+	__s64 grpc_stream_method;
+	__s64 grpc_stream_ctx;
+	__s64 grpc_st_remote_addr;
+	__s64 grpc_st_local_addr;
+	__s64 grpc_status_proto;
+	__s64 grpc_proto_code;
+	__s64 grpc_proto_message;
+	__s64 grpc_error_status;
+	__s64 grpc_attempt_cs;
+	__s64 grpc_cc_target;
+	__s64 tcpaddr_ip;
+	__s64 tcpaddr_port;
+	__s64 valuectx_key;
+	__s64 valuectx_val;
+	/*
+	 * Link-time addresses of methods, to tell a Go interface's dynamic type by its itab
+	 * without symbols (stripped binaries keep them in the function table): the word at
+	 * ITAB_FUN0 + 8 * i is the type's i-th method of the interface, in name order. 0: unknown,
+	 * that check fails. context.Context's Value (4th), net.Addr's Network (1st), error's Error.
+	 */
+	__u64 fn_valuectx_value;
+	__u64 fn_tcpaddr_network;
+	__u64 fn_status_error;
+	__u64 fn_error_string;
+	/*
+	 * The link-time addresses the server entry and the client end are probed at: with the
+	 * probe's own address they give the load bias of a PIE process, without a map of them.
+	 */
+	__u64 grpc_server_entry_at;
+	__u64 grpc_finish_at;
 };
+
+/* In a Go itab, where the method words begin (after inter, _type, hash and padding). */
+#define ITAB_FUN0 24
 
 /* Key of the in-flight map: goroutine ids are only unique within one process. */
 struct goroutine_key {
@@ -439,6 +502,65 @@ struct go_panic {
 	__u32 pattern_len; /* the route, matched before the handler ran */
 	__u32 _pad;
 	char pattern[MAX_PATTERN_LEN];
+};
+
+/* An IP endpoint as a *net.TCPAddr holds it: 4 or 16 address bytes (IP_LEN), port. */
+struct net_endpoint {
+	__u8 ip[16];
+	__u8 ip_len; /* 0: unknown */
+	__u8 _pad;
+	__u16 port;
+	__u32 _pad2;
+};
+
+/*
+ * gRPC server side, at (*grpc.Server).handleStream's entry, on the goroutine that runs the RPC's
+ * handler: what arrived, and the ids BPF chose (an incoming traceparent continues its trace).
+ */
+struct grpc_server_start {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u32 cookie;
+	__u32 method_len;
+	char method[MAX_RPC_METHOD_LEN];
+	struct net_endpoint local, remote;
+	__u32 tracestate_len;
+	__u32 _pad;
+	char tracestate[MAX_TRACESTATE_LEN];
+};
+
+/* When handleStream has returned: the status the transport wrote for the RPC. */
+struct grpc_server_end {
+	struct record_header hdr;
+	__u64 end_ns;
+	__u64 cpu_ns;	 /* ~0 = not measured */
+	__s32 code;	 /* gRPC status code; -1: no status was written */
+	__u32 message_len;
+	char message[MAX_RPC_MESSAGE_LEN];
+};
+
+/* gRPC client side, at newClientStream's entry: unary calls and streams alike. */
+struct grpc_client_start {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u32 cookie;
+	__u32 method_len;
+	__u32 target_len;
+	__u32 _pad;
+	char method[MAX_RPC_METHOD_LEN];
+	char target[MAX_RPC_TARGET_LEN];
+};
+
+/*
+ * When the call's attempt finishes, maybe on another goroutine than the one that began it: HDR
+ * is the start's (its goroutine and time), which is how user space pairs them.
+ */
+struct grpc_client_end {
+	struct record_header hdr;
+	__u64 end_ns;
+	__s32 code; /* gRPC status code of the call's error; 0 = none */
+	__u32 message_len;
+	char message[MAX_RPC_MESSAGE_LEN];
 };
 
 #endif

@@ -153,16 +153,25 @@ static __always_inline void hex_encode(char *out, const __u8 *in, __u32 n)
 	}
 }
 
+/* The traceparent value "00-<trace id>-<span id>-<flags>" naming CTX's span: TRACEPARENT_LEN. */
+static __always_inline void traceparent_value(char *out, const struct span_ctx *ctx)
+{
+	out[0] = '0';
+	out[1] = '0';
+	out[2] = '-';
+	hex_encode(out + 3, ctx->trace_id, 16);
+	out[35] = '-';
+	hex_encode(out + 36, ctx->span_id, 8);
+	out[52] = '-';
+	hex_encode(out + 53, &ctx->flags, 1);
+}
+
 /* The header line "Traceparent: 00-<trace id>-<span id>-<flags>\r\n" naming CTX's span. */
 #define TRACEPARENT_LINE_LEN (13 + TRACEPARENT_LEN + 2)
 static __always_inline void traceparent_line(char *line, const struct span_ctx *ctx)
 {
-	__builtin_memcpy(line, "Traceparent: 00-", 16);
-	hex_encode(line + 16, ctx->trace_id, 16);
-	line[48] = '-';
-	hex_encode(line + 49, ctx->span_id, 8);
-	line[65] = '-';
-	hex_encode(line + 66, &ctx->flags, 1);
+	__builtin_memcpy(line, "Traceparent: ", 13);
+	traceparent_value(line + 13, ctx);
 	line[68] = '\r';
 	line[69] = '\n';
 }

@@ -34,6 +34,29 @@ struct {
 	__type(value, struct pending_ctx);
 } pending SEC(".maps");
 
+/*
+ * The context of a gRPC call's HEADERS frame, by the goroutine that writes it (the connection's
+ * loopy writer) and the frame's stream id: set where the writer is handed the call's header
+ * fields, taken by the socket-layer writer when that frame passes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct h2_mark_key);
+	__type(value, struct span_ctx);
+} h2_marks SEC(".maps");
+
+/*
+ * How many marks each writing goroutine has waiting: HTTP/2 messages of goroutines with none
+ * are let go without reading their frames.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, __u64);
+} h2_writers SEC(".maps");
+
 /* Incoming tracestate of the traces being served, by process and trace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -49,12 +72,17 @@ struct {
 	__type(value, __u64);
 } propagation SEC(".maps");
 
-static __always_inline void count_propagation(__u32 what)
+static __always_inline void count_propagation_n(__u32 what, __u64 n)
 {
 	__u64 *cnt = bpf_map_lookup_elem(&propagation, &what);
 
 	if (cnt)
-		*cnt += 1;
+		*cnt += n;
+}
+
+static __always_inline void count_propagation(__u32 what)
+{
+	count_propagation_n(what, 1);
 }
 
 #endif

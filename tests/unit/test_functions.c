@@ -323,7 +323,7 @@ static void test_functions__resolves_with_dwarf(void **state)
 
 	(void)state;
 	assert_non_null(bin);
-	t = target__analyse(bin, NULL, tables, true);
+	t = target__analyse(bin, NULL, tables, NULL, true);
 	assert_non_null(t);
 	fs = parse(CONFIG);
 	assert_non_null(fs);
@@ -427,7 +427,7 @@ static void test_functions__resolves_stripped_by_position(void **state)
 
 	(void)state;
 	assert_non_null(bin);
-	t = target__analyse(bin, NULL, tables, true);
+	t = target__analyse(bin, NULL, tables, NULL, true);
 	assert_non_null(t);
 	fs = parse("{\"functions\": ["
 		   " {\"symbol\": \"main.process\", \"params\": [\"string\", \"int\", \"bool\","

@@ -102,7 +102,7 @@ static int group_setup(void **state)
 		return -1;
 	tables = offsets__parse(json, len);
 	free(json);
-	target = tables ? target__analyse(bin, NULL, tables, true) : NULL;
+	target = tables ? target__analyse(bin, NULL, tables, NULL, true) : NULL;
 	if (!target)
 		return -1;
 	return config__parse(&cfg, 1, argv, envp);
@@ -738,6 +738,176 @@ static void test_records__client_spans(void **state)
 	assert_null(span__get(s, SC_HTTP_RESPONSE_STATUS_CODE));
 }
 
+static void send_grpc_client(struct fixture *f, uint64_t goid, uint64_t start, const char *target,
+			     int32_t code, const char *message)
+{
+	struct grpc_client_start e = {};
+	struct grpc_client_end x = {};
+
+	e.hdr.type = EVENT_GRPC_CLIENT_START;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	e.cookie = COOKIE;
+	memset(e.ids.trace_id, 0xcd, sizeof(e.ids.trace_id));
+	memset(e.ids.span_id, (int)start, sizeof(e.ids.span_id));
+	e.ids.flags = 1;
+	SET_STR(method, "/shop.v1.Inventory/GetItem");
+	SET_STR(target, target);
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+	x.hdr = e.hdr;
+	x.hdr.type = EVENT_GRPC_CLIENT_END;
+	x.end_ns = start + 50;
+	x.code = code;
+	x.message_len = (uint32_t)strlen(message);
+	memcpy(x.message, message, strlen(message));
+	assert_int_equal(records__handle(f->r, &x, sizeof(x)), 0);
+}
+
+/*
+ * gRPC CLIENT spans: named by the method, rpc.* attributes, server.address/port from the dial
+ * target whatever its scheme; every code but OK is an error, named. One goroutine may have two
+ * calls open at once (a stream and a unary call): the start time tells their ends apart.
+ */
+static void test_records__grpc_client_spans(void **state)
+{
+	struct fixture *f = *state;
+	struct grpc_client_start a = {}, b = {};
+	struct grpc_client_end end = {};
+	const struct span *s;
+
+	send_grpc_client(f, 1, 100, "dns:///inventory.svc:9090", 0, "");
+	send_grpc_client(f, 2, 200, "passthrough:///10.0.0.7:50051", 5, "no such item");
+	send_grpc_client(f, 3, 300, "unix:///run/app.sock", 14, "");
+	assert_int_equal(f->nspans, 3);
+
+	s = f->spans[0];
+	assert_int_equal(s->kind, SPAN_KIND_CLIENT);
+	assert_string_equal(s->name, "shop.v1.Inventory/GetItem");
+	assert_string_equal(str_attr(s, SC_RPC_SYSTEM), "grpc");
+	assert_string_equal(str_attr(s, SC_RPC_SERVICE), "shop.v1.Inventory");
+	assert_string_equal(str_attr(s, SC_RPC_METHOD), "GetItem");
+	assert_int_equal(int_attr(s, SC_RPC_GRPC_STATUS_CODE), 0);
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "inventory.svc");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 9090);
+	assert_int_equal(s->status, SPAN_STATUS_UNSET);
+	assert_int_equal(s->end_ns - s->start_ns, 50);
+
+	s = f->spans[1];
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "NOT_FOUND");
+	assert_string_equal(s->status_msg, "no such item");
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "10.0.0.7");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 50051);
+
+	/* A unix socket has no server address to give. */
+	s = f->spans[2];
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "UNAVAILABLE");
+	assert_null(span__get(s, SC_SERVER_ADDRESS));
+
+	/* Two calls open on one goroutine: the second's end does not take the first. */
+	a.hdr.type = b.hdr.type = EVENT_GRPC_CLIENT_START;
+	a.hdr.pid = b.hdr.pid = getpid();
+	a.hdr.goid = b.hdr.goid = 9;
+	a.hdr.start_ns = 1000;
+	b.hdr.start_ns = 2000;
+	a.cookie = b.cookie = COOKIE;
+	a.ids.flags = b.ids.flags = 1;
+	memcpy(a.method, "/a.A/Stream", 11);
+	a.method_len = 11;
+	memcpy(b.method, "/a.A/Unary", 10);
+	b.method_len = 10;
+	assert_int_equal(records__handle(f->r, &a, sizeof(a)), 0);
+	assert_int_equal(records__handle(f->r, &b, sizeof(b)), 0);
+	end.hdr = b.hdr;
+	end.hdr.type = EVENT_GRPC_CLIENT_END;
+	end.end_ns = 2100;
+	assert_int_equal(records__handle(f->r, &end, sizeof(end)), 0);
+	assert_int_equal(f->nspans, 4);
+	assert_string_equal(f->spans[3]->name, "a.A/Unary");
+	end.hdr = a.hdr;
+	end.hdr.type = EVENT_GRPC_CLIENT_END;
+	end.end_ns = 3000;
+	assert_int_equal(records__handle(f->r, &end, sizeof(end)), 0);
+	assert_int_equal(f->nspans, 5);
+	assert_string_equal(f->spans[4]->name, "a.A/Stream");
+	assert_int_equal(f->spans[4]->end_ns - f->spans[4]->start_ns, 2000);
+}
+
+static void send_grpc_server(struct fixture *f, uint64_t goid, int32_t code, const char *message,
+			     const uint8_t *local_ip, uint8_t ip_len)
+{
+	struct grpc_server_start e = {};
+	struct grpc_server_end x = {};
+
+	e.hdr.type = EVENT_GRPC_SERVER_START;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = 100;
+	e.cookie = COOKIE;
+	memset(e.ids.trace_id, 0xab, sizeof(e.ids.trace_id));
+	memset(e.ids.span_id, (int)goid, sizeof(e.ids.span_id));
+	e.ids.flags = 1;
+	SET_STR(method, "/grpc.health.v1.Health/Check");
+	memcpy(e.local.ip, local_ip, ip_len);
+	e.local.ip_len = ip_len;
+	e.local.port = 50051;
+	memcpy(e.remote.ip, (const uint8_t[]){ 192, 0, 2, 9 }, 4);
+	e.remote.ip_len = 4;
+	e.remote.port = 40000;
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+	x.hdr = e.hdr;
+	x.hdr.type = EVENT_GRPC_SERVER_END;
+	x.end_ns = 400;
+	x.cpu_ns = ~0ULL;
+	x.code = code;
+	x.message_len = (uint32_t)strlen(message);
+	memcpy(x.message, message, strlen(message));
+	assert_int_equal(records__handle(f->r, &x, sizeof(x)), 0);
+}
+
+/*
+ * gRPC SERVER spans: the endpoints as the transport had them (IPv4 in Go's 16-byte form shown
+ * as IPv4), and only the codes the conventions call server errors are errors.
+ */
+static void test_records__grpc_server_spans(void **state)
+{
+	static const uint8_t v4_in_v6[16] = { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 };
+	static const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	struct fixture *f = *state;
+	const struct span *s;
+
+	send_grpc_server(f, 1, 0, "", v4_in_v6, 16);
+	send_grpc_server(f, 2, 5, "not here", v6, 16);
+	send_grpc_server(f, 3, 13, "boom", v4_in_v6, 16);
+	assert_int_equal(f->nspans, 3);
+
+	s = f->spans[0];
+	assert_int_equal(s->kind, SPAN_KIND_SERVER);
+	assert_string_equal(s->name, "grpc.health.v1.Health/Check");
+	assert_string_equal(str_attr(s, SC_RPC_SERVICE), "grpc.health.v1.Health");
+	assert_string_equal(str_attr(s, SC_RPC_METHOD), "Check");
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "127.0.0.1");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 50051);
+	assert_string_equal(str_attr(s, SC_CLIENT_ADDRESS), "192.0.2.9");
+	assert_int_equal(int_attr(s, SC_CLIENT_PORT), 40000);
+	assert_string_equal(str_attr(s, SC_NETWORK_PEER_ADDRESS), "192.0.2.9");
+	assert_int_equal(int_attr(s, SC_NETWORK_PEER_PORT), 40000);
+	assert_int_equal(s->status, SPAN_STATUS_UNSET);
+
+	/* NOT_FOUND is the caller's problem, not the server's. */
+	s = f->spans[1];
+	assert_int_equal(int_attr(s, SC_RPC_GRPC_STATUS_CODE), 5);
+	assert_int_equal(s->status, SPAN_STATUS_UNSET);
+	assert_null(span__get(s, SC_ERROR_TYPE));
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "2001:db8::1");
+
+	s = f->spans[2];
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "INTERNAL");
+	assert_string_equal(s->status_msg, "boom");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -749,6 +919,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__unsampled_traces_are_not_exported, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__client_spans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__grpc_client_spans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__grpc_server_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__status_by_protocol_without_itab, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,

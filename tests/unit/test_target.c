@@ -130,7 +130,7 @@ static void test_target__http_server_is_analysed(void **state)
 
 	(void)state;
 	assert_non_null(bin);
-	t = target__analyse(bin, NULL, tables, true);
+	t = target__analyse(bin, NULL, tables, NULL, true);
 	assert_non_null(t);
 	assert_string_equal(t->exe_name, "target-httpserver");
 	assert_int_equal(t->gobin->major, 1);
@@ -185,7 +185,7 @@ static void test_target__goroutine_is_found_below_the_thread_pointer(void **stat
 			test_go_build("httpserver", builds[i].out, builds[i].env, builds[i].flags);
 
 		assert_non_null(bin);
-		t = target__analyse(bin, NULL, tables, true);
+		t = target__analyse(bin, NULL, tables, NULL, true);
 		assert_non_null(t);
 		if (t->cfg.tls_g != -8)
 			fail_msg("%s: g at %lld from the thread pointer, expected -8", builds[i].out,
@@ -206,27 +206,27 @@ static void test_target__refuses_what_it_cannot_trace(void **state)
 
 	(void)state;
 	errno = 0;
-	assert_null(target__analyse("/bin/true", NULL, tables, true));
+	assert_null(target__analyse("/bin/true", NULL, tables, NULL, true));
 	assert_int_equal(errno, ENOEXEC);
 
 	assert_true((size_t)snprintf(path, sizeof(path), "%s/not-elf.txt", test_data_dir()) <
 		    sizeof(path));
 	assert_int_equal(test_sh("echo 'hello' > '%s'", path), 0);
 	errno = 0;
-	assert_null(target__analyse(path, NULL, tables, true));
+	assert_null(target__analyse(path, NULL, tables, NULL, true));
 	assert_int_not_equal(errno, 0);
 
 	errno = 0;
-	assert_null(target__analyse("/nonexistent/gospan-target", NULL, tables, true));
+	assert_null(target__analyse("/nonexistent/gospan-target", NULL, tables, NULL, true));
 	assert_int_equal(errno, ENOENT);
 
 	nohttp = test_go_build("nohttp", "target-nohttp", "", "");
 	assert_non_null(nohttp);
 	errno = 0;
-	assert_null(target__analyse(nohttp, NULL, tables, true));
+	assert_null(target__analyse(nohttp, NULL, tables, NULL, true));
 	assert_int_equal(errno, ENOENT);
 	/* With functions to trace instead, it is analysed: no server site, the goroutine id. */
-	t = target__analyse(nohttp, NULL, tables, false);
+	t = target__analyse(nohttp, NULL, tables, NULL, false);
 	assert_non_null(t);
 	assert_int_equal(t->serve_http.addr, 0);
 	assert_true(t->offs[GO_FIELD_G_GOID] > 0);
@@ -244,11 +244,11 @@ static void test_target__stripped_binary_is_analysed(void **state)
 
 	(void)state;
 	assert_non_null(plain_bin);
-	plain = target__analyse(plain_bin, NULL, tables, true);
+	plain = target__analyse(plain_bin, NULL, tables, NULL, true);
 	assert_non_null(plain);
 	bin = test_go_build("httpserver", "target-stripped", "", "-ldflags='-s -w'");
 	assert_non_null(bin);
-	stripped = target__analyse(bin, NULL, tables, true);
+	stripped = target__analyse(bin, NULL, tables, NULL, true);
 	assert_non_null(stripped);
 
 	assert_string_equal(stripped->offsets_source, "table");
@@ -293,7 +293,7 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 	assert_non_null(old);
 	plain_bin = test_go_build("httpserver", "target-future", "", "");
 	assert_non_null(plain_bin);
-	t = target__analyse(plain_bin, NULL, old, true);
+	t = target__analyse(plain_bin, NULL, old, NULL, true);
 	assert_non_null(t);
 	assert_string_equal(t->offsets_source, "DWARF");
 	assert_true(t->cfg.g_goid > 0);
@@ -304,7 +304,7 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 	assert_non_null(stripped_bin);
 	assert_int_equal(test_capture_start(&cap), 0);
 	errno = 0;
-	t = target__analyse(stripped_bin, NULL, old, true);
+	t = target__analyse(stripped_bin, NULL, old, NULL, true);
 	msg = test_capture_end(&cap);
 	assert_null(t);
 	assert_int_equal(errno, ENOENT);

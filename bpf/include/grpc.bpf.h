@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gRPC (google.golang.org/grpc) capture. Included by http.bpf.c, whose maps and helpers it
+ * shares: one object holds every program.
+ *
+ * Server: (*grpc.Server).handleStream runs each RPC on the goroutine that calls its handler, for
+ * unary and streaming RPCs alike. Its entry starts the span (the stream's method; the transport's
+ * peer addresses; the caller's traceparent, found in the metadata map the stream's context
+ * carries); the transport's status writer, which the same goroutine calls when the handler has
+ * returned, ends it with the status.
+ *
+ * Client: newClientStream begins every call made through a grpc.ClientConn (Invoke and streams).
+ * Its entry starts the span, a child of what the goroutine works for. The call is then followed
+ * by its *clientStream, not by the goroutine: a stream may be read, and ended, on another one. The
+ * stream's first attempt (newAttemptLocked, on the calling goroutine) ties the two, and the end
+ * of the attempt ((*csAttempt).finish, wherever it runs) ends the span with the call's error.
+ *
+ * Go interface values are told apart without symbols: an itab's method words are the dynamic
+ * type's methods, and user space gives the addresses of the ones that identify the types read
+ * here (a context.valueCtx, a *net.TCPAddr, a *status.Error, an *errors.errorString).
+ */
+#ifndef GOSPAN_GRPC_BPF_H
+#define GOSPAN_GRPC_BPF_H
+
+/* How many contexts the walk for the incoming metadata follows from the stream's own. */
+#define CTX_WALK_MAX 6
+
+/* Go's reflect kinds in a type descriptor (internal/abi): the low 5 bits of the kind byte. */
+#define GO_TYPE_KIND_OFF 23
+#define GO_TYPE_KIND_MASK 0x1f
+#define GO_KIND_MAP_ 21
+#define GO_KIND_SLICE_ 23
+#define GO_KIND_STRING_ 24
+/* A map type's key and element types follow the 48-byte common type descriptor. */
+#define GO_MAPTYPE_KEY 48
+#define GO_MAPTYPE_ELEM 56
+
+/* gRPC's code for an error that is not a status: codes.Unknown. */
+#define GRPC_CODE_UNKNOWN 2
+
+/* The RPC a goroutine's handleStream call serves. */
+struct rpc_server_call {
+	__u64 start_ns; /* 0: none in flight */
+	__u64 stream;	/* the stream: a second entry with it is the prologue's re-run */
+	__u64 cpu_start_ns;
+	__u32 has_prev;
+	__u32 _pad;
+	struct span_ctx prev; /* what the goroutine worked for before, restored at the end */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, struct rpc_server_call);
+} rpc_servers SEC(".maps");
+
+
+/*
+ * A client call begun on a goroutine, until its stream is made (START_NS 0 from then on) and its
+ * header fields are built (the entry goes): CTX is what its HEADERS frame is to carry.
+ */
+struct rpc_pending {
+	__u64 start_ns;
+	__u64 cc;     /* with METHOD: a second entry with both is the prologue's re-run */
+	__u64 method;
+	struct span_ctx ctx;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, struct rpc_pending);
+} rpc_pending SEC(".maps");
+
+/* A client call by its *clientStream; the value names its start record. */
+struct rpc_stream_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 cs;
+};
+
+struct rpc_stream {
+	__u64 goid;
+	__u64 start_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct rpc_stream_key);
+	__type(value, struct rpc_stream);
+} rpc_streams SEC(".maps");
+
+/* Scratch for the grpc records' strings: the server's end is built from the map entry. */
+#define TRACEPARENT_MD(k) struct map_key k = { .name = "traceparent", .len = 11 }
+#define TRACESTATE_MD(k) struct map_key k = { .name = "tracestate", .len = 10 }
+
+/*
+ * The load bias of the process this probe fires in: the probe's own address less the link-time
+ * address user space placed it at (AT, 0 when it could not say). 0 for executables that do not
+ * move.
+ */
+static __always_inline __u64 load_bias(GO_REGS *ctx, __u64 at)
+{
+	return at ? GO_IP(ctx) - at : 0;
+}
+
+/* Whether the interface whose itab is ITAB has a dynamic type whose method I is FN + BIAS. */
+static __always_inline bool itab_is(__u64 itab, __u32 i, __u64 fn, __u64 bias)
+{
+	return itab && fn && go_read_word((void *)itab, ITAB_FUN0 + 8 * i) == fn + bias;
+}
+
+/* Whether TYPE (a Go type descriptor) is a map[string][]T, as metadata.MD is. */
+static __always_inline bool is_string_slice_map(__u64 type)
+{
+	__u8 kind = 0;
+	__u64 t;
+
+	if (!type || bpf_probe_read_user(&kind, 1, (void *)(type + GO_TYPE_KIND_OFF)) ||
+	    (kind & GO_TYPE_KIND_MASK) != GO_KIND_MAP_)
+		return false;
+	t = go_read_word((void *)type, GO_MAPTYPE_KEY);
+	if (!t || bpf_probe_read_user(&kind, 1, (void *)(t + GO_TYPE_KIND_OFF)) ||
+	    (kind & GO_TYPE_KIND_MASK) != GO_KIND_STRING_)
+		return false;
+	t = go_read_word((void *)type, GO_MAPTYPE_ELEM);
+	return t && !bpf_probe_read_user(&kind, 1, (void *)(t + GO_TYPE_KIND_OFF)) &&
+	       (kind & GO_TYPE_KIND_MASK) == GO_KIND_SLICE_;
+}
+
+/*
+ * The incoming metadata of the stream at STREAM: the transport stores it in the stream's context
+ * with context.WithValue, and later layers (a stats handler, a tap) wrap that context in more
+ * values. The walk follows value contexts only, from the newest, to the first value that is a
+ * map[string][]string. NULL when there is none (a call without metadata).
+ */
+static __always_inline void *incoming_md(const struct target_config *cfg, const void *stream,
+					 __u64 bias)
+{
+	struct {
+		__u64 itab, data;
+	} c, v;
+	int i;
+
+	if (cfg->grpc_stream_ctx < 0 || cfg->valuectx_val < 0 ||
+	    bpf_probe_read_user(&c, sizeof(c), stream + cfg->grpc_stream_ctx))
+		return NULL;
+#pragma unroll
+	for (i = 0; i < CTX_WALK_MAX; i++) {
+		/* context.Context's methods: Deadline, Done, Err, Value. */
+		if (!c.data || !itab_is(c.itab, 3, cfg->fn_valuectx_value, bias))
+			return NULL;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(c.data + cfg->valuectx_val)))
+			return NULL;
+		if (v.data && is_string_slice_map(v.itab))
+			return (void *)v.data;
+		/* The context a valueCtx wraps is its first field. */
+		if (bpf_probe_read_user(&c, sizeof(c), (void *)c.data))
+			return NULL;
+	}
+	return NULL;
+}
+
+/* The endpoint of the net.Addr interface at ADDR, when it is a *net.TCPAddr. */
+static __always_inline void read_endpoint(const struct target_config *cfg, const void *addr,
+					  __u64 bias, struct net_endpoint *ep)
+{
+	struct {
+		__u64 itab, data;
+	} a;
+	struct go_string ip;
+
+	ep->ip_len = 0;
+	ep->port = 0;
+	/* net.Addr's methods: Network, String. */
+	if (bpf_probe_read_user(&a, sizeof(a), addr) || !a.data ||
+	    !itab_is(a.itab, 0, cfg->fn_tcpaddr_network, bias) ||
+	    bpf_probe_read_user(&ip, sizeof(ip), (void *)(a.data + cfg->tcpaddr_ip)))
+		return;
+	if (ip.len == 4 && !bpf_probe_read_user(ep->ip, 4, ip.ptr))
+		ep->ip_len = 4;
+	else if (ip.len == 16 && !bpf_probe_read_user(ep->ip, 16, ip.ptr))
+		ep->ip_len = 16;
+	ep->port = (__u16)go_read_word((void *)a.data, cfg->tcpaddr_port);
+}
+
+/* The code and message of the *status.Status ST; a Status without its proto message is OK. */
+static __always_inline __s32 status_code(const struct target_config *cfg, __u64 st, char *msg,
+					 __u32 *msg_len)
+{
+	__u64 proto;
+	__s32 code = 0;
+
+	*msg_len = 0;
+	if (!st)
+		return 0;
+	proto = go_read_word((void *)st, cfg->grpc_status_proto);
+	if (!proto)
+		return 0;
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(proto + cfg->grpc_proto_code)))
+		return GRPC_CODE_UNKNOWN;
+	*msg_len = go_read_string(msg, MAX_RPC_MESSAGE_LEN, (void *)(proto + cfg->grpc_proto_message));
+	return code;
+}
+
+/*
+ * The gRPC code of the error (ITAB, DATA): a *status.Error's own; io.EOF (a stream's end) is
+ * none; anything else is Unknown, as gRPC itself maps it, with an errors.New error's text.
+ */
+static __always_inline __s32 error_code(const struct target_config *cfg, __u64 itab, __u64 data,
+					__u64 bias, char *msg, __u32 *msg_len)
+{
+	*msg_len = 0;
+	if (!itab)
+		return 0;
+	if (itab_is(itab, 0, cfg->fn_status_error, bias))
+		return status_code(cfg, go_read_word((void *)data, cfg->grpc_error_status), msg,
+				   msg_len);
+	if (itab_is(itab, 0, cfg->fn_error_string, bias)) {
+		*msg_len = go_read_string(msg, MAX_RPC_MESSAGE_LEN, (void *)data);
+		if (*msg_len == 3 && msg[0] == 'E' && msg[1] == 'O' && msg[2] == 'F') {
+			*msg_len = 0;
+			return 0;
+		}
+	}
+	return GRPC_CODE_UNKNOWN;
+}
+
+/*
+ * At handleStream's entry: func (s *Server) handleStream(t transport.ServerTransport, stream
+ * *transport.(Server)Stream, ...): the interface in slots 2 and 3, the stream in slot 4.
+ */
+SEC("uprobe")
+int grpc_server_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), bias;
+	const struct target_config *cfg;
+	struct rpc_server_call *call, fresh = {};
+	struct grpc_server_start *e;
+	struct goroutine_key key;
+	struct span_ctx *outer;
+	struct scratch *sc;
+	void *stream, *handler_stream, *t, *md = NULL;
+	__u32 zero = 0, n;
+	bool has_tp = false;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->grpc_server)
+		return 0;
+	stream = handler_stream = (void *)go_arg(ctx, 4);
+	t = (void *)go_arg(ctx, 3);
+	/* A stack-growth re-run of the prologue: the same stream again. */
+	call = bpf_map_lookup_elem(&rpc_servers, &key);
+	if (call && call->start_ns && call->stream == (__u64)handler_stream)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_GRPC_SERVER_START, &key, now);
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	bias = load_bias(ctx, cfg->grpc_server_entry_at);
+	if (cfg->grpc_stream_deref >= 0)
+		stream = (void *)go_read_word(stream, cfg->grpc_stream_deref);
+	e->method_len = go_read_string(e->method, MAX_RPC_METHOD_LEN, stream + cfg->grpc_stream_method);
+	read_endpoint(cfg, t + cfg->grpc_st_local_addr, bias, &e->local);
+	read_endpoint(cfg, t + cfg->grpc_st_remote_addr, bias, &e->remote);
+
+	/* As for HTTP: the caller's trace, else the function span it runs in, else a new trace. */
+	outer = active_get(&key);
+	if (cfg->propagate)
+		md = incoming_md(cfg, stream, bias);
+	__builtin_memset(&e->ids, 0, sizeof(e->ids));
+	if (md) {
+		TRACEPARENT_MD(tp_key);
+
+		n = go_header_get(cfg, md, &tp_key, sc->tp, sizeof(sc->tp));
+		has_tp = n && !traceparent_parse(sc->tp, n, &e->ids);
+	}
+	if (!has_tp)
+		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	else if (!cfg->parent_based)
+		e->ids.flags = (e->ids.flags & ~1) |
+			       sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
+	if (e->ids.remote_parent)
+		random_id(e->ids.span_id, sizeof(e->ids.span_id));
+	e->tracestate_len = 0;
+	if (e->ids.remote_parent && md) {
+		TRACESTATE_MD(ts_key);
+
+		e->tracestate_len =
+		    go_header_get(cfg, md, &ts_key, e->tracestate, MAX_TRACESTATE_LEN);
+		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
+	}
+
+	/* The entry the goroutine's last RPC left is rewritten in place. */
+	if (!call)
+		call = &fresh;
+	call->start_ns = now;
+	call->stream = (__u64)handler_stream;
+	call->cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	call->has_prev = outer != NULL;
+	if (outer)
+		call->prev = *outer;
+	if (call == &fresh && bpf_map_update_elem(&rpc_servers, &key, &fresh, BPF_ANY)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		count_drop(DROP_INFLIGHT_FULL);
+		return 0;
+	}
+	{
+		struct span_ctx sctx;
+
+		span_ctx_of(&sctx, &e->ids);
+		active_put(&key, &sctx);
+	}
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+/*
+ * At the entry of the transport's status writer, (t) writeStatus(s *Stream, st *status.Status)
+ * (WriteStatus in older releases): the stream in slot 2, the status in slot 3, on the goroutine
+ * whose handler has returned. This is the end of the RPC: what handleStream does after it is
+ * bookkeeping, and its own end has no instruction the kernel emulates (its caller runs deferred
+ * calls and returns), where this entry has.
+ */
+SEC("uprobe")
+int grpc_server_status(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct rpc_server_call *call;
+	struct grpc_server_end *e;
+	struct goroutine_key key;
+	struct goroutine_state *gs;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	call = bpf_map_lookup_elem(&rpc_servers, &key);
+	/* Only the status of the stream being served, once. */
+	if (!call || !call->start_ns || call->stream != go_arg(ctx, 2))
+		return 0;
+	gs = bpf_map_lookup_elem(&goroutines, &key);
+	if (gs) {
+		if (call->has_prev)
+			gs->active = call->prev;
+		else
+			gs->active.live = 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		call->start_ns = 0;
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_GRPC_SERVER_END, &key, call->start_ns);
+	e->end_ns = now;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - call->cpu_start_ns : ~0ULL;
+	e->code = status_code(cfg, go_arg(ctx, 3), e->message, &e->message_len);
+	bpf_ringbuf_submit(e, submit_flags());
+	call->start_ns = 0;
+	return 0;
+}
+
+/*
+ * At newClientStream's entry: func newClientStream(ctx context.Context, desc *StreamDesc,
+ * cc *ClientConn, method string, ...): the context in slots 1-2, desc 3, cc 4, method 5-6.
+ */
+SEC("uprobe")
+int grpc_client_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct grpc_client_start *e;
+	struct rpc_pending *prev, pend = {};
+	struct goroutine_key key;
+	struct span_ctx *parent;
+	__u64 cc, method;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->grpc_client)
+		return 0;
+	cc = go_arg(ctx, 4);
+	method = go_arg(ctx, 5);
+	prev = bpf_map_lookup_elem(&rpc_pending, &key);
+	if (prev && prev->cc == cc && prev->method == method)
+		return 0; /* the prologue's re-run after a stack growth */
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_GRPC_CLIENT_START, &key, now);
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	parent = active_get(&key);
+	if (!parent && cfg->g_parent_goid >= 0) {
+		/* A goroutine the span's goroutine started, as for HTTP calls. */
+		struct goroutine_key pk = { .pid = key.pid };
+
+		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
+		parent = active_get(&pk);
+	}
+	child_ids(&e->ids, parent, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	e->method_len = go_copy_string(e->method, MAX_RPC_METHOD_LEN, (const char *)method,
+				       (__s64)go_arg(ctx, 6));
+	e->target_len = cfg->grpc_cc_target >= 0 ?
+				go_read_string(e->target, MAX_RPC_TARGET_LEN,
+					       (void *)(cc + cfg->grpc_cc_target)) :
+				0;
+	pend.start_ns = now;
+	pend.cc = cc;
+	pend.method = method;
+	__builtin_memcpy(pend.ctx.trace_id, e->ids.trace_id, sizeof(pend.ctx.trace_id));
+	__builtin_memcpy(pend.ctx.span_id, e->ids.span_id, sizeof(pend.ctx.span_id));
+	pend.ctx.flags = e->ids.flags;
+	pend.ctx.live = cfg->propagate;
+	if (cfg->propagate)
+		track_process(cfg, key.pid);
+	if (bpf_map_update_elem(&rpc_pending, &key, &pend, BPF_ANY)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		count_drop(DROP_INFLIGHT_FULL);
+		return 0;
+	}
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+/*
+ * At (*clientStream).newAttemptLocked's entry, its receiver in slot 1: the call begun on this
+ * goroutine is this stream's from now on. Later attempts (retries) find nothing to move.
+ */
+SEC("uprobe")
+int grpc_client_stream(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct rpc_stream_key sk = {};
+	struct rpc_stream st = {};
+	struct goroutine_key key;
+	struct rpc_pending *pend;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	pend = bpf_map_lookup_elem(&rpc_pending, &key);
+	if (!pend || !pend->start_ns)
+		return 0;
+	sk.pid = key.pid;
+	sk.cs = go_arg(ctx, 1);
+	st.goid = key.goid;
+	st.start_ns = pend->start_ns;
+	if (bpf_map_update_elem(&rpc_streams, &sk, &st, BPF_ANY))
+		count_drop(DROP_INFLIGHT_FULL);
+	/* Kept for the header fields, which the stream's transport builds on this goroutine next. */
+	pend->start_ns = 0;
+	if (!pend->ctx.live)
+		bpf_map_delete_elem(&rpc_pending, &key);
+	return 0;
+}
+
+/* The header fields a call's HEADERS frame is made from, by their slice's array. */
+struct rpc_hf_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 hf;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct rpc_hf_key);
+	__type(value, struct span_ctx);
+} rpc_hf SEC(".maps");
+
+/*
+ * Where (*http2Client).createHeaderFields has returned in NewStream, on the calling goroutine:
+ * its result, the []hpack.HeaderField the connection's writer goroutine will encode, is what ties
+ * the call to the frame. The slice's array is in result slot 1 (or where the cookie says).
+ */
+SEC("uprobe")
+int grpc_header_fields(GO_REGS *ctx)
+{
+	__u64 attach_cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(attach_cookie);
+	struct rpc_hf_key hk = {};
+	struct goroutine_key key;
+	struct rpc_pending *pend;
+	const struct target_config *cfg;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	pend = bpf_map_lookup_elem(&rpc_pending, &key);
+	if (!pend || pend->start_ns || !pend->ctx.live)
+		return 0;
+	hk.pid = key.pid;
+	hk.hf = go_arg(ctx, slot ? slot : 1);
+	if (hk.hf)
+		bpf_map_update_elem(&rpc_hf, &hk, &pend->ctx, BPF_ANY);
+	bpf_map_delete_elem(&rpc_pending, &key);
+	return 0;
+}
+
+/* How many of a call's header fields are looked at for a traceparent of its own. */
+#define HF_SCAN_MAX 24
+/* hpack.HeaderField: Name, Value (strings), Sensitive. */
+#define HF_SIZE 40
+
+/*
+ * At originateStream's call of (*loopyWriter).writeHeader, on the connection's writer goroutine,
+ * when a client's new stream is written: func (l *loopyWriter) writeHeader(streamID uint32,
+ * endStream bool, hf []hpack.HeaderField, onWrite func()): the stream id in slot 2, the fields'
+ * array and length in slots 4 and 5, as the CALL is about to pass them. A call whose
+ * fields gospan knows gets its frame marked for the socket-layer writer, unless its metadata
+ * already carries a traceparent (a caller instrumented by hand): that one is left alone.
+ */
+SEC("uprobe")
+int grpc_write_header(GO_REGS *ctx)
+{
+	struct h2_mark_key mk = {};
+	struct rpc_hf_key hk = {};
+	struct goroutine_key key;
+	const struct target_config *cfg;
+	struct span_ctx *sc, mark;
+	struct {
+		struct go_string name, value;
+	} f;
+	__u64 hf, n, *cnt, one = 1;
+	char buf[16];
+	int i;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	hf = go_arg(ctx, 4);
+	hk.pid = key.pid;
+	hk.hf = hf;
+	sc = bpf_map_lookup_elem(&rpc_hf, &hk);
+	if (!sc)
+		return 0;
+	mark = *sc;
+	bpf_map_delete_elem(&rpc_hf, &hk);
+	n = go_arg(ctx, 5);
+	for (i = 0; i < HF_SCAN_MAX && i < n; i++) {
+		if (bpf_probe_read_user(&f, sizeof(f), (void *)(hf + i * HF_SIZE)))
+			continue;
+		if (f.name.len == 11 && !bpf_probe_read_user(buf, 11, f.name.ptr) &&
+		    buf[0] == 't' && buf[1] == 'r' && buf[2] == 'a' && buf[3] == 'c' &&
+		    buf[4] == 'e' && buf[5] == 'p' && buf[6] == 'a' && buf[7] == 'r' &&
+		    buf[8] == 'e' && buf[9] == 'n' && buf[10] == 't') {
+			count_propagation(PROP_ALREADY_SET);
+			return 0;
+		}
+		/* ":scheme: https": the frame is encrypted before the socket layer sees it. */
+		if (f.name.len == 7 && f.value.len == 5 && !bpf_probe_read_user(buf, 7, f.name.ptr) &&
+		    buf[0] == ':' && buf[1] == 's' && buf[2] == 'c' && buf[6] == 'e' &&
+		    !bpf_probe_read_user(buf + 7, 5, f.value.ptr) && buf[11] == 's') {
+			count_propagation(PROP_TLS);
+			return 0;
+		}
+	}
+	mk.pid = key.pid;
+	mk.stream_id = (__u32)go_arg(ctx, 2);
+	mk.goid = key.goid;
+	if (bpf_map_update_elem(&h2_marks, &mk, &mark, BPF_ANY))
+		return 0;
+	cnt = bpf_map_lookup_elem(&h2_writers, &key);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
+	else
+		bpf_map_update_elem(&h2_writers, &key, &one, BPF_NOEXIST);
+	return 0;
+}
+
+/*
+ * At (*csAttempt).finish's entry: func (a *csAttempt) finish(err error), the error in slots 2-3.
+ * The first attempt to finish ends the call: a call's only attempt, or its first try when it is
+ * retried.
+ */
+SEC("uprobe")
+int grpc_client_end(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), bias;
+	const struct target_config *cfg;
+	struct grpc_client_end *e;
+	struct rpc_stream_key sk = {};
+	struct goroutine_key key = {};
+	struct rpc_stream *st;
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+
+	cfg = bpf_map_lookup_elem(&targets, &cookie);
+	if (!cfg || cfg->grpc_attempt_cs < 0)
+		return 0;
+	sk.pid = bpf_get_current_pid_tgid() >> 32;
+	sk.cs = go_read_word((void *)go_arg(ctx, 1), cfg->grpc_attempt_cs);
+	st = bpf_map_lookup_elem(&rpc_streams, &sk);
+	if (!st)
+		return 0;
+	key.pid = sk.pid;
+	key.goid = st->goid;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		bpf_map_delete_elem(&rpc_streams, &sk);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_GRPC_CLIENT_END, &key, st->start_ns);
+	e->end_ns = now;
+	bias = load_bias(ctx, cfg->grpc_finish_at);
+	e->code = error_code(cfg, go_arg(ctx, 2), go_arg(ctx, 3), bias, e->message,
+			     &e->message_len);
+	bpf_ringbuf_submit(e, submit_flags());
+	bpf_map_delete_elem(&rpc_streams, &sk);
+	return 0;
+}
+
+#endif
