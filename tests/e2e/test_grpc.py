@@ -319,3 +319,22 @@ def test_relay_is_one_trace_inside_the_server(pair, otlp_receiver):
     clients = [s for s in spans_of(otlp_receiver, pair.client.pid, SPAN_KIND_CLIENT)
                if in_window(s, call)]
     assert len(clients) == 1 and outer[0].parent_span_id == clients[0].span_id
+
+
+def test_grpc_without_net_http_server_is_traced(pair):
+    """grpcmix's server links no net/http server at all: gospan traces its gRPC, and says so."""
+    line = pair.gospans["server"].err.match
+    assert "no HTTP server" in line and "gRPC server" in line, line
+    assert "single-stepped hits: 0 an RPC served, 0 an RPC made" in line, line
+
+
+def test_service_without_grpc_gets_no_grpc_probes(start_service, start_gospan, otlp_receiver):
+    """A net/http service that does not use grpc-go: no gRPC probe is placed, none is named."""
+    svc = start_service()
+    g = start_gospan(svc.pid, otlp_receiver, args=("--verbose",))
+    line = g.wait_attached()
+    assert "gRPC" not in line, line
+    assert g.stop() == 0, g.stderr
+    # --verbose lists every probed function: none of grpc-go's.
+    assert "google.golang.org/grpc" not in g.stderr, g.stderr
+    assert "net/http.serverHandler.ServeHTTP" in g.stderr, g.stderr
