@@ -84,7 +84,8 @@ static int fill_template(struct feed_bpf *skel, pid_t pid)
 	if (!tables)
 		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	tg = target__analyse(path, NULL, tables, true);
+	/* No grpc-go table: the template is a ServeHTTP span. */
+	tg = target__analyse(path, NULL, tables, NULL, true);
 	if (!tg) {
 		err = -errno;
 		offsets__free(tables);
