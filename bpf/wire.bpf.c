@@ -98,6 +98,8 @@ struct h2_walk {
 	__u32 nedits, missed;
 	__u32 bad;     /* not HTTP/2 frames: nothing may be changed */
 	__u32 verdict; /* sk_msg's answer */
+	__u32 drop;    /* the frames are not whole: the marks found are given up, not used */
+	__u32 _pad;
 };
 
 struct wire_scratch {
@@ -368,6 +370,13 @@ static long h2_edit_frame(__u32 i, struct h2_loop *l)
 	ctx = bpf_map_lookup_elem(&h2_marks, &w->mk);
 	if (!ctx)
 		return 0;
+	if (w->drop) {
+		/* Its frame goes out as it is: the mark must not wait for a frame that is gone. */
+		bpf_map_delete_elem(&h2_marks, &w->mk);
+		writer_done(&key);
+		count_propagation(PROP_H2_NOT_WHOLE);
+		return 0;
+	}
 	n = hpack_context(sc->lines, ctx, w->mk.pid);
 	bpf_map_delete_elem(&h2_marks, &w->mk);
 	writer_done(&key);
@@ -419,11 +428,8 @@ static __always_inline int h2_write_context(struct sk_msg_md *msg, const struct 
 		count_propagation_n(PROP_H2_NOT_WHOLE, w->missed);
 	if (!w->nedits || w->bad)
 		return SK_PASS;
-	if (w->off != w->size) {
-		/* Where the frames begin is not known for sure: nothing may be changed. */
-		count_propagation_n(PROP_H2_NOT_WHOLE, w->nedits);
-		return SK_PASS;
-	}
+	/* Where the frames begin is not known for sure when they do not end with the message. */
+	w->drop = w->off != w->size;
 	bpf_loop(H2_EDITS_MAX, h2_edit_frame, &l, 0);
 	return w->verdict;
 }

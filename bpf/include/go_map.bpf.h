@@ -26,6 +26,7 @@
 #define MAP_MIN_TOPHASH 5	/* bucket tophash values below this mark empty or moved slots */
 #define MAP_KEY_MAX 16		/* the longest key looked up */
 #define GO_SLICE_SIZE 24	/* a slice header: pointer, length, capacity */
+#define PAGE_BYTES 4096		/* the smallest page a Go heap is mapped in */
 
 /* The key being looked up, read once into BPF memory. */
 struct map_key {
@@ -77,11 +78,23 @@ static __always_inline __u64 snap_word(const __u8 *snap, __u64 len, __u64 addr, 
  */
 static __always_inline __u64 snap_copy(struct map_scratch *ms, __u64 addr, __s64 size)
 {
-	__u64 n = size > MAP_GROUP_MAX ? MAP_GROUP_MAX : (__u64)size;
+	__u64 n = size > MAP_GROUP_MAX ? MAP_GROUP_MAX : (__u64)size, first;
 
-	if (size < 8 || bpf_probe_read_user(ms->b, n, (const void *)addr))
+	if (size < 8)
 		return 0;
-	return n;
+	if (!bpf_probe_read_user(ms->b, n, (const void *)addr))
+		return n;
+	/*
+	 * Its end may lie in a page the process has not touched yet (the runtime does not write
+	 * memory fresh from the kernel, which is zero): such a page is not present, a read cannot
+	 * fault it in, and it holds no entry. What lies before that page is copied; snap_word()
+	 * reads past it word by word, and finds nothing there.
+	 */
+	first = PAGE_BYTES - (addr & (PAGE_BYTES - 1));
+	if (first < 8 || first >= n ||
+	    bpf_probe_read_user(ms->b, first & (MAP_GROUP_MAX - 1), (const void *)addr))
+		return 0;
+	return first;
 }
 
 /*
@@ -93,12 +106,17 @@ __noinline int gospan_map_slot(__u64 key_ptr, __u64 vals_ptr, __s64 vals_len,
 			       const struct map_key *k, struct go_string *out)
 {
 	struct go_string val;
-	char buf[MAP_KEY_MAX];
-	__u32 i;
+	char buf[MAP_KEY_MAX * 2];
+	__u32 i, n;
 
 	if (!k || !out)
 		return 0;
-	if (bpf_probe_read_user(buf, sizeof(buf), (const void *)key_ptr))
+	/*
+	 * Exactly the key's length: a string may end where the mapped memory does (heap pages
+	 * the process has not touched yet are not present, and a read cannot fault them in).
+	 */
+	n = k->len;
+	if (n > MAP_KEY_MAX || bpf_probe_read_user(buf, n & (MAP_KEY_MAX * 2 - 1), (const void *)key_ptr))
 		return 0;
 	for (i = 0; i < MAP_KEY_MAX; i++) {
 		if (i >= k->len)

@@ -391,8 +391,13 @@ int grpc_client_entry(GO_REGS *ctx)
 	cc = go_arg(ctx, 4);
 	method = go_arg(ctx, 5);
 	prev = bpf_map_lookup_elem(&rpc_pending, &key);
-	if (prev && prev->cc == cc && prev->method == method)
-		return 0; /* the prologue's re-run after a stack growth */
+	/*
+	 * The prologue's re-run after a stack growth: the same call, not yet given its stream. An
+	 * entry whose stream was made is a call that went on (or failed before its header fields
+	 * were built): this is a new one.
+	 */
+	if (prev && prev->start_ns && prev->cc == cc && prev->method == method)
+		return 0;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
