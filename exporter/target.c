@@ -743,10 +743,36 @@ static uint64_t entry_addr(struct analysis *a, const struct probe_site *site)
 }
 
 /*
- * gRPC's probe sites, when the binary uses grpc-go. The server side needs handleStream (its entry
- * and its ends: in its one caller, the closure serveStreams runs each stream in) and the HTTP/2
- * transport's status writer; the client side newClientStream, newAttemptLocked and the attempt's
- * finish. A side with a part missing is not traced, and the log says which part.
+ * Where a gRPC call's context is tied to its HEADERS frame: createHeaderFields' result (the
+ * header fields' slice, in AX where it has returned: an unexported method called directly) on
+ * the calling goroutine, and the writer goroutine's call of writeHeader for a client's new stream,
+ * in originateStream or, where that is inlined, in the client's header handler. A server's
+ * answers go through the same writeHeader: probing its entry would cost every RPC served two hits
+ * for nothing.
+ */
+static int find_grpc_context_sites(struct analysis *a, struct grpc_target *g)
+{
+	const char *writer = SYM_GRPC_ORIGINATE_STREAM;
+	struct elf_symbol write_header, sym;
+	int err;
+
+	err = find_site(a, SYM_GRPC_HEADER_FIELDS, &g->header_fields, true);
+	if (!err && target_site_policy == SITES_BEST)
+		err = plan_caller_ends(a->sp, &g->header_fields, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX);
+	if (!err)
+		err = find_func(a, SYM_GRPC_WRITE_HEADER, &write_header);
+	if (!err && find_func(a, writer, &sym))
+		writer = SYM_GRPC_CLIENT_HEADER_HANDLER;
+	if (!err)
+		err = find_site_kind(a, writer, &g->write_header, SITE_CALLS_TO, write_header.addr);
+	return err;
+}
+
+/*
+ * gRPC's probe sites, when the binary uses grpc-go. The server side needs handleStream's entry
+ * and the transport's status writer, where the RPC ends; the client side newClientStream,
+ * newAttemptLocked and the attempt's finish; outgoing context, find_grpc_context_sites(). A part
+ * missing leaves its side untraced (or without context), and the log says so.
  */
 static void find_grpc_sites(struct analysis *a)
 {
@@ -762,11 +788,13 @@ static void find_grpc_sites(struct analysis *a)
 	snprintf(g->version, sizeof(g->version), "%s", version);
 	if (find_func(a, status_sym, &sym))
 		status_sym = SYM_GRPC_WRITE_STATUS_OLD;
+	if (find_func(a, handler_status_sym, &sym))
+		handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS_OLD;
 	/*
 	 * The RPC ends where the transport writes its status: the entry of its writer, which the
 	 * kernel emulates, where handleStream's own end in its caller is followed by deferred
 	 * calls and a RET, single-stepped. A stream served through ServeHTTP (grpc-go's
-	 * serverHandlerTransport) has a status writer of its own.
+	 * serverHandlerTransport) has a status writer of its own, probed when it is linked.
 	 */
 	if (!find_func(a, SYM_GRPC_HANDLE_STREAM, &sym)) {
 		if (find_site(a, SYM_GRPC_HANDLE_STREAM, &g->handle_stream, false) ||
@@ -775,12 +803,10 @@ static void find_grpc_sites(struct analysis *a)
 				"probed: no gRPC server spans",
 				a->t->path, version);
 			g->handle_stream.addr = g->write_status.addr = 0;
-		}
-		if (find_func(a, handler_status_sym, &sym))
-			handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS_OLD;
-		if (g->handle_stream.addr && !find_func(a, handler_status_sym, &sym) &&
-		    find_site(a, handler_status_sym, &g->handler_write_status, false))
+		} else if (!find_func(a, handler_status_sym, &sym) &&
+			   find_site(a, handler_status_sym, &g->handler_write_status, false)) {
 			g->handler_write_status.addr = 0;
+		}
 	}
 	if (!find_func(a, SYM_GRPC_NEW_CLIENT_STREAM, &sym)) {
 		if (find_site(a, SYM_GRPC_NEW_CLIENT_STREAM, &g->new_stream, false) ||
@@ -792,26 +818,10 @@ static void find_grpc_sites(struct analysis *a)
 			g->new_stream.addr = g->new_attempt.addr = g->attempt_finish.addr = 0;
 		}
 	}
-	/*
-	 * Outgoing context: the header fields' slice, where createHeaderFields (unexported, called
-	 * directly) has returned it in AX, and the writer goroutine's call of writeHeader in
-	 * originateStream, the client's new streams only (a server's answers are written with the
-	 * same writeHeader: probing its entry would cost every RPC served two hits for nothing).
-	 */
-	if (g->new_stream.addr &&
-	    (find_site(a, SYM_GRPC_HEADER_FIELDS, &g->header_fields, true) ||
-	     (target_site_policy == SITES_BEST &&
-	      plan_caller_ends(a->sp, &g->header_fields, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX)) ||
-	     find_func(a, SYM_GRPC_WRITE_HEADER, &sym) ||
-	     find_site_kind(a,
-			    find_func(a, SYM_GRPC_ORIGINATE_STREAM, &(struct elf_symbol){}) ?
-				    SYM_GRPC_CLIENT_HEADER_HANDLER :
-				    SYM_GRPC_ORIGINATE_STREAM,
-			    &g->write_header, SITE_CALLS_TO, sym.addr))) {
+	if (g->new_stream.addr && find_grpc_context_sites(a, g)) {
 		pr_warn("'%s': where grpc-go %s writes a call's headers was not found: gRPC calls "
 			"will not carry trace context",
 			a->t->path, version);
-		probe_site__release(&g->header_fields);
 		g->header_fields.addr = g->write_header.addr = 0;
 	}
 	g->fn_valuectx_value = method_addr(a, SYM_VALUECTX_VALUE);
