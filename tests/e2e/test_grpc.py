@@ -288,6 +288,9 @@ def test_calls_that_end_early(pair, otlp_receiver, scenario, code):
     # The handler saw the cancellation and returned its context's error, a status of its own.
     assert server_span.attrs.get("rpc.grpc.status_code") in (1, 4), server_span.attrs
     assert server_span.start_ns >= client_span.start_ns
+    # The call's context went out in its HEADERS frame before the client gave up.
+    assert server_span.trace_id == client_span.trace_id
+    assert server_span.parent_span_id == client_span.span_id
 
 
 def test_incoming_traceparent_is_joined(pair, otlp_receiver):
