@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env, _go_env
+from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env, _go_env,
+                      trace_context_counters)
 
 GRPCMIX = REPO / "tests" / "e2e" / "grpcmix"
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
@@ -87,12 +88,13 @@ class Pair:
         return "\n".join(f"--- gospan on {n} ---\n{g.stderr}" for n, g in self.gospans.items())
 
 
-def start_pair(bins, start_gospan, receiver, args=()):
+def start_pair(bins, start_gospan, receiver, args=(), service_args=()):
     server_bin, client_bin = bins
-    server = Service(server_bin, env=_clean_env())
+    server = Service(server_bin, env=_clean_env(), args=service_args)
     try:
         client = Service(client_bin, env=_clean_env(),
-                         args=("-target", server.base_url.removeprefix("http://")))
+                         args=("-target", server.base_url.removeprefix("http://"),
+                               *service_args))
     except BaseException:
         server.stop()
         raise
@@ -341,3 +343,30 @@ def test_service_without_grpc_gets_no_grpc_probes(start_service, start_gospan, o
     # --verbose lists every probed function: none of grpc-go's.
     assert "google.golang.org/grpc" not in g.stderr, g.stderr
     assert "net/http.serverHandler.ServeHTTP" in g.stderr, g.stderr
+
+
+def test_grpc_over_tls_gets_spans_and_no_context(grpcmix_bins, start_gospan, otlp_receiver):
+    """Over TLS the HEADERS frame is encrypted inside the process, before the socket layer: the
+    call gets its spans on both sides, no traceparent is added (the server's span starts a trace
+    of its own), and the client's gospan counts the call under https."""
+    p = start_pair(grpcmix_bins, start_gospan, otlp_receiver, service_args=("-tls",))
+    try:
+        (call,) = p.run("unary_ok")
+        assert call["code"] == 0 and call["seen_traceparent"] == "", call
+        (client_span,) = wait_spans(
+            otlp_receiver, lambda s: s.resource.get("process.pid") == p.client.pid and
+            s.kind == SPAN_KIND_CLIENT and in_window(s, call), 1, "the TLS call's CLIENT span", p)
+        (server_span,) = wait_spans(
+            otlp_receiver, lambda s: s.resource.get("process.pid") == p.server.pid and
+            s.kind == SPAN_KIND_SERVER and in_window(s, call), 1, "the TLS call's SERVER span", p)
+        check_client_span(client_span, call, server_port(p))
+        check_server_span(server_span, call, server_port(p))
+        assert server_span.trace_id != client_span.trace_id
+        assert server_span.parent_span_id == b""
+        g = p.gospans["client"]
+        assert g.stop() == 0, g.stderr
+        counters = trace_context_counters(g.summary_line())
+        assert counters["https"] == 1 and counters["sent"] == 0, counters
+    finally:
+        p.client.stop()
+        p.server.stop()

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -329,6 +331,8 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address of the HTTP API "+
 		"(port 0 picks a free one)")
 	target := flag.String("target", "", "HOST:PORT of the grpcmix server")
+	useTLS := flag.Bool("tls", false, "call over TLS (the server's certificate is not verified: "+
+		"grpcmix server -tls makes its own)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	if *target == "" {
@@ -336,7 +340,11 @@ func main() {
 	}
 
 	// One connection for every call, made once, as services hold theirs.
-	conn, err := grpc.Dial(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if *useTLS {
+		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
+	}
+	conn, err := grpc.Dial(*target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		log.Fatalf("client: cannot set up a connection to '%s': %v", *target, err)
 	}

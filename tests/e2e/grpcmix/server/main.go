@@ -13,10 +13,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"os"
 	"os/signal"
@@ -26,6 +33,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -241,10 +249,34 @@ func recoverPanic(ctx context.Context, req interface{}, info *grpc.UnaryServerIn
 	return handler(ctx, req)
 }
 
+// selfSigned makes a certificate for 127.0.0.1 and localhost, valid for a day: -tls serves with
+// it, and clients of the test skip verifying it.
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "grpcmix"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free one)")
 	downstream := flag.String("downstream", "", "HOST:PORT of another grpcmix server, "+
 		"for the \"relay\" command (default: this server itself)")
+	useTLS := flag.Bool("tls", false, "serve over TLS, with a certificate made at start "+
+		"(relays then use TLS too)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 
@@ -257,14 +289,24 @@ func main() {
 	}
 	// One connection made at start and shared by every relay, as services hold theirs. Dial
 	// does not wait for it to connect, so a downstream may start later.
-	conn, err := grpc.Dial(*downstream, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dialCreds, opts := insecure.NewCredentials(), []grpc.ServerOption{grpc.UnaryInterceptor(recoverPanic)}
+	if *useTLS {
+		cert, err := selfSigned()
+		if err != nil {
+			log.Fatalf("server: cannot make a TLS certificate: %v", err)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+		// The test's own certificate: nothing to verify it against.
+		dialCreds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
+	}
+	conn, err := grpc.Dial(*downstream, grpc.WithTransportCredentials(dialCreds))
 	if err != nil {
 		log.Fatalf("server: cannot set up a connection to '%s': %v", *downstream, err)
 	}
 	defer conn.Close()
 	s := &server{downstream: testpb.NewTestServiceClient(conn)}
 
-	srv := grpc.NewServer(grpc.UnaryInterceptor(recoverPanic))
+	srv := grpc.NewServer(opts...)
 	testpb.RegisterTestServiceServer(srv, s)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
