@@ -158,6 +158,60 @@ static void func_end(__u32 pid, __u64 goid, __u64 t, __u64 end, __u32 func, __u3
 	put(&e, sizeof(e));
 }
 
+static void grpc_server_start(__u32 pid, __u64 goid, __u64 t, const char *method,
+			      const char *tracestate, __u8 ip_len)
+{
+	struct grpc_server_start e = {0};
+
+	e.hdr = (struct record_header){EVENT_GRPC_SERVER_START, pid, goid, t};
+	ids(&e.ids, (uint8_t)goid, tracestate != NULL);
+	e.cookie = 1;
+	SET(method, method);
+	memset(e.local.ip, 0x7f, sizeof(e.local.ip));
+	e.local.ip_len = ip_len;
+	e.local.port = 50051;
+	e.remote = e.local;
+	e.remote.port = 41000;
+	if (tracestate)
+		SET(tracestate, tracestate);
+	put(&e, sizeof(e));
+}
+
+static void grpc_server_end(__u32 pid, __u64 goid, __u64 t, __u64 end, __s32 code,
+			    const char *message)
+{
+	struct grpc_server_end e = {0};
+
+	e.hdr = (struct record_header){EVENT_GRPC_SERVER_END, pid, goid, t};
+	e.end_ns = end;
+	e.cpu_ns = ~0ULL;
+	e.code = code;
+	SET(message, message);
+	put(&e, sizeof(e));
+}
+
+static void grpc_client(__u32 pid, __u64 goid, __u64 t, __u64 end, const char *method,
+			const char *target, __s32 code, const char *message)
+{
+	struct grpc_client_start e = {0};
+	struct grpc_client_end x = {0};
+
+	e.hdr = (struct record_header){EVENT_GRPC_CLIENT_START, pid, goid, t};
+	ids(&e.ids, (uint8_t)goid, 1);
+	e.cookie = 1;
+	SET(method, method);
+	SET(target, target);
+	put(&e, sizeof(e));
+	x.hdr = e.hdr;
+	x.hdr.type = EVENT_GRPC_CLIENT_END;
+	x.end_ns = end;
+	x.code = code;
+	x.message_len = (__u32)strlen(message);
+	memcpy(x.message, message, strlen(message) < sizeof(x.message) ? strlen(message) :
+									  sizeof(x.message));
+	put(&x, sizeof(x));
+}
+
 static void open_seed(const char *dir, const char *name)
 {
 	char path[4096];
@@ -227,6 +281,17 @@ int main(int argc, char **argv)
 	func_start(1, 51, 9600, 7, 0, ""); /* a function index the target does not have */
 	func_end(1, 51, 9600, 9700, 7, 0, 5);
 	server_end(1, 50, 9000, 9800, 0, 200, "GET /cart");
+
+	open_seed(argv[1], "grpc");
+	grpc_server_start(1, 60, 10000, "/inventory.v1.Inventory/GetItem", "vendor=x", 16);
+	grpc_client(1, 60, 10100, 10200, "/backend.v1.Store/List", "dns:///store:9090", 5,
+		    "no such \xc3\xa9tag\xe2"); /* a message cut inside a character */
+	grpc_client(1, 60, 10300, 10400, "noslash", "unix:///run/s.sock", 99, "");
+	grpc_server_end(1, 60, 10000, 10500, 13, "boom");
+	grpc_server_start(1, 61, 10600, "/a/", NULL, 4);
+	grpc_server_end(1, 61, 10600, 10700, -1, "");
+	grpc_server_start(1, 62, 10800, "", NULL, 3); /* an address of a length no IP has */
+	grpc_server_end(1, 62, 10900, 11000, 0, ""); /* not the start's time: the start is lost */
 
 	open_seed(argv[1], "lost-and-malformed");
 	server_end(1, 40, 7000, 7100, 0, 200, ""); /* start lost */
