@@ -49,9 +49,10 @@ DEPLOYCHECK_SRC = Path(__file__).resolve().parent / "deploycheck"
 SANDBOX = Path(__file__).resolve().parent / "deploy_sandbox.py"
 WORK = BUILD / "deploy"
 
-APPS = ("frontend", "backend", "loadgen")
+APPS = ("frontend", "backend", "inventory", "loadgen")
 # gospan service -> the compose service whose executable it traces.
-TRACERS = {"gospan-frontend": "frontend", "gospan-backend": "backend"}
+TRACERS = {"gospan-frontend": "frontend", "gospan-backend": "backend",
+           "gospan-inventory": "inventory"}
 SERVICES = {"jaeger", *APPS, *TRACERS}
 
 # What gospan needs in a container, each one shown needed by test_gospan_capabilities where the
@@ -291,10 +292,14 @@ def copy_sources(df, ins):
     return picked
 
 
+# Image -> (Dockerfile, build context), relative to the repository, as docker-compose.yml builds
+# them. The frontend's context is examples/: its go.mod replaces the inventory's module with
+# ../inventory, whose generated gRPC client it builds with.
 DOCKERFILES = {
     "gospan": ("Dockerfile", "."),
-    "frontend": ("examples/frontend/Dockerfile", "examples/frontend"),
+    "frontend": ("examples/frontend/Dockerfile", "examples"),
     "backend": ("examples/backend/Dockerfile", "examples/backend"),
+    "inventory": ("examples/inventory/Dockerfile", "examples/inventory"),
     "loadgen": ("examples/loadgen/Dockerfile", "examples/loadgen"),
 }
 
@@ -463,8 +468,11 @@ def test_build_contexts_and_dockerfiles_exist(compose):
         assert ctx.is_dir(), f"{name}: build context '{ctx}' is missing"
         df = ctx / svc["build"].get("dockerfile", "Dockerfile")
         assert df.is_file(), f"{name}: '{df}' is missing"
-        expected = REPO if name in TRACERS else REPO / "examples" / name
-        assert ctx == expected, f"{name}: built from '{ctx}', expected '{expected}'"
+        # The Dockerfiles and contexts the other tests parse and replay are compose's own.
+        want_df, want_ctx = DOCKERFILES["gospan" if name in TRACERS else name]
+        assert ctx == REPO / want_ctx, f"{name}: built from '{ctx}', expected '{REPO / want_ctx}'"
+        assert df.resolve() == (REPO / want_df).resolve(), \
+            f"{name}: built with '{df}', expected '{REPO / want_df}'"
 
 
 @pytest.mark.parametrize("name", DOCKERFILES)
@@ -507,7 +515,7 @@ def _port_of_addr(addr):
 def test_apps_listen_where_the_others_call(compose, dockerfiles, images):
     s = compose["services"]
     ports = {}
-    for name in ("frontend", "backend"):
+    for name in ("frontend", "backend", "inventory"):
         host, port = _port_of_addr(_flag(s[name]["command"], "-addr"))
         assert host == "0.0.0.0", f"{name} must listen on every interface of its container"
         ports[name] = port
@@ -516,11 +524,18 @@ def test_apps_listen_where_the_others_call(compose, dockerfiles, images):
         assert _port_of_addr(_flag(img.cmd, "-addr")) == ("0.0.0.0", port), \
             f"{name}: the image's CMD and compose disagree"
         check = " ".join(s[name]["healthcheck"]["test"])
-        assert f"/dev/tcp/127.0.0.1/{port}" in check and "GET /health" in check
+        assert f"/dev/tcp/127.0.0.1/{port}" in check, f"{name}: healthcheck '{check}'"
+        if name != "inventory":  # gRPC only: its healthcheck can only connect
+            assert "GET /health" in check, f"{name}: healthcheck '{check}'"
     assert _flag(s["frontend"]["command"], "-backend") == f"http://backend:{ports['backend']}"
     assert _flag(images["frontend"].cmd, "-backend") == f"http://backend:{ports['backend']}"
-    published = {p["target"]: int(p["published"]) for p in s["frontend"]["ports"]}
-    assert published == {ports["frontend"]: ports["frontend"]}
+    # gRPC target: HOST:PORT, no scheme.
+    assert _flag(s["frontend"]["command"], "-inventory") == f"inventory:{ports['inventory']}"
+    if "-inventory" in images["frontend"].cmd:
+        assert _flag(images["frontend"].cmd, "-inventory") == f"inventory:{ports['inventory']}"
+    for name in ("frontend", "inventory"):
+        published = {p["target"]: int(p["published"]) for p in s[name]["ports"]}
+        assert published == {ports[name]: ports[name]}, f"{name}: published {published}"
     assert "ports" not in s["backend"], "the backend is reached through the frontend only"
     jaeger = {p["target"] for p in s["jaeger"]["ports"]}
     assert jaeger == {16686, JAEGER_OTLP_HTTP_PORT}
@@ -585,7 +600,7 @@ def test_gospan_services(compose, dockerfiles, images):
 
 
 def test_services_are_named_by_their_own_environment(compose, images):
-    for name in ("frontend", "backend"):
+    for name in ("frontend", "backend", "inventory"):
         assert images[name].env.get("OTEL_SERVICE_NAME") == name
         assert compose["services"][name]["environment"]["OTEL_SERVICE_NAME"] == name
         assert images[name].user[0] != 0, f"{name} runs as root"
@@ -593,7 +608,7 @@ def test_services_are_named_by_their_own_environment(compose, images):
 
 def test_every_service_has_a_healthcheck_or_needs_none(compose):
     s = compose["services"]
-    for name in ("jaeger", "frontend", "backend"):
+    for name in ("jaeger", "frontend", "backend", "inventory"):
         test = s[name]["healthcheck"]["test"]
         assert test[0] == "CMD"
     for name, svc in s.items():
@@ -975,23 +990,39 @@ def _jaeger_spans(net, service):
         procs = trace["processes"]
         for sp in trace["spans"]:
             tags = {t["key"]: t["value"] for t in sp.get("tags", [])}
-            spans.append({"trace": sp["traceID"], "name": sp["operationName"],
-                          "kind": tags.get("span.kind"),
+            parents = [r["spanID"] for r in sp.get("references") or []
+                       if r.get("refType") == "CHILD_OF" and r.get("traceID") == sp["traceID"]]
+            spans.append({"trace": sp["traceID"], "id": sp["spanID"], "parents": parents,
+                          "name": sp["operationName"], "kind": tags.get("span.kind"),
                           "service": procs[sp["processID"]]["serviceName"]})
     return [sp for sp in spans if sp["service"] == service]
 
 
+# The inventory's one RPC the frontend makes: gRPC spans are named "package.Service/Method",
+# here from examples/inventory/inventorypb/inventory.proto.
+GET_ITEM = "inventory.v1.Inventory/GetItem"
+# Started in this order, each healthy before the next: docker-compose.yml's depends_on.
+APP_START_ORDER = ("backend", "inventory", "frontend")
+
+
 def test_compose_demo_played_without_docker(network, compose, images, gospan_image, jaeger_bin):
-    """docker-compose.yml's demo end to end: Jaeger, backend, frontend, both gospans, then the
-    load generator (its compose command plus -count): every route shows up in Jaeger as spans of
-    the services named by their own environment, and both gospans stop cleanly."""
+    """docker-compose.yml's demo end to end: Jaeger, backend, inventory, frontend, the three
+    gospans, then the load generator (its compose command plus -count): every route shows up in
+    Jaeger as spans of the services named by their own environment, the frontend's HTTP calls
+    join the backend to its traces and its gRPC calls the inventory, and every gospan stops
+    cleanly."""
     s = compose["services"]
+    for i, name in enumerate(APP_START_ORDER):
+        for dep, how in (s[name].get("depends_on") or {}).items():
+            assert dep in APP_START_ORDER[:i], f"{name} depends on {dep}, started after it"
+            assert how["condition"] == "service_healthy", f"{name} waits for {dep}: {how}"
+    assert set(s["frontend"]["depends_on"]) == {"backend", "inventory"}
     procs = {}
     procs["jaeger"] = network.start(
         "jaeger", "netns", [], [jaeger_bin],
         _clean_env({"PATH": DEBIAN_PATH, "JAEGER_LISTEN_HOST": "0.0.0.0"}))
     wait_healthy(network, "jaeger", s["jaeger"], procs["jaeger"])
-    for name in ("backend", "frontend"):
+    for name in APP_START_ORDER:
         procs[name] = start_app(network, name, s[name], images[name])
         wait_healthy(network, name, s[name], procs[name])
     binary = gospan_image.installed["/usr/local/bin/gospan"]
@@ -1007,17 +1038,20 @@ def test_compose_demo_played_without_docker(network, compose, images, gospan_ima
     assert f"loadgen: {count} requests" in loadgen.out.text, loadgen.output()
 
     # count requests over 4 routes in turn: each one a frontend SERVER span; one CLIENT span
-    # and one backend SERVER span per call to the backend, two calls for /both.
+    # and one backend SERVER span per call to the backend, two calls for /both; and for
+    # /direct, /spawn and /both (the routes with an item id), one GetItem call to the
+    # inventory: a gRPC CLIENT span in the frontend, a SERVER span in the inventory.
     per_route = count // 4
     want = {
         ("frontend", "server"): {"GET /direct/{id}": per_route, "GET /spawn/{id}": per_route,
                                  "GET /both/{id}": per_route, "GET /backend-fail": per_route},
-        ("frontend", "client"): {"GET": 5 * per_route},
+        ("frontend", "client"): {"GET": 5 * per_route, GET_ITEM: 3 * per_route},
         ("backend", "server"): {"GET /work/{id}": 4 * per_route, "GET /fail": per_route},
+        ("inventory", "server"): {GET_ITEM: 3 * per_route},
     }
     deadline = time.monotonic() + 30
     while True:
-        spans = {svc: _jaeger_spans(network, svc) for svc in ("frontend", "backend")}
+        spans = {svc: _jaeger_spans(network, svc) for svc in ("frontend", "backend", "inventory")}
         seen = {key: {} for key in want}
         for svc, got in spans.items():
             for sp in got:
@@ -1030,10 +1064,32 @@ def test_compose_demo_played_without_docker(network, compose, images, gospan_ima
                                  "\n".join(p.output() for p in procs.values()))
         time.sleep(1.0)
 
+    # The lookup runs on the handler's goroutine: its CLIENT span is the child of the request's
+    # SERVER span, of a route with an item id.
+    front = {sp["id"]: sp for sp in spans["frontend"]}
+    item_routes = {"GET /direct/{id}", "GET /spawn/{id}", "GET /both/{id}"}
+    rpcs = [sp for sp in spans["frontend"] if sp["kind"] == "client" and sp["name"] == GET_ITEM]
+    for sp in rpcs:
+        up = [front.get(p) for p in sp["parents"]]
+        assert len(up) == 1 and up[0] and up[0]["kind"] == "server" and \
+            up[0]["name"] in item_routes and up[0]["trace"] == sp["trace"], \
+            f"the GetItem CLIENT span {sp} is not the child of an item request's SERVER span"
     if "outgoing trace context is off" not in procs["gospan-frontend"].err.text:
-        front = {sp["trace"] for sp in spans["frontend"]}
-        assert all(sp["trace"] in front for sp in spans["backend"]), \
+        fronts = {sp["trace"] for sp in spans["frontend"]}
+        assert all(sp["trace"] in fronts for sp in spans["backend"]), \
             "the backend's spans should join the frontend's traces"
+        # The gRPC hop: each GetItem call carried its CLIENT span's context in the HEADERS
+        # frame, so the inventory's SERVER span is that span's child, in its trace; one each.
+        children = {}
+        for sp in spans["inventory"]:
+            assert len(sp["parents"]) == 1, f"the inventory's span {sp} has no single parent"
+            parent = front.get(sp["parents"][0])
+            assert parent in rpcs, \
+                f"the inventory's span {sp} is not the child of a frontend GetItem CLIENT span"
+            assert parent["trace"] == sp["trace"]
+            children[parent["id"]] = children.get(parent["id"], 0) + 1
+        assert children == {sp["id"]: 1 for sp in rpcs}, \
+            f"GetItem CLIENT spans and their inventory SERVER children: {children}"
 
     grace = _seconds(s["gospan-frontend"]["stop_grace_period"])
     for name in TRACERS:
