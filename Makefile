@@ -3,7 +3,8 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
-#   make demo       Jaeger, frontend, backend, a gospan on each, requests; shows the traces
+#   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
+#                   each, requests; shows the traces and checks each request is one trace
 #   make offsets    regenerate offsets/go_offsets.json and offsets/grpc_offsets.json from the DWARF
 #                   of probes built with each Go toolchain and each grpc-go release
 #   make fmt        clang-format the C sources

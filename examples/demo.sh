@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # What `make demo` runs: the docker-compose demo's topology as plain processes on 127.0.0.1.
-# Jaeger (OTLP/HTTP in, HTTP query API out), examples/backend, examples/frontend calling it, one
-# gospan attached to each service and exporting to Jaeger, and examples/loadgen sending a fixed
-# number of requests to the frontend. The traces are then read back from Jaeger's query API and
-# printed as trees. On a terminal everything keeps running afterwards, loadgen included, until
-# Ctrl-C; otherwise (or with GOSPAN_DEMO_KEEP=0) everything is stopped and the script exits.
+# Jaeger (OTLP/HTTP in, HTTP query API out), examples/backend (HTTP), examples/inventory (gRPC),
+# examples/frontend calling the backend over HTTP and looking items up in the inventory over gRPC,
+# one gospan attached to each of the three services and exporting to Jaeger, and examples/loadgen
+# sending a fixed number of requests to the frontend. The traces are then read back from Jaeger's
+# query API, printed as trees, and each request is checked to be one trace across the services
+# it reached, every parent link exact. On a terminal everything keeps running afterwards, loadgen
+# included, until Ctrl-C; otherwise (or with GOSPAN_DEMO_KEEP=0) everything is stopped and the
+# script exits.
 # Every process started here is stopped on any exit: loadgen first, then the gospans with
 # SIGTERM (they flush what is pending and print a summary, shown here), the services, Jaeger.
 #
@@ -59,7 +62,11 @@ for v in $(compgen -e); do
 done
 
 work=$(mktemp -d /tmp/gospan-demo.XXXXXX)
-jaeger_pid= backend_pid= frontend_pid= gospan_fe_pid= gospan_be_pid= load_pid=
+# The traced services, in the order their gospans sum up; each one's pid, its gospan's pid and,
+# once stopped, its gospan's exit status.
+traced=(frontend backend inventory)
+declare -A service_pid=() gospan_pid=() gospan_rc=()
+jaeger_pid= load_pid=
 
 # Starts a program in its own session, output in $work/NAME.out and .err, and sets $started.
 # Its own session: a Ctrl-C on the terminal reaches this script alone, which then stops
@@ -93,27 +100,22 @@ stop_pids() {
 	done
 }
 
-# The gospans' exit statuses, once stopped.
-gospan_fe_rc= gospan_be_rc=
-
 stop_gospans() {
 	local pids=() svc pid rc
-	alive "$gospan_fe_pid" && pids+=("$gospan_fe_pid")
-	alive "$gospan_be_pid" && pids+=("$gospan_be_pid")
+	for svc in "${traced[@]}"; do
+		if alive "${gospan_pid[$svc]:-}"; then pids+=("${gospan_pid[$svc]}"); fi
+	done
 	if [ ${#pids[@]} -gt 0 ]; then
 		say "stopping the gospans (SIGTERM: they detach, export what is pending and sum up)"
 		stop_pids 30 "${pids[@]}"
 	fi
-	for svc in frontend backend; do
-		if [ $svc = frontend ]; then pid=$gospan_fe_pid; else pid=$gospan_be_pid; fi
+	for svc in "${traced[@]}"; do
+		pid=${gospan_pid[$svc]:-}
 		[ -n "$pid" ] || continue
 		rc=0
 		wait "$pid" 2>/dev/null || rc=$?
-		if [ $svc = frontend ]; then
-			gospan_fe_rc=$rc gospan_fe_pid=
-		else
-			gospan_be_rc=$rc gospan_be_pid=
-		fi
+		gospan_rc[$svc]=$rc
+		gospan_pid[$svc]=
 		if grep -q '^gospan: summary' "$work/gospan-$svc.err" 2>/dev/null; then
 			say "gospan on $svc, exit status $rc:"
 			grep '^gospan: summary' "$work/gospan-$svc.err" | indent
@@ -125,16 +127,17 @@ stop_gospans() {
 }
 
 stop_all() {
+	local pids=() svc
 	if alive "$load_pid"; then
 		stop_pids 5 "$load_pid"
 	fi
 	load_pid=
 	stop_gospans
-	local pids=()
-	alive "$frontend_pid" && pids+=("$frontend_pid")
-	alive "$backend_pid" && pids+=("$backend_pid")
+	for svc in "${traced[@]}"; do
+		if alive "${service_pid[$svc]:-}"; then pids+=("${service_pid[$svc]}"); fi
+		service_pid[$svc]=
+	done
 	[ ${#pids[@]} -eq 0 ] || stop_pids 10 "${pids[@]}"
-	frontend_pid= backend_pid=
 	if alive "$jaeger_pid"; then
 		stop_pids 20 "$jaeger_pid"
 	fi
@@ -169,8 +172,9 @@ wait_for_line() {
 # ---- build ------------------------------------------------------------------------------------
 
 mkdir -p "$build/examples"
-say "building examples/backend, frontend and loadgen ($("$go" env GOVERSION)) into $build/examples/"
-for prog in backend frontend loadgen; do
+say "building examples/backend, inventory, frontend and loadgen ($("$go" env GOVERSION)) into" \
+	"$build/examples/"
+for prog in backend inventory frontend loadgen; do
 	(cd "$here/$prog" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
 		"$go" build -o "$build/examples/$prog" .) || die "cannot build examples/$prog"
 done
@@ -237,14 +241,21 @@ start_service() {
 		die "$name did not start listening within 15 s"
 	fi
 }
+# Prints the address NAME, just started, said it listens on.
+listening_on() { sed -n 's/^listening on //p' "$work/$1.out" | head -n 1; }
 start_service backend
-backend_pid=$started
-backend_url=http://$(sed -n 's/^listening on //p' "$work/backend.out" | head -n 1)
-say "backend: pid $backend_pid, $backend_url (OTEL_SERVICE_NAME=backend)"
-start_service frontend -backend "$backend_url"
-frontend_pid=$started
-frontend_url=http://$(sed -n 's/^listening on //p' "$work/frontend.out" | head -n 1)
-say "frontend: pid $frontend_pid, $frontend_url, calls the backend (OTEL_SERVICE_NAME=frontend)"
+service_pid[backend]=$started
+backend_url=http://$(listening_on backend)
+say "backend: pid $started, $backend_url, HTTP (OTEL_SERVICE_NAME=backend)"
+start_service inventory
+service_pid[inventory]=$started
+inventory_addr=$(listening_on inventory)
+say "inventory: pid $started, $inventory_addr, gRPC in cleartext (OTEL_SERVICE_NAME=inventory)"
+start_service frontend -backend "$backend_url" -inventory "$inventory_addr"
+service_pid[frontend]=$started
+frontend_url=http://$(listening_on frontend)
+say "frontend: pid $started, $frontend_url, calls the backend and looks items up in the inventory" \
+	"(OTEL_SERVICE_NAME=frontend)"
 
 # ---- the gospans --------------------------------------------------------------------------------
 
@@ -256,12 +267,13 @@ else
 	gospan_env+=(OTEL_TRACES_EXPORTER=console)
 	say "attaching one gospan to each service, printing spans (OTEL_TRACES_EXPORTER=console)"
 fi
-start gospan-backend env "${gospan_env[@]}" "$gospan" --pid "$backend_pid"
-gospan_be_pid=$started
-start gospan-frontend env "${gospan_env[@]}" "$gospan" --pid "$frontend_pid"
-gospan_fe_pid=$started
-for svc in backend frontend; do
-	if [ $svc = frontend ]; then pid=$gospan_fe_pid; else pid=$gospan_be_pid; fi
+# The callees first, so that they are traced before the frontend calls them.
+for svc in backend inventory frontend; do
+	start "gospan-$svc" env "${gospan_env[@]}" "$gospan" --pid "${service_pid[$svc]}"
+	gospan_pid[$svc]=$started
+done
+for svc in backend inventory frontend; do
+	pid=${gospan_pid[$svc]}
 	if ! wait_for_line "$work/gospan-$svc.err" '^gospan: attached' "$attach_timeout" "$pid"; then
 		if alive "$pid"; then
 			indent <"$work/gospan-$svc.err"
@@ -273,8 +285,9 @@ for svc in backend frontend; do
 	indent <"$work/gospan-$svc.err"
 done
 
-# gospan adds traceparent to the frontend's calls at the socket layer; where it cannot (no
-# cgroup v2 hierarchy on this host), it says so when it attaches.
+# gospan adds traceparent to the frontend's calls at the socket layer (a header of each HTTP/1
+# request, a field of each cleartext gRPC call's HEADERS frame); where it cannot (no cgroup v2
+# hierarchy on this host), it says so when it attaches.
 no_propagation=
 if grep -q 'outgoing trace context is off' "$work/gospan-frontend.err"; then
 	no_propagation=1
@@ -283,9 +296,15 @@ fi
 # ---- the load -----------------------------------------------------------------------------------
 
 urls=$frontend_url/direct/1,$frontend_url/spawn/2,$frontend_url/both/3,$frontend_url/backend-fail
-calls=(1 1 2 1) # backend calls each of those makes
-backend_calls=0
-for ((i = 0; i < requests; i++)); do backend_calls=$((backend_calls + calls[i % 4])); done
+# What each of those makes: backend calls (HTTP) and inventory lookups (gRPC; items 1 to 3 are
+# in stock, /backend-fail looks none up).
+calls=(1 1 2 1)
+looks=(1 1 1 0)
+backend_calls=0 lookups=0
+for ((i = 0; i < requests; i++)); do
+	backend_calls=$((backend_calls + calls[i % 4]))
+	lookups=$((lookups + looks[i % 4]))
+done
 say "loadgen: $requests requests to the frontend, one every $interval, in turn to"
 say "  /direct/1, /spawn/2, /both/3 and /backend-fail"
 t0=$SECONDS
@@ -294,73 +313,108 @@ t0=$SECONDS
 
 # ---- the traces ---------------------------------------------------------------------------------
 
-both=
 if [ -n "$query" ]; then
-	# Each request: a SERVER span in the frontend, a CLIENT span per backend call and the
-	# backend's SERVER span for it.
+	# Each request: a SERVER span in the frontend, a CLIENT span per backend call and per lookup,
+	# the backend's SERVER span for each call and the inventory's for each lookup.
 	say "waiting for the spans to reach Jaeger (at most $span_timeout s)"
 	if ! "$python" "$jaeger_py" wait --query "$query" --timeout "$span_timeout" \
-		--spans frontend=$((requests + backend_calls)) --spans backend=$backend_calls | indent; then
+		--spans frontend=$((requests + backend_calls + lookups)) --spans backend=$backend_calls \
+		--spans inventory=$lookups | indent; then
 		say "not every span arrived in time; showing what Jaeger has"
 	fi
 	say "the traces, as Jaeger's query API gives them ($query/api/traces?service=frontend):"
 	"$python" "$jaeger_py" show --query "$query" --service frontend --service backend \
-		>"$work/show.out" || die "cannot read the traces from Jaeger"
+		--service inventory >"$work/show.out" || die "cannot read the traces from Jaeger"
 	indent <"$work/show.out"
-	both=$(sed -n 's/.*; \([0-9]*\) with spans of frontend and backend$/\1/p' "$work/show.out")
 	joined=$(sed -n 's/^joined traces: \([0-9]*\) of .*/\1/p' "$work/show.out")
+	# "hop frontend -> SERVICE, PROTOCOL NAME: N calls, in M of the joined traces": NAME, N, M.
+	hop() {
+		sed -n "s/^hop frontend -> $1, $2 \([^:]*\): \([0-9]*\) calls, in \([0-9]*\) of .*/\1 \2 \3/p" \
+			"$work/show.out" | head -n 1
+	}
+	read -r http_name http_calls http_traces <<<"$(hop backend HTTP)" || true
+	read -r grpc_name grpc_calls grpc_traces <<<"$(hop inventory gRPC)" || true
 else
 	# The console prints each trace when its root span arrives. The frontend has a trace per
-	# request; the backend its part of each of those (a trace per call if no context went out).
+	# request; the backend and the inventory their parts of each of those (a trace per call if
+	# no context went out).
 	say "waiting for the gospans to print the spans (at most $span_timeout s)"
 	trace_ids() {
 		{ grep -Eo 'trace[= ][0-9a-f]{32}' "$1" 2>/dev/null || true; } | cut -c7- | sort -u
 	}
-	be_want=$requests
-	[ -z "$no_propagation" ] || be_want=$backend_calls
+	declare -A want=([frontend]=$requests [backend]=$requests [inventory]=$lookups)
+	declare -A got=([frontend]=0 [backend]=0 [inventory]=0)
+	[ -z "$no_propagation" ] || want[backend]=$backend_calls
+	short=1
 	for ((i = 0; i < span_timeout * 10; i++)); do
-		fe=$(trace_ids "$work/gospan-frontend.out" | wc -l)
-		be=$(trace_ids "$work/gospan-backend.out" | wc -l)
-		[ "$fe" -ge "$requests" ] && [ "$be" -ge "$be_want" ] && break
+		short=
+		for svc in "${traced[@]}"; do
+			got[$svc]=$(trace_ids "$work/gospan-$svc.out" | wc -l)
+			[ "${got[$svc]}" -ge "${want[$svc]}" ] || short=1
+		done
+		[ -z "$short" ] && break
 		sleep 0.1
 	done
-	if [ "$fe" -lt "$requests" ] || [ "$be" -lt "$be_want" ]; then
-		say "not every trace was printed in time (frontend $fe of $requests, backend $be of $be_want)"
+	if [ -n "$short" ]; then
+		say "not every trace was printed in time (frontend ${got[frontend]} of ${want[frontend]}," \
+			"backend ${got[backend]} of ${want[backend]}, inventory ${got[inventory]} of" \
+			"${want[inventory]})"
 	fi
 	sleep 0.5 # anything of the last batch still being written
-	for svc in frontend backend; do
+	for svc in "${traced[@]}"; do
 		say "spans of $svc, as its gospan printed them:"
 		indent <"$work/gospan-$svc.out"
+		trace_ids "$work/gospan-$svc.out" >"$work/$svc.traces"
+		got[$svc]=$(wc -l <"$work/$svc.traces")
 	done
-	trace_ids "$work/gospan-frontend.out" >"$work/frontend.traces"
-	trace_ids "$work/gospan-backend.out" >"$work/backend.traces"
-	both=$(comm -12 "$work/frontend.traces" "$work/backend.traces" | wc -l)
-	fe=$(wc -l <"$work/frontend.traces")
-	be=$(wc -l <"$work/backend.traces")
-	say "traces printed: $fe with spans of frontend, $be with spans of backend;" \
-		"$both with spans of both"
+	# Traces with spans of the frontend and of the backend, of the frontend and of the inventory.
+	with_be=$(comm -12 "$work/frontend.traces" "$work/backend.traces" | wc -l)
+	with_inv=$(comm -12 "$work/frontend.traces" "$work/inventory.traces" | wc -l)
+	say "traces printed: ${got[frontend]} with spans of frontend, ${got[backend]} with spans of" \
+		"backend, ${got[inventory]} with spans of inventory; $with_be with spans of frontend" \
+		"and backend, $with_inv with spans of frontend and inventory"
 fi
 say "requests sent and traces read in $((SECONDS - t0)) s"
 
 # What the traces show: the demo's last word, after the services' summaries.
 say_verdict() {
+	# /backend-fail looks no item up: its traces have no inventory span.
+	local two= none=
+	if [ "$lookups" -lt "$requests" ]; then
+		two="(the $((requests - lookups)) to /backend-fail across two: they look no item up), "
+		none=" (all but /backend-fail)"
+	fi
 	if [ -n "$no_propagation" ]; then
-		say "the backend's spans start their own trace: gospan could not send trace context from"
-		say "  the frontend (it said why when it attached, above), so the backend never learns the"
-		say "  trace it is part of"
-	elif [ -n "$query" ] && [ -n "$joined" ] && [ "$joined" -eq "$requests" ]; then
-		say "all $requests frontend requests are one trace across both services, read back from"
-		say "  Jaeger: frontend SERVER -> frontend CLIENT -> backend SERVER, every parent link exact;"
-		say "  gospan put each CLIENT span's traceparent on the wire at the socket layer"
+		say "the backend's and the inventory's spans start their own traces: gospan could not"
+		say "  send trace context from the frontend (it said why when it attached, above), so"
+		say "  neither learns the trace it is part of"
+	elif [ -n "$query" ] && [ "${joined:-0}" -eq "$requests" ] &&
+		[ "${http_calls:-0}" -eq "$backend_calls" ] && [ "${http_traces:-0}" -eq "$requests" ] &&
+		[ "${grpc_calls:-0}" -eq "$lookups" ] && [ "${grpc_traces:-0}" -eq "$lookups" ]; then
+		say "all $requests frontend requests are one trace across the three services, read back"
+		say "  from Jaeger ${two}every parent link exact:"
+		say "  frontend SERVER -> frontend CLIENT (HTTP $http_name) -> backend SERVER:" \
+			"$http_calls calls, in $http_traces traces"
+		say "  frontend SERVER -> frontend CLIENT (gRPC $grpc_name) -> inventory SERVER:" \
+			"$grpc_calls calls, in $grpc_traces traces"
+		say "  gospan put each CLIENT span's traceparent on the wire at the socket layer: a header"
+		say "  of the HTTP/1 request, a field of the gRPC call's HEADERS frame"
 	elif [ -n "$query" ]; then
-		say "only ${joined:-0} of $requests frontend requests are one trace across both services in"
-		say "  Jaeger, though gospan sends trace context: see its messages and the traces above"
-	elif [ -n "$both" ] && [ "$both" -eq "$requests" ]; then
-		say "all $requests frontend requests are one trace across both services: gospan put each"
-		say "  CLIENT span's traceparent on the wire at the socket layer, and the backend joined it"
+		say "only ${joined:-0} of $requests frontend requests are one trace across the services"
+		say "  they call in Jaeger (the backend over HTTP in ${http_traces:-0} of $requests, the"
+		say "  inventory over gRPC in ${grpc_traces:-0} of $lookups), though gospan sends trace"
+		say "  context: the traces above say why ('not joined'); see also gospan's messages"
+	elif [ "${got[frontend]}" -eq "$requests" ] && [ "${got[backend]}" -eq "$requests" ] &&
+		[ "$with_be" -eq "$requests" ] && [ "${got[inventory]}" -eq "$lookups" ] &&
+		[ "$with_inv" -eq "$lookups" ]; then
+		say "all $requests frontend requests are one trace across the three services: gospan put"
+		say "  each CLIENT span's traceparent on the wire at the socket layer (a header of the"
+		say "  HTTP/1 request, a field of the gRPC call's HEADERS frame); the backend joined the"
+		say "  trace of all $requests, the inventory those of the $lookups with a lookup$none"
 	else
-		say "only ${both:-0} of $requests frontend requests are one trace across both services,"
-		say "  though gospan sends trace context: see its messages above"
+		say "only $with_be of $requests frontend requests have the backend's spans in their trace"
+		say "  and $with_inv of $lookups the inventory's, though gospan sends trace context: see"
+		say "  its messages above"
 	fi
 }
 
@@ -375,7 +429,8 @@ if [ "$keep" = 1 ]; then
 	if [ -n "$query" ]; then
 		say "Jaeger's query API: $query/api/services, $query/api/traces?service=frontend&limit=20"
 		say "the latest traces again:"
-		say "  $python $jaeger_py show --query $query --service frontend --service backend"
+		say "  $python $jaeger_py show --query $query --service frontend --service backend" \
+			"--service inventory"
 		if [ "$ui" = yes ]; then
 			say "Jaeger's UI: $query/"
 		else
@@ -384,7 +439,8 @@ if [ "$keep" = 1 ]; then
 			say "  binary>, or run the docker-compose demo"
 		fi
 	else
-		say "the spans: tail -f $work/gospan-frontend.out $work/gospan-backend.out"
+		say "the spans: tail -f $work/gospan-frontend.out $work/gospan-backend.out" \
+			"$work/gospan-inventory.out"
 	fi
 	say "Ctrl-C to stop"
 	trap 'exit 0' INT
@@ -395,8 +451,9 @@ if [ "$keep" = 1 ]; then
 fi
 
 stop_all
-[ "$gospan_fe_rc" = 0 ] || die "gospan on frontend exited with status $gospan_fe_rc"
-[ "$gospan_be_rc" = 0 ] || die "gospan on backend exited with status $gospan_be_rc"
+for svc in "${traced[@]}"; do
+	[ "${gospan_rc[$svc]:-}" = 0 ] || die "gospan on $svc exited with status ${gospan_rc[$svc]:-}"
+done
 say_verdict
 if [ -n "$query" ]; then
 	say "done; Jaeger was stopped with the rest (on a terminal it keeps running until Ctrl-C)"

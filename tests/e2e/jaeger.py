@@ -21,6 +21,11 @@ The same file is the demo's way to Jaeger (examples/demo.sh), run as a program:
                                           "ready otlp=URL query=URL ui=yes|no" once it is ready
     python3 tests/e2e/jaeger.py wait --query URL --spans SERVICE=N ... [--timeout S]
     python3 tests/e2e/jaeger.py show --query URL [--service NAME]
+                                          the latest trace of each operation as a tree; with
+                                          more than one service, how many traces of the first
+                                          are one trace across them, every parent link exact
+                                          (why not, for the first few that are not), and each
+                                          kind of call across (HTTP or gRPC, by name)
 
 A binary built from the Go module has no web UI (its assets are not in the module; the query
 port serves a placeholder page): `ui=no` says so, and `show` prints traces as text instead.
@@ -454,17 +459,53 @@ def _cmd_wait(args):
     return 0 if all(got.get(s, 0) >= n for s, n in want.items()) else 1
 
 
+# rpc.grpc.status_code by number (google.golang.org/grpc/codes), named as the RPC conventions do.
+GRPC_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+              "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+              "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+              "UNAUTHENTICATED")
+
+
+def _protocol(span):
+    """'gRPC' for the span of an RPC, 'HTTP' for that of an HTTP request or call, else None."""
+    if tag(span, "rpc.system") == "grpc":
+        return "gRPC"
+    if tag(span, "http.request.method") is not None:
+        return "HTTP"
+    return None
+
+
 def _status(span):
+    """The HTTP status code or the gRPC status code's name, then ERROR when the span failed."""
     code = tag(span, "http.response.status_code")
+    rpc = tag(span, "rpc.grpc.status_code")
     failed = tag(span, "otel.status_code") == "ERROR" or tag(span, "error") in (True, "true")
-    words = [str(code)] if code is not None else []
+    words = []
+    if code is not None:
+        words.append(str(code))
+    elif isinstance(rpc, int):
+        words.append(GRPC_CODES[rpc] if 0 <= rpc < len(GRPC_CODES) else str(rpc))
     if failed:
         words.append("ERROR")
     return " ".join(words) or "-"
 
 
-def _tree_lines(trace):
-    """A trace as text, one line per span, each span indented under its parent."""
+def _where(span):
+    """What a span is about besides its name: the URL an HTTP call went to, the address an RPC
+    went to (an RPC's name is its method already), the path a request asked for."""
+    if tag(span, "span.kind") == "client":
+        if tag(span, "url.full"):
+            return tag(span, "url.full")
+        host, port = tag(span, "server.address"), tag(span, "server.port")
+        if host and port is not None:
+            return f"{host}:{port}"
+        return host or ""
+    return tag(span, "url.path") or ""
+
+
+def _tree(trace):
+    """A trace as a heading and one row per span, (label, status, duration in ms, where), the
+    spans in start order, each span's label indented under its parent."""
     spans = sorted(trace["spans"], key=lambda s: s["startTime"])
     ids = {s["spanID"] for s in spans}
     children, roots = {}, []
@@ -473,20 +514,30 @@ def _tree_lines(trace):
                        if r.get("spanID") in ids), None)
         (children.setdefault(parent, []) if parent else roots).append(s)
     start = time.strftime("%H:%M:%S", time.localtime(spans[0]["startTime"] / 1e6))
-    lines = [f"trace {trace['traceID']}  {start}  {len(spans)} span{'s' * (len(spans) != 1)}"]
+    heading = f"trace {trace['traceID']}  {start}  {len(spans)} span{'s' * (len(spans) != 1)}"
+    rows = []
 
     def walk(span, depth):
         kind = tag(span, "span.kind") or "-"
-        where = tag(span, "url.full") if kind == "client" else tag(span, "url.path")
         label = "  " * depth + f"{service_of(trace, span)}  {kind:<6}  {span['operationName']}"
-        lines.append(f"  {label:<44} {_status(span):<9} {span['duration'] / 1000:>8.3f} ms  "
-                     f"{where or ''}".rstrip())
+        rows.append((label, _status(span), span["duration"] / 1000, _where(span)))
         for child in children.get(span["spanID"], []):
             walk(child, depth + 1)
 
     for root in roots:
         walk(root, 0)
-    return lines
+    return heading, rows
+
+
+def _print_trees(trees):
+    """Prints (heading, rows) trees with their columns aligned across all of them."""
+    rows = [r for _, rs in trees for r in rs]
+    label_w = max([44, *(len(r[0]) + 1 for r in rows)])
+    status_w = max([9, *(len(r[1]) for r in rows)])
+    for heading, rs in trees:
+        print(heading)
+        for label, status, ms, where in rs:
+            print(f"  {label:<{label_w}} {status:<{status_w}} {ms:>8.3f} ms  {where}".rstrip())
 
 
 def _latest_by_root(traces):
@@ -500,26 +551,69 @@ def _latest_by_root(traces):
     return [latest[op][1] for op in sorted(latest)]
 
 
-def _joined(trace, first):
-    """Whether TRACE crosses services with every link right: each SERVER span of another service
-    than FIRST is the child of a CLIENT span of another service, itself the child of a SERVER
-    span of FIRST; and there is at least one such crossing."""
-    by_id = {s["spanID"]: s for s in trace["spans"]}
-    crossings = 0
-    for s in trace["spans"]:
-        if service_of(trace, s) == first or tag(s, "span.kind") != "server":
+def _started(item):
+    """The start of a (trace, anything) pair's trace, to sort them by."""
+    return min((s["startTime"] for s in item[0].get("spans") or []), default=0)
+
+
+def _hops(trace, first):
+    """(hops, None) when TRACE is one trace across services with every parent link exact, hops
+    being the calls from FIRST to the other services, as (callee, protocol, name) tuples; else
+    (None, what is wrong). Exact: a single root, a SERVER span of FIRST; every other span the
+    CHILD_OF one span of the trace; every CLIENT span of FIRST a child of a SERVER span of FIRST
+    and the parent of exactly one span, the SERVER span of another service that served the call
+    (the same protocol, and for gRPC the same method); every SERVER span of another service the
+    child of such a CLIENT span; and at least one such call."""
+    spans = trace.get("spans") or []
+    by_id = {s["spanID"]: s for s in spans}
+
+    def name(span):
+        return f"the {service_of(trace, span)} {(tag(span, 'span.kind') or '-').upper()} span " \
+               f"{span['operationName']} ({span['spanID']})"
+
+    parent, children, roots = {}, {}, []
+    for s in spans:
+        refs = parents(s)
+        if not refs:
+            roots.append(s)
             continue
-        refs = [r for r in parents(s) if r[0] == "CHILD_OF"]
-        client = by_id.get(refs[0][1]) if len(refs) == 1 else None
-        if client is None or tag(client, "span.kind") != "client" or \
-                service_of(trace, client) == service_of(trace, s):
-            return False
-        up = [by_id.get(r[1]) for r in parents(client) if r[0] == "CHILD_OF"]
-        if len(up) != 1 or up[0] is None or tag(up[0], "span.kind") != "server" or \
-                service_of(trace, up[0]) != first:
-            return False
-        crossings += 1
-    return crossings > 0
+        if len(refs) != 1 or refs[0][0] != "CHILD_OF" or refs[0][1] not in by_id:
+            return None, f"{name(s)} has references {refs}, not one CHILD_OF a span of the trace"
+        parent[s["spanID"]] = by_id[refs[0][1]]
+        children.setdefault(refs[0][1], []).append(s)
+    if len(roots) != 1 or service_of(trace, roots[0]) != first or \
+            tag(roots[0], "span.kind") != "server":
+        return None, f"its roots are {', '.join(map(name, roots)) or 'none'}, not one {first} " \
+                     f"SERVER span"
+
+    def ours(span, kind):  # a span of FIRST of that kind
+        return span is not None and service_of(trace, span) == first and \
+            tag(span, "span.kind") == kind
+
+    def theirs(span, kind):  # a span of another service of that kind
+        return span is not None and service_of(trace, span) != first and \
+            tag(span, "span.kind") == kind
+
+    hops = []
+    for s in spans:
+        if ours(s, "client"):
+            up, down = parent.get(s["spanID"]), children.get(s["spanID"], [])
+            if not ours(up, "server"):
+                return None, f"{name(s)} is not the child of a {first} SERVER span"
+            if len(down) != 1:
+                return None, f"{name(s)} has {len(down)} children, not the one SERVER span of " \
+                             f"the service it called"
+            callee, proto = down[0], _protocol(s)
+            if not theirs(callee, "server") or proto is None or _protocol(callee) != proto or \
+                    (proto == "gRPC" and callee["operationName"] != s["operationName"]):
+                return None, f"{name(s)} has the child {name(callee)}, not the SERVER span of " \
+                             f"the call"
+            hops.append((service_of(trace, callee), proto, s["operationName"]))
+        elif theirs(s, "server") and not ours(parent.get(s["spanID"]), "client"):
+            return None, f"{name(s)} is not the child of a {first} CLIENT span"
+    if not hops:
+        return None, f"no {first} CLIENT span called another service traced here"
+    return hops, None
 
 
 def _cmd_show(args):
@@ -536,31 +630,59 @@ def _cmd_show(args):
     names = {svc: {t["traceID"] for t in traces} for svc, traces in by_service.items()}
     first = services[0]
     shown = set()
-    for svc in services:
-        # A trace is shown once, under the first service it has spans of.
-        mine = [t for t in by_service[svc] if t["traceID"] not in shown]
-        if not mine:
-            continue
-        if svc == first:
-            print(f"the latest trace of each {svc} operation "
-                  f"(of {len(names[svc])} traces with {svc} spans):")
-        else:
-            print(f"traces that start at {svc}, the latest of each operation "
-                  f"(of {len(mine)} with no span of {', '.join(services[:services.index(svc)])}):")
-        for t in _latest_by_root(mine):
-            print("\n".join(_tree_lines(api.trace(t["traceID"]) or t)))
-        shown |= {t["traceID"] for t in mine}
-    common = set.intersection(*names.values())
-    counts = ", ".join(f"{len(ids)} with spans of {svc}" for svc, ids in names.items())
-    line = f"traces in Jaeger: {counts}"
-    if len(services) > 1:
-        line += f"; {len(common)} with spans of {' and '.join(services)}"
-    print(line)
-    if len(services) > 1:
-        joined = [t for t in common if _joined(api.trace(t) or {"spans": []}, first)]
-        print(f"joined traces: {len(joined)} of {len(names[first])} {first} traces are one trace "
-              f"across services, every {'/'.join(services[1:])} SERVER span a child of the "
-              f"{first} CLIENT span that called it, itself a child of a {first} SERVER span")
+    try:
+        for svc in services:
+            # A trace is shown once, under the first service it has spans of.
+            mine = [t for t in by_service[svc] if t["traceID"] not in shown]
+            if not mine:
+                continue
+            if svc == first:
+                print(f"the latest trace of each {svc} operation "
+                      f"(of {len(names[svc])} traces with {svc} spans):")
+            else:
+                print(f"traces that start at {svc}, the latest of each operation (of {len(mine)} "
+                      f"with no span of {', '.join(services[:services.index(svc)])}):")
+            _print_trees([_tree(api.trace(t["traceID"]) or t) for t in _latest_by_root(mine)])
+            shown |= {t["traceID"] for t in mine}
+        counts = ", ".join(f"{len(ids)} with spans of {svc}" for svc, ids in names.items())
+        line = f"traces in Jaeger: {counts}"
+        if len(services) > 1:
+            line += "; " + ", ".join(f"{len(names[first] & names[svc])} with spans of {first} "
+                                     f"and {svc}" for svc in services[1:])
+        print(line)
+        if len(services) > 1:
+            joined, unjoined = {}, []
+            for t in sorted(names[first]):
+                trace = api.trace(t) or {"traceID": t, "spans": []}
+                hops, problem = _hops(trace, first)
+                if hops is None:
+                    unjoined.append((trace, problem))
+                else:
+                    joined[t] = hops
+            others = "/".join(services[1:])
+            print(f"joined traces: {len(joined)} of {len(names[first])} {first} traces are one "
+                  f"trace across services, every parent link exact: every {first} CLIENT span "
+                  f"the child of a {first} SERVER span and the parent of the {others} SERVER "
+                  f"span it called")
+            # Why not, for the first few that are not (all of them, when nothing went out).
+            if len(unjoined) < len(names[first]):
+                for trace, problem in sorted(unjoined, key=_started)[:5]:
+                    print(f"  not joined: trace {trace['traceID']}: {problem}")
+            # Each kind of call across, and in how many of the joined traces it is.
+            calls, traces = {}, {}
+            for t, h in joined.items():
+                for hop in h:
+                    calls[hop] = calls.get(hop, 0) + 1
+                for hop in set(h):
+                    traces[hop] = traces.get(hop, 0) + 1
+            for hop in sorted(calls, key=lambda h: (services.index(h[0])
+                                                    if h[0] in services else len(services), h)):
+                callee, proto, name = hop
+                print(f"hop {first} -> {callee}, {proto} {name}: {calls[hop]} calls, in "
+                      f"{traces[hop]} of the joined traces")
+    except (OSError, ValueError) as e:
+        print(f"jaeger.py: cannot query '{api.query_url}': {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,10 +1,13 @@
 """`make demo` keeps working: examples/demo.sh is run as a user would, with a short load, and what
-it prints is checked. With Jaeger it must show the frontend's traces read back from Jaeger as
-trees, the backend's spans in those same traces (where no context can go out, in traces of
-their own, saying why), both gospans' summaries with every span exported, a last word saying
-every request is one trace across both services, and leave nothing running. Without Jaeger
-(GOSPAN_DEMO_JAEGER=0) the gospans print the spans. On a terminal it keeps everything running
-with the load going until Ctrl-C, which must stop it all the same way and exit 0.
+it prints is checked. Three services are traced, one gospan each: the frontend calls the backend
+over HTTP and looks items up in the inventory over gRPC. With Jaeger the demo must show the
+frontend's traces read back from Jaeger as trees, the backend's and the inventory's spans in those
+same traces under the CLIENT span that called them (where no context can go out, in traces of
+their own, saying why), every gospan's summary with every span exported, a last word saying every
+request is one trace across the three services with both hops counted, and leave nothing running.
+Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the spans, and the traces are matched by
+id. On a terminal it keeps everything running with the load going until Ctrl-C, which must stop
+it all the same way and exit 0.
 """
 
 import os
@@ -23,8 +26,13 @@ from test_distributed import NO_PROPAGATION
 DEMO = REPO / "examples" / "demo.sh"
 REQUESTS = 8  # two rounds of /direct, /spawn, /both, /backend-fail
 BACKEND_CALLS = 10  # /both calls the backend twice, the others once
-RUN_TIMEOUT = 300  # building the three Go programs the first time included
+LOOKUPS = 6  # /direct, /spawn and /both look their item up in the inventory, /backend-fail not
+RUN_TIMEOUT = 300  # building the four Go programs the first time included
 OPS = ("GET /direct/{id}", "GET /spawn/{id}", "GET /both/{id}", "GET /backend-fail")
+LOOKING_UP = OPS[:3]
+RPC = "inventory.v1.Inventory/GetItem"  # examples/inventory/inventorypb/inventory.proto
+SERVICES = ("frontend", "backend", "inventory")
+FRONTEND_SPANS = REQUESTS + BACKEND_CALLS + LOOKUPS  # a SERVER span each, a CLIENT span per call
 
 
 def demo_env(**extra):
@@ -49,55 +57,103 @@ def pids_started(out):
 
 def assert_all_stopped(out):
     pids = pids_started(out)
-    assert len(pids) >= 4, out
+    assert len(pids) >= 6, out  # three services, three gospans (and Jaeger's wrapper)
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} still runs after the demo\n{out}"
 
 
-def assert_summaries(out, fe_spans, be_spans):
-    for svc, n in (("frontend", fe_spans), ("backend", be_spans)):
+def assert_summaries(out):
+    for svc, n in (("frontend", FRONTEND_SPANS), ("backend", BACKEND_CALLS),
+                   ("inventory", LOOKUPS)):
         m = re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+(gospan: summary: .*)$", out,
                       re.M)
         assert m, f"no summary of the gospan on {svc}:\n{out}"
         assert f"spans captured {n}, exported {n}, dropped 0;" in m.group(1), out
 
 
-def check_traces(out):
+def tree_of(lines, op):
+    """The lines of the tree `jaeger.py show` printed for frontend's OP, as (depth, text) pairs,
+    the root first at depth 0."""
+    i = next((i for i, line in enumerate(lines)
+              if re.match(rf"\s+frontend  server  {re.escape(op)}\s", line)), None)
+    assert i is not None, f"no trace of frontend's '{op}' shown"
+    assert lines[i - 1].lstrip().startswith("trace "), lines[i - 1]
+    base = len(lines[i]) - len(lines[i].lstrip())
+    tree = []
+    for line in lines[i:]:
+        depth, rest = divmod(len(line) - len(line.lstrip()) - base, 2)
+        if tree and (depth <= 0 or rest):  # the next trace, or whatever follows the last one
+            break
+        tree.append((depth, line.strip()))
+    return tree
+
+
+def check_traces(out, inventory_addr):
     """The trees `jaeger.py show` printed, against what REQUESTS requests must give."""
     lines = out.splitlines()
     for op in OPS:
-        i = next((i for i, line in enumerate(lines)
-                  if re.match(rf"\s+frontend  server  {re.escape(op)}\s", line)), None)
-        assert i is not None, f"no trace of frontend's '{op}' shown:\n{out}"
-        assert lines[i - 1].lstrip().startswith("trace "), out
-        # The client call is indented under the request that made it.
-        root_indent = len(lines[i]) - len(lines[i].lstrip())
-        child = lines[i + 1]
-        assert child.lstrip().startswith("frontend  client  GET"), f"{op}:\n{out}"
-        assert len(child) - len(child.lstrip()) > root_indent, f"{op}:\n{out}"
+        tree = tree_of(lines, op)
+        # The calls, each indented under the request that made it, the lookup first.
+        calls = [text for depth, text in tree if depth == 1]
+        want = [f"frontend  client  {RPC}"] if op in LOOKING_UP else []
+        want += ["frontend  client  GET"] * (2 if op == "GET /both/{id}" else 1)
+        assert [c[:len(w)] for c, w in zip(calls, want)] == want and len(calls) == len(want), \
+            f"{op}: {tree}\n{out}"
+        if op in LOOKING_UP:
+            rpc = next(text for depth, text in tree if depth == 1 and RPC in text)
+            assert re.fullmatch(rf"frontend  client  {RPC}\s+OK\s+[\d.]+ ms  "
+                                rf"{re.escape(inventory_addr)}", rpc), f"{op}: {rpc}\n{out}"
+        if NO_PROPAGATION:
+            assert all(depth < 2 for depth, _ in tree), f"{op}: {tree}\n{out}"
+            continue
+        # Under each call, the SERVER span of the service it reached.
+        for (d, text), (d_next, text_next) in zip(tree, tree[1:] + [(0, "")]):
+            if d != 1:
+                continue
+            assert d_next == 2, f"{op}: nothing under '{text}'\n{out}"
+            if RPC in text:
+                assert re.match(rf"inventory  server  {RPC}\s+OK\s", text_next), out
+            else:
+                assert re.match(r"backend  server  GET /(work/\{id\}|fail)\s", text_next), out
     assert re.search(r"frontend  server  GET /backend-fail\s+502 ERROR", out), out
     assert re.search(r"frontend  client  GET\s+500 ERROR\s.*/fail$", out, re.M), out
-    m = re.search(r"traces in Jaeger: (\d+) with spans of frontend, (\d+) with spans of backend; "
-                  r"(\d+) with spans of frontend and backend", out)
+    m = re.search(r"traces in Jaeger: (\d+) with spans of frontend, (\d+) with spans of backend, "
+                  r"(\d+) with spans of inventory; (\d+) with spans of frontend and backend, "
+                  r"(\d+) with spans of frontend and inventory$", out, re.M)
     assert m, out
-    fe, be, both = map(int, m.groups())
+    fe, be, inv, fe_be, fe_inv = map(int, m.groups())
     assert fe == REQUESTS, out
     if NO_PROPAGATION:
-        assert (be, both) == (BACKEND_CALLS, 0), out
-        assert "demo: the backend's spans start their own trace: gospan could not send " \
-               "trace context" in out, out
+        assert (be, inv, fe_be, fe_inv) == (BACKEND_CALLS, LOOKUPS, 0, 0), out
+        assert "demo: the backend's and the inventory's spans start their own traces: gospan " \
+               "could not" in out, out
         assert re.search(r"^\s+backend  server  GET /work/\{id\}\s+200 ", out, re.M), out
         assert re.search(r"^\s+backend  server  GET /fail\s+500 ERROR", out, re.M), out
-    else:
-        assert (be, both) == (REQUESTS, REQUESTS), out
-        assert f"joined traces: {REQUESTS} of {REQUESTS} frontend traces are one trace" in out, out
-        # The demo's last word, after the gospans' summaries.
-        tail = out[out.rindex("gospan: summary"):]
-        assert (f"demo: all {REQUESTS} frontend requests are one trace across both services, "
-                f"read back from") in tail, out
-        # The backend's span sits under the frontend's client span.
-        assert re.search(r"^(\s+)frontend  client  GET .*\n\1  backend  server  GET /work/\{id\}",
-                         out, re.M), out
+        assert re.search(rf"^\s+inventory  server  {RPC}\s+OK ", out, re.M), out
+        assert f"joined traces: 0 of {REQUESTS} frontend traces" in out, out
+        return
+    assert (be, inv, fe_be, fe_inv) == (REQUESTS, LOOKUPS, REQUESTS, LOOKUPS), out
+    assert f"joined traces: {REQUESTS} of {REQUESTS} frontend traces are one trace" in out, out
+    # Each hop across, counted in the joined traces alone.
+    assert (f"hop frontend -> backend, HTTP GET: {BACKEND_CALLS} calls, in {REQUESTS} of the "
+            f"joined traces") in out, out
+    assert (f"hop frontend -> inventory, gRPC {RPC}: {LOOKUPS} calls, in {LOOKUPS} of the "
+            f"joined traces") in out, out
+    # The demo's last word, after the gospans' summaries.
+    tail = out[out.rindex("gospan: summary"):]
+    assert (f"demo: all {REQUESTS} frontend requests are one trace across the three services, "
+            f"read back\ndemo:   from Jaeger (the {REQUESTS - LOOKUPS} to /backend-fail across "
+            f"two: they look no item up), every parent link exact:\n"
+            f"demo:   frontend SERVER -> frontend CLIENT (HTTP GET) -> backend SERVER: "
+            f"{BACKEND_CALLS} calls, in {REQUESTS} traces\n"
+            f"demo:   frontend SERVER -> frontend CLIENT (gRPC {RPC}) -> inventory SERVER: "
+            f"{LOOKUPS} calls, in {LOOKUPS} traces\n") in tail, out
+
+
+def inventory_addr(out):
+    m = re.search(r"^demo: inventory: pid \d+, (127\.0\.0\.1:\d+), gRPC", out, re.M)
+    assert m, out
+    return m.group(1)
 
 
 def query_port_closed(out):
@@ -113,15 +169,15 @@ def test_demo_with_jaeger(gospan_bin, jaeger_bin):  # noqa: F811 (fixture)
     assert "demo: done" in out, out
     assert re.search(r"^demo: Jaeger: pid \d+, OTLP/HTTP receiver http://127\.0\.0\.1:\d+, "
                      r"query API http://127\.0\.0\.1:\d+$", out, re.M), out
-    for svc in ("backend", "frontend"):
+    for svc in SERVICES:
         assert re.search(rf"^\s+gospan: attached: pid \d+, executable '{svc}'", out, re.M), out
     assert (f"loadgen: {REQUESTS} requests: {REQUESTS * 3 // 4} 2xx, 0 4xx, {REQUESTS // 4} 5xx, "
             f"0 without answer") in out, out
-    fe_spans = REQUESTS + BACKEND_CALLS
-    assert (f"spans in Jaeger: frontend {fe_spans} of {fe_spans}, "
-            f"backend {BACKEND_CALLS} of {BACKEND_CALLS}") in out, out
-    check_traces(out)
-    assert_summaries(out, fe_spans, BACKEND_CALLS)
+    assert (f"spans in Jaeger: frontend {FRONTEND_SPANS} of {FRONTEND_SPANS}, "
+            f"backend {BACKEND_CALLS} of {BACKEND_CALLS}, inventory {LOOKUPS} of {LOOKUPS}") \
+        in out, out
+    check_traces(out, inventory_addr(out))
+    assert_summaries(out)
     assert_all_stopped(out)
     assert query_port_closed(out), f"Jaeger still answers after the demo\n{out}"
 
@@ -131,20 +187,29 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
     assert rc == 0, out
     assert "demo: GOSPAN_DEMO_JAEGER=0: no Jaeger" in out, out
     assert "OTEL_TRACES_EXPORTER=console" in out, out
-    for svc in ("backend", "frontend"):
+    for svc in SERVICES:
         assert re.search(rf"^\s+gospan: attached: pid \d+, executable '{svc}'", out, re.M), out
-    fe, be = out.split("demo: spans of frontend")[1].split("demo: spans of backend")
+    fe, rest = out.split("demo: spans of frontend")[1].split("demo: spans of backend")
+    be, inv = rest.split("demo: spans of inventory")
     for op in OPS:
         assert op in fe, out
+    assert f"CLIENT {RPC} -> {inventory_addr(out)}" in fe, out
     assert "GET /work/{id}" in be and "GET /fail" in be, out
-    both = 0 if NO_PROPAGATION else REQUESTS
+    assert f"SERVER {RPC}" in inv, out
     be_traces = BACKEND_CALLS if NO_PROPAGATION else REQUESTS
+    fe_be, fe_inv = (0, 0) if NO_PROPAGATION else (REQUESTS, LOOKUPS)
     assert (f"demo: traces printed: {REQUESTS} with spans of frontend, {be_traces} with spans of "
-            f"backend; {both} with spans of both") in out, out
-    if not NO_PROPAGATION:
-        assert (f"demo: all {REQUESTS} frontend requests are one trace across both services: "
-                f"gospan put") in out, out
-    assert_summaries(out, REQUESTS + BACKEND_CALLS, BACKEND_CALLS)
+            f"backend, {LOOKUPS} with spans of inventory; {fe_be} with spans of frontend and "
+            f"backend, {fe_inv} with spans of frontend and inventory") in out, out
+    if NO_PROPAGATION:
+        assert "demo: the backend's and the inventory's spans start their own traces" in out, out
+    else:
+        tail = out[out.rindex("gospan: summary"):]
+        assert (f"demo: all {REQUESTS} frontend requests are one trace across the three "
+                f"services: gospan put") in tail, out
+        assert (f"the backend joined the\ndemo:   trace of all {REQUESTS}, the inventory those of "
+                f"the {LOOKUPS} with a lookup (all but /backend-fail)") in tail, out
+    assert_summaries(out)
     assert_all_stopped(out)
 
 
@@ -214,7 +279,7 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
     finally:
         term.close()
     out = term.text
-    for svc in ("frontend", "backend"):
+    for svc in SERVICES:
         assert re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+gospan: summary: spans "
                          rf"captured (\d+), exported \1, dropped 0;", out, re.M), out
     assert_all_stopped(out)
