@@ -431,7 +431,11 @@ static int pick_offsets(struct target *t, const struct offsets *tables)
 	 * be the nearest release below the target's, and describe a layout it no longer has.
 	 */
 	for (i = 0; i < GO_FIELD__COUNT; i++) {
-		if (have_dwarf && have_table && table[i] != dw[i])
+		/*
+		 * DWARF's -1 is most often a part of the library the binary does not link (a gRPC
+		 * service without net/http's server has no http.response): no reason to warn.
+		 */
+		if (have_dwarf && have_table && dw[i] >= 0 && table[i] != dw[i])
 			pr_warn("'%s' is at offset %lld in the DWARF of '%s' but %lld in the table "
 				"for Go %s: using DWARF (-1: absent)",
 				go_field_names[i], (long long)dw[i], t->path, (long long)table[i],
