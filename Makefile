@@ -3,6 +3,7 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
+#   make compat     the grpc-go release matrix; rewrites the gRPC section of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
 #   make offsets    regenerate offsets/go_offsets.json and offsets/grpc_offsets.json from the DWARF
@@ -86,7 +87,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test unit e2e demo offsets fmt clean bench soak
+.PHONY: all deps test unit e2e demo offsets fmt clean bench soak compat
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -189,6 +190,16 @@ test: deps
 	$(Q)if [ "$$CI" = true ] && [ "$(SANITIZE)" != 1 ]; then \
 		$(MAKE) --no-print-directory fuzz-smoke; fi
 	$(Q)$(MAKE) --no-print-directory e2e
+
+# The grpc-go release matrix (tests/e2e/test_grpc_versions.py with GOSPAN_COMPAT=1): every minor
+# from v1.50, with the installed Go and the oldest Go each allows, plain, stripped and PIE; then
+# rewrites the gRPC section of COMPATIBILITY.md. 222 cells: on two cores about 20 minutes with
+# the builds cached, up to an hour without (the builds take about 40 minutes of it). make test
+# (CI) runs only a slice of it.
+compat: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \
+		tests/e2e/test_grpc_versions.py $(PYTEST_ARGS)
 
 # ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
 
