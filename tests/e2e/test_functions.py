@@ -436,7 +436,7 @@ def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path,
         plain = subprocess.run([str(gospan_bin), "--pid", str(proc.pid)], env=env,
                                capture_output=True, text=True, timeout=60)
         assert plain.returncode == 1, plain.stderr
-        assert "does not serve HTTP with net/http: nothing to trace" in plain.stderr
+        assert "serves neither HTTP with net/http nor gRPC: nothing to trace" in plain.stderr
         cfg = write_config(tmp_path, {"functions": [{"symbol": "main.step",
                                                      "args": ["i", "label"]},
                                                     {"symbol": "main.inner"}]})
