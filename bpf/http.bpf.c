@@ -372,6 +372,23 @@ static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, con
 	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
 }
 
+/*
+ * The ids of a server span: IDS holds the caller's traceparent when HAS_TP (sampled as the
+ * sampler says: a parent-based one follows the caller's flag), else the span nests in OUTER (a
+ * function span) or starts a trace.
+ */
+static __always_inline void server_ids(const struct target_config *cfg, struct span_ids *ids,
+				       bool has_tp, const struct span_ctx *outer)
+{
+	if (!has_tp)
+		child_ids(ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	else if (!cfg->parent_based)
+		ids->flags = (ids->flags & ~1) |
+			     sample_root(cfg->root_sampler, cfg->ratio_bound, ids->trace_id);
+	if (ids->remote_parent)
+		random_id(ids->span_id, sizeof(ids->span_id));
+}
+
 SEC("uprobe")
 int serve_http_entry(GO_REGS *ctx)
 {
@@ -456,14 +473,7 @@ int serve_http_entry(GO_REGS *ctx)
 	st.has_prev = outer != NULL;
 	has_tp = cfg->propagate && read_traceparent(cfg, sc, hdr, &e->ids);
 	PROF_MARK(PROF_TRACEPARENT);
-	if (!has_tp) {
-		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
-	} else if (!cfg->parent_based) {
-		e->ids.flags = (e->ids.flags & ~1) |
-			       sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
-	}
-	if (e->ids.remote_parent)
-		random_id(e->ids.span_id, sizeof(e->ids.span_id));
+	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent) {
 		TRACESTATE_KEY(ts_key);
@@ -603,6 +613,23 @@ static __always_inline void track_process(const struct target_config *cfg, __u32
 		bpf_map_update_elem(&traced, &pid, &tp, BPF_NOEXIST);
 }
 
+/*
+ * The span a call made on goroutine KEY belongs in: the one it works for, else, for a goroutine
+ * the span's goroutine started, that one's, found with one read of g.parentGoid at no extra probe
+ * hit (deeper generations: --follow-goroutines). NULL: the call starts a trace.
+ */
+static __always_inline struct span_ctx *calling_span(GO_REGS *ctx, const struct target_config *cfg,
+						     const struct goroutine_key *key)
+{
+	struct goroutine_key pk = { .pid = key->pid };
+	struct span_ctx *sc = active_get(key);
+
+	if (sc || cfg->g_parent_goid < 0)
+		return sc;
+	pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
+	return active_get(&pk);
+}
+
 SEC("uprobe")
 int client_entry(GO_REGS *ctx)
 {
@@ -612,7 +639,6 @@ int client_entry(GO_REGS *ctx)
 	struct client_call call = {}, *prev;
 	struct goroutine_key key;
 	struct header_key hk = {};
-	struct span_ctx *parent;
 	void *req, *url;
 
 	cfg = probe_context(ctx, &key);
@@ -636,31 +662,8 @@ int client_entry(GO_REGS *ctx)
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 
 	/* A child of the span this goroutine works for; outside any request, a new trace. */
-	__builtin_memset(&e->ids, 0, sizeof(e->ids));
-	parent = active_get(&key);
-	if (!parent && cfg->g_parent_goid >= 0) {
-		/*
-		 * A goroutine the request's goroutine started: one read of g.parentGoid finds
-		 * its span at no extra probe hit (deeper generations: --follow-goroutines).
-		 */
-		struct goroutine_key pk = { .pid = key.pid };
-
-		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-		parent = active_get(&pk);
-	}
-	if (parent) {
-		__builtin_memcpy(e->ids.trace_id, parent->trace_id, sizeof(e->ids.trace_id));
-		__builtin_memcpy(e->ids.parent_span_id, parent->span_id, sizeof(parent->span_id));
-		e->ids.flags = cfg->parent_based ?
-				       parent->flags :
-				       (parent->flags & ~1) | sample_root(cfg->root_sampler,
-									cfg->ratio_bound,
-									e->ids.trace_id);
-	} else {
-		random_id(e->ids.trace_id, sizeof(e->ids.trace_id));
-		e->ids.flags = sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
-	}
-	random_id(e->ids.span_id, sizeof(e->ids.span_id));
+	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
+		  cfg->ratio_bound);
 
 	e->method_len = go_read_string(e->method, MAX_METHOD_LEN, req + cfg->req_method);
 	url = (void *)go_read_word(req, cfg->req_url);

@@ -103,13 +103,15 @@ static struct pending **bucket(struct records *r, uint32_t pid, uint64_t goid)
 	return &r->buckets[(h >> 32) & (PENDING_BUCKETS - 1)];
 }
 
-/* Finds and unlinks the pending call of (pid, goid, kind). */
-static struct pending *take(struct records *r, uint32_t pid, uint64_t goid, enum call_kind kind)
+/* Finds and unlinks the pending call of (pid, goid, kind) that started at START_NS (0: any). */
+static struct pending *take(struct records *r, uint32_t pid, uint64_t goid, enum call_kind kind,
+			    uint64_t start_ns)
 {
 	struct pending **pp, *p;
 
 	for (pp = bucket(r, pid, goid); (p = *pp); pp = &p->next) {
-		if (p->pid == pid && p->goid == goid && p->kind == kind) {
+		if (p->pid == pid && p->goid == goid && p->kind == kind &&
+		    (!start_ns || p->start_ns == start_ns)) {
 			*pp = p->next;
 			r->stats.pending--;
 			return p;
@@ -359,7 +361,7 @@ static struct pending *open_call(struct records *r, const struct record_header *
 
 	/* Function calls nest: an open one is the new one's caller, not a call that vanished. */
 	old = kind == CALL_FUNCTION || kind == CALL_RPC_CLIENT ? NULL :
-									 take(r, h->pid, h->goid, kind);
+									 take(r, h->pid, h->goid, kind, 0);
 	if (old) {
 		/* The goroutine started a new call: the old one will never return. */
 		if (old->panic_ns)
@@ -470,7 +472,9 @@ static void on_start(struct records *r, const struct http_server_start *e)
 static struct pending *close_call(struct records *r, const struct record_header *h,
 				  enum call_kind kind, uint64_t end_ns)
 {
-	struct pending *p = take(r, h->pid, h->goid, kind);
+	/* A goroutine may have several gRPC streams open: the start time names the call. */
+	struct pending *p = take(r, h->pid, h->goid, kind,
+				 kind == CALL_RPC_CLIENT ? h->start_ns : 0);
 
 	if (!p) {
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
@@ -933,20 +937,10 @@ static void on_grpc_client_start(struct records *r, const struct grpc_client_sta
 
 static void on_grpc_client_end(struct records *r, const struct grpc_client_end *e)
 {
-	struct pending **pp, *p;
+	struct pending *p = close_call(r, &e->hdr, CALL_RPC_CLIENT, e->end_ns);
 
-	/* A goroutine may have several streams open: the start time names the call. */
-	for (pp = bucket(r, e->hdr.pid, e->hdr.goid); (p = *pp); pp = &p->next)
-		if (p->kind == CALL_RPC_CLIENT && p->pid == e->hdr.pid &&
-		    p->goid == e->hdr.goid && p->start_ns == e->hdr.start_ns)
-			break;
-	if (!p) {
-		r->stats.dropped[RECORDS_DROP_NO_START]++;
+	if (!p)
 		return;
-	}
-	*pp = p->next;
-	r->stats.pending--;
-	p->span->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
 	set_grpc_status(p->span, e->code, e->message, e->message_len, false);
 	emit(r, p->span, false);
 	p->span = NULL;

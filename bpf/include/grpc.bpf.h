@@ -284,13 +284,7 @@ int grpc_server_entry(GO_REGS *ctx)
 		n = go_header_get(cfg, md, &tp_key, sc->tp, sizeof(sc->tp));
 		has_tp = n && !traceparent_parse(sc->tp, n, &e->ids);
 	}
-	if (!has_tp)
-		child_ids(&e->ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
-	else if (!cfg->parent_based)
-		e->ids.flags = (e->ids.flags & ~1) |
-			       sample_root(cfg->root_sampler, cfg->ratio_bound, e->ids.trace_id);
-	if (e->ids.remote_parent)
-		random_id(e->ids.span_id, sizeof(e->ids.span_id));
+	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent && md) {
 		TRACESTATE_MD(ts_key);
@@ -382,7 +376,6 @@ int grpc_client_entry(GO_REGS *ctx)
 	struct grpc_client_start *e;
 	struct rpc_pending *prev, pend = {};
 	struct goroutine_key key;
-	struct span_ctx *parent;
 	__u64 cc, method;
 
 	cfg = probe_context(ctx, &key);
@@ -406,15 +399,8 @@ int grpc_client_entry(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_GRPC_CLIENT_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
-	parent = active_get(&key);
-	if (!parent && cfg->g_parent_goid >= 0) {
-		/* A goroutine the span's goroutine started, as for HTTP calls. */
-		struct goroutine_key pk = { .pid = key.pid };
-
-		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-		parent = active_get(&pk);
-	}
-	child_ids(&e->ids, parent, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
+		  cfg->ratio_bound);
 	e->method_len = go_copy_string(e->method, MAX_RPC_METHOD_LEN, (const char *)method,
 				       (__s64)go_arg(ctx, 6));
 	e->target_len = cfg->grpc_cc_target >= 0 ?
