@@ -102,8 +102,11 @@ struct h2_walk {
 	__u32 _pad;
 };
 
+/* What is written into a message: HTTP/1 header lines, or HPACK fields. */
+#define LINES_MAX (CONTEXT_LINES_MAX > HPACK_CONTEXT_MAX ? CONTEXT_LINES_MAX : HPACK_CONTEXT_MAX)
+
 struct wire_scratch {
-	char lines[CONTEXT_LINES_MAX > HPACK_CONTEXT_MAX ? CONTEXT_LINES_MAX : HPACK_CONTEXT_MAX];
+	char lines[LINES_MAX];
 	struct h2_edit edits[H2_EDITS_MAX];
 	struct h2_walk walk;
 	__u8 head[HTTP1_LINE_MAX]; /* the message's first bytes */
@@ -281,12 +284,12 @@ static __always_inline bool msg_write(struct sk_msg_md *msg, __u32 at, const cha
 	end = msg->data_end;
 	if (data + n > end)
 		return false;
-	for (i = 0; i < HPACK_CONTEXT_MAX / 8; i++) {
+	for (i = 0; i < LINES_MAX / 8; i++) {
 		if (i * 8 + 8 > n || data + i * 8 + 8 > end)
 			break;
 		*(__u64 *)(data + i * 8) = *(__u64 *)(src + i * 8);
 	}
-	for (i = i * 8; i < HPACK_CONTEXT_MAX; i++) {
+	for (i = i * 8; i < LINES_MAX; i++) {
 		if (i >= n || data + i + 1 > end)
 			break;
 		data[i] = src[i];
@@ -440,7 +443,7 @@ int write_trace_context(struct sk_msg_md *msg)
 	struct goroutine_key key;
 	struct pending_ctx *pc, ctx;
 	struct wire_scratch *sc;
-	__u32 zero = 0, line_end, n, i, scan;
+	__u32 zero = 0, line_end, n, scan;
 	struct line_scan ls;
 	__u8 *data, *end;
 	__u64 avail, *waiting;
@@ -516,22 +519,9 @@ int write_trace_context(struct sk_msg_md *msg)
 		return SK_PASS;
 	}
 	/* The N bytes pushed are not ours to leave unwritten: take them out again, or drop. */
-	if (pull(msg, line_end, n) || (__u8 *)msg->data + n > (__u8 *)msg->data_end) {
+	if (!msg_write(msg, line_end, sc->lines, n)) {
 		count_propagation(PROP_NO_ROOM);
 		return bpf_msg_pop_data(msg, line_end, n, 0) ? SK_DROP : SK_PASS;
-	}
-	/* A word at a time, then the tail: fewer steps for the verifier to follow. */
-	data = msg->data;
-	end = msg->data_end;
-	for (i = 0; i < CONTEXT_LINES_MAX / 8; i++) {
-		if (i * 8 + 8 > n || data + i * 8 + 8 > end)
-			break;
-		*(__u64 *)(data + i * 8) = *(__u64 *)(sc->lines + i * 8);
-	}
-	for (i = i * 8; i < CONTEXT_LINES_MAX; i++) {
-		if (i >= n || data + i + 1 > end)
-			break;
-		data[i] = sc->lines[i];
 	}
 	count_propagation(PROP_INJECTED);
 	return SK_PASS;
