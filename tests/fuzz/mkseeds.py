@@ -15,8 +15,9 @@ moved). The binaries are built from tests/unit/testdata with the
 installed Go and, through GOTOOLCHAIN, older releases; a release that cannot be had is skipped.
 
 The other corpora come from the project's own inputs: offsets/go_offsets.json, settings as a
-process receives them, --functions files as docs/functions.md writes them, OTLP responses encoded by the official opentelemetry-proto package, and
-ring-buffer records written by tests/fuzz/seeds/records.c from the events.h structs.
+process receives them, --functions files as docs/functions.md writes them, OTLP responses
+encoded by the official opentelemetry-proto package, ring-buffer records written by
+tests/fuzz/seeds/records.c from the events.h structs, and SQL queries in each dialect's quoting.
 
 Regression inputs (regress-*) are crashes the fuzzers found; they are kept as they are.
 """
@@ -694,6 +695,34 @@ def response_seeds():
         (d / name).write_bytes(data)
 
 
+def dbquery_seeds():
+    """SQL as services send it, one file per dialect's quoting; byte 0 is the dialect (bits 0-1:
+    generic, postgresql, mysql, sqlite) and bit 2 a capture cut short, as fuzz_dbquery reads it."""
+    d = fresh("dbquery")
+    generic, pg, mysql, sqlite, cut = 0, 1, 2, 3, 4
+    seeds = {
+        "pg-update": (pg, "UPDATE users SET password = 'hunter2', pin = 1.5e3 WHERE id = $1"),
+        "pg-escapes": (pg, "INSERT INTO \"Public\".t(a, b) VALUES (E'it\\'s', U&'d\\0061t') "
+                           "RETURNING id /* a /* nested */ comment */"),
+        "pg-dollar": (pg, "CREATE FUNCTION f() RETURNS int AS $body$ SELECT 'x'; $$ $body$ "
+                          "LANGUAGE sql; SELECT $$a$$, $tag$b$tag$, a::int, arr[1]"),
+        "pg-cut": (pg | cut, "SELECT * FROM orders o JOIN items i ON i.o = o.id WHERE note = 'ab"),
+        "mysql-select": (mysql, "SELECT `id`, \"name\" FROM `shop`.`users` # it's\n"
+                                "WHERE pw = 'a\\'b' AND n = 0x1F AND x = 1--1\n-- end"),
+        "mysql-insert": (mysql, "INSERT IGNORE INTO t (a, b) VALUES (?, N'x') "
+                                "ON DUPLICATE KEY UPDATE b = VALUES(b)"),
+        "sqlite-select": (sqlite, "SELECT [my col], \"q\", X'00ff' FROM t WHERE a = ?1 AND "
+                                  "b = :b AND c = $c"),
+        "generic-with": (generic, "WITH x AS (SELECT * FROM t WHERE a IN (1, 2)) "
+                                  "DELETE FROM u WHERE b = 'C:\\dir' -- note\n"),
+        "generic-ambiguous": (generic, "SELECT 'a\\', 'b' FROM t # '\n[it's] $$ ' $$"),
+        "generic-ddl": (generic | cut, "CREATE TABLE IF NOT EXISTS events (id bigint, at "
+                                      "timestamp DEFAULT now(), note text DEFAULT 'x"),
+    }
+    for name, (flags, sql) in seeds.items():
+        (d / name).write_bytes(bytes([flags]) + sql.encode())
+
+
 def records_seeds(tmp):
     d = fresh("records")
     exe = Path(tmp) / "records"
@@ -712,6 +741,7 @@ def main():
     config_seeds()
     functions_seeds()
     response_seeds()
+    dbquery_seeds()
     total = 0
     for f in sorted(CORPUS.rglob("*")):
         if f.is_file():
