@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from datastores import postgres_server, redis_server  # noqa: F401 (fixtures: real servers)
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("GOSPAN_BUILD") or REPO / "build").resolve()
 EXAMPLE_SRC = REPO / "examples" / "httpserver"

@@ -1,0 +1,396 @@
+"""Real datastores for the end-to-end tests, and the dbmix builds that call them.
+
+- postgres_server: a PostgreSQL of its own (the newest under /usr/lib/postgresql/*/bin) in a
+  temporary directory, superuser `gospan`, trust authentication on loopback, database `gospan`.
+  As root it runs as the `postgres` user (PostgreSQL refuses root). Yields a PostgresServer:
+  .dsn, .host, .port, .query(sql).
+- redis_server: a redis-server of its own on loopback, persisting nothing. Yields a RedisServer:
+  .addr, .host, .port, .command(*args).
+
+Both are session fixtures (conftest.py exports them), stopped and removed after the session
+whatever happened. Where the server is not installed they skip naming the Debian package
+(`make deps` installs both); conftest.py turns that skip into a failure under CI=true.
+
+- build_dbmix(): tests/e2e/dbmix built with tests/e2e/dbmix/build.sh for a set of drivers, one
+  Go toolchain and go build flags, cached in <cache>/dbmix-<hash of dbmix>/<go>-<drivers>/, where
+  <cache> is $GOSPAN_DBMIX_CACHE, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan (as the
+  grpcmix builds are, grpc_matrix.py): a build is made once per machine whatever the checkout.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grpc_matrix import go_version
+
+REPO = Path(__file__).resolve().parents[2]
+DBMIX = REPO / "tests" / "e2e" / "dbmix"
+DBMIX_BUILD_SH = DBMIX / "build.sh"
+DEBIAN_GO = "/usr/lib/go-1.19/bin/go"
+BUILD_TIMEOUT = 1800
+
+# The driver releases the tests build with, the newest when dbmix was written (as its committed
+# go.mod has them); they need Go 1.26. build.sh's own default for lib/pq is v1.10.9, the last
+# that builds with Go 1.17, and for modernc.org/sqlite v1.62.0.
+PQ_VERSION = "v1.12.3"
+PGX_VERSION = "v5.12.0"
+REDIS_VERSION = "v9.23.0"
+
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+
+
+# ---- dbmix builds ----------------------------------------------------------------------------
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def cache_dir():
+    if os.environ.get("GOSPAN_DBMIX_CACHE"):
+        return Path(os.environ["GOSPAN_DBMIX_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gospan"
+
+
+def source_hash():
+    """What the builds depend on in this tree: dbmix's Go files, go.mod and build.sh."""
+    h = hashlib.sha256()
+    for p in sorted(DBMIX.rglob("*")):
+        if p.is_file() and p.name != "README.md":
+            h.update(str(p.relative_to(DBMIX)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _build_env():
+    env = {k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS")}
+    env.update(GOTOOLCHAIN="local", GOFLAGS="-mod=mod")
+    return env
+
+
+def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, flags=()):
+    """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis at the versions
+    given, and modernc.org/sqlite when SQLITE is true (a version string picks the release),
+    built by TOOLCHAIN (as build.sh takes it) with go build FLAGS. Built once into the cache;
+    the binary is then copied to OUT, whose path is returned (the cached binary's path when OUT
+    is None). Raises BuildError with build.sh's output when the build fails."""
+    try:
+        label = go_version(toolchain) + ("-debian" if "/" in toolchain else "")
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        raise BuildError(f"dbmix: {e}") from None
+    drivers = [f"pq-{pq or 'default'}"]
+    args = [] if pq is None else ["--pq", pq]
+    if pgx:
+        drivers.append(f"pgx-{pgx}")
+        args += ["--pgx", pgx]
+    if redis:
+        drivers.append(f"redis-{redis}")
+        args += ["--redis", redis]
+    if sqlite:
+        drivers.append(f"sqlite-{sqlite if isinstance(sqlite, str) else 'default'}")
+        args += ["--sqlite"] + ([sqlite] if isinstance(sqlite, str) else [])
+    key = "-".join([label, *drivers])
+    if flags:
+        key += "-" + hashlib.sha256("\0".join(flags).encode()).hexdigest()[:8]
+    home = cache_dir() / f"dbmix-{source_hash()}"
+    dest = home / key
+    binary = dest / "dbmix"
+    home.mkdir(parents=True, exist_ok=True)
+
+    if not (dest / "built.json").exists():
+        with open(home / f".{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (dest / "built.json").exists():
+                tmp = home / f".{key}.partial"
+                shutil.rmtree(tmp, ignore_errors=True)
+                t0 = time.monotonic()
+                cmd = [str(DBMIX_BUILD_SH), str(tmp / "dbmix"), toolchain, *args,
+                       "--", *flags]
+                res = subprocess.run(cmd, capture_output=True, text=True,
+                                     timeout=BUILD_TIMEOUT, env=_build_env())
+                if res.returncode != 0:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise BuildError(f"dbmix ({', '.join(drivers)}) with {toolchain} did not "
+                                     f"build: {' '.join(cmd)}\n{res.stderr[-6000:]}")
+                (tmp / "built.json").write_text(json.dumps({
+                    "toolchain": label, "drivers": drivers, "flags": list(flags),
+                    "seconds": round(time.monotonic() - t0, 1)}) + "\n")
+                shutil.rmtree(dest, ignore_errors=True)
+                os.replace(tmp, dest)
+    if out is None:
+        return binary
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(f".{out.name}.partial")
+    shutil.copy2(binary, part)
+    os.replace(part, out)
+    return out
+
+
+# ---- processes -------------------------------------------------------------------------------
+
+
+def _tail(path, n=60):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError as e:
+        return f"(cannot read '{path}': {e})"
+
+
+def _stop(proc, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+# ---- PostgreSQL ------------------------------------------------------------------------------
+
+
+def postgres_bindir():
+    """The newest /usr/lib/postgresql/N/bin holding initdb, pg_ctl and postgres, or None."""
+    found = []
+    for d in Path("/usr/lib/postgresql").glob("*/bin"):
+        if d.parent.name.isdigit() and all(os.access(d / p, os.X_OK)
+                                           for p in ("initdb", "pg_ctl", "postgres")):
+            found.append((int(d.parent.name), d))
+    return max(found)[1] if found else None
+
+
+@dataclass
+class PostgresServer:
+    host: str
+    port: int
+    dir: Path
+    bindir: Path
+    user: str = "gospan"
+    database: str = "gospan"
+
+    @property
+    def dsn(self):
+        return (f"postgres://{self.user}@{self.host}:{self.port}/{self.database}"
+                "?sslmode=disable")
+
+    def query(self, sql, database=None):
+        """SQL's result through psql, unaligned: one line per row, columns split by '|'.
+        Raises AssertionError with psql's error when it fails."""
+        cmd = [str(self.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+               "-h", self.host, "-p", str(self.port), "-U", self.user,
+               "-d", database or self.database, "-c", sql]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                                 env=dict(os.environ, PGCONNECT_TIMEOUT="10"))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"psql -c {sql!r} did not finish within 60 s") from None
+        if res.returncode != 0:
+            raise AssertionError(f"psql -c {sql!r} failed: {res.stderr.strip()}")
+        return res.stdout.rstrip("\n")
+
+    def ready(self):
+        """None once the server accepts connections, else what pg_isready said."""
+        res = subprocess.run([str(self.bindir / "pg_isready"), "-h", self.host,
+                              "-p", str(self.port), "-t", "2"],
+                             capture_output=True, text=True, timeout=30)
+        return None if res.returncode == 0 else (res.stdout + res.stderr).strip()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(free_port):
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin with initdb, "
+                    "pg_ctl and postgres): make deps installs Debian's postgresql package")
+    as_postgres = []
+    if os.geteuid() == 0:
+        # PostgreSQL refuses to run as root: as root, run it as the user Debian's package makes.
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root, and there is no 'postgres' user for PostgreSQL to run "
+                        "as (Debian's postgresql package makes it: make deps)")
+        if not shutil.which("runuser"):
+            pytest.skip("running as root, and runuser is missing to run PostgreSQL as "
+                        "'postgres' (Debian's util-linux package: make deps)")
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+
+    tmp = Path(tempfile.mkdtemp(prefix="gospan-postgres-"))
+    data, sock, log = tmp / "data", tmp / "sock", tmp / "postgres.log"
+    sock.mkdir()
+    if as_postgres:
+        for p in (tmp, sock):
+            os.chown(p, pw.pw_uid, pw.pw_gid)
+    server = PostgresServer("127.0.0.1", free_port(), tmp, bindir)
+    proc = None
+    try:
+        with open(log, "ab") as logf:
+            res = subprocess.run([*as_postgres, str(bindir / "initdb"), "-D", str(data),
+                                  "-U", server.user, "--auth=trust", "-E", "UTF8",
+                                  "--no-locale", "--no-sync", "--no-instructions"],
+                                 stdin=subprocess.DEVNULL, stdout=logf,
+                                 stderr=subprocess.STDOUT, timeout=120)
+            if res.returncode != 0:
+                raise AssertionError(f"initdb failed (status {res.returncode}); {log}:\n"
+                                     f"{_tail(log)}")
+            # A throwaway cluster: nothing is worth an fsync.
+            proc = subprocess.Popen([*as_postgres, str(bindir / "postgres"), "-D", str(data),
+                                     "-h", server.host, "-p", str(server.port), "-k", str(sock),
+                                     "-c", "fsync=off", "-c", "synchronous_commit=off",
+                                     "-c", "full_page_writes=off"],
+                                    stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_postgres(server, proc, log)
+        yield server
+    finally:
+        if proc is not None:
+            _stop_postgres(server, proc, as_postgres, data)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wait_postgres(server, proc, log):
+    """Waits until the server accepts connections, then creates the database: a real statement."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"postgres exited with status {proc.returncode} at start; "
+                                 f"{log}:\n{_tail(log)}")
+        why = server.ready()
+        if why is None:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"postgres did not accept connections on {server.host}:"
+                                 f"{server.port} within {START_TIMEOUT:.0f} s ({why}); "
+                                 f"{log}:\n{_tail(log)}")
+        time.sleep(0.1)
+    try:
+        server.query(f"CREATE DATABASE {server.database}", database="postgres")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {log}:\n{_tail(log)}") from None
+
+
+def _stop_postgres(server, proc, as_postgres, data):
+    if proc.poll() is None:
+        subprocess.run([*as_postgres, str(server.bindir / "pg_ctl"), "stop", "-D", str(data),
+                        "-m", "fast", "-w", "-t", str(int(STOP_TIMEOUT))],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=STOP_TIMEOUT + 10)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        # pg_ctl did not stop it: kill the postmaster's whole session (it was started in one of
+        # its own), then runuser.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+
+# ---- Redis -----------------------------------------------------------------------------------
+
+
+def _resp(*args):
+    out = f"*{len(args)}\r\n".encode()
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def _read_reply(f):
+    """One RESP2 reply: str for simple strings and bulk strings, int, None for a nil, a
+    RedisError for an error; arrays as lists."""
+    line = f.readline()
+    if not line.endswith(b"\r\n"):
+        raise ConnectionError(f"redis closed the connection or answered {line!r}")
+    kind, rest = line[:1], line[1:-2].decode()
+    if kind == b"+":
+        return rest
+    if kind == b"-":
+        return RedisError(rest)
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2].decode()
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    raise ConnectionError(f"unexpected reply from redis: {line!r}")
+
+
+class RedisError(Exception):
+    pass
+
+
+@dataclass
+class RedisServer:
+    host: str
+    port: int
+    dir: Path
+
+    @property
+    def addr(self):
+        return f"{self.host}:{self.port}"
+
+    def command(self, *args, timeout=10.0):
+        """One command on a connection of its own; its reply (see _read_reply)."""
+        with socket.create_connection((self.host, self.port), timeout=timeout) as s:
+            s.sendall(_resp(*args))
+            with s.makefile("rb") as f:
+                return _read_reply(f)
+
+
+@pytest.fixture(scope="session")
+def redis_server(free_port):
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed: make deps installs Debian's redis-server "
+                    "package")
+    tmp = Path(tempfile.mkdtemp(prefix="gospan-redis-"))
+    log = tmp / "redis.log"
+    server = RedisServer("127.0.0.1", free_port(), tmp)
+    proc = None
+    try:
+        with open(log, "ab") as logf:
+            proc = subprocess.Popen([binary, "--port", str(server.port), "--bind", server.host,
+                                     "--save", "", "--appendonly", "no", "--dir", str(tmp),
+                                     "--daemonize", "no"],
+                                    stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"redis-server exited with status {proc.returncode} at "
+                                     f"start; {log}:\n{_tail(log)}")
+            try:
+                got = server.command("PING", timeout=1.0)
+            except OSError as e:
+                got = e
+            if got == "PONG":
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"redis-server did not answer PING on {server.addr} within "
+                                     f"{START_TIMEOUT:.0f} s (last: {got!r}); {log}:\n"
+                                     f"{_tail(log)}")
+            time.sleep(0.05)
+        yield server
+    finally:
+        if proc is not None:
+            _stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Builds dbmix with the database drivers asked for, at the versions asked for, with one Go
+# toolchain, so a test can trace the code of any driver release. The sources are copied to a
+# scratch directory (only main.go, sql.go, pq.go and the files of the drivers asked for: `go mod
+# tidy` looks at every file whatever its build tags, and would otherwise pull in every driver)
+# and given a go.mod of their own there: go 1.17 and no requirement but the drivers; `go mod
+# tidy` adds the rest and raises the go directive where a driver needs it. The committed go.mod
+# is left alone.
+#
+#   build.sh OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]
+#            [--sqlite [VERSION]] [-- go build flags...]
+#
+#   OUT_FILE     the binary to write (its directory is created if missing)
+#   GOTOOLCHAIN  as the go command takes it: local, or go1.X.Y (fetched through the module
+#                proxy); or the path of a go command, e.g. /usr/lib/go-1.19/bin/go
+#   --pq         github.com/lib/pq, always built in; v1.10.9 (builds with Go 1.17) unless given
+#   --pgx        github.com/jackc/pgx/v5 at VERSION, built with the pgx tag
+#   --redis      github.com/redis/go-redis/v9 at VERSION, built with the redis tag
+#   --sqlite     modernc.org/sqlite, built with the sqlite tag, at VERSION when one follows,
+#                else at $SQLITE_DEFAULT below
+#
+# Without --pgx, --redis and --sqlite it builds the pq-only program (Go 1.17 and later).
+# Prints nothing on success. On failure, says which step failed and shows the go command's
+# output, on stderr, and exits 1.
+set -euo pipefail
+
+PQ_DEFAULT=v1.10.9
+# The newest release when this was written; it needs Go 1.26.
+SQLITE_DEFAULT=v1.62.0
+
+usage() {
+	echo "usage: $0 OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]" \
+		"[--sqlite [VERSION]] [-- go build flags...]" >&2
+	exit 2
+}
+[ $# -ge 2 ] || usage
+out=$1 toolchain=$2
+shift 2
+
+isversion() { [[ ${1:-} == v[0-9]* ]]; }
+
+pq=$PQ_DEFAULT pgx= redis= sqlite=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pq | --pgx | --redis)
+		isversion "${2:-}" || usage
+		printf -v "${1#--}" %s "$2"
+		shift 2
+		;;
+	--sqlite)
+		sqlite=$SQLITE_DEFAULT
+		shift
+		if isversion "${1:-}"; then
+			sqlite=$1
+			shift
+		fi
+		;;
+	--)
+		shift
+		break
+		;;
+	*) usage ;;
+	esac
+done
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$(dirname "$out")"
+out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
+
+go=go
+if [[ $toolchain == */* ]]; then
+	go=$toolchain
+	toolchain=local
+fi
+# Set here, not taken from the caller or `go env -w`: -buildvcs (in many GOFLAGS) is unknown
+# to Go 1.17, a GOROOT from the caller would pin the wrong standard library when the go command
+# switches toolchains, and GOTOOLCHAIN means nothing to releases before Go 1.21.
+unset GOROOT
+export GOTOOLCHAIN=$toolchain GOFLAGS=-mod=mod CGO_ENABLED=${CGO_ENABLED:-0}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dbmix-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+log=$work/log
+
+drivers="pq $pq"
+files=(main.go sql.go pq.go)
+requires=("github.com/lib/pq@$pq")
+tags=()
+if [ -n "$pgx" ]; then
+	files+=(pgx.go) requires+=("github.com/jackc/pgx/v5@$pgx") tags+=(pgx)
+	drivers+=", pgx $pgx"
+fi
+if [ -n "$redis" ]; then
+	files+=(redis.go) requires+=("github.com/redis/go-redis/v9@$redis") tags+=(redis)
+	drivers+=", go-redis $redis"
+fi
+if [ -n "$sqlite" ]; then
+	files+=(sqlite.go) requires+=("modernc.org/sqlite@$sqlite") tags+=(sqlite)
+	drivers+=", sqlite $sqlite"
+fi
+
+# What an earlier step said that a later failure may be explained by.
+earlier=
+
+# Runs a go command quietly; on failure shows its output and stops.
+step() {
+	local what=$1
+	shift
+	if ! "$@" >"$log" 2>&1; then
+		echo "build.sh: $what failed ($drivers; GOTOOLCHAIN=$toolchain, $go):" >&2
+		cat "$log" >&2
+		[ -z "$earlier" ] || printf 'build.sh: earlier, %s\n' "$earlier" >&2
+		exit 1
+	fi
+}
+
+module=$(sed -n 's/^module[[:space:]]*//p' "$here/go.mod")
+mkdir "$work/src"
+for f in "${files[@]}"; do
+	cp "$here/$f" "$work/src/"
+done
+printf 'module %s\n\ngo 1.17\n' "$module" >"$work/src/go.mod"
+cd "$work/src"
+for r in "${requires[@]}"; do
+	step "go mod edit -require=$r" "$go" mod edit -require="$r"
+done
+# As in grpcmix/build.sh: Go before 1.21 fails `go mod tidy` when a dependency's test imports a
+# standard package that release lacks. The build compiles none of those tests, so tidy again
+# with -e (which reports the error and still writes go.mod and go.sum) and let the build decide.
+if ! "$go" mod tidy >"$log" 2>&1; then
+	earlier="go mod tidy failed, and was run again with -e: $(cat "$log")"
+	step "go mod tidy -e" "$go" mod tidy -e
+fi
+tagflag=()
+if [ ${#tags[@]} -gt 0 ]; then
+	joined=$(IFS=,; echo "${tags[*]}")
+	tagflag=("-tags=$joined")
+fi
+step "go build" "$go" build "${tagflag[@]}" "$@" -o "$out" .
