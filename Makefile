@@ -6,8 +6,8 @@
 #   make compat     the grpc-go release matrix; rewrites the gRPC section of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
-#   make offsets    regenerate offsets/go_offsets.json and offsets/grpc_offsets.json from the DWARF
-#                   of probes built with each Go toolchain and each grpc-go release
+#   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis) from the
+#                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
 #
 # Everything built goes under build/. V=1 shows the commands.
@@ -50,6 +50,12 @@ CAPSTONE_SONAME = $(shell readelf -d $(shell $(PKG_CONFIG) --variable=libdir cap
 
 OFFSETS_JSON := $(abspath offsets/go_offsets.json)
 GRPC_OFFSETS_JSON := $(abspath offsets/grpc_offsets.json)
+PGX_OFFSETS_JSON := $(abspath offsets/pgx_offsets.json)
+REDIS_OFFSETS_JSON := $(abspath offsets/redis_offsets.json)
+# What exporter/embed.c builds in, and the -D flags that name the files to it.
+EMBED_JSON := $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON) $(PGX_OFFSETS_JSON) $(REDIS_OFFSETS_JSON)
+EMBED_CFLAGS := -DOFFSETS_JSON='"$(OFFSETS_JSON)"' -DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"' \
+	-DPGX_OFFSETS_JSON='"$(PGX_OFFSETS_JSON)"' -DREDIS_OFFSETS_JSON='"$(REDIS_OFFSETS_JSON)"'
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(PKG_CFLAGS) \
@@ -149,9 +155,8 @@ $(OUTPUT)/proto/%.pb-c.o: $(OUTPUT)/proto/%.pb-c.c $(PB_HDRS)
 
 # ---- user space -----------------------------------------------------------------------------
 
-$(OUTPUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"' \
-	-DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"'
-$(OUTPUT)/obj/embed.o: $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON)
+$(OUTPUT)/obj/embed.o: override CFLAGS += $(EMBED_CFLAGS)
+$(OUTPUT)/obj/embed.o: $(EMBED_JSON)
 
 $(OUTPUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
 		$(PB_HDRS) | $(OUTPUT)/obj
@@ -229,9 +234,8 @@ FUZZ_RUN = ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stac
 
 .PHONY: fuzz fuzz-smoke
 
-$(FUZZ_OUT)/obj/embed.o: override CFLAGS += -DOFFSETS_JSON='"$(OFFSETS_JSON)"' \
-	-DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"'
-$(FUZZ_OUT)/obj/embed.o: $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON)
+$(FUZZ_OUT)/obj/embed.o: override CFLAGS += $(EMBED_CFLAGS)
+$(FUZZ_OUT)/obj/embed.o: $(EMBED_JSON)
 
 $(FUZZ_OUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
 		$(PB_HDRS)
@@ -286,7 +290,7 @@ demo: deps
 # OFFSETS_ARGS: more flags for offsets/gen (e.g. -verify; offsets/README.md lists them).
 offsets:
 	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON) -grpc-out $(GRPC_OFFSETS_JSON) \
-		$(OFFSETS_ARGS)
+		-pgx-out $(PGX_OFFSETS_JSON) -redis-out $(REDIS_OFFSETS_JSON) $(OFFSETS_ARGS)
 
 fmt:
 	$(Q)clang-format -i exporter/*.c exporter/*.h bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Struct member offsets from a Go binary's DWARF, through libdw: the fields of either offset
- * table (Go's own structs, grpc-go's), whose names say which struct and member to look for. Go's
- * linker puts every struct type at the top level of a compile unit, named with its full import
- * path ("net/http.Request", "google.golang.org/grpc/internal/transport.Stream"), its members as
- * DW_TAG_member children with a constant DW_AT_data_member_location. So only the top-level DIEs
- * of each unit are looked at, nothing deeper than the members of a wanted struct, and the walk
- * stops once every wanted struct has been seen or is known to be absent (a binary has one map
- * implementation, not both). Every loop is bounded and every offset checked, because
- * a corrupt file must cost a warning, never a wrong offset handed to BPF.
+ * Struct member offsets from a Go binary's DWARF, through libdw: the fields of any offset table
+ * (Go's own structs, grpc-go's, pgx's, go-redis's), whose names say which struct and member to
+ * look for. Go's linker puts every struct type at the top level of a compile unit, named with its
+ * full import path ("net/http.Request", "google.golang.org/grpc/internal/transport.Stream"), its
+ * members as DW_TAG_member children with a constant DW_AT_data_member_location. So only the
+ * top-level DIEs of each unit are looked at, nothing deeper than the members of a wanted struct,
+ * and the walk stops once every wanted struct has been seen or is known to be absent: a binary
+ * has one map implementation, not both, and the linker moves every type into one unit of the
+ * runtime package (movetomodule in cmd/link/internal/ld/dwarf.go), so a struct that unit lacks is
+ * not in the binary (most services link no database/sql, many no grpc-go). Every loop is bounded
+ * and every offset checked, because a corrupt file must cost a warning, never a wrong offset
+ * handed to BPF.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,10 +44,11 @@
 /* The same bound the offset tables use: beyond it BPF would read unrelated memory. */
 #define OFFSET_MAX (1 << 16)
 #define STRUCT_NAME_MAX 128
-/* Fields one walk can look for: more than either table has. */
+/* Fields one walk can look for: more than any table has. */
 #define WALK_MAX_FIELDS 64
 
-_Static_assert(GO_FIELD__COUNT <= WALK_MAX_FIELDS && GRPC_FIELD__COUNT <= WALK_MAX_FIELDS,
+_Static_assert(GO_FIELD__COUNT <= WALK_MAX_FIELDS && GRPC_FIELD__COUNT <= WALK_MAX_FIELDS &&
+		       PGX_FIELD__COUNT <= WALK_MAX_FIELDS && REDIS_FIELD__COUNT <= WALK_MAX_FIELDS,
 	       "a table has more fields than a DWARF walk can look for");
 
 /*
@@ -385,7 +389,8 @@ static int read_members(struct walk *w, Dwarf_Die *die, size_t s)
 /* Looks at the top-level DIEs of one unit, and at the members of the wanted structs among them. */
 static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 {
-	const char *name;
+	const char *name, *unit = dwarf_diename(cudie);
+	unsigned long types = 0;
 	Dwarf_Die die;
 	size_t s;
 	int rc, err;
@@ -400,6 +405,7 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 		}
 		if (dwarf_tag(&die) != DW_TAG_structure_type || !(name = dwarf_diename(&die)))
 			continue;
+		types++;
 		for (s = 0; s < w->nstructs; s++) {
 			/*
 			 * Go's linker writes each type once; a second copy changes nothing, and a
@@ -417,6 +423,11 @@ static int walk_unit(struct walk *w, Dwarf_Die *cudie)
 	if (rc < 0) {
 		pr_warn("cannot read the DWARF of '%s': %s", w->path, dwarf_errmsg(-1));
 		return -EINVAL;
+	}
+	/* The unit with the binary's types, read to its end: what it lacks, the binary lacks. */
+	if (rc == 1 && types && unit && !strcmp(unit, "runtime")) {
+		for (s = 0; s < w->nstructs; s++)
+			settle(w, s);
 	}
 	return 0;
 }
@@ -519,8 +530,7 @@ static void close_dwarf(int fd, Elf *elf, Dwarf *dbg)
 		close(fd);
 }
 
-/* Reads the offsets of FIELDS from PATH's DWARF into OUT, as dwarf__read_offsets describes. */
-static int read_fields(const char *path, const struct offsets_fields *fields, int64_t *out)
+int dwarf__read_fields(const char *path, const struct offsets_fields *fields, int64_t *out)
 {
 	struct walk w = { .path = path, .fields = fields, .out = out };
 	Dwarf *dbg = NULL;
@@ -528,6 +538,8 @@ static int read_fields(const char *path, const struct offsets_fields *fields, in
 	size_t f, n = 0;
 	int fd = -1, err;
 
+	if (!path || !fields || !fields->names || !out)
+		return -EINVAL;
 	for (f = 0; f < fields->count; f++)
 		out[f] = -1;
 	err = plan_fields(&w);
@@ -557,7 +569,7 @@ int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
 {
 	int err, f;
 
-	err = read_fields(path, &go_offsets_fields, out);
+	err = dwarf__read_fields(path, &go_offsets_fields, out);
 	if (err)
 		return err;
 	if (out[GO_FIELD_G_GOID] < 0) {
@@ -574,7 +586,7 @@ int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT])
 int dwarf__read_grpc_offsets(const char *path, int64_t out[GRPC_FIELD__COUNT])
 {
 	/* A Go binary without grpc-go has none of these structs: every field -1, and no error. */
-	return read_fields(path, &grpc_offsets_fields, out);
+	return dwarf__read_fields(path, &grpc_offsets_fields, out);
 }
 
 /* ---- functions: parameters, argument paths, inlining (--functions) ---- */

@@ -14,6 +14,17 @@
 #include "offsets.h"
 
 /*
+ * Reads the offsets of the members FIELDS names ("net/http.Request.Method", a member written
+ * "STRUCT.*MEMBER" only where it is a pointer) from PATH's DWARF: OUT[i] (one per field) = byte
+ * offset of the member, or -1 when the DWARF has no such struct or member (a release without it,
+ * or a part of a module the binary does not link). 0 when the DWARF was read, even when it
+ * describes none of the structs (every field -1); -ENODATA when PATH has no DWARF (stripped,
+ * -ldflags=-w); -EINVAL on bad arguments or when the ELF file or its DWARF is corrupt or
+ * truncated; -ENOEXEC when PATH is not ELF; else open(2)'s errno; failures logged.
+ */
+int dwarf__read_fields(const char *path, const struct offsets_fields *fields, int64_t *out);
+
+/*
  * Reads the offsets of the fields in go_field_names[] (exporter/offsets.h) from PATH's DWARF.
  * OUT[i] = byte offset of the member, or -1 when the binary's DWARF has no such struct/member.
  * 0 on success (at least runtime.g.goid found); -ENODATA when PATH has no DWARF (stripped,
@@ -24,12 +35,8 @@
 int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT]);
 
 /*
- * Reads the offsets of the fields in grpc_field_names[] (exporter/offsets.h) from PATH's DWARF,
- * as dwarf__read_offsets does: OUT[i] = byte offset of the member, or -1 when the DWARF has no
- * such struct or member (a release without it, or a part of grpc-go the binary does not link: a
- * client has no server transport). 0 when the DWARF was read, even when it describes no grpc-go
- * at all (every field -1); -ENODATA when PATH has no DWARF; other negative errno on failure,
- * logged, as for dwarf__read_offsets.
+ * dwarf__read_fields() of the fields in grpc_field_names[] (exporter/offsets.h): a client has no
+ * server transport, a Go binary without grpc-go none of them, and is no error.
  */
 int dwarf__read_grpc_offsets(const char *path, int64_t out[GRPC_FIELD__COUNT]);
 

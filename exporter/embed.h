@@ -11,4 +11,12 @@ extern const char gospan_offsets_json_end[];
 extern const char gospan_grpc_offsets_json[];
 extern const char gospan_grpc_offsets_json_end[];
 
+/* offsets/pgx_offsets.json, NUL-terminated; its length excludes the NUL. */
+extern const char gospan_pgx_offsets_json[];
+extern const char gospan_pgx_offsets_json_end[];
+
+/* offsets/redis_offsets.json, NUL-terminated; its length excludes the NUL. */
+extern const char gospan_redis_offsets_json[];
+extern const char gospan_redis_offsets_json_end[];
+
 #endif

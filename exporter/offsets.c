@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Offset tables: parses the JSON that offsets/gen writes (schema in offsets/README.md) into one
- * row of struct member offsets per release the generator built, Go releases in one table and
- * grpc-go releases in the other, and picks the row a target's version needs. One parser serves
- * both: a table differs from the other only in its list of fields. A table is checked in full
- * when it is loaded, so a bad table stops gospan at start-up instead of sending probes to wrong
- * addresses later.
+ * row of struct member offsets per release the generator built, Go releases in one table and a
+ * module's releases (grpc-go, pgx, go-redis) in each of the others, and picks the row a target's
+ * version needs. One parser serves them all: a table differs from another only in its list of
+ * fields. A table is checked in full when it is loaded, so a bad table stops gospan at start-up
+ * instead of sending probes to wrong addresses later.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -58,6 +58,7 @@ const char *const go_field_names[GO_FIELD__COUNT] = {
 	[GO_FIELD_TCPADDR_PORT] = "net.TCPAddr.Port",
 	[GO_FIELD_VALUECTX_KEY] = "context.valueCtx.key",
 	[GO_FIELD_VALUECTX_VAL] = "context.valueCtx.val",
+	[GO_FIELD_SQL_STMT_QUERY] = "database/sql.Stmt.query",
 };
 
 #define GRPC_TRANSPORT "google.golang.org/grpc/internal/transport."
@@ -85,6 +86,28 @@ const char *const grpc_field_names[GRPC_FIELD__COUNT] = {
 	[GRPC_FIELD_CLIENTCONN_TARGET] = "google.golang.org/grpc.ClientConn.target",
 };
 
+#define PGX "github.com/jackc/pgx/v5."
+#define PGCONN "github.com/jackc/pgx/v5/pgconn."
+
+const char *const pgx_field_names[PGX_FIELD__COUNT] = {
+	[PGX_FIELD_CONN_CONFIG] = PGX "Conn.config",
+	[PGX_FIELD_CONNCONFIG_CONFIG] = PGX "ConnConfig.Config",
+	[PGX_FIELD_CONFIG_HOST] = PGCONN "Config.Host",
+	[PGX_FIELD_CONFIG_PORT] = PGCONN "Config.Port",
+	[PGX_FIELD_BATCH_QUEUED] = PGX "Batch.QueuedQueries",
+	[PGX_FIELD_BATCH_QUEUED_OLD] = PGX "Batch.queuedQueries",
+	[PGX_FIELD_QUERY_SQL] = PGX "QueuedQuery.SQL",
+	[PGX_FIELD_QUERY_SQL_OLD] = PGX "QueuedQuery.query",
+};
+
+#define REDIS "github.com/redis/go-redis/v9."
+
+const char *const redis_field_names[REDIS_FIELD__COUNT] = {
+	[REDIS_FIELD_BASECLIENT_OPT] = REDIS "baseClient.opt",
+	[REDIS_FIELD_OPTIONS_ADDR] = REDIS "Options.Addr",
+	[REDIS_FIELD_BASECMD_ARGS] = REDIS "baseCmd.args",
+};
+
 const struct offsets_fields go_offsets_fields = {
 	.what = "Go",
 	.names = go_field_names,
@@ -97,10 +120,34 @@ const struct offsets_fields grpc_offsets_fields = {
 	.count = GRPC_FIELD__COUNT,
 };
 
-/* The module grpc-go's releases are tagged in, as buildinfo lists it. */
-#define GRPC_MODULE "google.golang.org/grpc"
+const struct offsets_fields pgx_offsets_fields = {
+	.what = "pgx",
+	.names = pgx_field_names,
+	.count = PGX_FIELD__COUNT,
+};
+
+const struct offsets_fields redis_offsets_fields = {
+	.what = "go-redis",
+	.names = redis_field_names,
+	.count = REDIS_FIELD__COUNT,
+};
+
+/* The modules gospan has a table of, as buildinfo lists them, with their tables' fields. */
+static const struct {
+	const char *path;
+	const struct offsets_fields *fields;
+} module_tables[] = {
+	{ "google.golang.org/grpc", &grpc_offsets_fields },
+	{ "github.com/jackc/pgx/v5", &pgx_offsets_fields },
+	{ "github.com/redis/go-redis/v9", &redis_offsets_fields },
+};
 
 #define OFFSETS_SCHEMA 1
+/* Fields a module table may have: a lookup keeps a row on its stack. */
+#define MODULE_FIELDS_MAX 64
+_Static_assert(GRPC_FIELD__COUNT <= MODULE_FIELDS_MAX && PGX_FIELD__COUNT <= MODULE_FIELDS_MAX &&
+		       REDIS_FIELD__COUNT <= MODULE_FIELDS_MAX,
+	       "a module table has more fields than a lookup has room for");
 /*
  * The structs gospan reads are a few hundred bytes; an offset beyond this is a corrupt table,
  * and letting it through would have BPF read some unrelated part of the target's heap.
@@ -401,6 +448,16 @@ struct offsets *grpc_offsets__parse(const char *json, size_t len)
 	return offsets__parse_table(&grpc_offsets_fields, json, len);
 }
 
+struct offsets *pgx_offsets__parse(const char *json, size_t len)
+{
+	return offsets__parse_table(&pgx_offsets_fields, json, len);
+}
+
+struct offsets *redis_offsets__parse(const char *json, size_t len)
+{
+	return offsets__parse_table(&redis_offsets_fields, json, len);
+}
+
 void offsets__free(struct offsets *o)
 {
 	if (!o)
@@ -534,35 +591,36 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 }
 
 /*
- * The grpc-go version GB records: its dependency's, or its own when the binary is one of
- * grpc-go's programs (its examples, its interop client and server). NULL when it has none.
+ * The version of MODULE that GB records: its dependency's, or its own when the binary is one of
+ * the module's programs (grpc-go's examples, its interop client and server). NULL when it has
+ * none.
  */
-static const char *grpc_version(const struct gobin *gb)
+static const char *module_version(const struct gobin *gb, const char *module)
 {
 	size_t i;
 
-	if (gb->main_path && !strcmp(gb->main_path, GRPC_MODULE))
+	if (gb->main_path && !strcmp(gb->main_path, module))
 		return gb->main_version ? gb->main_version : "(devel)";
 	for (i = 0; i < gb->ndeps; i++) {
-		if (gb->deps[i].path && !strcmp(gb->deps[i].path, GRPC_MODULE))
+		if (gb->deps[i].path && !strcmp(gb->deps[i].path, module))
 			return gb->deps[i].version ? gb->deps[i].version : "(devel)";
 	}
 	return NULL;
 }
 
-/* How the grpc-go table fits a version: the row found, or why there is none. */
+/* How a module table fits a version: the row found, or why there is none. */
 enum row_fit {
 	ROW_EXACT,	/* the version is listed */
 	ROW_BELOW,	/* the nearest listed release below it, inside the table's range */
 	ROW_NEWER,	/* newer than the table: its newest release */
-	ROW_NO_TABLE,	/* no grpc-go table */
+	ROW_NO_TABLE,	/* no table */
 	ROW_NO_VERSION, /* not a release version: "(devel)" */
 	ROW_OLDER,	/* older than the table */
 };
 
-/* Looks grpc-go VERSION up in TABLE: ROW and *RESOLVED are filled when a row fits. */
-static enum row_fit grpc_row(const struct offsets *table, const char *version,
-			     int64_t row[GRPC_FIELD__COUNT], const char **resolved)
+/* Looks VERSION up in TABLE: ROW (the table's field count) and *RESOLVED are filled on a fit. */
+static enum row_fit module_row(const struct offsets *table, const char *version, int64_t *row,
+			       const char **resolved)
 {
 	const struct release *r, *last;
 	struct offsets_version v;
@@ -574,7 +632,7 @@ static enum row_fit grpc_row(const struct offsets *table, const char *version,
 	r = find_row(table, &v, OFFSETS_MATCH_NEAREST_BELOW);
 	if (!r)
 		return ROW_OLDER;
-	memcpy(row, r->offs, GRPC_FIELD__COUNT * sizeof(*row));
+	memcpy(row, r->offs, table->fields->count * sizeof(*row));
 	*resolved = r->name;
 	if (!v.prerelease && !release_cmp(r, v.major, v.minor, v.patch))
 		return ROW_EXACT;
@@ -584,87 +642,113 @@ static enum row_fit grpc_row(const struct offsets *table, const char *version,
 }
 
 /*
- * Says what the table did for grpc-go VERSION of the binary at PATH, once it is known that the
- * binary has no DWARF to read instead: which release stood in for one it does not list, or why
- * none could.
+ * Says what the table of module WHAT ("grpc-go") did for VERSION of the binary at PATH, once it
+ * is known that the binary has no DWARF to read instead: which release stood in for one it does
+ * not list, or why none could.
  */
-static void say_row(enum row_fit fit, const struct offsets *table, const char *path,
-		    const char *version, const char *resolved)
+static void say_row(enum row_fit fit, const char *what, const struct offsets *table,
+		    const char *path, const char *version, const char *resolved)
 {
 	switch (fit) {
 	case ROW_EXACT:
 	case ROW_NO_TABLE:
 		break;
 	case ROW_BELOW:
-		pr_info("'%s' has grpc-go %s, which the grpc-go offset table does not list: using "
-			"v%s, the nearest release below it",
-			path, version, resolved);
+		pr_info("'%s' has %s %s, which the %s offset table does not list: using v%s, the "
+			"nearest release below it",
+			path, what, version, what, resolved);
 		break;
 	case ROW_NEWER:
 		/* A newer release may have moved a member; one within the table's range has not. */
-		pr_warn("'%s' has grpc-go %s, newer than the grpc-go offset table: using the "
-			"offsets of v%s, its newest release, which may no longer fit; DWARF in the "
-			"binary or 'make offsets' removes the doubt",
-			path, version, resolved);
+		pr_warn("'%s' has %s %s, newer than the %s offset table: using the offsets of v%s, "
+			"its newest release, which may no longer fit; DWARF in the binary or "
+			"'make offsets' removes the doubt",
+			path, what, version, what, resolved);
 		break;
 	case ROW_NO_VERSION:
-		pr_info("'%s' has grpc-go '%s', which is no release version (a directory "
-			"replacement?): the grpc-go offset table cannot be used for it",
-			path, version);
+		pr_info("'%s' has %s '%s', which is no release version (a directory replacement?): "
+			"the %s offset table cannot be used for it",
+			path, what, version, what);
 		break;
 	case ROW_OLDER:
-		pr_info("'%s' has grpc-go %s, older than the grpc-go offset table (v%s to v%s)",
-			path, version, table->rels[0].name, table->rels[table->nrels - 1].name);
+		pr_info("'%s' has %s %s, older than the %s offset table (v%s to v%s)", path, what,
+			version, what, table->rels[0].name, table->rels[table->nrels - 1].name);
 		break;
 	}
 }
 
-int grpc_offsets__for_binary(const struct offsets *table, const char *path, const struct gobin *gb,
-			     int64_t out[GRPC_FIELD__COUNT], char *source, size_t source_len)
+/* The fields of MODULE's table, where gospan has one, else TABLE's; NULL without either. */
+static const struct offsets_fields *module_fields(const struct offsets *table, const char *module)
 {
-	int64_t row[GRPC_FIELD__COUNT];
+	size_t i;
+
+	for (i = 0; i < sizeof(module_tables) / sizeof(module_tables[0]); i++) {
+		if (!strcmp(module_tables[i].path, module))
+			return module_tables[i].fields;
+	}
+	return table ? table->fields : NULL;
+}
+
+int module_offsets__for_binary(const struct offsets *table, const char *module, const char *path,
+			       const struct gobin *gb, int64_t *out, char *source,
+			       size_t source_len)
+{
+	const struct offsets_fields *fields;
 	const char *version, *resolved = NULL;
+	int64_t row[MODULE_FIELDS_MAX];
 	enum row_fit fit;
 	bool have_row;
-	int err, f;
+	size_t f;
+	int err;
 
-	if (!out)
+	if (!out || !module)
 		return -EINVAL;
-	for (f = 0; f < GRPC_FIELD__COUNT; f++)
+	fields = module_fields(table, module);
+	if (!fields || fields->count > MODULE_FIELDS_MAX)
+		return -EINVAL;
+	for (f = 0; f < fields->count; f++)
 		out[f] = -1;
-	if (!path || !gb || !source || !source_len ||
-	    (table && table->fields != &grpc_offsets_fields))
+	/* Another module's table would hand BPF offsets into the wrong structs. */
+	if ((table && table->fields != fields) || !path || !gb || !source || !source_len)
 		return -EINVAL;
 	source[0] = '\0';
-	version = grpc_version(gb);
+	version = module_version(gb, module);
 	if (!version)
 		return -ENOENT;
-	fit = grpc_row(table, version, row, &resolved);
+	fit = module_row(table, version, row, &resolved);
 	have_row = fit == ROW_EXACT || fit == ROW_BELOW || fit == ROW_NEWER;
 	/*
-	 * DWARF first: it describes the binary's exact layout, whatever grpc-go release (or fork,
-	 * or newer genproto) it was built with, which the table can only infer from the version.
+	 * DWARF first: it describes the binary's exact layout, whatever release (or fork, or
+	 * newer dependency of the module: grpc-go's genproto) it was built with, which the table
+	 * can only infer from the version.
 	 */
-	err = dwarf__read_grpc_offsets(path, out);
+	err = dwarf__read_fields(path, fields, out);
 	if (!err) {
-		for (f = 0; f < GRPC_FIELD__COUNT; f++) {
-			/* DWARF's -1 only means the binary does not link that part of grpc-go. */
+		for (f = 0; f < fields->count; f++) {
+			/* DWARF's -1 only means the binary does not link that part of it. */
 			if (have_row && out[f] >= 0 && row[f] != out[f])
 				pr_warn("'%s' is at offset %lld in the DWARF of '%s' but %lld "
-					"in the grpc-go offset table for v%s: using DWARF",
-					grpc_field_names[f], (long long)out[f], path,
-					(long long)row[f], resolved);
+					"in the %s offset table for v%s: using DWARF",
+					fields->names[f], (long long)out[f], path,
+					(long long)row[f], fields->what, resolved);
 		}
 		snprintf(source, source_len, "DWARF");
 		return 0;
 	}
 	if (err != -ENODATA)
-		pr_warn("cannot read the grpc-go offsets from the DWARF of '%s'%s", path,
-			have_row ? ": using the grpc-go offset table" : "");
-	say_row(fit, table, path, version, resolved);
+		pr_warn("cannot read the %s offsets from the DWARF of '%s'%s", fields->what, path,
+			have_row ? ": using the offset table" : "");
+	say_row(fit, fields->what, table, path, version, resolved);
 	if (!have_row)
 		return -ENOTSUP;
-	memcpy(out, row, sizeof(row));
+	memcpy(out, row, fields->count * sizeof(*out));
 	snprintf(source, source_len, "table v%s", resolved);
 	return 0;
+}
+
+int grpc_offsets__for_binary(const struct offsets *table, const char *path, const struct gobin *gb,
+			     int64_t out[GRPC_FIELD__COUNT], char *source, size_t source_len)
+{
+	return module_offsets__for_binary(table, "google.golang.org/grpc", path, gb, out, source,
+					  source_len);
 }

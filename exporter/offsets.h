@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Struct member offsets per Go release and per grpc-go release, from the JSON tables in offsets/
- * (embedded in the binary). BPF code holds no version-specific numbers: everything it needs to
- * walk Go's and grpc-go's structs comes from here.
+ * Struct member offsets per Go release and per release of the modules gospan traces (grpc-go,
+ * pgx, go-redis), from the JSON tables in offsets/ (embedded in the binary). BPF code holds no
+ * version-specific numbers: everything it needs to walk Go's and those modules' structs comes
+ * from here.
  */
 #ifndef GOSPAN_OFFSETS_H
 #define GOSPAN_OFFSETS_H
@@ -49,6 +50,7 @@ enum go_field {
 	GO_FIELD_TCPADDR_PORT,
 	GO_FIELD_VALUECTX_KEY,
 	GO_FIELD_VALUECTX_VAL,
+	GO_FIELD_SQL_STMT_QUERY,
 	GO_FIELD__COUNT,
 };
 
@@ -90,15 +92,54 @@ enum grpc_field {
 /* "google.golang.org/grpc/internal/transport.Stream.method", ... */
 extern const char *const grpc_field_names[GRPC_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from pgx v5's (github.com/jackc/pgx/v5) structs, from
+ * offsets/pgx_offsets.json, keyed by pgx's module version. Keep in step with pgx_field_names[]
+ * and offsets/gen. A Conn's config is a *ConnConfig, which embeds a pgconn.Config by value:
+ * the host is at CONNCONFIG_CONFIG + CONFIG_HOST from where CONN_CONFIG points. Early v5
+ * releases had the batch's queries and a queued query's text unexported: each release has one of
+ * BATCH_QUEUED and BATCH_QUEUED_OLD (and of QUERY_SQL and QUERY_SQL_OLD), the other is -1.
+ */
+enum pgx_field {
+	PGX_FIELD_CONN_CONFIG,
+	PGX_FIELD_CONNCONFIG_CONFIG,
+	PGX_FIELD_CONFIG_HOST,
+	PGX_FIELD_CONFIG_PORT,
+	PGX_FIELD_BATCH_QUEUED,
+	PGX_FIELD_BATCH_QUEUED_OLD,
+	PGX_FIELD_QUERY_SQL,
+	PGX_FIELD_QUERY_SQL_OLD,
+	PGX_FIELD__COUNT,
+};
+
+/* "github.com/jackc/pgx/v5.Conn.config", ... */
+extern const char *const pgx_field_names[PGX_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from go-redis v9's (github.com/redis/go-redis/v9) structs, from
+ * offsets/redis_offsets.json, keyed by go-redis's module version. Keep in step with
+ * redis_field_names[] and offsets/gen.
+ */
+enum redis_field {
+	REDIS_FIELD_BASECLIENT_OPT,
+	REDIS_FIELD_OPTIONS_ADDR,
+	REDIS_FIELD_BASECMD_ARGS,
+	REDIS_FIELD__COUNT,
+};
+
+/* "github.com/redis/go-redis/v9.baseClient.opt", ... */
+extern const char *const redis_field_names[REDIS_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
-	const char *what; /* "Go", "grpc-go" */
+	const char *what; /* "Go", "grpc-go", "pgx", "go-redis" */
 	const char *const *names;
 	size_t count;
 };
 
 extern const struct offsets_fields go_offsets_fields;
 extern const struct offsets_fields grpc_offsets_fields;
+extern const struct offsets_fields pgx_offsets_fields, redis_offsets_fields;
 
 struct offsets;
 
@@ -112,6 +153,10 @@ struct offsets *offsets__parse_table(const struct offsets_fields *fields, const 
 struct offsets *offsets__parse(const char *json, size_t len);
 /* offsets__parse_table() of the grpc-go table (grpc_offsets.json). */
 struct offsets *grpc_offsets__parse(const char *json, size_t len);
+/* offsets__parse_table() of the pgx table (pgx_offsets.json). */
+struct offsets *pgx_offsets__parse(const char *json, size_t len);
+/* offsets__parse_table() of the go-redis table (redis_offsets.json). */
+struct offsets *redis_offsets__parse(const char *json, size_t len);
 void offsets__free(struct offsets *o);
 
 /*
@@ -170,17 +215,28 @@ void offsets__explain_miss(const struct offsets *o, int major, int minor, int pa
 struct gobin;
 
 /*
- * The grpc-go offsets for the Go binary at PATH, whose buildinfo is GB, given the grpc-go table
- * TABLE (may be NULL: DWARF only). From the binary's DWARF when it has some, else from the
- * table row for the grpc-go version in its buildinfo: the nearest listed release at or below it
- * (a pseudo-version or pre-release comes before the release it names; a release newer than the
- * table takes its newest row, with a warning). Returns 0 with OUT filled and SOURCE set to
- * "DWARF" or "table v1.62.1"; -ENOENT when the binary does not use grpc-go (nothing logged);
- * -ENOTSUP when it does but neither its DWARF nor the table can say: no DWARF, and a version
- * older than the table or none at all (a directory replacement records "(devel)"), the reason
- * logged at info level for the caller's own message to follow; -EINVAL on bad arguments (a
- * table other than the grpc-go one, no room for SOURCE). OUT is all -1 unless 0 is returned.
+ * The offsets of the fields of a module's table (grpc-go's, pgx's, go-redis's) for the Go binary
+ * at PATH, whose buildinfo is GB, which may use MODULE (as buildinfo names it:
+ * "github.com/jackc/pgx/v5"). TABLE is that module's table, or NULL (DWARF only) for a module
+ * gospan has a table of: google.golang.org/grpc, github.com/jackc/pgx/v5 and
+ * github.com/redis/go-redis/v9. OUT has one entry per field of the table (PGX_FIELD__COUNT, ...).
+ *
+ * From the binary's DWARF when it has some, else from the table row for the version of MODULE in
+ * its buildinfo (its dependency, or its main module for the module's own programs): the nearest
+ * listed release at or below it (a pseudo-version or pre-release comes before the release it
+ * names; a release newer than the table takes its newest row, with a warning). Returns 0 with
+ * OUT filled and SOURCE set to "DWARF" or "table v1.62.1"; -ENOENT when the binary does not use
+ * MODULE (nothing logged); -ENOTSUP when it does but neither its DWARF nor the table can say: no
+ * DWARF, and a version older than the table or none at all (a directory replacement records
+ * "(devel)"), the reason logged at info level for the caller's own message to follow; -EINVAL on
+ * bad arguments (another module's table, no table for a module gospan has none of, no room for
+ * SOURCE). OUT is all -1 unless 0 is returned, wherever its size is known.
  */
+int module_offsets__for_binary(const struct offsets *table, const char *module, const char *path,
+			       const struct gobin *gb, int64_t *out, char *source,
+			       size_t source_len);
+
+/* module_offsets__for_binary() for google.golang.org/grpc. */
 int grpc_offsets__for_binary(const struct offsets *table, const char *path, const struct gobin *gb,
 			     int64_t out[GRPC_FIELD__COUNT], char *source, size_t source_len);
 

@@ -1,9 +1,12 @@
 // Command gen writes gospan's offset tables: offsets/go_offsets.json, the struct member offsets
-// gospan's probes need per Go release, and offsets/grpc_offsets.json, those they need per
-// grpc-go (google.golang.org/grpc) release. For every Go minor from 1.17 on that the Go module
-// proxy carries toolchains for, it builds a small net/http program with the minor's first and
-// latest releases; for every grpc-go minor from 1.50 on that the proxy lists, a small gRPC
-// server and client with the minor's first and latest patches. It reads the members' offsets
+// gospan's probes need per Go release, and one table per Go module whose structs they read,
+// keyed by the module's version: offsets/grpc_offsets.json (grpc-go, google.golang.org/grpc),
+// offsets/pgx_offsets.json (github.com/jackc/pgx/v5) and offsets/redis_offsets.json
+// (github.com/redis/go-redis/v9). For every Go minor from 1.17 on that the Go module proxy
+// carries toolchains for, it builds a small net/http program with the minor's first and latest
+// releases; for every minor of a module that the proxy serves (grpc-go from 1.50, pgx and
+// go-redis from their major's .0), a small program using it with the minor's first and latest
+// patches. It reads the members' offsets
 // from the programs' DWARF, and where a minor's first and latest disagree bisects the patches in
 // between until it finds the release that changed the layout. Each table then lists every
 // release it built, and folds the offsets into ranges of consecutive releases over which they
@@ -98,12 +101,20 @@ var goFields = []field{
 	{"net.TCPAddr", "Port"},
 	{"context.valueCtx", "key"},
 	{"context.valueCtx", "val"},
+	// The SQL text a prepared statement was made from: database/sql keeps it in the Stmt.
+	{"database/sql.Stmt", "query"},
+}
+
+// goTypes are the types of the Go members gospan reads through, where it matters (see
+// grpcTypes): a string read as a (pointer, length) pair must still be a string.
+var goTypes = map[string]string{
+	"database/sql.Stmt.query": "struct string",
 }
 
 // The Go structs every release from 1.17 has: a probe's DWARF without one means the probe no
 // longer pulls it in, not that Go dropped it.
 var goMust = []string{"runtime.g", "net/http.Request", "net/url.URL", "net/http.response",
-	"net/http.Response", "bufio.Writer", "net.TCPAddr", "context.valueCtx"}
+	"net/http.Response", "bufio.Writer", "net.TCPAddr", "context.valueCtx", "database/sql.Stmt"}
 
 const (
 	grpcTransport = "google.golang.org/grpc/internal/transport"
@@ -168,21 +179,75 @@ var grpcMust = []string{grpcTransport + ".Stream", grpcTransport + ".http2Server
 	grpcPeer + ".Peer", grpcStatus + ".Status", grpcStatus + ".Error", rpcStatus + ".Status",
 	grpcPkg + ".csAttempt", grpcPkg + ".ClientConn"}
 
+const (
+	pgxPkg    = "github.com/jackc/pgx/v5"
+	pgconnPkg = "github.com/jackc/pgx/v5/pgconn"
+)
+
+// pgxFields is the one list of what gospan reads from pgx v5's structs, in the order of
+// pgx_field_names[] in exporter/offsets.c: the connection's configuration (a *ConnConfig, which
+// embeds pgconn.Config by value) for the server's host and port, and a batch's queued queries
+// with their SQL text. Early v5 releases kept both unexported (Batch.queuedQueries,
+// QueuedQuery.query); a release has one name or the other, and the table lists both.
+var pgxFields = []field{
+	{pgxPkg + ".Conn", "config"},
+	{pgxPkg + ".ConnConfig", "Config"},
+	{pgconnPkg + ".Config", "Host"},
+	{pgconnPkg + ".Config", "Port"},
+	{pgxPkg + ".Batch", "QueuedQueries"},
+	{pgxPkg + ".Batch", "queuedQueries"},
+	{pgxPkg + ".QueuedQuery", "SQL"},
+	{pgxPkg + ".QueuedQuery", "query"},
+}
+
+var pgxTypes = map[string]string{
+	pgxPkg + ".Conn.config":         "*" + pgxPkg + ".ConnConfig",
+	pgxPkg + ".ConnConfig.Config":   pgconnPkg + ".Config",
+	pgconnPkg + ".Config.Host":      "struct string",
+	pgconnPkg + ".Config.Port":      "uint16",
+	pgxPkg + ".Batch.QueuedQueries": "struct []*" + pgxPkg + ".QueuedQuery",
+	pgxPkg + ".Batch.queuedQueries": "struct []*" + pgxPkg + ".QueuedQuery",
+	pgxPkg + ".QueuedQuery.SQL":     "struct string",
+	pgxPkg + ".QueuedQuery.query":   "struct string",
+}
+
+// The pgx structs every v5 release has.
+var pgxMust = []string{pgxPkg + ".Conn", pgxPkg + ".ConnConfig", pgconnPkg + ".Config",
+	pgxPkg + ".Batch", pgxPkg + ".QueuedQuery"}
+
+const redisPkg = "github.com/redis/go-redis/v9"
+
+// redisFields is the one list of what gospan reads from go-redis v9's structs, in the order of
+// redis_field_names[] in exporter/offsets.c: a client's options (for the server's address) and
+// a command's arguments, its name first.
+var redisFields = []field{
+	{redisPkg + ".baseClient", "opt"},
+	{redisPkg + ".Options", "Addr"},
+	{redisPkg + ".baseCmd", "args"},
+}
+
+var redisTypes = map[string]string{
+	redisPkg + ".baseClient.opt": "*" + redisPkg + ".Options",
+	redisPkg + ".Options.Addr":   "struct string",
+	redisPkg + ".baseCmd.args":   "struct []interface {}",
+}
+
+// The go-redis structs every v9 release has.
+var redisMust = []string{redisPkg + ".baseClient", redisPkg + ".Options", redisPkg + ".baseCmd"}
+
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
-// grpc-go 1.50 (October 2022) is the oldest release the grpc table covers.
-const defaultGRPCMinMinor = 50
-
 // The probe uses the server, the mux, the request, the client and its response, a bufio.Writer,
-// a map, a TCP address and a context value so that every type in goFields reaches the binary's
-// DWARF; it never runs. (The runtime's own types, runtime.g and the map implementation, are
+// a map, a TCP address, a context value and a prepared database/sql statement so that every
+// type in goFields reaches the binary's DWARF; it never runs. (The runtime's own types, runtime.g and the map implementation, are
 // there in any Go binary.)
 const probeMain = `package main
 
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"net"
 	"net/http"
 	"net/url"
@@ -222,6 +287,16 @@ func main() {
 				_ = bw.Flush()
 				_ = resp.StatusCode == len(m) && resp.Body.Close() == nil
 			}
+		}
+	}
+	if len(os.Args) > 3 && u != nil {
+		db, err := sql.Open(u.Scheme, os.Args[3])
+		if err == nil {
+			st, err := db.PrepareContext(ctx, u.Path)
+			if err == nil {
+				_ = st.Close()
+			}
+			_ = db.Close()
 		}
 	}
 	_ = ctx.Value(probeKey{}) != nil
@@ -287,9 +362,102 @@ func main() {
 // to what grpc-go requires.
 const grpcProbeGoMod = "module gospan.invalid/grpcprobe\n\ngo 1.21\n\nrequire google.golang.org/grpc %s\n"
 
-const grpcModule = "google.golang.org/grpc"
+// The pgx probe connects, reads its connection's configuration, queues a batch and sends it,
+// which links Conn and ConnConfig with the embedded pgconn.Config, Batch and QueuedQuery. It
+// never runs.
+const pgxProbeMain = `package main
 
-// version is a release: a Go toolchain (1.22.12) or a grpc-go module version (1.62.1).
+import (
+	"context"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func main() {
+	ctx := context.Background()
+	if len(os.Args) > 1 {
+		conn, err := pgx.Connect(ctx, os.Args[1])
+		if err == nil {
+			cfg := conn.Config()
+			_, _ = os.Stdout.WriteString(cfg.Host)
+			_ = cfg.Port > 0
+			b := &pgx.Batch{}
+			b.Queue(os.Args[0])
+			_ = b.Len()
+			_ = conn.SendBatch(ctx, b).Close()
+			_, _ = conn.Exec(ctx, os.Args[0])
+			_ = conn.Close(ctx)
+		}
+	}
+}
+`
+
+const pgxProbeGoMod = "module gospan.invalid/pgxprobe\n\ngo 1.21\n\nrequire github.com/jackc/pgx/v5 %s\n"
+
+// The go-redis probe makes a client from Options, runs one command and reads its arguments, and
+// runs a pipeline: that links baseClient, Options and baseCmd. It never runs.
+const redisProbeMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	ctx := context.Background()
+	if len(os.Args) > 1 {
+		c := redis.NewClient(&redis.Options{Addr: os.Args[1]})
+		cmd := c.Get(ctx, os.Args[0])
+		_, _ = os.Stdout.WriteString(cmd.Val() + fmt.Sprint(cmd.Args()...) + c.Options().Addr)
+		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, os.Args[0], os.Args[1], 0)
+			return nil
+		})
+		_ = c.Close()
+	}
+}
+`
+
+const redisProbeGoMod = "module gospan.invalid/redisprobe\n\ngo 1.21\n\nrequire github.com/redis/go-redis/v9 %s\n"
+
+// modTable is a table keyed by one Go module's version: what to cover, how to probe it.
+type modTable struct {
+	path     string // the module path, as buildinfo lists it: "google.golang.org/grpc"
+	name     string // for messages: "grpc-go"
+	major    int    // the major version the table covers, whose path this is
+	minMinor int    // the oldest minor of it to cover, unless -*-min-minor says otherwise
+	// The probe program and its go.mod, whose %s is the module version.
+	probeMain, probeGoMod string
+	// Where the probes are cached ("grpc-probe-<hash>"), what their binaries' names start with.
+	cachePrefix, binPrefix string
+	fields                 []field
+	must                   []string
+	types                  map[string]string
+	check                  func(structs map[string]*dwarf.StructType, offs map[string]int64) error
+}
+
+// The module tables. grpc-go 1.50 (October 2022) is the oldest release the grpc table covers;
+// pgx's and go-redis's cover their whole current major, from v5.0.0 and v9.0.0.
+var (
+	grpcTable = &modTable{path: "google.golang.org/grpc", name: "grpc-go", major: 1,
+		minMinor: 50, probeMain: grpcProbeMain, probeGoMod: grpcProbeGoMod,
+		cachePrefix: "grpc-probe-", binPrefix: "grpc", fields: grpcFields,
+		must: grpcMust, types: grpcTypes, check: checkGRPC}
+	pgxTable = &modTable{path: "github.com/jackc/pgx/v5", name: "pgx", major: 5,
+		minMinor: 0, probeMain: pgxProbeMain, probeGoMod: pgxProbeGoMod,
+		cachePrefix: "pgx-probe-", binPrefix: "pgx", fields: pgxFields, must: pgxMust,
+		types: pgxTypes, check: checkPgx}
+	redisTable = &modTable{path: "github.com/redis/go-redis/v9", name: "go-redis", major: 9,
+		minMinor: 0, probeMain: redisProbeMain, probeGoMod: redisProbeGoMod,
+		cachePrefix: "redis-probe-", binPrefix: "redis", fields: redisFields,
+		must: redisMust, types: redisTypes, check: checkRedis}
+)
+
+// version is a release: a Go toolchain (1.22.12) or a module version (1.62.1 for v1.62.1).
 type version struct{ major, minor, patch int }
 
 func (v version) String() string { return fmt.Sprintf("%d.%d.%d", v.major, v.minor, v.patch) }
@@ -447,13 +615,13 @@ func byMinor(all []version, minMinor int) [][]version {
 	return out
 }
 
-// groupListed returns, for every 1.N minor from minMinor on, the listed releases of it in order.
-// Unlike Go, a module's patch numbers can have gaps that are real (grpc-go never tagged
+// groupListed returns, for every MAJOR.N minor from minMinor on, the listed releases of it in
+// order. Unlike Go, a module's patch numbers can have gaps that are real (grpc-go never tagged
 // v1.52.2), so only listed releases are candidates.
-func groupListed(all []version, minMinor int) [][]version {
+func groupListed(all []version, major, minMinor int) [][]version {
 	set := map[version]bool{}
 	for _, v := range all {
-		if v.major == 1 && v.minor >= minMinor {
+		if v.major == major && v.minor >= minMinor {
 			set[v] = true
 		}
 	}
@@ -470,21 +638,21 @@ func groupListed(all []version, minMinor int) [][]version {
 	return out
 }
 
-// grpcListed lists grpc-go's releases as `go list -m -versions` gives them through GOPROXY:
+// moduleListed lists MODULE's releases as `go list -m -versions` gives them through GOPROXY:
 // retracted releases and pre-releases (v1.59.0-dev) are left out.
-func grpcListed(goCmd, dir string) ([]version, error) {
-	cmd := exec.Command(goCmd, "list", "-m", "-versions", grpcModule)
+func moduleListed(goCmd, dir, module string) ([]version, error) {
+	cmd := exec.Command(goCmd, "list", "-m", "-versions", module)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list -m -versions %s: %v\n%s", grpcModule, err,
+		return nil, fmt.Errorf("go list -m -versions %s: %v\n%s", module, err,
 			stderr.String())
 	}
 	fields := strings.Fields(string(out))
-	if len(fields) < 2 || fields[0] != grpcModule {
-		return nil, fmt.Errorf("go list -m -versions %s: no versions listed", grpcModule)
+	if len(fields) < 2 || fields[0] != module {
+		return nil, fmt.Errorf("go list -m -versions %s: no versions listed", module)
 	}
 	var vs []version
 	for _, f := range fields[1:] {
@@ -525,19 +693,60 @@ func listModule(goCmd, dir, module string, v version) (*moduleInfo, error) {
 // it: a retracted release (grpc-go v1.74.0, "published prematurely") is left out of the list,
 // yet binaries built with it exist, and as the minor's first release it is where a layout
 // change would begin.
-func withUnlistedFirst(goCmd, dir string, minors [][]version) [][]version {
+func withUnlistedFirst(goCmd, dir, module string, minors [][]version) [][]version {
 	for i, g := range minors {
 		first := version{g[0].major, g[0].minor, 0}
 		if g[0] == first {
 			continue
 		}
-		if _, err := listModule(goCmd, dir, grpcModule, first); err != nil {
+		if _, err := listModule(goCmd, dir, module, first); err != nil {
 			continue // never published: the listed first is the minor's first
 		}
-		fmt.Fprintf(os.Stderr, "gen: %s v%s is served though not listed (retracted): "+
-			"covering it as its minor's first release\n", grpcModule, first)
+		fmt.Fprintf(os.Stderr, "gen: %s v%s is served though not listed: "+
+			"covering it as its minor's first release\n", module, first)
 		minors[i] = append([]version{first}, g...)
 	}
+	return minors
+}
+
+// maxUnlistedPatch bounds the walk through the patches of a minor the list leaves out.
+const maxUnlistedPatch = 30
+
+// withUnlistedMinors adds the minors from MAJOR.minMinor to the newest listed one that the list
+// leaves out altogether but the proxy serves: their patches from .0 up to the first one it does
+// not serve. A list can miss whole minors: every go-redis v9.15 release was retracted, and
+// proxy.golang.org lists no pgx v5.0 to v5.2 release although it serves all of them, and
+// services built with them exist. Patches after a gap in such a minor are not found.
+func withUnlistedMinors(goCmd, dir, module string, major, minMinor int,
+	minors [][]version) [][]version {
+	if len(minors) == 0 {
+		return minors
+	}
+	listed := map[int]bool{}
+	for _, g := range minors {
+		listed[g[0].minor] = true
+	}
+	newest := minors[len(minors)-1][0].minor
+	for minor := minMinor; minor < newest; minor++ {
+		if listed[minor] {
+			continue
+		}
+		var g []version
+		for patch := 0; patch <= maxUnlistedPatch; patch++ {
+			v := version{major, minor, patch}
+			if _, err := listModule(goCmd, dir, module, v); err != nil {
+				break
+			}
+			g = append(g, v)
+		}
+		if len(g) == 0 {
+			continue // never published
+		}
+		fmt.Fprintf(os.Stderr, "gen: %s v%d.%d is served though not listed: covering "+
+			"v%s to v%s\n", module, major, minor, g[0], g[len(g)-1])
+		minors = append(minors, g)
+	}
+	sort.Slice(minors, func(i, j int) bool { return minors[i][0].less(minors[j][0]) })
 	return minors
 }
 
@@ -623,19 +832,20 @@ func (g *goBuilder) build(v version, arch string) (string, error) {
 	return bin, nil
 }
 
-// grpcBuilder builds the grpc probe against one grpc-go release at a time, with the installed
-// Go unless the release needs a newer one.
-type grpcBuilder struct {
+// modBuilder builds a module table's probe against one release of the module at a time, with
+// the installed Go unless the release needs a newer one.
+type modBuilder struct {
 	goCmd, dir string
 	installed  version // the installed go command's release
+	mod        *modTable
 }
 
-// toolchainFor is the GOTOOLCHAIN to build grpc-go V with: "local" when the installed Go is at
-// least what V's go.mod asks for, else that exact release (a go line of "1.24" or "1.24.0" means
-// go1.24.0), which the go command fetches through the proxy. GOTOOLCHAIN=auto would do the same
-// implicitly; naming it keeps the choice in the build log.
-func (g *grpcBuilder) toolchainFor(v version) (string, error) {
-	mi, err := listModule(g.goCmd, g.dir, grpcModule, v)
+// toolchainFor is the GOTOOLCHAIN to build the module's release V with: "local" when the
+// installed Go is at least what V's go.mod asks for, else that exact release (a go line of
+// "1.24" or "1.24.0" means go1.24.0), which the go command fetches through the proxy.
+// GOTOOLCHAIN=auto would do the same implicitly; naming it keeps the choice in the build log.
+func (g *modBuilder) toolchainFor(v version) (string, error) {
+	mi, err := listModule(g.goCmd, g.dir, g.mod.path, v)
 	if err != nil {
 		return "", err
 	}
@@ -644,7 +854,7 @@ func (g *grpcBuilder) toolchainFor(v version) (string, error) {
 	}
 	need, ok := parseToolchain("go" + mi.GoVersion)
 	if !ok {
-		return "", fmt.Errorf("%s v%s: go.mod's go line '%s' is not a Go release", grpcModule,
+		return "", fmt.Errorf("%s v%s: go.mod's go line '%s' is not a Go release", g.mod.path,
 			v, mi.GoVersion)
 	}
 	if !g.installed.less(need) {
@@ -657,15 +867,15 @@ func (g *grpcBuilder) toolchainFor(v version) (string, error) {
 	return need.toolchain(), nil
 }
 
-// prepare writes the probe module for grpc-go V and tidies it, once: go.sum is only written by
+// prepare writes the probe module for release V and tidies it, once: go.sum is only written by
 // a tidy that succeeded.
-func (g *grpcBuilder) prepare(v version, toolchain string) (string, error) {
+func (g *modBuilder) prepare(v version, toolchain string) (string, error) {
 	src := filepath.Join(g.dir, "src", "v"+v.String())
 	if _, err := os.Stat(filepath.Join(src, "go.sum")); err == nil {
 		return src, nil
 	}
-	err := writeFiles(src, map[string]string{"main.go": grpcProbeMain,
-		"go.mod": fmt.Sprintf(grpcProbeGoMod, "v"+v.String())})
+	err := writeFiles(src, map[string]string{"main.go": g.mod.probeMain,
+		"go.mod": fmt.Sprintf(g.mod.probeGoMod, "v"+v.String())})
 	if err != nil {
 		return "", err
 	}
@@ -674,7 +884,7 @@ func (g *grpcBuilder) prepare(v version, toolchain string) (string, error) {
 	return src, err
 }
 
-func (g *grpcBuilder) build(v version, arch string) (string, error) {
+func (g *modBuilder) build(v version, arch string) (string, error) {
 	toolchain, err := g.toolchainFor(v)
 	if err != nil {
 		return "", err
@@ -684,7 +894,8 @@ func (g *grpcBuilder) build(v version, arch string) (string, error) {
 		builder = g.installed.toolchain()
 	}
 	// The Go release is in the name: a cached probe built by another Go is not this one.
-	bin := filepath.Join(g.dir, "bin", fmt.Sprintf("grpc-v%s-%s-%s", v, builder, arch))
+	bin := filepath.Join(g.dir, "bin", fmt.Sprintf("%s-v%s-%s-%s", g.mod.binPrefix, v, builder,
+		arch))
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -696,26 +907,28 @@ func (g *grpcBuilder) build(v version, arch string) (string, error) {
 		return "", err
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	fmt.Fprintf(os.Stderr, "gen: building the grpc probe with grpc-go v%s, %s, for %s\n", v,
-		builder, arch)
+	fmt.Fprintf(os.Stderr, "gen: building the %s probe with %s v%s, %s, for %s\n",
+		g.mod.binPrefix, g.mod.name, v, builder, arch)
 	err = runGo(g.goCmd, src, []string{"GOTOOLCHAIN=" + toolchain, "GOFLAGS=-mod=mod",
 		"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + arch}, "build", "-o", tmp, ".")
 	if err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
-	// The table is keyed by the grpc-go the binary says it has: check it is the one asked for,
-	// not another that the module graph selected or a replacement.
+	// The table is keyed by the module version the binary says it has: check it is the one
+	// asked for, not another that the module graph selected or a replacement.
 	bi, err := buildinfo.ReadFile(tmp)
 	if err == nil {
-		err = fmt.Errorf("the probe built for grpc-go v%s does not list %s", v, grpcModule)
+		err = fmt.Errorf("the probe built for %s v%s does not list %s", g.mod.name, v,
+			g.mod.path)
 		for _, d := range bi.Deps {
-			if d.Path != grpcModule {
+			if d.Path != g.mod.path {
 				continue
 			}
 			err = nil
 			if d.Version != "v"+v.String() || d.Replace != nil {
-				err = fmt.Errorf("asked for grpc-go v%s, the probe has %s", v, d.Version)
+				err = fmt.Errorf("asked for %s v%s, the probe has %s", g.mod.name, v,
+					d.Version)
 			}
 		}
 	}
@@ -732,7 +945,7 @@ func (g *grpcBuilder) build(v version, arch string) (string, error) {
 // spec is one table: the members it lists, the structs every covered release must have, extra
 // checks on what the DWARF gave, and how to build the probe for one of its releases.
 type spec struct {
-	name   string // "Go", "grpc-go": for messages
+	name   string // "Go", "grpc-go", "pgx", "go-redis": for messages
 	fields []field
 	must   []string
 	types  map[string]string // field name -> the member's type, where it matters
@@ -778,6 +991,39 @@ func checkGRPC(structs map[string]*dwarf.StructType, offs map[string]int64) erro
 	for _, m := range []string{".Stream.method", ".Stream.ctx", ".Stream.id"} {
 		if _, ok := offs[grpcTransport+m]; !ok {
 			return fmt.Errorf("transport%s is missing", m)
+		}
+	}
+	return nil
+}
+
+// checkPgx: the members gospan reads are there, and of the two names a batch's queries and a
+// queued query's text have had, a release has exactly one: neither would be a third name
+// gospan does not know, both a table no lookup could make sense of.
+func checkPgx(_ map[string]*dwarf.StructType, offs map[string]int64) error {
+	for _, m := range []string{pgxPkg + ".Conn.config", pgxPkg + ".ConnConfig.Config",
+		pgconnPkg + ".Config.Host", pgconnPkg + ".Config.Port"} {
+		if _, ok := offs[m]; !ok {
+			return fmt.Errorf("%s is missing", m)
+		}
+	}
+	for _, pair := range [][2]string{
+		{pgxPkg + ".Batch.QueuedQueries", pgxPkg + ".Batch.queuedQueries"},
+		{pgxPkg + ".QueuedQuery.SQL", pgxPkg + ".QueuedQuery.query"},
+	} {
+		_, a := offs[pair[0]]
+		_, b := offs[pair[1]]
+		if a == b {
+			return fmt.Errorf("%s: %v, %s: %v; want exactly one", pair[0], a, pair[1], b)
+		}
+	}
+	return nil
+}
+
+// checkRedis: every member gospan reads is there.
+func checkRedis(_ map[string]*dwarf.StructType, offs map[string]int64) error {
+	for _, fl := range redisFields {
+		if _, ok := offs[fl.name()]; !ok {
+			return fmt.Errorf("%s is missing", fl.name())
 		}
 	}
 	return nil
@@ -1097,28 +1343,49 @@ func generate(sp *spec, minors [][]version, arches []string, slots chan struct{}
 	return nil
 }
 
+// modFlags are one module table's flags: -NAME-out, -NAME-versions, -NAME-min-minor.
+type modFlags struct {
+	mod      *modTable
+	out      *string
+	list     *string
+	minMinor *int
+}
+
 func run() error {
 	out := flag.String("out", "", "where to write the Go table (go_offsets.json)")
-	grpcOut := flag.String("grpc-out", "", "where to write the grpc-go table (grpc_offsets.json)")
 	cache := flag.String("cache", filepath.Join(os.TempDir(), "gospan-offsets-gen"),
 		"directory for probe sources and binaries, reused across runs")
 	minMinor := flag.Int("min-minor", defaultMinMinor, "oldest Go 1.N minor to cover")
-	grpcMinMinor := flag.Int("grpc-min-minor", defaultGRPCMinMinor,
-		"oldest grpc-go 1.N minor to cover")
 	list := flag.String("versions", "",
 		"comma-separated Go releases standing in for the module proxy's list (e.g. 1.22.12,1.23.4)")
-	grpcList := flag.String("grpc-versions", "",
-		"comma-separated grpc-go releases standing in for the module proxy's list (e.g. 1.62.0,1.62.1)")
+	var mods []modFlags
+	for _, m := range []*modTable{grpcTable, pgxTable, redisTable} {
+		p := m.binPrefix
+		mods = append(mods, modFlags{mod: m,
+			out: flag.String(p+"-out", "", fmt.Sprintf("where to write the %s table "+
+				"(%s_offsets.json)", m.name, p)),
+			list: flag.String(p+"-versions", "", fmt.Sprintf("comma-separated %s "+
+				"releases standing in for the module proxy's list (e.g. %d.3.0,%d.3.1)",
+				m.name, m.major, m.major)),
+			minMinor: flag.Int(p+"-min-minor", m.minMinor, fmt.Sprintf("oldest %s "+
+				"%d.N minor to cover", m.name, m.major)),
+		})
+	}
 	arches := flag.String("arches", "amd64",
 		"GOARCHes to build for (e.g. amd64,arm64); the offsets must agree, as one table serves all")
 	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
 	verify := flag.Bool("verify", false,
-		"compare with -out and -grpc-out instead of writing them; exit 1 on a difference")
+		"compare with the -out and -*-out files instead of writing them; exit 1 on a difference")
 	flag.Parse()
-	if (*out == "" && *grpcOut == "") || flag.NArg() != 0 {
+	want := *out != ""
+	for _, mf := range mods {
+		want = want || *mf.out != ""
+	}
+	if !want || flag.NArg() != 0 {
 		flag.Usage()
 		return errors.New("usage: gen [-out go_offsets.json] [-grpc-out grpc_offsets.json] " +
-			"[flags]; at least one of the two")
+			"[-pgx-out pgx_offsets.json] [-redis-out redis_offsets.json] [flags]; at " +
+			"least one table")
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -1131,7 +1398,7 @@ func run() error {
 	archList := strings.Split(*arches, ",")
 
 	// Each table's plan (which releases, how to build them) is made first, so that a failure
-	// to list one is known before hours of building the other.
+	// to list one is known before hours of building the others.
 	type job struct {
 		sp     *spec
 		minors [][]version
@@ -1153,40 +1420,50 @@ func run() error {
 			return err
 		}
 		plans = append(plans, job{&spec{name: "Go", fields: goFields, must: goMust,
-			check: checkGoMaps, build: g.build}, byMinor(candidates, *minMinor), *out})
+			types: goTypes, check: checkGoMaps, build: g.build},
+			byMinor(candidates, *minMinor), *out})
 	}
-	if *grpcOut != "" {
-		gv, err := goEnv(goCmd, "GOVERSION")
-		if err != nil {
-			return err
+	var installed version
+	for _, mf := range mods {
+		m := mf.mod
+		if *mf.out == "" {
+			continue
 		}
-		installed, ok := parseToolchain(gv)
-		if !ok {
-			return fmt.Errorf("the installed Go '%s' is not a release: the grpc probes "+
-				"are built with it", gv)
+		if installed == (version{}) {
+			gv, err := goEnv(goCmd, "GOVERSION")
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if installed, ok = parseToolchain(gv); !ok {
+				return fmt.Errorf("the installed Go '%s' is not a release: the module "+
+					"probes are built with it", gv)
+			}
 		}
-		g := &grpcBuilder{goCmd: goCmd, installed: installed,
-			dir: probeDir(*cache, "grpc-probe-", grpcProbeGoMod, grpcProbeMain)}
+		g := &modBuilder{goCmd: goCmd, installed: installed, mod: m,
+			dir: probeDir(*cache, m.cachePrefix, m.probeGoMod, m.probeMain)}
 		if err := os.MkdirAll(g.dir, 0o755); err != nil {
 			return err
 		}
 		var candidates []version
-		if *grpcList != "" {
-			candidates, err = parseVersionList(*grpcList)
+		if *mf.list != "" {
+			candidates, err = parseVersionList(*mf.list)
 		} else {
-			candidates, err = grpcListed(goCmd, g.dir)
+			candidates, err = moduleListed(goCmd, g.dir, m.path)
 		}
 		if err != nil {
 			return err
 		}
-		minors := groupListed(candidates, *grpcMinMinor)
-		if *grpcList == "" {
-			minors = withUnlistedFirst(goCmd, g.dir, minors)
+		minors := groupListed(candidates, m.major, *mf.minMinor)
+		if *mf.list == "" {
+			minors = withUnlistedFirst(goCmd, g.dir, m.path, minors)
+			minors = withUnlistedMinors(goCmd, g.dir, m.path, m.major, *mf.minMinor,
+				minors)
 		}
-		plans = append(plans, job{&spec{name: "grpc-go", fields: grpcFields, must: grpcMust,
-			types: grpcTypes, check: checkGRPC, build: g.build}, minors, *grpcOut})
+		plans = append(plans, job{&spec{name: m.name, fields: m.fields, must: m.must,
+			types: m.types, check: m.check, build: g.build}, minors, *mf.out})
 	}
-	// Both tables at once, their builds sharing the -j slots.
+	// All tables at once, their builds sharing the -j slots.
 	errs := make([]error, len(plans))
 	var wg sync.WaitGroup
 	for i := range plans {

@@ -4,9 +4,11 @@
  * built by the installed Go and by older releases (GNU .zdebug_* and SHF_COMPRESSED sections,
  * DWARF 4 and 5) must equal the committed table's for that release; PIE, uncompressed and arm64
  * builds must give the same answers; binaries without DWARF, C binaries, truncated copies and
- * damaged DWARF must each get their defined error, never a crash or a wrong offset. The grpc-go
- * offsets read from programs built here against grpc-go releases through the module proxy must
- * equal the committed grpc-go table's row for each release.
+ * damaged DWARF must each get their defined error, never a crash or a wrong offset. The grpc-go,
+ * pgx and go-redis offsets read from programs built here against releases of those modules
+ * through the module proxy must equal the committed tables' row for each release, and
+ * database/sql.Stmt.query read from a database/sql program built by several Go releases the Go
+ * table's.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +35,10 @@
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
 #define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
+#define PGX_TABLE_PATH "../../offsets/pgx_offsets.json"
+#define REDIS_TABLE_PATH "../../offsets/redis_offsets.json"
+#define PGX_MODULE "github.com/jackc/pgx/v5"
+#define REDIS_MODULE "github.com/redis/go-redis/v9"
 /* What dwarf.c accepts; anything it returns must be -1 or within this. */
 #define OFFSET_MAX (1 << 16)
 
@@ -48,6 +54,7 @@ static struct offsets *table;
 static struct offsets *grpc_table;
 static char *grpc_json;
 static size_t grpc_json_len;
+static struct offsets *pgx_table, *redis_table;
 /* testdata/httpserver built by the installed Go, default flags: the reference for most tests. */
 static char host_bin[4096];
 static int64_t host_offs[GO_FIELD__COUNT];
@@ -83,6 +90,16 @@ static int setup(void **state)
 	grpc_table = grpc_offsets__parse(grpc_json, grpc_json_len);
 	if (!grpc_table)
 		return -1;
+	json = test_read_file(PGX_TABLE_PATH, &len);
+	pgx_table = json ? pgx_offsets__parse(json, len) : NULL;
+	free(json);
+	json = test_read_file(REDIS_TABLE_PATH, &len);
+	redis_table = json ? redis_offsets__parse(json, len) : NULL;
+	free(json);
+	if (!pgx_table || !redis_table) {
+		fprintf(stderr, "cannot load %s and %s\n", PGX_TABLE_PATH, REDIS_TABLE_PATH);
+		return -1;
+	}
 	p = test_go_build("httpserver", "dwarf_httpserver", "", "");
 	if (!p || (size_t)snprintf(host_bin, sizeof(host_bin), "%s", p) >= sizeof(host_bin))
 		return -1;
@@ -95,6 +112,8 @@ static int teardown(void **state)
 	offsets__free(table);
 	offsets__free(grpc_table);
 	free(grpc_json);
+	offsets__free(pgx_table);
+	offsets__free(redis_table);
 	return 0;
 }
 
@@ -122,7 +141,20 @@ static void go_version_of(const char *bin, int *major, int *minor, int *patch)
 	elf_file__close(ef);
 }
 
-/* Every field read from BIN's DWARF must be the committed table's for the release that built it. */
+/*
+ * Whether testdata/httpserver links field F's struct. It uses no database/sql, so its DWARF has
+ * no Stmt whatever the table says; test_dwarf__sql_stmt_matches_table reads that from a program
+ * that does.
+ */
+static bool httpserver_links(int f)
+{
+	return f != GO_FIELD_SQL_STMT_QUERY;
+}
+
+/*
+ * Every field read from BIN (a build of testdata/httpserver)'s DWARF must be the committed
+ * table's for the release that built it, and a struct it does not link absent.
+ */
 static void assert_matches_table(const char *bin, const int64_t got[GO_FIELD__COUNT])
 {
 	int64_t want[GO_FIELD__COUNT];
@@ -133,6 +165,8 @@ static void assert_matches_table(const char *bin, const int64_t got[GO_FIELD__CO
 	if (offsets__find(table, ma, mi, pa, want, &resolved))
 		fail_msg("Go %d.%d.%d is not in %s: run make offsets", ma, mi, pa, TABLE_PATH);
 	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		if (!httpserver_links(f))
+			want[f] = -1;
 		if (got[f] != want[f])
 			fail_msg("Go %d.%d.%d (table row %s) '%s': table %lld, DWARF %lld", ma, mi,
 				 pa, resolved, go_field_names[f], (long long)want[f],
@@ -227,27 +261,34 @@ static bool toolchain(const char *version, char *go, size_t size)
 }
 
 /*
- * Builds testdata/httpserver with the go command GO of release VERSION into OUT, with
+ * Builds testdata/SRC with the go command GO of release VERSION into OUT, with
  * GOEXPERIMENT=EXPERIMENT unless that is NULL.
  */
-static void build_with(const char *go, const char *version, const char *experiment, char *out,
-		       size_t size)
+static void build_src_with(const char *src, const char *go, const char *version,
+			   const char *experiment, char *out, size_t size)
 {
 	int ma, mi, pa;
 	char name[96];
 
 	assert_int_equal(gobin__parse_version(version, &ma, &mi, &pa), 0);
-	snprintf(name, sizeof(name), "dwarf_httpserver_go%s%s%s", version, experiment ? "_" : "",
+	snprintf(name, sizeof(name), "dwarf_%s_go%s%s%s", src, version, experiment ? "_" : "",
 		 experiment ? experiment : "");
 	data_path(out, size, name);
 	/* -buildvcs only exists from Go 1.18 on; 1.17 refuses to start with it in GOFLAGS. */
-	assert_int_equal(test_sh("cd testdata/httpserver && env -u GOROOT -u GOEXPERIMENT "
+	assert_int_equal(test_sh("cd testdata/%s && env -u GOROOT -u GOEXPERIMENT "
 				 "GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS='-mod=mod%s' %s%s '%s' "
 				 "build -o '%s' . >&2",
-				 ma == 1 && mi < 18 ? "" : " -buildvcs=false",
-				 experiment ? "GOEXPERIMENT=" : "", experiment ? experiment : "", go,
-				 out),
+				 src, ma == 1 && mi < 18 ? "" : " -buildvcs=false",
+				 experiment ? "GOEXPERIMENT=" : "", experiment ? experiment : "",
+				 go, out),
 			 0);
+}
+
+/* build_src_with() of testdata/httpserver. */
+static void build_with(const char *go, const char *version, const char *experiment, char *out,
+		       size_t size)
+{
+	build_src_with("httpserver", go, version, experiment, out, size);
 }
 
 /*
@@ -439,6 +480,8 @@ static void test_dwarf__noswissmap_build_has_hmap(void **state)
 	for (int f = 0; f < GO_FIELD__COUNT; f++) {
 		if (f >= GO_FIELD_HMAP_COUNT && f <= GO_FIELD_SWISS_GROUPS_MASK)
 			continue;
+		if (!httpserver_links(f))
+			want[f] = -1;
 		if (o[f] != want[f])
 			fail_msg("'%s': table %lld, noswissmap DWARF %lld", go_field_names[f],
 				 (long long)want[f], (long long)o[f]);
@@ -931,6 +974,273 @@ static void test_dwarf__grpc_absent_from_plain_go(void **state)
 	assert_int_equal(dwarf__read_grpc_offsets("testdata/no-such-binary", o), -ENOENT);
 }
 
+/* ---- database/sql, pgx, go-redis ---- */
+
+/* BIN's database/sql.Stmt.query in its DWARF must be the Go table's for the Go that built it. */
+static void assert_sql_stmt_matches(const char *bin)
+{
+	const enum go_field f = GO_FIELD_SQL_STMT_QUERY;
+	int64_t o[GO_FIELD__COUNT], want[GO_FIELD__COUNT];
+	const char *resolved = NULL;
+	int ma, mi, pa;
+
+	go_version_of(bin, &ma, &mi, &pa);
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	if (offsets__find(table, ma, mi, pa, want, &resolved))
+		fail_msg("Go %d.%d.%d is not in %s: run make offsets", ma, mi, pa, TABLE_PATH);
+	if (o[f] < 0 || o[f] != want[f])
+		fail_msg("Go %d.%d.%d (table row %s) '%s': table %lld, DWARF %lld", ma, mi, pa,
+			 resolved, go_field_names[f], (long long)want[f], (long long)o[f]);
+	printf("Go %d.%d.%d: database/sql.Stmt.query at %lld, as in the table\n", ma, mi, pa,
+	       (long long)o[f]);
+}
+
+/*
+ * A program that prepares a database/sql statement, built by the installed Go and by older
+ * releases across the table's range (.zdebug_* and SHF_COMPRESSED DWARF, DWARF 4 and 5): the
+ * Stmt's query must be where the Go table says for each.
+ */
+static void test_dwarf__sql_stmt_matches_table(void **state)
+{
+	static const char *const versions[] = { "1.17.13", "1.19.13", "1.21.13", "1.24.13" };
+	char go[4096], bin[4096];
+	const char *p;
+
+	(void)state;
+	p = test_go_build("sqlclient", "dwarf_sqlclient", "", "");
+	assert_non_null(p);
+	assert_sql_stmt_matches(p);
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (!toolchain(versions[i], go, sizeof(go)))
+			continue;
+		build_src_with("sqlclient", go, versions[i], NULL, bin, sizeof(bin));
+		assert_sql_stmt_matches(bin);
+	}
+}
+
+/*
+ * Builds testdata/dbclient against pgx PGX and go-redis REDIS ("v5.0.0", "v9.0.0") with FLAGS
+ * into unit-data/NAME, in a copy of the directory whose go.mod is pointed at those releases and
+ * tidied through the module proxy, with GOTOOLCHAIN=auto as build_grpc.
+ */
+static void build_dbclient(const char *pgx, const char *redis, const char *flags, const char *name,
+			   char *out, size_t size)
+{
+	char dir[4096];
+	const char *go_env = "env GOTOOLCHAIN=auto GOFLAGS='-mod=mod -buildvcs=false' CGO_ENABLED=0";
+
+	assert_true((size_t)snprintf(dir, sizeof(dir), "%s/dbclient-%s-%s", test_data_dir(), pgx,
+				     redis) < sizeof(dir));
+	data_path(out, size, name);
+	if (test_sh("mkdir -p '%s' && cp testdata/dbclient/main.go testdata/dbclient/go.mod "
+		    "'%s' && cd '%s' && %s go mod edit -require=" PGX_MODULE "@%s -require="
+		    REDIS_MODULE "@%s && %s go mod tidy && %s go build %s -o '%s' . >&2",
+		    dir, dir, dir, go_env, pgx, redis, go_env, go_env, flags, out))
+		fail_msg("cannot build testdata/dbclient with pgx %s and go-redis %s (the module "
+			 "proxy must be reachable)",
+			 pgx, redis);
+}
+
+/* BIN's buildinfo, which must list MODULE at VERSION; for the caller to free. */
+static struct gobin *module_gobin(const char *bin, const char *module, const char *version)
+{
+	struct elf_file *ef = elf_file__open(bin);
+	struct gobin *gb;
+
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	elf_file__close(ef);
+	assert_non_null(gb);
+	for (size_t i = 0; i < gb->ndeps; i++) {
+		if (!strcmp(gb->deps[i].path, module)) {
+			assert_string_equal(gb->deps[i].version, version);
+			return gb;
+		}
+	}
+	fail_msg("'%s' does not list %s in its buildinfo", bin, module);
+	return NULL;
+}
+
+/* The newest release the table at PATH lists, as a module version ("v5.12.0"). */
+static void table_newest(const char *path, char *buf, size_t size)
+{
+	char *json = test_read_file(path, NULL);
+	cJSON *root = json ? cJSON_Parse(json) : NULL;
+	const cJSON *vs;
+
+	assert_non_null(root);
+	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
+	assert_true(cJSON_GetArraySize(vs) > 0);
+	snprintf(buf, size, "v%s", cJSON_GetArrayItem(vs, cJSON_GetArraySize(vs) - 1)->valuestring);
+	cJSON_Delete(root);
+	free(json);
+}
+
+/* TABLE's row for VERSION ("v5.0.0"), which it must list exactly. */
+static void module_table_row(const struct offsets *t, const char *version, int64_t *out,
+			     size_t n)
+{
+	struct offsets_version v;
+	const char *resolved = NULL;
+
+	assert_int_equal(offsets__parse_module_version(version, &v), 0);
+	if (offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, out, n, &resolved) ||
+	    strcmp(resolved, version + 1))
+		fail_msg("%s is not listed in its table: run make offsets", version);
+}
+
+/*
+ * BIN, built with MODULE at VERSION and DWARF: the fields read from its DWARF are TABLE's row for
+ * VERSION, -1 included, and module_offsets__for_binary takes them from the DWARF, with or without
+ * the table. Returns the offsets in OUT.
+ */
+static void assert_module_matches(const char *bin, const struct offsets *t, const char *module,
+				  const char *version, int64_t *out)
+{
+	const struct offsets_fields *fields = t == pgx_table ? &pgx_offsets_fields :
+							       &redis_offsets_fields;
+	int64_t want[64], got[64];
+	struct gobin *gb = module_gobin(bin, module, version);
+	char source[48];
+
+	assert_true(fields->count <= 64);
+	module_table_row(t, version, want, fields->count);
+	assert_int_equal(dwarf__read_fields(bin, fields, out), 0);
+	for (size_t f = 0; f < fields->count; f++) {
+		if (out[f] != want[f])
+			fail_msg("%s %s '%s': table %lld, DWARF %lld", fields->what, version,
+				 fields->names[f], (long long)want[f], (long long)out[f]);
+	}
+	assert_int_equal(module_offsets__for_binary(t, module, bin, gb, got, source,
+						    sizeof(source)),
+			 0);
+	assert_string_equal(source, "DWARF");
+	assert_memory_equal(got, out, fields->count * sizeof(*got));
+	assert_int_equal(module_offsets__for_binary(NULL, module, bin, gb, got, source,
+						    sizeof(source)),
+			 0);
+	assert_string_equal(source, "DWARF");
+	assert_memory_equal(got, out, fields->count * sizeof(*got));
+	gobin__free(gb);
+	printf("%s %s: offsets from DWARF match the table\n", fields->what, version);
+}
+
+/*
+ * A pgx and go-redis client built against the oldest releases of both tables and against their
+ * newest: pgx v5.0.0 has the batch's queries and a query's text unexported (queuedQueries,
+ * query), later releases exported (QueuedQueries, SQL); go-redis's baseClient.opt moved from 0
+ * to 8 in v9.22.0. The DWARF of each must give the tables' rows. Without DWARF the choice takes
+ * the row for the release in the buildinfo.
+ */
+static void test_dwarf__datastores_match_tables(void **state)
+{
+	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT], want[PGX_FIELD__COUNT];
+	char pgx_newest[32], redis_newest[32], bin[4096], name[128], source[48], expect[64];
+	struct gobin *gb;
+
+	(void)state;
+	if (test_sh("command -v go >/dev/null"))
+		TEST_SKIP("Go is missing: it builds the pgx and go-redis programs");
+	table_newest(PGX_TABLE_PATH, pgx_newest, sizeof(pgx_newest));
+	table_newest(REDIS_TABLE_PATH, redis_newest, sizeof(redis_newest));
+
+	build_dbclient("v5.0.0", "v9.0.0", "", "dwarf_dbclient_oldest", bin, sizeof(bin));
+	assert_module_matches(bin, pgx_table, PGX_MODULE, "v5.0.0", pgx);
+	assert_int_equal(pgx[PGX_FIELD_BATCH_QUEUED], -1);
+	assert_int_equal(pgx[PGX_FIELD_BATCH_QUEUED_OLD], 0);
+	assert_int_equal(pgx[PGX_FIELD_QUERY_SQL], -1);
+	assert_int_equal(pgx[PGX_FIELD_QUERY_SQL_OLD], 0);
+	assert_module_matches(bin, redis_table, REDIS_MODULE, "v9.0.0", redis);
+	assert_int_equal(redis[REDIS_FIELD_BASECLIENT_OPT], 0);
+
+	snprintf(name, sizeof(name), "dwarf_dbclient_%s_%s", pgx_newest, redis_newest);
+	build_dbclient(pgx_newest, redis_newest, "", name, bin, sizeof(bin));
+	assert_module_matches(bin, pgx_table, PGX_MODULE, pgx_newest, pgx);
+	assert_true(pgx[PGX_FIELD_BATCH_QUEUED] >= 0);
+	assert_int_equal(pgx[PGX_FIELD_BATCH_QUEUED_OLD], -1);
+	assert_true(pgx[PGX_FIELD_QUERY_SQL] >= 0);
+	assert_int_equal(pgx[PGX_FIELD_QUERY_SQL_OLD], -1);
+	assert_module_matches(bin, redis_table, REDIS_MODULE, redis_newest, redis);
+	assert_int_equal(redis[REDIS_FIELD_BASECMD_ARGS], 16);
+
+	/* Without DWARF: -ENODATA from the reader, the row for the release from the choice. */
+	snprintf(name, sizeof(name), "dwarf_dbclient_%s_%s_w", pgx_newest, redis_newest);
+	build_dbclient(pgx_newest, redis_newest, "-ldflags=-w", name, bin, sizeof(bin));
+	assert_int_equal(dwarf__read_fields(bin, &pgx_offsets_fields, pgx), -ENODATA);
+	gb = module_gobin(bin, PGX_MODULE, pgx_newest);
+	assert_int_equal(module_offsets__for_binary(pgx_table, PGX_MODULE, bin, gb, pgx, source,
+						    sizeof(source)),
+			 0);
+	snprintf(expect, sizeof(expect), "table %s", pgx_newest);
+	assert_string_equal(source, expect);
+	module_table_row(pgx_table, pgx_newest, want, PGX_FIELD__COUNT);
+	assert_memory_equal(pgx, want, sizeof(pgx));
+	/* No table and no DWARF: nothing to go on. */
+	assert_int_equal(module_offsets__for_binary(NULL, PGX_MODULE, bin, gb, pgx, source,
+						    sizeof(source)),
+			 -ENOTSUP);
+	assert_int_equal(module_offsets__for_binary(redis_table, REDIS_MODULE, bin, gb, redis,
+						    source, sizeof(source)),
+			 0);
+	snprintf(expect, sizeof(expect), "table %s", redis_newest);
+	assert_string_equal(source, expect);
+	gobin__free(gb);
+}
+
+/*
+ * A Go program with neither pgx nor go-redis: its DWARF is read without error, every field -1,
+ * and the walk stops at the unit that holds the types instead of reading every unit; its
+ * buildinfo lists neither module, so the choice is -ENOENT.
+ */
+static void test_dwarf__datastores_absent_from_plain_go(void **state)
+{
+	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT];
+	unsigned found, total, ruled;
+	struct test_capture cap;
+	struct elf_file *ef;
+	struct gobin *gb;
+	char source[48], *msg;
+	const char *line;
+	int rc;
+
+	(void)state;
+	for (int f = 0; f < PGX_FIELD__COUNT; f++)
+		pgx[f] = 7;
+	log_set_level(LOG_DEBUG);
+	assert_int_equal(test_capture_start(&cap), 0);
+	rc = dwarf__read_fields(host_bin, &pgx_offsets_fields, pgx);
+	msg = test_capture_end(&cap);
+	log_set_level(quiet_level());
+	assert_int_equal(rc, 0);
+	assert_non_null(msg);
+	line = strstr(msg, "': found ");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line, "': found %u of %u structs, ruled out %u", &found, &total,
+				&ruled),
+			 3);
+	assert_int_equal(found, 0);
+	assert_int_equal(ruled, total);
+	free(msg);
+	for (int f = 0; f < PGX_FIELD__COUNT; f++)
+		assert_int_equal(pgx[f], -1);
+	assert_int_equal(dwarf__read_fields(host_bin, &redis_offsets_fields, redis), 0);
+	for (int f = 0; f < REDIS_FIELD__COUNT; f++)
+		assert_int_equal(redis[f], -1);
+
+	ef = elf_file__open(host_bin);
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	elf_file__close(ef);
+	assert_non_null(gb);
+	assert_int_equal(module_offsets__for_binary(pgx_table, PGX_MODULE, host_bin, gb, pgx,
+						    source, sizeof(source)),
+			 -ENOENT);
+	assert_int_equal(module_offsets__for_binary(redis_table, REDIS_MODULE, host_bin, gb, redis,
+						    source, sizeof(source)),
+			 -ENOENT);
+	gobin__free(gb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -950,6 +1260,9 @@ int main(void)
 		cmocka_unit_test(test_dwarf__grpc_matches_table),
 		cmocka_unit_test(test_dwarf__grpc_without_dwarf_uses_table),
 		cmocka_unit_test(test_dwarf__grpc_absent_from_plain_go),
+		cmocka_unit_test(test_dwarf__sql_stmt_matches_table),
+		cmocka_unit_test(test_dwarf__datastores_match_tables),
+		cmocka_unit_test(test_dwarf__datastores_absent_from_plain_go),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -5,7 +5,9 @@
  * read by llvm-dwarfdump, must agree with the table, and malformed tables that must be refused;
  * the real offsets/grpc_offsets.json (known offsets, every release's fields, module versions,
  * pseudo-versions and releases newer than the table resolving to the nearest row below) and the
- * choice grpc_offsets__for_binary() makes for a binary without DWARF.
+ * choice grpc_offsets__for_binary() makes for a binary without DWARF; the real
+ * offsets/pgx_offsets.json and offsets/redis_offsets.json (known offsets, the members that were
+ * renamed or moved, every release's fields) and module_offsets__for_binary() on them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,10 @@
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
 #define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
+#define PGX_TABLE_PATH "../../offsets/pgx_offsets.json"
+#define REDIS_TABLE_PATH "../../offsets/redis_offsets.json"
+#define PGX_MODULE "github.com/jackc/pgx/v5"
+#define REDIS_MODULE "github.com/redis/go-redis/v9"
 
 static char *table_json;
 static size_t table_len;
@@ -29,6 +35,9 @@ static struct offsets *table;
 static char *grpc_json;
 static size_t grpc_len;
 static struct offsets *grpc_table;
+static char *pgx_json, *redis_json;
+static size_t pgx_len, redis_len;
+static struct offsets *pgx_table, *redis_table;
 
 static int setup(void **state)
 {
@@ -47,7 +56,15 @@ static int setup(void **state)
 		return -1;
 	}
 	grpc_table = grpc_offsets__parse(grpc_json, grpc_len);
-	return table && grpc_table ? 0 : -1;
+	pgx_json = test_read_file(PGX_TABLE_PATH, &pgx_len);
+	redis_json = test_read_file(REDIS_TABLE_PATH, &redis_len);
+	if (!pgx_json || !redis_json) {
+		fprintf(stderr, "cannot read %s and %s\n", PGX_TABLE_PATH, REDIS_TABLE_PATH);
+		return -1;
+	}
+	pgx_table = pgx_offsets__parse(pgx_json, pgx_len);
+	redis_table = redis_offsets__parse(redis_json, redis_len);
+	return table && grpc_table && pgx_table && redis_table ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -57,6 +74,10 @@ static int teardown(void **state)
 	free(table_json);
 	offsets__free(grpc_table);
 	free(grpc_json);
+	offsets__free(pgx_table);
+	free(pgx_json);
+	offsets__free(redis_table);
+	free(redis_json);
 	return 0;
 }
 
@@ -130,6 +151,8 @@ static void test_offsets__known_values(void **state)
 	assert_int_equal(o[GO_FIELD_TCPADDR_PORT], 24);
 	assert_int_equal(o[GO_FIELD_VALUECTX_KEY], 16);
 	assert_int_equal(o[GO_FIELD_VALUECTX_VAL], 32);
+	/* Stmt{db *DB; query string; ...}: in builds by 1.19.8 (Debian's), 1.21.13, 1.24, 1.26. */
+	assert_int_equal(o[GO_FIELD_SQL_STMT_QUERY], 8);
 
 	find_ok(1, 23, 0, "1.23.0", o);
 	assert_int_equal(o[GO_FIELD_G_GOID], 160);
@@ -210,7 +233,8 @@ static void test_offsets__every_listed_release_is_exact(void **state)
 		assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
 		assert_true(o[GO_FIELD_BUFIO_N] > o[GO_FIELD_BUFIO_BUF]);
 		assert_int_equal(o[GO_FIELD_G_PARENT_GOID] > o[GO_FIELD_G_GOID], mi >= 21);
-		/* Neither struct has changed since Go 1.17; a change would need a look. */
+		/* None of these structs has changed since Go 1.17; a change would need a look. */
+		assert_int_equal(o[GO_FIELD_SQL_STMT_QUERY], 8);
 		assert_int_equal(o[GO_FIELD_TCPADDR_IP], 0);
 		assert_int_equal(o[GO_FIELD_TCPADDR_PORT], 24);
 		assert_int_equal(o[GO_FIELD_VALUECTX_KEY], 16);
@@ -1113,6 +1137,361 @@ static void test_offsets__grpc_for_binary_without_dwarf(void **state)
 	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, &gb, o, source, 0), -EINVAL);
 }
 
+/* ---- the pgx and go-redis tables ---- */
+
+/* Room for a row of either table. */
+#define MODULE_ROW_MAX 16
+_Static_assert((int)PGX_FIELD__COUNT <= MODULE_ROW_MAX && (int)REDIS_FIELD__COUNT <= MODULE_ROW_MAX,
+	       "a row does not fit");
+
+/* Looks module VERSION up in table T, which must resolve it to WANT_RESOLVED; fills OUT. */
+static void module_find_ok(const struct offsets *t, const char *version, const char *want_resolved,
+			   int64_t *out)
+{
+	struct offsets_version v;
+	const char *resolved = NULL;
+	size_t n = t == pgx_table ? PGX_FIELD__COUNT : REDIS_FIELD__COUNT;
+
+	if (offsets__parse_module_version(version, &v))
+		fail_msg("'%s' does not parse as a module version", version);
+	if (offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, out, n, &resolved))
+		fail_msg("%s: no row", version);
+	assert_non_null(resolved);
+	if (strcmp(resolved, want_resolved))
+		fail_msg("%s resolved to %s, want %s", version, resolved, want_resolved);
+}
+
+/* The oldest (FIRST) or newest release listed in the table text JSON, "5.12.0". */
+static void listed_end(const char *json, size_t len, bool first, char *buf, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *vs, *v;
+
+	assert_non_null(root);
+	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
+	assert_true(cJSON_GetArraySize(vs) > 0);
+	v = cJSON_GetArrayItem(vs, first ? 0 : cJSON_GetArraySize(vs) - 1);
+	assert_true(cJSON_IsString(v));
+	snprintf(buf, size, "%s", v->valuestring);
+	cJSON_Delete(root);
+}
+
+/*
+ * Values read from the DWARF of the generator's probes (and by test_dwarf from programs built
+ * there): a Conn's *ConnConfig at 8, which embeds pgconn.Config first, Host first in it and Port
+ * at 16; the batch's queries and a queued query's text first in their structs, unexported up to
+ * v5.5.2 and exported from v5.5.3, a patch release.
+ */
+static void test_offsets__pgx_known_values(void **state)
+{
+	int64_t o[PGX_FIELD__COUNT];
+	char oldest[32], newest[32], version[48];
+
+	(void)state;
+	listed_end(pgx_json, pgx_len, true, oldest, sizeof(oldest));
+	assert_string_equal(oldest, "5.0.0");
+	module_find_ok(pgx_table, "v5.0.0", "5.0.0", o);
+	assert_int_equal(o[PGX_FIELD_CONN_CONFIG], 8);
+	assert_int_equal(o[PGX_FIELD_CONNCONFIG_CONFIG], 0);
+	assert_int_equal(o[PGX_FIELD_CONFIG_HOST], 0);
+	assert_int_equal(o[PGX_FIELD_CONFIG_PORT], 16);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], -1);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], 0);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL], -1);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL_OLD], 0);
+
+	/* The rename came in a patch: the table lists the release that made it. */
+	module_find_ok(pgx_table, "v5.5.2", "5.5.2", o);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], 0);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL], -1);
+	module_find_ok(pgx_table, "v5.5.3", "5.5.3", o);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], 0);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], -1);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL], 0);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL_OLD], -1);
+	/* v5.5.4 is not listed: v5.5.3's row. */
+	module_find_ok(pgx_table, "v5.5.4", "5.5.3", o);
+
+	listed_end(pgx_json, pgx_len, false, newest, sizeof(newest));
+	snprintf(version, sizeof(version), "v%s", newest);
+	module_find_ok(pgx_table, version, newest, o);
+	assert_int_equal(o[PGX_FIELD_CONN_CONFIG], 8);
+	assert_int_equal(o[PGX_FIELD_CONFIG_PORT], 16);
+	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], 0);
+	assert_int_equal(o[PGX_FIELD_QUERY_SQL], 0);
+}
+
+/*
+ * go-redis: a client's *Options at 0 in baseClient up to v9.21.0 and at 8 from v9.22.0; the
+ * address at 16 in Options and a command's args at 16 in baseCmd throughout. The whole of v9.15
+ * was retracted, and is covered all the same.
+ */
+static void test_offsets__redis_known_values(void **state)
+{
+	int64_t o[REDIS_FIELD__COUNT];
+	char oldest[32];
+
+	(void)state;
+	listed_end(redis_json, redis_len, true, oldest, sizeof(oldest));
+	assert_string_equal(oldest, "9.0.0");
+	module_find_ok(redis_table, "v9.0.0", "9.0.0", o);
+	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
+	assert_int_equal(o[REDIS_FIELD_OPTIONS_ADDR], 16);
+	assert_int_equal(o[REDIS_FIELD_BASECMD_ARGS], 16);
+	module_find_ok(redis_table, "v9.15.1", "9.15.1", o);
+	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
+	module_find_ok(redis_table, "v9.21.0", "9.21.0", o);
+	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
+	module_find_ok(redis_table, "v9.22.0", "9.22.0", o);
+	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 8);
+	assert_int_equal(o[REDIS_FIELD_OPTIONS_ADDR], 16);
+	assert_int_equal(o[REDIS_FIELD_BASECMD_ARGS], 16);
+}
+
+/*
+ * Every listed release of either table resolves to itself and has every member gospan reads: for
+ * pgx exactly one of each renamed pair, for go-redis all three.
+ */
+static void test_offsets__datastore_tables_every_release(void **state)
+{
+	const struct {
+		const struct offsets *t;
+		const char *json;
+		size_t len;
+		int min;
+	} tables[] = {
+		{ pgx_table, pgx_json, pgx_len, 20 },
+		{ redis_table, redis_json, redis_len, 30 },
+	};
+	int64_t o[MODULE_ROW_MAX];
+	char version[48];
+	const cJSON *v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		cJSON *root = cJSON_ParseWithLength(tables[i].json, tables[i].len);
+		int n = 0;
+
+		assert_non_null(root);
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "versions"))
+		{
+			snprintf(version, sizeof(version), "v%s", v->valuestring);
+			module_find_ok(tables[i].t, version, v->valuestring, o);
+			if (tables[i].t == pgx_table) {
+				for (int f = PGX_FIELD_CONN_CONFIG; f <= PGX_FIELD_CONFIG_PORT; f++)
+					assert_true(o[f] >= 0);
+				if ((o[PGX_FIELD_BATCH_QUEUED] >= 0) ==
+				    (o[PGX_FIELD_BATCH_QUEUED_OLD] >= 0))
+					fail_msg("pgx %s: not one of the batch's queue members",
+						 version);
+				if ((o[PGX_FIELD_QUERY_SQL] >= 0) ==
+				    (o[PGX_FIELD_QUERY_SQL_OLD] >= 0))
+					fail_msg("pgx %s: not one of the query's text members",
+						 version);
+				/* Renamed together. */
+				assert_int_equal(o[PGX_FIELD_BATCH_QUEUED] >= 0,
+						 o[PGX_FIELD_QUERY_SQL] >= 0);
+			} else {
+				for (int f = 0; f < REDIS_FIELD__COUNT; f++)
+					assert_true(o[f] >= 0);
+			}
+			n++;
+		}
+		cJSON_Delete(root);
+		/* Every minor of the major, most with their .0 and latest patch. */
+		assert_true(n >= tables[i].min);
+	}
+}
+
+/* Runs module_offsets__for_binary on BIN as if its buildinfo had MODULE at VERSION (NULL: none). */
+static int module_for_binary(const struct offsets *t, const char *module, const char *bin,
+			     const char *version, int64_t *out, char *source, size_t len,
+			     char **msg)
+{
+	struct gobin_module deps[] = {
+		{ (char *)"golang.org/x/net", (char *)"v0.30.0" },
+		{ (char *)module, (char *)version },
+	};
+	struct gobin gb = {
+		.go_version = (char *)"go1.26.0",
+		.major = 1,
+		.minor = 26,
+		.main_path = (char *)"example.com/svc",
+		.main_version = (char *)"(devel)",
+		.deps = deps,
+		.ndeps = version ? 2 : 1,
+	};
+	struct test_capture cap;
+	int rc;
+
+	log_set_level(LOG_INFO);
+	assert_int_equal(test_capture_start(&cap), 0);
+	rc = module_offsets__for_binary(t, module, bin, &gb, out, source, len);
+	*msg = test_capture_end(&cap);
+	log_set_level(getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
+	assert_non_null(*msg);
+	return rc;
+}
+
+/*
+ * Without DWARF the pgx and go-redis tables decide as the grpc-go one does: a listed release
+ * quietly, a release newer than the table with its newest row and a warning naming the table; a
+ * binary without the module is -ENOENT, one whose version no row fits -ENOTSUP. A table of
+ * another module than the one asked for is the caller's mistake.
+ */
+static void test_offsets__datastores_for_binary_without_dwarf(void **state)
+{
+	const struct {
+		const struct offsets *t;
+		const char *module, *json, *what;
+		size_t len, count;
+	} mods[] = {
+		{ pgx_table, PGX_MODULE, pgx_json, "pgx", pgx_len, PGX_FIELD__COUNT },
+		{ redis_table, REDIS_MODULE, redis_json, "go-redis", redis_len,
+		  REDIS_FIELD__COUNT },
+	};
+	int64_t o[MODULE_ROW_MAX];
+	int64_t want[sizeof(o) / sizeof(o[0])];
+	char source[48], oldest[32], newest[32], version[48], expect[96], *msg;
+	const char *bin = no_dwarf_bin();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+		const struct offsets *t = mods[i].t, *other = mods[1 - i].t;
+		const char *module = mods[i].module;
+		size_t n = mods[i].count;
+
+		listed_end(mods[i].json, mods[i].len, true, oldest, sizeof(oldest));
+		listed_end(mods[i].json, mods[i].len, false, newest, sizeof(newest));
+
+		/* Not in the buildinfo: nothing to do, nothing said. */
+		assert_int_equal(module_for_binary(t, module, bin, NULL, o, source, sizeof(source),
+						   &msg),
+				 -ENOENT);
+		assert_string_equal(msg, "");
+		free(msg);
+		assert_string_equal(source, "");
+		for (size_t f = 0; f < n; f++)
+			assert_int_equal(o[f], -1);
+
+		/* The oldest release, listed: its row, quietly. */
+		snprintf(version, sizeof(version), "v%s", oldest);
+		assert_int_equal(module_for_binary(t, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 0);
+		assert_string_equal(msg, "");
+		free(msg);
+		snprintf(expect, sizeof(expect), "table v%s", oldest);
+		assert_string_equal(source, expect);
+		module_find_ok(t, version, oldest, want);
+		assert_memory_equal(o, want, n * sizeof(*o));
+
+		/* Newer than the table: its newest row, with a warning that names the table. */
+		snprintf(version, sizeof(version), "v%d.999.0", i == 0 ? 5 : 9);
+		assert_int_equal(module_for_binary(t, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 0);
+		snprintf(expect, sizeof(expect), "table v%s", newest);
+		assert_string_equal(source, expect);
+		snprintf(expect, sizeof(expect), "newer than the %s offset table", mods[i].what);
+		if (!strstr(msg, expect))
+			fail_msg("no '%s' in: %s", expect, msg);
+		free(msg);
+		module_find_ok(t, version, newest, want);
+		assert_memory_equal(o, want, n * sizeof(*o));
+
+		/* Older than the table, a directory replacement, no table: -ENOTSUP. */
+		snprintf(version, sizeof(version), "v%d.0.0-rc.1", i == 0 ? 5 : 9);
+		assert_int_equal(module_for_binary(t, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 -ENOTSUP);
+		assert_non_null(strstr(msg, "older than the"));
+		free(msg);
+		for (size_t f = 0; f < n; f++)
+			assert_int_equal(o[f], -1);
+		assert_int_equal(module_for_binary(t, module, bin, "(devel)", o, source,
+						   sizeof(source), &msg),
+				 -ENOTSUP);
+		free(msg);
+		assert_int_equal(module_for_binary(NULL, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 -ENOTSUP);
+		free(msg);
+
+		/* The other module's table, or the grpc-go one: refused, OUT -1 all the same. */
+		snprintf(version, sizeof(version), "v%s", newest);
+		assert_int_equal(module_for_binary(other, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 -EINVAL);
+		free(msg);
+		for (size_t f = 0; f < n; f++)
+			assert_int_equal(o[f], -1);
+		assert_int_equal(module_for_binary(grpc_table, module, bin, version, o, source,
+						   sizeof(source), &msg),
+				 -EINVAL);
+		free(msg);
+	}
+	/* A module gospan has no table of: only with a table, which says what OUT holds. */
+	assert_int_equal(module_for_binary(NULL, "example.com/other", bin, "v1.0.0", o, source,
+					   sizeof(source), &msg),
+			 -EINVAL);
+	free(msg);
+	assert_int_equal(module_for_binary(pgx_table, "example.com/fork/pgx", bin, "v5.5.3", o,
+					   source, sizeof(source), &msg),
+			 0);
+	free(msg);
+	assert_string_equal(source, "table v5.5.3");
+}
+
+/* The new tables' failure paths: their messages name them; cut anywhere, they are refused. */
+static void test_offsets__datastore_tables_malformed(void **state)
+{
+	static const char vprefixed[] =
+		"{\"schema\": 1, \"versions\": [\"v5.0.0\"], \"fields\": {}}";
+	struct test_capture cap;
+	struct offsets *t;
+	char *msg;
+
+	(void)state;
+	assert_int_equal(test_capture_start(&cap), 0);
+	errno = 0;
+	t = pgx_offsets__parse(vprefixed, sizeof(vprefixed) - 1);
+	msg = test_capture_end(&cap);
+	assert_null(t);
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "pgx offset table"));
+	free(msg);
+	for (size_t n = 0; n < pgx_len - 2; n += 61) {
+		t = pgx_offsets__parse(pgx_json, n);
+		if (t) {
+			offsets__free(t);
+			fail_msg("the pgx table cut at %zu bytes was accepted", n);
+		}
+	}
+	for (size_t n = 0; n < redis_len - 2; n += 37) {
+		t = redis_offsets__parse(redis_json, n);
+		if (t) {
+			offsets__free(t);
+			fail_msg("the go-redis table cut at %zu bytes was accepted", n);
+		}
+	}
+	/* One module's table is not another's: no field of it is known, so nothing is read. */
+	t = redis_offsets__parse(pgx_json, pgx_len);
+	assert_non_null(t);
+	{
+		const struct offsets_version v = { .major = 5, .minor = 0, .patch = 0 };
+		int64_t o[REDIS_FIELD__COUNT];
+
+		assert_int_equal(offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, o,
+						       REDIS_FIELD__COUNT, NULL),
+				 0);
+		for (int f = 0; f < REDIS_FIELD__COUNT; f++)
+			assert_int_equal(o[f], -1);
+	}
+	offsets__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1133,6 +1512,11 @@ int main(void)
 		cmocka_unit_test(test_offsets__find_checks_its_arguments),
 		cmocka_unit_test(test_offsets__grpc_malformed),
 		cmocka_unit_test(test_offsets__grpc_for_binary_without_dwarf),
+		cmocka_unit_test(test_offsets__pgx_known_values),
+		cmocka_unit_test(test_offsets__redis_known_values),
+		cmocka_unit_test(test_offsets__datastore_tables_every_release),
+		cmocka_unit_test(test_offsets__datastores_for_binary_without_dwarf),
+		cmocka_unit_test(test_offsets__datastore_tables_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,3 @@
+module example.com/gospan/testdata/sqlclient
+
+go 1.17
