@@ -104,7 +104,8 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
-	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux
+	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
+	postgresql redis-server
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
 
 deps:
@@ -183,7 +184,8 @@ $(OUTPUT)/unit/%: tests/unit/%.c tests/unit/helpers.h $(OUTPUT)/libgospan.a | $(
 unit: $(UNIT_BINS)
 	$(Q)fail=0; for t in $(UNIT_BINS); do \
 		echo "== $$(basename $$t)"; \
-		(cd tests/unit && GOSPAN_BUILD=$(abspath $(OUTPUT)) $(abspath .)/$$t) || fail=1; \
+		(cd tests/unit && GOSPAN_BUILD=$(abspath $(OUTPUT)) \
+			$(abspath $(OUTPUT))/unit/$$(basename $$t)) || fail=1; \
 	done; exit $$fail
 
 # The sanitized pass (SANITIZE=1) leaves out the Go and grpc-go release matrices: they prove the

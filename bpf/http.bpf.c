@@ -863,3 +863,4 @@ int goroutine_created(GO_REGS *ctx)
 }
 
 #include "grpc.bpf.h"
+#include "db.bpf.h"

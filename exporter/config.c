@@ -36,6 +36,7 @@ enum setting_id {
 	S_FOLLOW_GOROUTINES,
 	S_FUNCTIONS,
 	S_CPU_TIME,
+	S_DB_QUERY_TEXT,
 	S_HELP,
 	S_VERSION,
 	S_SERVICE_NAME,
@@ -106,6 +107,8 @@ static int parse_service(struct config *cfg, enum setting_id id, const char *nam
 			 const char *val);
 static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *name,
 			   const char *val);
+static int parse_db_query_text(struct config *cfg, enum setting_id id, const char *name,
+			       const char *val);
 static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val);
 static int parse_endpoint(struct config *cfg, enum setting_id id, const char *name,
@@ -144,6 +147,12 @@ static const struct setting settings[S__COUNT] = {
 			 .help = "add each span's on-CPU time (gospan.cpu_time_ns) by probing "
 				 "runtime.casgstatus: one probe hit per goroutine state change",
 			 .parse = parse_bool, .flag = true },
+	[S_DB_QUERY_TEXT] = { .env = "GOSPAN_DB_QUERY_TEXT", .opt = "db-query-text",
+			      .def = "sanitized",
+			      .help = "what data store spans keep of a query in db.query.text: "
+				      "sanitized (every literal value replaced by ?), raw (as sent, "
+				      "secrets included) or none",
+			      .parse = parse_db_query_text },
 	[S_HELP] = { .opt = "help", .short_opt = 'h', .help = "this help", .parse = parse_flag,
 		     .flag = true },
 	[S_VERSION] = { .opt = "version", .help = "print the version", .parse = parse_flag,
@@ -668,6 +677,21 @@ static int parse_headers(struct config *cfg, enum setting_id id, const char *nam
 	if (id == S_HEADERS)
 		return parse_kv_list(name, val, true, &cfg->base_headers, &cfg->nbase_headers);
 	return parse_kv_list(name, val, true, &cfg->traces_headers, &cfg->ntraces_headers);
+}
+
+static int parse_db_query_text(struct config *cfg, enum setting_id id, const char *name,
+			       const char *val)
+{
+	(void)id;
+	if (!strcmp(val, "sanitized"))
+		cfg->db_query_text = DB_QUERY_TEXT_SANITIZED;
+	else if (!strcmp(val, "raw"))
+		cfg->db_query_text = DB_QUERY_TEXT_RAW;
+	else if (!strcmp(val, "none"))
+		cfg->db_query_text = DB_QUERY_TEXT_NONE;
+	else
+		return refuse(name, val, "expected sanitized, raw or none");
+	return 0;
 }
 
 static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,

@@ -25,6 +25,13 @@ enum root_sampler {
 	ROOT_RATIO = SAMPLER_RATIO,
 };
 
+/* What data store spans keep of a query (GOSPAN_DB_QUERY_TEXT). */
+enum db_query_text {
+	DB_QUERY_TEXT_SANITIZED, /* literal values replaced by '?': the default */
+	DB_QUERY_TEXT_RAW,	 /* as the service sent it */
+	DB_QUERY_TEXT_NONE,	 /* no db.query.text at all */
+};
+
 enum traces_exporter {
 	TRACES_EXPORTER_OTLP,
 	TRACES_EXPORTER_CONSOLE,
@@ -43,6 +50,7 @@ struct config {
 	bool follow_goroutines; /* --follow-goroutines / GOSPAN_FOLLOW_GOROUTINES */
 	char *functions_file;	/* --functions / GOSPAN_FUNCTIONS_FILE; NULL = none */
 	bool cpu_time;		/* --cpu-time / GOSPAN_CPU_TIME */
+	enum db_query_text db_query_text; /* --db-query-text / GOSPAN_DB_QUERY_TEXT */
 	bool sdk_disabled;	/* OTEL_SDK_DISABLED */
 	enum root_sampler root_sampler; /* OTEL_TRACES_SAMPLER */
 	bool parent_based;

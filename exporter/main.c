@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "config.h"
 #include "console.h"
+#include "datastores.h"
 #include "disasm.h"
 #include "embed.h"
 #include "export.h"
@@ -217,6 +218,7 @@ struct app {
 	struct config cfg;
 	struct offsets *tables;
 	struct offsets *grpc_tables;
+	struct offsets *pgx_tables, *redis_tables;
 	struct functions *functions; /* --functions, --cpu-time; NULL: neither */
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
@@ -485,6 +487,22 @@ static void say_sites(const struct target *t)
 	say_site(t->grpc.attempt_finish.symbol, &t->grpc.attempt_finish);
 	say_site(t->grpc.header_fields.symbol, &t->grpc.header_fields);
 	say_site(t->grpc.write_header.symbol, &t->grpc.write_header);
+	say_site(t->db.sql_query.symbol, &t->db.sql_query);
+	say_site(t->db.sql_exec.symbol, &t->db.sql_exec);
+	say_site(t->db.sql_rows.symbol, &t->db.sql_rows);
+	say_site(t->db.sql_result.symbol, &t->db.sql_result);
+	say_site(t->db.sql_stmt_query.symbol, &t->db.sql_stmt_query);
+	say_site(t->db.sql_stmt_exec.symbol, &t->db.sql_stmt_exec);
+	say_site(t->db.sql_prepare.symbol, &t->db.sql_prepare);
+	say_site(t->db.sql_begin.symbol, &t->db.sql_begin);
+	say_site(t->db.sql_commit.symbol, &t->db.sql_commit);
+	say_site(t->db.sql_rollback.symbol, &t->db.sql_rollback);
+	say_site(t->db.pgx_query.symbol, &t->db.pgx_query);
+	say_site(t->db.pgx_exec.symbol, &t->db.pgx_exec);
+	say_site(t->db.pgx_batch.symbol, &t->db.pgx_batch);
+	say_site(t->db.redis_process.symbol, &t->db.redis_process);
+	say_site(t->db.redis_pipeline.symbol, &t->db.redis_pipeline);
+	say_site(t->db.redis_tx_pipeline.symbol, &t->db.redis_tx_pipeline);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
 }
@@ -514,13 +532,41 @@ static void grpc_parts(const struct target *t, char *buf, size_t size)
 		 steps_text(g->server_steps, served), steps_text(g->client_steps, made));
 }
 
+/*
+ * What gospan traces of T's data store clients, for the attach line: " + SQL (database/sql;
+ * single-stepped hits: 0 a query) + pgx (v5.7.6, offsets from DWARF; 2 a query) + Redis
+ * (go-redis v9.17.3, ...; 1 a command)".
+ */
+static void db_parts(const struct target *t, char *buf, size_t size)
+{
+	const struct db_target *d = &t->db;
+	char steps[16];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	if (datastores__sql(d))
+		len += snprintf(buf + len, size - len,
+				" + SQL (database/sql; single-stepped hits: %s a query)",
+				steps_text(d->sql_steps, steps));
+	if (d->pgx_query.addr && len < size)
+		len += snprintf(buf + len, size - len,
+				" + pgx (%s, offsets from %s; single-stepped hits: %s a query)",
+				d->pgx_version, d->pgx_offsets[0] ? d->pgx_offsets : "nowhere",
+				steps_text(d->pgx_steps, steps));
+	if (d->redis_process.addr && len < size)
+		snprintf(buf + len, size - len,
+			 " + Redis (go-redis %s, offsets from %s; single-stepped hits: %s a "
+			 "command)",
+			 d->redis_version, d->redis_offsets, steps_text(d->redis_steps, steps));
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
-	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256];
+	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -532,7 +578,10 @@ static int add_target(struct app *app, size_t i)
 	if (err)
 		return err;
 	/* With a --functions file, a binary that serves no HTTP is still worth tracing. */
-	tg = target__analyse(path, name, app->tables, app->grpc_tables,
+	tg = target__analyse(path, name, app->tables,
+			     &(struct module_tables){ .grpc = app->grpc_tables,
+						      .pgx = app->pgx_tables,
+						      .redis = app->redis_tables },
 			     !app->functions || !cfg->functions_file);
 	if (!tg) {
 		err = -errno;
@@ -546,7 +595,8 @@ static int add_target(struct app *app, size_t i)
 	disasm__release();
 	if (err)
 		return err;
-	if (!tg->serve_http.addr && !tg->nfuncs && !tg->grpc.handle_stream.addr) {
+	if (!tg->serve_http.addr && !tg->nfuncs && !tg->grpc.handle_stream.addr &&
+	    !datastores__any(&tg->db)) {
 		pr_err("cannot trace '%s': it serves no HTTP with net/http and none of the functions "
 		       "to trace is in it",
 		       tg->path);
@@ -587,15 +637,16 @@ static int add_target(struct app *app, size_t i)
 		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
 			 tg->nfuncs == 1 ? "" : "s");
 	grpc_parts(tg, rpc, sizeof(rpc));
+	db_parts(tg, db, sizeof(db));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s), "
+		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server",
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, tg->offsets_source,
+		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, db, tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
 	if (cfg->verbose)
@@ -648,6 +699,14 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	app.pgx_tables = pgx_offsets__parse(gospan_pgx_offsets_json,
+					    gospan_pgx_offsets_json_end - gospan_pgx_offsets_json);
+	app.redis_tables = redis_offsets__parse(
+		gospan_redis_offsets_json, gospan_redis_offsets_json_end - gospan_redis_offsets_json);
+	if (!app.pgx_tables || !app.redis_tables) {
+		err = -errno;
+		goto cleanup;
+	}
 	if (app.cfg.functions_file) {
 		app.functions = functions__load(app.cfg.functions_file);
 		if (!app.functions) {
@@ -681,6 +740,7 @@ int main(int argc, char **argv)
 		.forget = forget_call,
 		.ctx = &app,
 		.panic_grace_ns = PANIC_GRACE_NS,
+		.db_query_text = app.cfg.db_query_text,
 		.max_pending = 65536,
 	});
 	if (!app.processes || !app.records) {
@@ -747,6 +807,8 @@ cleanup:
 		target__free(app.traced[i].target);
 	offsets__free(app.tables);
 	offsets__free(app.grpc_tables);
+	offsets__free(app.pgx_tables);
+	offsets__free(app.redis_tables);
 	functions__free(app.functions);
 	config__free(&app.cfg);
 	return err ? 1 : 0;

@@ -277,7 +277,37 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs rpc_fields = { .at_rets = p->skel->progs.grpc_header_fields,
 					       .at_ends = p->skel->progs.grpc_header_fields };
 	const struct site_progs rpc_header = { .at_ends = p->skel->progs.grpc_write_header };
+	const struct site_progs sql_call = { .entry = p->skel->progs.db_sql_entry,
+					     .at_rets = p->skel->progs.db_sql_end,
+					     .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_stmt_call = { .entry = p->skel->progs.db_sql_stmt_entry,
+						  .at_rets = p->skel->progs.db_sql_end,
+						  .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_begin = { .entry = p->skel->progs.db_sql_begin,
+					      .at_rets = p->skel->progs.db_sql_end,
+					      .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_commit = { .entry = p->skel->progs.db_sql_commit,
+					       .at_rets = p->skel->progs.db_sql_tx_end,
+					       .at_ends = p->skel->progs.db_sql_tx_end };
+	const struct site_progs sql_rollback = { .entry = p->skel->progs.db_sql_rollback,
+						 .at_rets = p->skel->progs.db_sql_tx_end,
+						 .at_ends = p->skel->progs.db_sql_tx_end };
+	const struct site_progs sql_stmt = { .entry = p->skel->progs.db_sql_stmt };
+	const struct site_progs sql_prepare = { .entry = p->skel->progs.db_sql_prepare };
+	const struct site_progs pgx = { .entry = p->skel->progs.db_pgx_entry,
+					.at_rets = p->skel->progs.db_pgx_end,
+					.at_ends = p->skel->progs.db_pgx_end };
+	const struct site_progs pgx_batch = { .entry = p->skel->progs.db_pgx_batch_entry,
+					      .at_rets = p->skel->progs.db_pgx_end,
+					      .at_ends = p->skel->progs.db_pgx_end };
+	const struct site_progs redis = { .entry = p->skel->progs.db_redis_entry,
+					  .at_rets = p->skel->progs.db_redis_end,
+					  .at_ends = p->skel->progs.db_redis_end };
+	const struct site_progs redis_pipe = { .entry = p->skel->progs.db_redis_pipeline_entry,
+					       .at_rets = p->skel->progs.db_redis_end,
+					       .at_ends = p->skel->progs.db_redis_end };
 	const struct grpc_target *g = &t->grpc;
+	const struct db_target *d = &t->db;
 	size_t first = p->nlinks;
 	uint32_t c = p->ntargets;
 	int err;
@@ -310,6 +340,23 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	}
 	if (p->wire && t->round_trip.addr)
 		err = err ?: attach_site(p, &marker, pid, t->path, &t->inject, c, n);
+	/* Data stores: statements' texts are noted before the calls that read them begin. */
+	err = err ?: attach_site(p, &sql_stmt, pid, t->path, &d->sql_stmt_query, c, n);
+	err = err ?: attach_site(p, &sql_stmt, pid, t->path, &d->sql_stmt_exec, c, n);
+	err = err ?: attach_site(p, &sql_prepare, pid, t->path, &d->sql_prepare, c, n);
+	err = err ?: attach_site(p, &sql_call, pid, t->path, &d->sql_query, c, n);
+	err = err ?: attach_site(p, &sql_call, pid, t->path, &d->sql_exec, c, n);
+	err = err ?: attach_site(p, &sql_stmt_call, pid, t->path, &d->sql_rows, c, n);
+	err = err ?: attach_site(p, &sql_stmt_call, pid, t->path, &d->sql_result, c, n);
+	err = err ?: attach_site(p, &sql_begin, pid, t->path, &d->sql_begin, c, n);
+	err = err ?: attach_site(p, &sql_commit, pid, t->path, &d->sql_commit, c, n);
+	err = err ?: attach_site(p, &sql_rollback, pid, t->path, &d->sql_rollback, c, n);
+	err = err ?: attach_site(p, &pgx, pid, t->path, &d->pgx_query, c, n);
+	err = err ?: attach_site(p, &pgx, pid, t->path, &d->pgx_exec, c, n);
+	err = err ?: attach_site(p, &pgx_batch, pid, t->path, &d->pgx_batch, c, n);
+	err = err ?: attach_site(p, &redis, pid, t->path, &d->redis_process, c, n);
+	err = err ?: attach_site(p, &redis_pipe, pid, t->path, &d->redis_pipeline, c, n);
+	err = err ?: attach_site(p, &redis_pipe, pid, t->path, &d->redis_tx_pipeline, c, n);
 	if (follow_goroutines)
 		err = err ?: attach_site(p, &newg, pid, t->path, &t->newproc1, c, n);
 	err = err ?: attach_functions(p, t, pid, c, n);

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrs.h"
 #include "clock.h"
+#include "dbspan.h"
 #include "events.h"
 #include "functions.h"
 #include "log.h"
@@ -138,65 +140,10 @@ static void drop(struct records *r, struct pending *p, enum records_drop why)
 	pending_free(p);
 }
 
-/* Appends KEY to the span's list of attributes whose values were cut at the capture bound. */
-static void mark_truncated(struct span *s, const char *key)
-{
-	const struct attr *a = span__get(s, GOSPAN_TRUNCATED);
-	char buf[256];
 
-	if (a)
-		snprintf(buf, sizeof(buf), "%s,%s", a->s, key);
-	else
-		snprintf(buf, sizeof(buf), "%s", key);
-	span__set_str(s, GOSPAN_TRUNCATED, buf, strlen(buf));
-}
 
-/*
- * Length of DATA[0..N) without a trailing character the capture bound cut in two: that is a
- * truncation, not invalid input, so it is dropped rather than replaced with U+FFFD.
- */
-static size_t cut_at_char(const char *data, size_t n)
-{
-	size_t i = n, back = 0, need;
-	unsigned char c;
 
-	/* Step back over at most three continuation bytes to the last lead byte. */
-	while (i > 0 && back < 4 && ((unsigned char)data[i - 1] & 0xc0) == 0x80) {
-		i--;
-		back++;
-	}
-	if (i == 0)
-		return n;
-	c = (unsigned char)data[i - 1];
-	need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
-	if (c >= 0xc0 && back < need)
-		return i - 1;
-	return n;
-}
 
-/* How much of a Go string of LEN bytes is kept: at most CAP, no character cut in two. */
-static size_t captured_len(const char *data, uint32_t len, size_t cap)
-{
-	return len > cap ? cut_at_char(data, cap) : len;
-}
-
-/*
- * Sets KEY to a captured Go string, marked when the capture cut it. The span makes the string
- * valid UTF-8 as it copies it.
- */
-static void set_captured(struct span *s, const char *key, const char *data, uint32_t len,
-			 size_t cap)
-{
-	span__set_str(s, key, data, captured_len(data, len, cap));
-	if (len > cap)
-		mark_truncated(s, key);
-}
-
-/* A captured Go string as valid UTF-8 in OUT (OUT_CAP bytes); returns the bytes written. */
-static size_t captured_copy(char *out, size_t out_cap, const char *data, uint32_t len, size_t cap)
-{
-	return utf8_sanitize(out, out_cap, data, captured_len(data, len, cap));
-}
 
 static bool known_method(const char *m)
 {
@@ -210,41 +157,6 @@ static bool known_method(const char *m)
 	return false;
 }
 
-/* Splits "host:port", "[v6]:port", "host" or "v6" into SPAN attributes HOST_KEY and PORT_KEY. */
-static void set_host_port(struct span *s, const char *hp, const char *host_key,
-			  const char *port_key)
-{
-	const char *host = hp, *colon, *end;
-	size_t hlen = strlen(hp);
-	long port = -1;
-	char *endp;
-
-	if (hp[0] == '[') {
-		end = strchr(hp, ']');
-		if (!end)
-			return;
-		host = hp + 1;
-		hlen = end - host;
-		colon = end[1] == ':' ? end + 1 : NULL;
-	} else {
-		colon = strrchr(hp, ':');
-		/* More than one colon without brackets: a bare IPv6 address, no port. */
-		if (colon && strchr(hp, ':') != colon)
-			colon = NULL;
-		if (colon)
-			hlen = colon - hp;
-	}
-	if (colon && colon[1]) {
-		errno = 0;
-		port = strtol(colon + 1, &endp, 10);
-		if (errno || *endp || port < 0 || port > 65535)
-			port = -1;
-	}
-	if (hlen)
-		span__set_str(s, host_key, host, hlen);
-	if (port >= 0)
-		span__set_int(s, port_key, port);
-}
 
 /* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
 static const char *pattern_route(char *pattern)
@@ -271,7 +183,7 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
 
 	pattern[0] = '\0';
 	if (len)
-		captured_copy(pattern, sizeof(pattern), raw, len, MAX_PATTERN_LEN);
+		attrs__captured_copy(pattern, sizeof(pattern), raw, len, MAX_PATTERN_LEN);
 	/* A cut pattern would name a route that does not exist: leave it out. */
 	if (pattern[0] && len <= MAX_PATTERN_LEN)
 		route = pattern_route(pattern);
@@ -336,7 +248,7 @@ static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
 	char proto[MAX_PROTO_LEN * 3 + 1];
 	const char *ver;
 
-	captured_copy(proto, sizeof(proto), raw, len, MAX_PROTO_LEN);
+	attrs__captured_copy(proto, sizeof(proto), raw, len, MAX_PROTO_LEN);
 	if (strncmp(proto, "HTTP/", 5))
 		return false;
 	ver = proto + 5;
@@ -352,6 +264,17 @@ static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
  * Opens the pending call a start record names, with its span: ids as BPF chose them (the calls
  * it makes already carry them), times converted. NULL when it cannot be held (counted).
  */
+/* The ids BPF chose for the span: no random ones to draw here. */
+static void set_ids(struct span *s, const struct span_ids *ids)
+{
+	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
+	memcpy(s->span_id, ids->span_id, sizeof(s->span_id));
+	memcpy(s->parent_span_id, ids->parent_span_id, sizeof(s->parent_span_id));
+	s->flags = ids->flags;
+	s->parent_known = !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id));
+	s->remote_parent = ids->remote_parent;
+}
+
 static struct pending *open_call(struct records *r, const struct record_header *h, uint32_t cookie,
 				 const struct span_ids *ids, enum call_kind kind)
 {
@@ -398,12 +321,7 @@ static struct pending *open_call(struct records *r, const struct record_header *
 		  kind == CALL_CLIENT || kind == CALL_RPC_CLIENT ? SPAN_KIND_CLIENT :
 								     SPAN_KIND_INTERNAL;
 	s->start_ns = clock__to_unix_ns(r->opts.clock, h->start_ns);
-	memcpy(s->trace_id, ids->trace_id, sizeof(s->trace_id));
-	memcpy(s->span_id, ids->span_id, sizeof(s->span_id));
-	memcpy(s->parent_span_id, ids->parent_span_id, sizeof(s->parent_span_id));
-	s->flags = ids->flags;
-	s->parent_known = !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id));
-	s->remote_parent = ids->remote_parent;
+	set_ids(s, ids);
 
 	b = bucket(r, p->pid, p->goid);
 	p->next = *b;
@@ -417,7 +335,7 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 {
 	char method[MAX_METHOD_LEN * 3 + 1];
 
-	captured_copy(method, sizeof(method), raw, len, MAX_METHOD_LEN);
+	attrs__captured_copy(method, sizeof(method), raw, len, MAX_METHOD_LEN);
 	if (known_method(method)) {
 		/* Known methods are short: they fit p->method, and nothing needs a format. */
 		size_t n = strlen(method);
@@ -427,7 +345,7 @@ static void set_method(struct span *s, struct pending *p, const char *raw, uint3
 	} else {
 		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
-		set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, raw, len, MAX_METHOD_LEN);
+		attrs__set_captured(s, SC_HTTP_REQUEST_METHOD_ORIGINAL, raw, len, MAX_METHOD_LEN);
 		snprintf(p->method, sizeof(p->method), "HTTP");
 	}
 }
@@ -446,15 +364,15 @@ static void on_start(struct records *r, const struct http_server_start *e)
 		s->trace_state = span__strndup(s, e->tracestate, e->tracestate_len);
 
 	set_method(s, p, e->method, e->method_len);
-	set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN);
+	attrs__set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN);
 	span__set_str(s, SC_URL_SCHEME, e->tls ? "https" : "http", e->tls ? 5 : 4);
 
-	captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
+	attrs__captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
 	if (host[0])
-		set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
-	captured_copy(remote, sizeof(remote), e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN);
+		attrs__set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+	attrs__captured_copy(remote, sizeof(remote), e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN);
 	if (remote[0]) {
-		set_host_port(s, remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
+		attrs__set_host_port(s, remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
 		/* No proxy headers are read: the peer is the client. */
 		const struct attr *a = span__get(s, SC_NETWORK_PEER_ADDRESS);
 		if (a)
@@ -578,10 +496,10 @@ static void on_client_start(struct records *r, const struct http_client_start *e
 		return;
 	s = p->span;
 	set_method(s, p, e->method, e->method_len);
-	captured_copy(scheme, sizeof(scheme), e->scheme, e->scheme_len, MAX_SCHEME_LEN);
-	captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
-	captured_copy(path, sizeof(path), e->path, e->path_len, MAX_PATH_LEN);
-	captured_copy(query, sizeof(query), e->query, e->query_len, MAX_QUERY_LEN);
+	attrs__captured_copy(scheme, sizeof(scheme), e->scheme, e->scheme_len, MAX_SCHEME_LEN);
+	attrs__captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
+	attrs__captured_copy(path, sizeof(path), e->path, e->path_len, MAX_PATH_LEN);
+	attrs__captured_copy(query, sizeof(query), e->query, e->query_len, MAX_QUERY_LEN);
 
 	/* URL.Host is "host[:port]"; user info lives apart (URL.User) and is never read. */
 	snprintf(url, sizeof(url), "%s://%s%s%s", scheme, host, path[0] || !query[0] ? path : "/",
@@ -590,9 +508,9 @@ static void on_client_start(struct records *r, const struct http_client_start *e
 		append_redacted_query(url, sizeof(url), query);
 	span__set_str(s, SC_URL_FULL, url, strlen(url));
 	if (e->path_len > MAX_PATH_LEN || e->query_len > MAX_QUERY_LEN || e->host_len > MAX_HOST_LEN)
-		mark_truncated(s, SC_URL_FULL);
+		attrs__mark_truncated(s, SC_URL_FULL);
 	if (host[0])
-		set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+		attrs__set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
 	/* The port is required for client spans: the scheme's default when the URL has none. */
 	port = span__get(s, SC_SERVER_PORT);
 	if (!port && (!strcmp(scheme, "http") || !strcmp(scheme, "https")))
@@ -687,7 +605,7 @@ static void set_arg(struct span *s, const struct traced_arg *a, const struct fun
 		}
 		break;
 	case GO_TYPE_STRING:
-		set_captured(s, key, v->str, v->len, MAX_ARG_STR_LEN);
+		attrs__set_captured(s, key, v->str, v->len, MAX_ARG_STR_LEN);
 		break;
 	default:
 		break;
@@ -788,13 +706,13 @@ static void set_rpc_method(struct span *s, const char *raw, uint32_t len)
 	const char *name, *slash;
 
 	span__set_str(s, SC_RPC_SYSTEM, "grpc", 4);
-	captured_copy(full, sizeof(full), raw, len, MAX_RPC_METHOD_LEN);
+	attrs__captured_copy(full, sizeof(full), raw, len, MAX_RPC_METHOD_LEN);
 	name = full[0] == '/' ? full + 1 : full;
 	slash = strrchr(name, '/');
 	if (!name[0] || len > MAX_RPC_METHOD_LEN) {
 		span__set_name(s, name[0] ? name : "grpc", name[0] ? strlen(name) : 4);
 		if (len > MAX_RPC_METHOD_LEN)
-			mark_truncated(s, SC_RPC_METHOD);
+			attrs__mark_truncated(s, SC_RPC_METHOD);
 		return;
 	}
 	if (slash && slash != name && slash[1]) {
@@ -851,7 +769,7 @@ static void set_grpc_status(struct span *s, int32_t code, const char *msg, uint3
 		       "_OTHER";
 	span__set_str(s, SC_ERROR_TYPE, name, strlen(name));
 	if (msg_len) {
-		captured_copy(text, sizeof(text), msg, msg_len, MAX_RPC_MESSAGE_LEN);
+		attrs__captured_copy(text, sizeof(text), msg, msg_len, MAX_RPC_MESSAGE_LEN);
 		s->status_msg = span__strndup(s, text, strlen(text));
 	}
 }
@@ -906,7 +824,7 @@ static void set_grpc_target(struct span *s, const char *raw, uint32_t len)
 
 	if (!len || len > MAX_RPC_TARGET_LEN)
 		return;
-	captured_copy(target, sizeof(target), raw, len, MAX_RPC_TARGET_LEN);
+	attrs__captured_copy(target, sizeof(target), raw, len, MAX_RPC_TARGET_LEN);
 	sep = strstr(target, "://");
 	if (sep) {
 		if (!strncmp(target, "unix", 4))
@@ -919,7 +837,7 @@ static void set_grpc_target(struct span *s, const char *raw, uint32_t len)
 		return;
 	}
 	if (hp[0])
-		set_host_port(s, hp, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+		attrs__set_host_port(s, hp, SC_SERVER_ADDRESS, SC_SERVER_PORT);
 }
 
 static void on_grpc_client_start(struct records *r, const struct grpc_client_start *e)
@@ -945,6 +863,32 @@ static void on_grpc_client_end(struct records *r, const struct grpc_client_end *
 	emit(r, p->span, false);
 	p->span = NULL;
 	pending_free(p);
+}
+
+/* A data store call: one record, the whole span (it has no children). */
+static void on_db_call(struct records *r, const struct db_call *e)
+{
+	struct process *proc;
+	struct span *s;
+
+	proc = process_table__get(r->opts.processes, e->hdr.pid, e->cookie);
+	if (!proc || !proc->target) {
+		r->stats.dropped[RECORDS_DROP_NO_PROCESS]++;
+		return;
+	}
+	s = span__alloc();
+	if (!s) {
+		r->stats.dropped[RECORDS_DROP_NO_MEMORY]++;
+		return;
+	}
+	span__set_resource(s, proc->res);
+	s->kind = SPAN_KIND_CLIENT;
+	s->start_ns = clock__to_unix_ns(r->opts.clock, e->hdr.start_ns);
+	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	set_ids(s, &e->ids);
+	dbspan__fill(s, e, &proc->target->db, proc->load_bias,
+		     (enum db_query_text)r->opts.db_query_text);
+	emit(r, s, false);
 }
 
 int records__handle(void *ctx, const void *data, size_t size)
@@ -1004,6 +948,11 @@ int records__handle(void *ctx, const void *data, size_t size)
 		if (size < sizeof(struct grpc_client_start))
 			goto malformed;
 		on_grpc_client_start(r, data);
+		return 0;
+	case EVENT_DB_CALL:
+		if (size < sizeof(struct db_call))
+			goto malformed;
+		on_db_call(r, data);
 		return 0;
 	case EVENT_GRPC_CLIENT_END:
 		if (size < sizeof(struct grpc_client_end))

@@ -56,6 +56,7 @@ struct records_opts {
 	void (*forget)(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns);
 	void *ctx;
 	uint64_t panic_grace_ns; /* how long a panicked call may still return normally */
+	int db_query_text;	 /* enum db_query_text: what data store spans keep of a query */
 	size_t max_pending;
 };
 

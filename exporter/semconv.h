@@ -26,6 +26,14 @@
 #define SC_NETWORK_PROTOCOL_VERSION "network.protocol.version"
 #define SC_ERROR_TYPE "error.type"
 
+/* Database client spans (semantic conventions v1.33+, stable for these). */
+#define SC_DB_SYSTEM_NAME "db.system.name"
+#define SC_DB_QUERY_TEXT "db.query.text"
+#define SC_DB_OPERATION_NAME "db.operation.name"
+#define SC_DB_COLLECTION_NAME "db.collection.name"
+#define SC_DB_OPERATION_BATCH_SIZE "db.operation.batch.size"
+#define SC_DB_RESPONSE_STATUS_CODE "db.response.status_code"
+
 /* Resource. */
 #define SC_SERVICE_NAME "service.name"
 #define SC_TELEMETRY_SDK_NAME "telemetry.sdk.name"

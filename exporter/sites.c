@@ -31,13 +31,30 @@ int sites__slot_of(int reg)
 	return 0;
 }
 
+/* The x86 register of the Go ABI's integer result SLOT (1: first); -1 when there is none. */
+static int reg_of_slot(int slot)
+{
+	int r;
+
+	for (r = 0; r < 16; r++)
+		if (sites__slot_of(r) == slot)
+			return r;
+	return -1;
+}
+
 void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags, int result_reg,
 		       struct end_site *out)
 {
 	uint16_t held = result_reg >= 0 ? 1u << result_reg : 0;
+	uint16_t keep = 0;
 	const struct insn *d;
 	long i;
 	int r;
+
+	if ((flags & AFTER_CALL_KEEP_PAIR) && result_reg >= 0) {
+		r = reg_of_slot(sites__slot_of(result_reg) + 1);
+		keep = r >= 0 ? 1u << r : 0;
+	}
 
 	out->off = ins->addr + ins->v[ret_idx].off;
 	out->caller = ins->addr;
@@ -76,6 +93,8 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 			return;
 		if (d->kind != INSN_CALL_IND && (d->writes & (1u << X86_SP)))
 			return; /* the in-caller SP adjustment would be wrong past it */
+		if (d->writes & keep)
+			return;
 		if (d->mov_src >= 0 && (held & (1u << d->mov_src)))
 			held |= d->writes;
 		else

@@ -35,6 +35,11 @@ enum {
 	 * direct call). Never for function spans, whose callers' next calls are unknown.
 	 */
 	AFTER_CALL_PASS_CALLS = 1,
+	/*
+	 * The result after RESULT_REG in the ABI's order (an error's data word after its itab) must
+	 * stay in its own register too: no instruction on the way may write it.
+	 */
+	AFTER_CALL_KEEP_PAIR = 2,
 };
 
 /*

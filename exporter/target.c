@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
+#include "datastores.h"
 #include "disasm.h"
 #include "dwarf.h"
 #include "elf.h"
@@ -78,14 +80,6 @@ static const enum go_field required_fields[] = {
 };
 
 /* What one analysis reads from the binary, opened once. */
-struct analysis {
-	struct target *t;
-	struct elf_file *ef;
-	bool has_symtab;
-	struct pclntab *pt; /* opened when the first symbol is looked up in a stripped binary */
-	struct site_planner *sp;
-};
-
 enum site_policy target_site_policy = SITES_BEST;
 
 /* A function's extent, for finding which one holds an address. */
@@ -543,6 +537,42 @@ static int find_site(struct analysis *a, const char *symbol, struct probe_site *
 	return find_site_kind(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
 }
 
+int analysis__find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
+{
+	return find_func(a, name, sym);
+}
+
+int analysis__find_site(struct analysis *a, const char *symbol, struct probe_site *site,
+			enum site_kind kind, uint64_t callee)
+{
+	struct elf_symbol sym;
+
+	if (find_func(a, symbol, &sym))
+		return -ENOENT;
+	return find_site_kind(a, symbol, site, kind, callee);
+}
+
+int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned int find_flags,
+			  unsigned int after_flags, int result_reg)
+{
+	return plan_caller_ends(a->sp, site, find_flags, after_flags, result_reg);
+}
+
+size_t analysis__functions(struct analysis *a, const struct sym_entry **out)
+{
+	struct elf_symbol sym;
+
+	if (a->has_symtab)
+		return elf_file__symbols(a->ef, out);
+	/* Opens the function table, which a lookup does on first use. */
+	find_func(a, "runtime.main", &sym);
+	if (!a->pt) {
+		*out = NULL;
+		return 0;
+	}
+	return pclntab__functions(a->pt, out);
+}
+
 /*
  * The client side: optional, a service may make no HTTP calls. Without the injection point or
  * the *bufio.Writer itab, client spans are still made but carry no trace context out.
@@ -966,7 +996,7 @@ static void fill_grpc_config(struct analysis *a)
 }
 
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
-			       const struct offsets *grpc_tables, bool need_http)
+			       const struct module_tables *modules, bool need_http)
 {
 	struct analysis a = {};
 	struct elf_file *ef = NULL;
@@ -1057,10 +1087,18 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		err = plan_caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
 				       AFTER_CALL_PASS_CALLS, -1);
 	find_grpc_sites(&a);
-	if (err == -ENOENT && (!need_http || t->grpc.handle_stream.addr)) {
-		/* A gRPC server, or only the functions of a --functions file. */
+	/* A worker without a server may still call databases: their spans start traces. */
+	if (datastores__find_sites(&a) == -ENOMEM) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (err == -ENOENT &&
+	    (!need_http || t->grpc.handle_stream.addr || datastores__any(&t->db))) {
+		/* A gRPC server, data store calls, or only the functions of a --functions file. */
 		pr_info("'%s' does not serve HTTP with net/http: only its %s traced", path,
-			t->grpc.handle_stream.addr ? "gRPC calls are" : "functions are");
+			t->grpc.handle_stream.addr ? "gRPC calls are" :
+			datastores__any(&t->db)	   ? "data store calls are" :
+						     "functions are");
 		t->serve_http.addr = 0;
 		err = 0;
 	} else if (err) {
@@ -1099,8 +1137,11 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		t->round_trip.addr = 0;
 	}
 	fill_config(t);
-	pick_grpc_offsets(t, grpc_tables);
+	pick_grpc_offsets(t, modules ? modules->grpc : NULL);
 	fill_grpc_config(&a);
+	err = datastores__configure(&a, modules);
+	if (err)
+		goto cleanup;
 	count_steps(&a);
 	site_planner__free(a.sp);
 	pclntab__close(a.pt);
@@ -1134,6 +1175,7 @@ void target__free(struct target *t)
 	probe_site__release(&t->grpc.attempt_finish);
 	probe_site__release(&t->grpc.header_fields);
 	probe_site__release(&t->grpc.write_header);
+	datastores__release(&t->db);
 	functions__release(t);
 	gobin__free(t->gobin);
 	free(t->path);

@@ -66,6 +66,46 @@ struct grpc_target {
 	int server_steps, client_steps; /* as target.server_steps; -1: not traced */
 };
 
+/* A driver's or a library's method, by its link-time address, and what it says. */
+struct db_method {
+	uint64_t addr;
+	const char *what; /* db.system.name of a driver's method; an error's Go type (%T) */
+};
+
+/*
+ * Data store clients in a binary (datastores.c). Each probe_site's addr is 0 when that part is
+ * not traced.
+ */
+struct db_target {
+	/* database/sql: where calls reach the driver, and where prepared statements are noted. */
+	struct probe_site sql_query, sql_exec;	  /* ctxDriverQuery, ctxDriverExec */
+	struct probe_site sql_rows, sql_result;	  /* rowsiFromStatement, resultFromStatement */
+	struct probe_site sql_stmt_query, sql_stmt_exec; /* (*Stmt).QueryContext, ExecContext: entry */
+	struct probe_site sql_prepare;		  /* ctxDriverPrepare: entry */
+	struct probe_site sql_begin;		  /* ctxDriverBegin */
+	struct probe_site sql_commit, sql_rollback; /* (*Tx).Commit, (*Tx).rollback */
+	/* pgx v5 (github.com/jackc/pgx/v5): (*Conn).Query, Exec, SendBatch */
+	char pgx_version[32];
+	char pgx_offsets[48]; /* "DWARF", "table v5.7.0" */
+	struct probe_site pgx_query, pgx_exec, pgx_batch;
+	/* go-redis v9: (*baseClient).process and the pipelines' processors */
+	char redis_version[32];
+	char redis_offsets[48];
+	struct probe_site redis_process, redis_pipeline, redis_tx_pipeline;
+	/* Sorted by address: the drivers' methods that name a database, errors' Error methods. */
+	struct db_method *drivers;
+	size_t ndrivers;
+	struct db_method *errors;
+	size_t nerrors;
+	/* Single-stepped hits of one call; -1: not traced. */
+	int sql_steps, pgx_steps, redis_steps;
+};
+
+/* The offset tables of the libraries gospan knows, for target__analyse; any may be NULL. */
+struct module_tables {
+	const struct offsets *grpc, *pgx, *redis;
+};
+
 struct target {
 	char *path;	/* what was analysed (e.g. /proc/PID/exe) */
 	char *exe_name; /* basename of the executable */
@@ -96,6 +136,7 @@ struct target {
 	 */
 	int server_steps, client_steps;
 	struct grpc_target grpc;
+	struct db_target db;
 };
 
 /*
@@ -103,7 +144,7 @@ struct target {
  * basename). NULL with errno set when it cannot be traced; the reason is logged.
  */
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
-			       const struct offsets *grpc_tables, bool need_http);
+			       const struct module_tables *modules, bool need_http);
 void target__free(struct target *t);
 
 struct elf_file;

@@ -22,6 +22,12 @@
 #define MAX_RPC_METHOD_LEN 128 /* "/package.Service/Method" */
 #define MAX_RPC_TARGET_LEN 128 /* the dial target of a grpc.ClientConn */
 #define MAX_RPC_MESSAGE_LEN 128 /* a gRPC status message */
+#define MAX_DB_QUERY_LEN 512 /* SQL text as the call passed it, before sanitizing */
+#define MAX_DB_ADDR_LEN 64 /* a data store's host or host:port */
+#define MAX_DB_ERROR_LEN 64 /* a string of an error value: a Redis error, an SQLSTATE, ... */
+#define DB_ERROR_STRS 4	   /* how many of an error value's leading strings are read */
+#define MAX_DB_BATCH 8 /* commands of a pipeline (or queries of a batch) named one by one */
+#define MAX_DB_COMMAND_LEN 16 /* one Redis command's name */
 /* "00-" 32 hex "-" 16 hex "-" 2 hex: a version-00 W3C traceparent. */
 #define TRACEPARENT_LEN 55
 
@@ -83,6 +89,7 @@ enum event_type {
 	EVENT_GRPC_SERVER_END = 9,
 	EVENT_GRPC_CLIENT_START = 10,
 	EVENT_GRPC_CLIENT_END = 11,
+	EVENT_DB_CALL = 12,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -299,6 +306,28 @@ struct target_config {
 	 */
 	__u64 grpc_server_entry_at;
 	__u64 grpc_finish_at;
+
+	/*
+	 * Data stores (db.bpf.h): which clients are probed, and what their structs need. Offsets
+	 * -1: unknown. database/sql: a Stmt's query; pgx v5: a Conn's *ConnConfig and, in it, the
+	 * host and port; a Batch's queued queries and a queued query's text; go-redis v9: a
+	 * client's *Options, their Addr, and a command's args ([]interface{}).
+	 */
+	__u32 db_sql;
+	__u32 db_pgx;
+	__u32 db_redis;
+	__u32 _pad_db;
+	__s64 sql_stmt_query;
+	__s64 pgx_conn_config;
+	__s64 pgx_config_host;
+	__s64 pgx_config_port;
+	__s64 pgx_batch_queries;
+	__s64 pgx_query_sql;
+	__s64 redis_client_opt;
+	__s64 redis_opt_addr;
+	__s64 redis_cmd_args;
+	/* Methods that tell error values apart (see fn_error_string): go-redis's RedisError. */
+	__u64 fn_redis_error;
 };
 
 /* In a Go itab, where the method words begin (after inter, _type, hash and padding). */
@@ -561,6 +590,67 @@ struct grpc_client_end {
 	__s32 code; /* gRPC status code of the call's error; 0 = none */
 	__u32 message_len;
 	char message[MAX_RPC_MESSAGE_LEN];
+};
+
+/* Which client made a data store call: what the record's query fields hold. */
+enum db_client {
+	DB_CLIENT_SQL = 1,   /* database/sql: QUERY is the SQL text */
+	DB_CLIENT_PGX,	     /* pgx's Conn.Query/Exec: QUERY is the SQL text */
+	DB_CLIENT_PGX_BATCH, /* pgx's SendBatch: QUERY the first query's text, BATCH_SIZE queries */
+	DB_CLIENT_REDIS,     /* go-redis: one command, COMMANDS[0] its name, NARGS[0] its words */
+	DB_CLIENT_REDIS_PIPELINE, /* go-redis: BATCH_SIZE commands, the first MAX_DB_BATCH named */
+};
+
+/* database/sql calls that carry no text of the caller's: the transaction's own. */
+enum db_sql_op {
+	DB_SQL_QUERY = 0,
+	DB_SQL_BEGIN,
+	DB_SQL_COMMIT,
+	DB_SQL_ROLLBACK,
+};
+
+/*
+ * One call to a database or cache, sent when it has returned (one record a call: nothing in it
+ * has children). HDR.start_ns is when it began. Words of the target's memory (DRIVER_FN,
+ * ERR_ITAB) are runtime addresses: user space takes the process's load bias off.
+ */
+struct db_call {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u64 end_ns;
+	__u32 cookie;
+	__u32 client;	 /* enum db_client */
+	/*
+	 * database/sql: the first method word of the driver's connection in the interface the call
+	 * went through (QueryerContext, ExecerContext, Conn, ...): whose package it is names the
+	 * database. 0: unknown.
+	 */
+	__u64 driver_fn;
+	__u64 err_itab; /* the call's error: its itab; 0: none */
+	__u64 err_fn;	/* ... and that itab's Error method, which names its type; 0: unknown */
+	__u32 query_len; /* the text's real length: more than MAX_DB_QUERY_LEN when cut */
+	__u32 batch_size;
+	__u32 addr_len;
+	__u16 port;	 /* pgx: the configured port; 0: in ADDR or unknown */
+	__u16 sql_op;	 /* database/sql's transaction calls: enum db_sql_op; 0: a query */
+	char query[MAX_DB_QUERY_LEN];
+	char addr[MAX_DB_ADDR_LEN];
+	/*
+	 * The first DB_ERROR_STRS words pairs of the error's value read as strings, where they are
+	 * (errors.errorString's text; *pq.Error's severity, code, message; go-redis's RedisError,
+	 * a string itself): user space reads them only for the types it knows. ERR_LENS[i] 0: none.
+	 */
+	__u16 err_lens[DB_ERROR_STRS];
+	char err[DB_ERROR_STRS][MAX_DB_ERROR_LEN];
+	/*
+	 * The same of the error it wraps, where its value begins with one (pgx's PrepareError):
+	 * the first two words read as an interface. INNER_FN 0: none.
+	 */
+	__u64 inner_fn;
+	__u16 inner_lens[DB_ERROR_STRS];
+	char inner[DB_ERROR_STRS][MAX_DB_ERROR_LEN];
+	__u8 nargs[MAX_DB_BATCH]; /* go-redis: each command's argument count, name included */
+	char commands[MAX_DB_BATCH][MAX_DB_COMMAND_LEN];
 };
 
 #endif

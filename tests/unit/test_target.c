@@ -267,8 +267,18 @@ static void test_target__stripped_binary_is_analysed(void **state)
 	assert_int_equal(stripped->server_steps, 0);
 	assert_int_equal(stripped->client_steps, 0);
 	assert_int_equal(stripped->gopanic.entry_off, plain->gopanic.entry_off);
-	/* The table and the DWARF agree on this release. */
-	assert_memory_equal(stripped->offs, plain->offs, sizeof(plain->offs));
+	/*
+	 * The table and the DWARF agree on this release, on what the binary links: it has no
+	 * database/sql, whose Stmt its DWARF does not describe (-1) and the table does.
+	 */
+	for (i = 0; i < GO_FIELD__COUNT; i++) {
+		if (i == GO_FIELD_SQL_STMT_QUERY) {
+			assert_int_equal(plain->offs[i], -1);
+			assert_int_equal(stripped->offs[i], 8);
+			continue;
+		}
+		assert_int_equal(stripped->offs[i], plain->offs[i]);
+	}
 	target__free(plain);
 	target__free(stripped);
 }

@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Data store client calls: database/sql (any driver), pgx v5's own API and go-redis v9. Each
+ * call becomes one record, sent when it returns (struct db_call): a call has no children, so its
+ * ids can be chosen at its end, and a call that never happened (database/sql's fast path refused
+ * by the driver) costs nothing in user space.
+ *
+ * database/sql is probed where it hands a call to its driver, which is where every query, exec,
+ * prepared statement and transaction statement goes, whatever the driver:
+ *   ctxDriverQuery / ctxDriverExec   a query or exec with its text (DB, Conn and Tx alike);
+ *   rowsiFromStatement / resultFromStatement   a prepared statement's execution, whose text was
+ *   noted by (*Stmt).QueryContext / ExecContext, or by ctxDriverPrepare on the way there.
+ * Their calls are direct, so exporter/target.c puts the ends in their callers, on instructions
+ * the kernel emulates: no single-stepped hit a query.
+ *
+ * pgx's Conn.Query, Exec and SendBatch, and go-redis's baseClient.process and its pipelines'
+ * processors, are probed at their entries and RETs (they are reached through method values).
+ *
+ * Included at the end of http.bpf.c, whose maps and helpers it uses.
+ */
+#ifndef GOSPAN_DB_BPF_H
+#define GOSPAN_DB_BPF_H
+
+/* database/sql's ErrSkip: the driver declined the fast path and the call goes on prepared. */
+#define SQL_ERR_SKIP "driver: skip fast-path"
+#define SQL_ERR_SKIP_LEN 22
+/* database/sql's ErrTxDone: the transaction was over before this call. */
+#define SQL_ERR_TX_DONE "sql: transaction has already"
+#define SQL_ERR_TX_DONE_LEN 28
+
+/*
+ * A call in flight longer than this is taken for one that never ended (its goroutine panicked
+ * in the driver): a call made after it starts afresh instead of counting as part of it.
+ */
+#define DB_NEST_MAX_NS (60ULL * 1000000000ULL)
+
+/* A call in flight on a goroutine, until its end; then START_NS is 0. */
+struct db_pending {
+	__u64 start_ns;
+	__u64 query_ptr;
+	__s64 query_len;
+	/* A prepared statement's text, noted before its execution begins (0: none). */
+	__u64 note_ptr;
+	__s64 note_len;
+	__u64 driver_fn;
+	__u64 obj;   /* pgx: the *Conn; go-redis: the *baseClient */
+	__u64 items; /* pgx: the *Batch; go-redis: the command's data word, or the commands' array */
+	__u32 nitems;
+	__u32 client; /* enum db_client */
+	__u32 err_slot; /* where the call returns its error's itab; 0: it returns none */
+	/* pgx calls inside this database/sql call (pgx's own database/sql driver): not spans */
+	__u32 nested;
+	__u32 sql_op;	     /* enum db_sql_op */
+	__u32 _pad;
+	/* The driver of the goroutine's last database/sql call: a transaction's end is on it. */
+	__u64 last_driver_fn;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, struct db_pending);
+} db_calls SEC(".maps");
+
+/*
+ * Starts a call on KEY's goroutine, unless the same call is already in flight there: an entry
+ * probed at a function's first instruction fires again when its stack check grows the stack.
+ */
+static __always_inline struct db_pending *db_begin(const struct goroutine_key *key, __u32 client,
+						   __u64 query_ptr, __s64 query_len, __u64 obj,
+						   __u64 now)
+{
+	struct db_pending *p = bpf_map_lookup_elem(&db_calls, key);
+	struct db_pending fresh = {};
+
+	if (p && p->start_ns && p->client == client && p->query_ptr == query_ptr &&
+	    p->obj == obj)
+		return NULL;
+	if (!p) {
+		if (bpf_map_update_elem(&db_calls, key, &fresh, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&db_calls, key)) {
+			count_drop(DROP_INFLIGHT_FULL);
+			return NULL;
+		}
+		p = bpf_map_lookup_elem(&db_calls, key);
+		if (!p)
+			return NULL;
+	}
+	p->start_ns = now;
+	p->query_ptr = query_ptr;
+	p->query_len = query_len;
+	p->driver_fn = 0;
+	p->obj = obj;
+	p->items = 0;
+	p->nitems = 0;
+	p->client = client;
+	p->err_slot = 0;
+	p->nested = 0;
+	p->sql_op = DB_SQL_QUERY;
+	return p;
+}
+
+/* The first method word of the interface whose itab is ITAB; 0 when there is none. */
+static __always_inline __u64 itab_fn0(__u64 itab)
+{
+	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
+}
+
+/* The leading strings of the value at DATA into LENS and STRS (struct db_call's err). */
+static __always_inline void leading_strings(__u64 data, __u16 *lens,
+					    char strs[DB_ERROR_STRS][MAX_DB_ERROR_LEN])
+{
+	struct go_string s[DB_ERROR_STRS];
+	__u32 i;
+
+	for (i = 0; i < DB_ERROR_STRS; i++)
+		lens[i] = 0;
+	if (!data || bpf_probe_read_user(s, sizeof(s), (void *)data))
+		return;
+	for (i = 0; i < DB_ERROR_STRS; i++)
+		if (s[i].len > 0 && s[i].len <= 4096)
+			lens[i] = (__u16)go_copy_string(strs[i], MAX_DB_ERROR_LEN, s[i].ptr,
+							s[i].len);
+}
+
+/*
+ * The leading strings of an error value whose data word is DATA (struct db_call), and of the
+ * error it may wrap: what each means, user space knows from the types. Words that are not a
+ * string header give a length 0 or a read that fails.
+ */
+static __always_inline void error_strings(__u64 data, struct db_call *e)
+{
+	__u64 w[2] = {};
+
+	leading_strings(data, e->err_lens, e->err);
+	e->inner_fn = 0;
+	if (data && !bpf_probe_read_user(w, sizeof(w), (void *)data) && w[0] && w[1])
+		e->inner_fn = itab_fn0(w[0]);
+	leading_strings(e->inner_fn ? w[1] : 0, e->inner_lens, e->inner);
+}
+
+/* Whether the call's error text begins with WANT (LEN bytes, at most MAX_DB_ERROR_LEN). */
+static __always_inline bool error_is(const struct db_call *e, const char *want, __u32 len)
+{
+	__u32 i;
+
+	if (e->err_lens[0] < len)
+		return false;
+	for (i = 0; i < len && i < MAX_DB_ERROR_LEN; i++)
+		if (e->err[0][i] != want[i])
+			return false;
+	return true;
+}
+
+/*
+ * A go-redis command, from its data word (every command type embeds baseCmd first): the name in
+ * its first argument, when that is a string, into NAME; the argument count into *NARGS.
+ */
+static __always_inline void redis_command(const struct target_config *cfg, __u64 cmd, char *name,
+					  __u8 *nargs)
+{
+	struct go_string s = {};
+	__u64 args[2], arg0[2];
+	__u8 kind = 0;
+
+	if (!cmd || bpf_probe_read_user(args, sizeof(args), (void *)(cmd + cfg->redis_cmd_args)))
+		return;
+	*nargs = args[1] > 255 ? 255 : (__u8)args[1];
+	if (!args[0] || !args[1] || bpf_probe_read_user(arg0, sizeof(arg0), (void *)args[0]))
+		return;
+	if (!arg0[0] || !arg0[1] ||
+	    bpf_probe_read_user(&kind, 1, (void *)(arg0[0] + GO_TYPE_KIND_OFF)) ||
+	    (kind & GO_TYPE_KIND_MASK) != GO_KIND_STRING_ ||
+	    bpf_probe_read_user(&s, sizeof(s), (void *)arg0[1]))
+		return;
+	go_copy_string(name, MAX_DB_COMMAND_LEN, s.ptr, s.len);
+}
+
+/* The go-redis part of a record: what was sent, and to which server. */
+static __always_inline void redis_details(const struct target_config *cfg,
+					  const struct db_pending *p, struct db_call *e)
+{
+	__u64 opt, cmd;
+	__u32 i;
+
+	if (cfg->redis_client_opt >= 0 && cfg->redis_opt_addr >= 0) {
+		opt = go_read_word((void *)p->obj, cfg->redis_client_opt);
+		if (opt)
+			e->addr_len = go_read_string(e->addr, MAX_DB_ADDR_LEN,
+						     (void *)(opt + cfg->redis_opt_addr));
+	}
+	if (cfg->redis_cmd_args < 0)
+		return;
+	if (p->client == DB_CLIENT_REDIS) {
+		e->batch_size = 1;
+		redis_command(cfg, p->items, e->commands[0], &e->nargs[0]);
+		return;
+	}
+	e->batch_size = p->nitems;
+	for (i = 0; i < MAX_DB_BATCH; i++) {
+		if (i >= p->nitems)
+			break;
+		/* []Cmder: interface values, their data word second */
+		cmd = go_read_word((void *)p->items, 16 * i + 8);
+		redis_command(cfg, cmd, e->commands[i], &e->nargs[i]);
+	}
+}
+
+/* The pgx part of a record: the server the connection was configured for, a batch's size. */
+static __always_inline void pgx_details(const struct target_config *cfg,
+					const struct db_pending *p, struct db_call *e)
+{
+	__u64 conf, queries[2], first;
+	__u16 port = 0;
+
+	if (cfg->pgx_conn_config >= 0 && cfg->pgx_config_host >= 0) {
+		conf = go_read_word((void *)p->obj, cfg->pgx_conn_config);
+		if (conf) {
+			e->addr_len = go_read_string(e->addr, MAX_DB_ADDR_LEN,
+						     (void *)(conf + cfg->pgx_config_host));
+			if (cfg->pgx_config_port >= 0 &&
+			    !bpf_probe_read_user(&port, sizeof(port),
+						 (void *)(conf + cfg->pgx_config_port)))
+				e->port = port;
+		}
+	}
+	if (p->client != DB_CLIENT_PGX_BATCH || cfg->pgx_batch_queries < 0 ||
+	    bpf_probe_read_user(queries, sizeof(queries),
+				(void *)(p->items + cfg->pgx_batch_queries)))
+		return;
+	e->batch_size = queries[1] > 0xffffffffULL ? 0xffffffffU : (__u32)queries[1];
+	first = queries[1] ? go_read_word((void *)queries[0], 0) : 0;
+	if (first && cfg->pgx_query_sql >= 0)
+		e->query_len = go_read_string(e->query, MAX_DB_QUERY_LEN,
+					      (void *)(first + cfg->pgx_query_sql));
+}
+
+/*
+ * Ends the call in flight on this goroutine, of a client in [LO, HI]: one record. Its error's
+ * itab is in ERR_SLOT, its data word in DATA_SLOT (0: the call returns no error).
+ */
+static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_slot,
+				  __u32 data_slot)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+	struct db_call *e;
+	__u64 err_itab = 0, err_data = 0;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (!p || !p->start_ns)
+		return 0;
+	/*
+	 * The end of a call made inside another: pgx's inside a database/sql call through pgx's
+	 * driver, or inside pgx itself; go-redis's connection set-up (HELLO) inside the command
+	 * that needed the connection. Ends come in the reverse order of entries.
+	 */
+	if ((lo == DB_CLIENT_PGX || lo == DB_CLIENT_REDIS) && p->nested) {
+		p->nested--;
+		return 0;
+	}
+	if (p->client < lo || p->client > hi)
+		return 0;
+	if (err_slot && p->err_slot) {
+		err_itab = go_arg(ctx, err_slot);
+		err_data = go_arg(ctx, data_slot);
+	}
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		p->start_ns = 0;
+		return 0;
+	}
+	error_strings(err_itab ? err_data : 0, e);
+	/*
+	 * A transaction's watcher rolls back one already committed when its context ends: no
+	 * call, only database/sql's ErrTxDone.
+	 */
+	if (p->client == DB_CLIENT_SQL && p->sql_op == DB_SQL_ROLLBACK &&
+	    error_is(e, SQL_ERR_TX_DONE, SQL_ERR_TX_DONE_LEN)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		p->start_ns = 0;
+		return 0;
+	}
+	if (p->client == DB_CLIENT_SQL && error_is(e, SQL_ERR_SKIP, SQL_ERR_SKIP_LEN)) {
+		/* Not a call: database/sql prepares the statement now, and its execution is one. */
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		p->note_ptr = p->query_ptr;
+		p->note_len = p->query_len;
+		p->start_ns = 0;
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_DB_CALL, &key, p->start_ns);
+	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
+		  cfg->ratio_bound);
+	e->end_ns = now;
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	e->client = p->client;
+	e->driver_fn = p->driver_fn;
+	e->sql_op = (__u16)p->sql_op;
+	if (p->driver_fn)
+		p->last_driver_fn = p->driver_fn;
+	e->err_itab = err_itab;
+	e->err_fn = itab_fn0(err_itab);
+	e->batch_size = 0;
+	e->addr_len = 0;
+	e->port = 0;
+	__builtin_memset(e->nargs, 0, sizeof(e->nargs));
+	__builtin_memset(e->commands, 0, sizeof(e->commands));
+	e->query_len = p->query_ptr ? go_copy_string(e->query, MAX_DB_QUERY_LEN,
+						     (const char *)p->query_ptr, p->query_len) :
+				      0;
+	if (p->client == DB_CLIENT_PGX || p->client == DB_CLIENT_PGX_BATCH)
+		pgx_details(cfg, p, e);
+	else if (p->client == DB_CLIENT_REDIS || p->client == DB_CLIENT_REDIS_PIPELINE)
+		redis_details(cfg, p, e);
+	p->start_ns = 0;
+	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+/*
+ * At the entry of ctxDriverQuery or ctxDriverExec: func(ctx context.Context, queryerCtx
+ * driver.QueryerContext, queryer driver.Queryer, query string, nvdargs []driver.NamedValue),
+ * the same shape for both: the two interfaces in slots 3-4 and 5-6 (one of them nil), the
+ * text in 7-8.
+ */
+SEC("uprobe")
+int db_sql_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+	__u64 itab;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql)
+		return 0;
+	p = db_begin(&key, DB_CLIENT_SQL, go_arg(ctx, 7), (__s64)go_arg(ctx, 8), 0, now);
+	if (!p)
+		return 0;
+	itab = go_arg(ctx, 3);
+	p->driver_fn = itab_fn0(itab ? itab : go_arg(ctx, 5));
+	p->err_slot = 3;
+	return 0;
+}
+
+/*
+ * At the entry of (*Stmt).QueryContext or ExecContext, the statement in slot 1: its text, noted
+ * for the execution that follows on this goroutine.
+ */
+SEC("uprobe")
+int db_sql_stmt(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending fresh = {}, *p;
+	struct go_string q;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql || cfg->sql_stmt_query < 0 ||
+	    bpf_probe_read_user(&q, sizeof(q), (void *)(go_arg(ctx, 1) + cfg->sql_stmt_query)))
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (!p) {
+		fresh.note_ptr = (__u64)q.ptr;
+		fresh.note_len = q.len;
+		bpf_map_update_elem(&db_calls, &key, &fresh, BPF_NOEXIST);
+		return 0;
+	}
+	p->note_ptr = (__u64)q.ptr;
+	p->note_len = q.len;
+	return 0;
+}
+
+/*
+ * At ctxDriverPrepare's entry: func(ctx context.Context, ci driver.Conn, query string), the text
+ * in slots 5-6. A statement prepared for a query the driver would not run directly (ErrSkip, or a
+ * driver without Queryer) is executed next, and this is its text.
+ */
+SEC("uprobe")
+int db_sql_prepare(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending fresh = {}, *p;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql)
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (!p) {
+		fresh.note_ptr = go_arg(ctx, 5);
+		fresh.note_len = (__s64)go_arg(ctx, 6);
+		bpf_map_update_elem(&db_calls, &key, &fresh, BPF_NOEXIST);
+		return 0;
+	}
+	p->note_ptr = go_arg(ctx, 5);
+	p->note_len = (__s64)go_arg(ctx, 6);
+	return 0;
+}
+
+/*
+ * At the entry of rowsiFromStatement or resultFromStatement: func(ctx context.Context,
+ * ci driver.Conn, ds *driverStmt, args ...any): a prepared statement executed, the driver's
+ * connection in slots 3-4, the text the one noted last on this goroutine.
+ */
+SEC("uprobe")
+int db_sql_stmt_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+	__u64 qp = 0;
+	__s64 ql = 0;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql)
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (p) {
+		qp = p->note_ptr;
+		ql = p->note_len;
+	}
+	p = db_begin(&key, DB_CLIENT_SQL, qp, ql, 0, now);
+	if (!p)
+		return 0;
+	p->driver_fn = itab_fn0(go_arg(ctx, 3));
+	p->err_slot = 3;
+	return 0;
+}
+
+/*
+ * Where a database/sql driver call has returned: (result interface, error) in slots 1-4, or,
+ * in the caller, the error's itab where the cookie says (the data word stays in slot 4: the
+ * site was chosen so, exporter/sites.h).
+ */
+SEC("uprobe")
+int db_sql_end(GO_REGS *ctx)
+{
+	__u32 slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
+
+	return db_end(ctx, DB_CLIENT_SQL, DB_CLIENT_SQL, slot ? slot : 3, 4);
+}
+
+/*
+ * At ctxDriverBegin's entry: func(ctx context.Context, opts *TxOptions, ci driver.Conn): a
+ * transaction begins on the driver connection in slots 4-5. It returns (driver.Tx, error).
+ */
+SEC("uprobe")
+int db_sql_begin(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql)
+		return 0;
+	p = db_begin(&key, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 4), now);
+	if (!p)
+		return 0;
+	p->driver_fn = itab_fn0(go_arg(ctx, 4));
+	p->sql_op = DB_SQL_BEGIN;
+	p->err_slot = 3;
+	return 0;
+}
+
+/*
+ * At the entries of (*Tx).Commit and (*Tx).rollback (slot 1: the Tx), which return an error
+ * alone. The driver is the one of the goroutine's last call, most often the transaction's own
+ * begin; a rollback on the goroutine a cancelled context ends the transaction on has none.
+ */
+static __always_inline int sql_tx_end_begin(GO_REGS *ctx, __u32 op)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+	__u64 last = 0;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_sql)
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (p)
+		last = p->last_driver_fn;
+	p = db_begin(&key, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 1), now);
+	if (!p)
+		return 0;
+	p->driver_fn = last;
+	p->sql_op = op;
+	p->err_slot = 1;
+	return 0;
+}
+
+SEC("uprobe")
+int db_sql_commit(GO_REGS *ctx)
+{
+	return sql_tx_end_begin(ctx, DB_SQL_COMMIT);
+}
+
+SEC("uprobe")
+int db_sql_rollback(GO_REGS *ctx)
+{
+	return sql_tx_end_begin(ctx, DB_SQL_ROLLBACK);
+}
+
+/* Where Commit or rollback has returned: the error in slots 1-2, or where the cookie says. */
+SEC("uprobe")
+int db_sql_tx_end(GO_REGS *ctx)
+{
+	__u32 slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
+
+	return db_end(ctx, DB_CLIENT_SQL, DB_CLIENT_SQL, slot ? slot : 1, 2);
+}
+
+/*
+ * pgx's entries: (*Conn).Query or Exec, func(ctx context.Context, sql string, args ...any): the
+ * conn in slot 1, the text in 4-5. Inside a database/sql call (pgx's stdlib driver) the call is
+ * that one's, already a span.
+ */
+static __always_inline int pgx_begin(GO_REGS *ctx, bool batch)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_pgx)
+		return 0;
+	p = bpf_map_lookup_elem(&db_calls, &key);
+	if (p && p->start_ns && p->client <= DB_CLIENT_PGX_BATCH &&
+	    now - p->start_ns < DB_NEST_MAX_NS) {
+		p->nested++;
+		return 0;
+	}
+	p = batch ? db_begin(&key, DB_CLIENT_PGX_BATCH, 0, 0, go_arg(ctx, 1), now) :
+		    db_begin(&key, DB_CLIENT_PGX, go_arg(ctx, 4), (__s64)go_arg(ctx, 5),
+			     go_arg(ctx, 1), now);
+	if (!p)
+		return 0;
+	if (batch) {
+		p->items = go_arg(ctx, 4);
+	} else {
+		p->err_slot = 3;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int db_pgx_entry(GO_REGS *ctx)
+{
+	return pgx_begin(ctx, false);
+}
+
+/* (*Conn).SendBatch(ctx context.Context, b *Batch) BatchResults: the batch in slot 4. */
+SEC("uprobe")
+int db_pgx_batch_entry(GO_REGS *ctx)
+{
+	return pgx_begin(ctx, true);
+}
+
+/* At pgx's RETs: Query's (Rows, error), Exec's (CommandTag, error); SendBatch's no error. */
+SEC("uprobe")
+int db_pgx_end(GO_REGS *ctx)
+{
+	return db_end(ctx, DB_CLIENT_PGX, DB_CLIENT_PGX_BATCH, 3, 4);
+}
+
+/*
+ * Whether a go-redis call is in flight on KEY's goroutine: a call made now is part of it (the
+ * HELLO of a new connection), counted so that its end is not taken for the other's.
+ */
+static __always_inline bool redis_nested(const struct goroutine_key *key, __u64 now)
+{
+	struct db_pending *p = bpf_map_lookup_elem(&db_calls, key);
+
+	if (!p || !p->start_ns || p->client < DB_CLIENT_REDIS || now - p->start_ns >= DB_NEST_MAX_NS)
+		return false;
+	p->nested++;
+	return true;
+}
+
+/*
+ * go-redis: (*baseClient).process(ctx context.Context, cmd Cmder) error (or, where that is
+ * inlined, processStartingAt, whose first arguments are the same), the client in slot 1 and the
+ * command's data word in 5; the pipeline processors, (ctx, cmds []Cmder) error, the
+ * commands' array and length in 4-5.
+ */
+SEC("uprobe")
+int db_redis_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_redis || redis_nested(&key, now))
+		return 0;
+	p = db_begin(&key, DB_CLIENT_REDIS, 0, 0, go_arg(ctx, 1), now);
+	if (!p)
+		return 0;
+	p->items = go_arg(ctx, 5);
+	p->nitems = 1;
+	p->err_slot = 1;
+	return 0;
+}
+
+SEC("uprobe")
+int db_redis_pipeline_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct db_pending *p;
+	__u64 n;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->db_redis || redis_nested(&key, now))
+		return 0;
+	p = db_begin(&key, DB_CLIENT_REDIS_PIPELINE, 0, 0, go_arg(ctx, 1), now);
+	if (!p)
+		return 0;
+	p->items = go_arg(ctx, 4);
+	n = go_arg(ctx, 5);
+	p->nitems = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
+	p->err_slot = 1;
+	return 0;
+}
+
+/* At go-redis's RETs: the error in slots 1-2. */
+SEC("uprobe")
+int db_redis_end(GO_REGS *ctx)
+{
+	return db_end(ctx, DB_CLIENT_REDIS, DB_CLIENT_REDIS_PIPELINE, 1, 2);
+}
+
+#endif

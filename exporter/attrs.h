@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Span attributes from values the probes captured: BPF copies a Go string up to a bound and
+ * hands back its real length, so a cut value is known as such.
+ */
+#ifndef GOSPAN_ATTRS_H
+#define GOSPAN_ATTRS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct span;
+
+/* Appends KEY to the span's gospan.truncated list: its value was cut at the capture bound. */
+void attrs__mark_truncated(struct span *s, const char *key);
+
+/*
+ * Sets KEY to a captured Go string (DATA, real length LEN, at most CAP bytes of it captured),
+ * marked when the capture cut it. No character is cut in two; the rest is made valid UTF-8.
+ */
+void attrs__set_captured(struct span *s, const char *key, const char *data, uint32_t len,
+			 size_t cap);
+
+/* A captured Go string as valid UTF-8 in OUT (OUT_CAP bytes); returns the bytes written. */
+size_t attrs__captured_copy(char *out, size_t out_cap, const char *data, uint32_t len,
+			    size_t cap);
+
+/* Splits "host:port", "[v6]:port", "host" or "v6" into attributes HOST_KEY and PORT_KEY. */
+void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
+			  const char *port_key);
+
+#endif
