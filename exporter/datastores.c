@@ -308,28 +308,40 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
 	return 0;
 }
 
+/* pgx's Conn methods: each linked only where the program calls it. */
 static int find_pgx_sites(struct analysis *a, struct db_target *d)
 {
-	struct probe_site *all[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
+	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
+	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
 	const char *version = module_version(a->t->gobin, PGX_MODULE);
-	int err;
+	size_t i;
+	int err = 0;
 
 	if (!version)
 		return 0;
 	snprintf(d->pgx_version, sizeof(d->pgx_version), "%s", version);
-	err = analysis__find_site(a, PGX_QUERY, &d->pgx_query, SITE_RETS, 0);
-	err = err ?: analysis__find_site(a, PGX_EXEC, &d->pgx_exec, SITE_RETS, 0);
-	/* SendBatch is linked only where something calls it. */
-	if (!err && analysis__find_site(a, PGX_BATCH, &d->pgx_batch, SITE_RETS, 0) == -ENOMEM)
-		err = -ENOMEM;
+	for (i = 0; !err && i < sizeof(sites) / sizeof(sites[0]); i++) {
+		err = analysis__find_site(a, symbols[i], sites[i], SITE_RETS, 0);
+		if (err == -ENOENT) {
+			sites[i]->addr = 0;
+			err = 0;
+		}
+	}
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
-		/* Query and Exec are linked together or not at all: a program without pgx's Conn */
-		drop_sites(all, sizeof(all) / sizeof(all[0]));
+		pr_warn("'%s' uses pgx %s, but its Conn's methods could not be probed (%s): no pgx "
+			"spans",
+			a->t->path, version, strerror(-err));
+		drop_sites(sites, sizeof(sites) / sizeof(sites[0]));
 		return 0;
 	}
-	d->pgx_steps = call_steps(&d->pgx_query);
+	for (i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		if (sites[i]->addr) {
+			d->pgx_steps = call_steps(sites[i]);
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -383,9 +395,14 @@ bool datastores__sql(const struct db_target *d)
 	return d->sql_query.addr || d->sql_exec.addr || d->sql_rows.addr || d->sql_result.addr;
 }
 
+bool datastores__pgx(const struct db_target *d)
+{
+	return d->pgx_query.addr || d->pgx_exec.addr || d->pgx_batch.addr;
+}
+
 bool datastores__any(const struct db_target *d)
 {
-	return datastores__sql(d) || d->pgx_query.addr || d->redis_process.addr;
+	return datastores__sql(d) || datastores__pgx(d) || d->redis_process.addr;
 }
 
 /*
@@ -428,7 +445,7 @@ int datastores__configure(struct analysis *a, const struct module_tables *module
 			"will have no query text",
 			a->t->path);
 	}
-	if (d->pgx_query.addr &&
+	if (datastores__pgx(d) &&
 	    module_offsets(a, modules ? modules->pgx : NULL, PGX_MODULE, d->pgx_version, pgx,
 			   PGX_FIELD__COUNT, d->pgx_offsets, sizeof(d->pgx_offsets),
 			   "pgx spans will have no server address or batch text")) {
@@ -462,7 +479,7 @@ int datastores__configure(struct analysis *a, const struct module_tables *module
 		}
 	}
 	c->db_sql = datastores__sql(d);
-	c->db_pgx = d->pgx_query.addr != 0;
+	c->db_pgx = datastores__pgx(d);
 	c->db_redis = d->redis_process.addr != 0;
 	return 0;
 }

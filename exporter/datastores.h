@@ -30,6 +30,9 @@ int datastores__configure(struct analysis *a, const struct module_tables *module
 /* Whether database/sql's calls are traced (any of its driver calls is probed). */
 bool datastores__sql(const struct db_target *d);
 
+/* Whether any of pgx's Conn methods is probed. */
+bool datastores__pgx(const struct db_target *d);
+
 /* Whether any data store client is traced. */
 bool datastores__any(const struct db_target *d);
 

@@ -548,7 +548,7 @@ static void db_parts(const struct target *t, char *buf, size_t size)
 		len += snprintf(buf + len, size - len,
 				" + SQL (database/sql; single-stepped hits: %s a query)",
 				steps_text(d->sql_steps, steps));
-	if (d->pgx_query.addr && len < size)
+	if (datastores__pgx(d) && len < size)
 		len += snprintf(buf + len, size - len,
 				" + pgx (%s, offsets from %s; single-stepped hits: %s a query)",
 				d->pgx_version, d->pgx_offsets[0] ? d->pgx_offsets : "nowhere",

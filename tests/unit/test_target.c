@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "datastores.h"
 #include "elf.h"
 #include "gobin.h"
 #include "helpers.h"
@@ -325,6 +326,57 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 	offsets__free(old);
 }
 
+/*
+ * A pgx and go-redis client without a server (testdata/dbclient, at the oldest releases its go.mod
+ * names): traced for its data store calls alone, with the clients' offsets from its DWARF, and
+ * the errors it can return named by their Go type, found from their Error methods.
+ */
+static void test_target__data_store_clients(void **state)
+{
+	const char *bin = test_go_build("dbclient", "target-dbclient", "", "");
+	struct elf_symbol sym;
+	struct elf_file *ef;
+	struct target *t;
+
+	(void)state;
+	assert_non_null(bin);
+	t = target__analyse(bin, NULL, tables, NULL, true);
+	assert_non_null(t);
+	assert_int_equal(t->serve_http.addr, 0);
+	assert_true(datastores__any(&t->db));
+	assert_false(datastores__sql(&t->db)); /* pgx's own API: no database/sql */
+	/* the program sends a batch and nothing else: the other methods are not linked */
+	assert_int_equal(t->db.pgx_query.addr, 0);
+	assert_int_not_equal(t->db.pgx_batch.addr, 0);
+	assert_int_not_equal(t->db.redis_process.addr, 0);
+	assert_string_equal(t->db.pgx_offsets, "DWARF");
+	assert_int_equal(t->cfg.db_pgx, 1);
+	assert_int_equal(t->cfg.db_redis, 1);
+	assert_int_equal(t->cfg.db_sql, 0);
+	assert_int_equal(t->cfg.pgx_conn_config, 8);
+	assert_int_equal(t->cfg.pgx_config_host, 0);
+	assert_int_equal(t->cfg.pgx_config_port, 16);
+	assert_int_equal(t->cfg.redis_cmd_args, 16);
+	assert_int_equal(t->cfg.redis_opt_addr, 16);
+	/* entries emulated, RETs kept: one single-stepped hit a call */
+	assert_int_equal(t->db.pgx_steps, 1);
+	assert_int_equal(t->db.redis_steps, 1);
+
+	ef = elf_file__open(bin);
+	assert_non_null(ef);
+	assert_int_equal(elf_file__find_symbol(ef, "github.com/jackc/pgx/v5/pgconn.(*PgError).Error",
+					       &sym),
+			 0);
+	assert_string_equal(datastores__error_type(&t->db, sym.addr), "*pgconn.PgError");
+	assert_int_equal(elf_file__find_symbol(ef, "errors.(*errorString).Error", &sym), 0);
+	assert_string_equal(datastores__error_type(&t->db, sym.addr), "*errors.errorString");
+	assert_null(datastores__error_type(&t->db, sym.addr + 1));
+	/* no driver of database/sql's in it */
+	assert_string_equal(datastores__system(&t->db, sym.addr), "other_sql");
+	elf_file__close(ef);
+	target__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_target__goroutine_is_found_below_the_thread_pointer),
 		cmocka_unit_test(test_target__refuses_what_it_cannot_trace),
 		cmocka_unit_test(test_target__stripped_binary_is_analysed),
+		cmocka_unit_test(test_target__data_store_clients),
 		cmocka_unit_test(test_target__newer_than_tables_needs_dwarf),
 	};
 
