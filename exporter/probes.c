@@ -5,8 +5,6 @@
  * the target's offsets in the `targets` map, so one loaded object serves many binaries.
  */
 #include <errno.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +22,7 @@
 #include "probes.h"
 #include "sites.h"
 #include "target.h"
+#include "uprobes.h"
 #include "wire.h"
 
 /* Hold the ring buffer reader's wakeup until this much is unconsumed (1/4 of the buffer). */
@@ -32,17 +31,19 @@
 struct probes {
 	struct http_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link **links;
-	size_t nlinks, cap_links;
+	struct uprobes *uprobes;
 	uint32_t ntargets;
 	uint32_t nfuncs; /* entries of the funcs map in use */
 	int ncpus;
 	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
 };
 
+/* While a load that may fail is tried (uprobe_multi programs): libbpf's complaints are debug. */
+static bool libbpf_quiet;
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	enum log_level l = level == LIBBPF_WARN ? LOG_WARN :
+	enum log_level l = level == LIBBPF_WARN && !libbpf_quiet ? LOG_WARN :
 			   level == LIBBPF_INFO ? LOG_DEBUG :
 						  LOG_DEBUG + 1;
 	char buf[1024];
@@ -54,8 +55,24 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
+/* Opens and loads the BPF object into P->skel; MULTI: its uprobes as uprobe_multi programs. */
+static int open_and_load(struct probes *p, bool multi)
+{
+	p->skel = http_bpf__open();
+	if (!p->skel) {
+		pr_err("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	p->skel->rodata->wake_threshold =
+		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
+	if (multi)
+		uprobes__use_multi(p->skel->obj, p->skel->progs.calibrate);
+	return http_bpf__load(p->skel);
+}
+
 struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 {
+	bool multi;
 	struct emulation emu;
 	struct probes *p;
 	int err;
@@ -70,15 +87,23 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		pr_err("cannot count possible CPUs: %s", strerror(-err));
 		goto cleanup;
 	}
-	p->skel = http_bpf__open();
-	if (!p->skel) {
-		err = -errno;
-		pr_err("cannot open the BPF object: %s", strerror(-err));
-		goto cleanup;
+	multi = !getenv("GOSPAN_UPROBE_MULTI") || strcmp(getenv("GOSPAN_UPROBE_MULTI"), "0");
+	libbpf_quiet = multi;
+	err = open_and_load(p, multi);
+	libbpf_quiet = false;
+	if (err && multi) {
+		/* A kernel before 6.6: plain uprobe links, one a probe. */
+		pr_debug("cannot load the uprobe programs as uprobe_multi programs (%s): using "
+			 "plain uprobe links",
+			 strerror(-err));
+		http_bpf__destroy(p->skel);
+		multi = false;
+		err = open_and_load(p, multi);
 	}
-	p->skel->rodata->wake_threshold =
-		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
-	err = http_bpf__load(p->skel);
+	if (!err) {
+		p->uprobes = uprobes__new(multi);
+		err = p->uprobes ? 0 : -ENOMEM;
+	}
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
 		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
@@ -112,53 +137,6 @@ cleanup:
 	probes__destroy(p);
 	errno = -err;
 	return NULL;
-}
-
-/* Whether CAP is in gospan's effective set (capget, no libcap needed). */
-static bool has_cap(int cap)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-
-	if (syscall(SYS_capget, &hdr, data))
-		return true; /* unknown: do not blame a capability */
-	return data[cap / 32].effective & (1U << (cap % 32));
-}
-
-static int attach_one(struct probes *p, struct bpf_program *prog, pid_t pid, const char *path,
-		      uint64_t off, uint64_t cookie)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = false);
-	struct bpf_link *link, **links;
-	int err;
-
-	if (p->nlinks == p->cap_links) {
-		size_t cap = p->cap_links ? p->cap_links * 2 : 16;
-
-		links = realloc(p->links, cap * sizeof(*links));
-		if (!links)
-			return -ENOMEM;
-		p->links = links;
-		p->cap_links = cap;
-	}
-	link = bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
-	if (!link) {
-		err = -errno;
-		pr_err("cannot attach uprobe to '%s' at offset 0x%llx: %s", path,
-		       (unsigned long long)off, strerror(-err));
-		/*
-		 * Kernels with the fix for CVE-2025-38466 (stable backports included) let only
-		 * CAP_SYS_ADMIN create uprobes through perf_event_open; CAP_PERFMON was enough
-		 * before. Say so, or the user is left guessing which capability is missing.
-		 */
-		if (err == -EACCES && !has_cap(CAP_SYS_ADMIN))
-			pr_err("this kernel lets only CAP_SYS_ADMIN create uprobes: run gospan as "
-			       "root or add CAP_SYS_ADMIN to CAP_BPF, CAP_PERFMON and "
-			       "CAP_SYS_PTRACE");
-		return err;
-	}
-	p->links[p->nlinks++] = link;
-	return 0;
 }
 
 /* What an end probe's program must know about its place (bpf/include/events.h). */
@@ -197,23 +175,23 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 	 * entry finds no call and does nothing.
 	 */
 	for (i = 0; !err && i < site->nrets; i++) {
-		err = attach_one(p, sp->at_rets, pid, path, site->ret_offs[i], c);
+		err = uprobes__add(p->uprobes, sp->at_rets, path, pid, site->ret_offs[i], c, false);
 		n->stepped += !err;
 	}
 	for (i = 0; !err && i < site->nends; i++) {
 		const struct end_site *e = &site->ends[i];
 
 		prog = e->if_no_error && sp->success ? sp->success : sp->at_ends;
-		err = attach_one(p, prog, pid, path, e->off, end_cookie(e, c));
+		err = uprobes__add(p->uprobes, prog, path, pid, e->off, end_cookie(e, c), false);
 		*(e->emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	for (i = 0; !err && sp->entry && i < site->nentry_calls; i++) {
-		err = attach_one(p, sp->entry, pid, path, site->entry_calls[i],
-				 c | COOKIE_IN_CALLER);
+		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_calls[i],
+				   c | COOKIE_IN_CALLER, true);
 		n->emulated += !err;
 	}
 	if (!err && sp->entry && !site->nentry_calls) {
-		err = attach_one(p, sp->entry, pid, path, site->entry_off, c);
+		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_off, c, true);
 		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	return err;
@@ -308,7 +286,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 					       .at_ends = p->skel->progs.db_redis_end };
 	const struct grpc_target *g = &t->grpc;
 	const struct db_target *d = &t->db;
-	size_t first = p->nlinks;
+	size_t first = uprobes__mark(p->uprobes);
 	uint32_t c = p->ntargets;
 	int err;
 
@@ -362,15 +340,15 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = err ?: attach_functions(p, t, pid, c, n);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
+	err = err ?: uprobes__commit(p->uprobes);
 	if (err) {
 		/* All or nothing: an entry without its ends would only fill the in-flight map. */
-		while (p->nlinks > first)
-			bpf_link__destroy(p->links[--p->nlinks]);
+		uprobes__rollback(p->uprobes, first);
 		return err;
 	}
 	p->ntargets++;
 	*cookie = c;
-	return (int)(p->nlinks - first);
+	return (int)(n->emulated + n->stepped);
 }
 
 int probes__poll(struct probes *p, int timeout_ms)
@@ -522,18 +500,16 @@ int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start
 
 void probes__detach(struct probes *p)
 {
-	while (p->nlinks)
-		bpf_link__destroy(p->links[--p->nlinks]);
+	uprobes__detach(p->uprobes);
 }
 
 void probes__destroy(struct probes *p)
 {
 	if (!p)
 		return;
-	probes__detach(p);
+	uprobes__free(p->uprobes);
 	emulation__release();
 	wire__destroy(p->wire);
-	free(p->links);
 	ring_buffer__free(p->rb);
 	http_bpf__destroy(p->skel);
 	free(p);

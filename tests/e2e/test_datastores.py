@@ -24,7 +24,8 @@ import secrets
 
 import pytest
 
-from conftest import STATUS_ERROR, STATUS_UNSET, Service, _clean_env, perform, wait_until
+from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, perform,
+                      wait_until)
 from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
@@ -43,8 +44,15 @@ def dbmix_bin():
 
 
 def start_dbmix(binary, pg, redis, tmp):
-    return Service(binary, env=_clean_env(),
-                   args=("-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")))
+    """dbmix on the session's servers, its tables made and filled (before any gospan)."""
+    svc = Service(binary, env=_clean_env(),
+                  args=("-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")))
+    for d in SQL_DRIVERS:
+        status = call(svc, "GET", f"/sql/setup?driver={d}")
+        if status != 200:
+            svc.stop()
+            raise AssertionError(f"dbmix /sql/setup?driver={d}: {status}")
+    return svc
 
 
 class Traced:
@@ -100,8 +108,6 @@ def traced(dbmix_bin, postgres_server, redis_server, start_gospan, otlp_receiver
         line = g.wait_attached()
         assert " + SQL (database/sql" in line and " + pgx (" in line and " + Redis (" in line, line
         t = Traced(svc, g, otlp_receiver)
-        for d in SQL_DRIVERS:
-            t.request(f"/sql/setup?driver={d}")
         yield t
         assert g.stop() == 0, g.stderr
         summary = g.summary_line()
@@ -295,6 +301,24 @@ def test_none_setting_drops_the_text(dbmix_bin, postgres_server, redis_server, s
         assert "db.query.text" not in span.attrs and span.name == "SELECT items"
         _, (span,) = t.trace("/redis/set", 1)
         assert "db.query.text" not in span.attrs and span.name == "SET"
+        assert g.stop() == 0
+    finally:
+        svc.stop()
+
+
+def test_plain_uprobe_links(dbmix_bin, postgres_server, redis_server, start_gospan,
+                            otlp_receiver, tmp_path):
+    """The same spans with one plain uprobe link per probe (kernels before uprobe_multi links)."""
+    svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path)
+    try:
+        g = start_gospan(svc.pid, otlp_receiver, env={"GOSPAN_UPROBE_MULTI": "0"})
+        g.wait_attached()
+        t = Traced(svc, g, otlp_receiver)
+        _, (begin, insert, count, commit) = t.trace("/sql/tx?driver=pq", 4)
+        assert [s.name for s in (begin, insert, count, commit)] == \
+            ["BEGIN", "INSERT items", "SELECT items", "COMMIT"]
+        _, (span,) = t.trace("/redis/get", 1)
+        assert span.name == "GET"
         assert g.stop() == 0
     finally:
         svc.stop()
