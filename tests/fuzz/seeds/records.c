@@ -212,6 +212,41 @@ static void grpc_client(__u32 pid, __u64 goid, __u64 t, __u64 end, const char *m
 	put(&x, sizeof(x));
 }
 
+/* A data store call (one record); ERR: the first of the error's strings, NULL for none. */
+static void db_call(__u32 pid, __u64 goid, __u64 t, __u32 client, const char *query,
+		    const char *err, const char *addr, __u32 batch)
+{
+	struct db_call e = {0};
+	size_t n = strlen(query);
+
+	e.hdr = (struct record_header){EVENT_DB_CALL, pid, goid, t};
+	ids(&e.ids, (uint8_t)goid, 1);
+	e.cookie = 1;
+	e.end_ns = t + 100;
+	e.client = client;
+	e.driver_fn = 0x401000;
+	e.query_len = (__u32)n;
+	memcpy(e.query, query, n < sizeof(e.query) ? n : sizeof(e.query));
+	e.addr_len = (__u32)strlen(addr);
+	memcpy(e.addr, addr, strlen(addr) < sizeof(e.addr) ? strlen(addr) : sizeof(e.addr));
+	e.batch_size = batch;
+	if (client >= DB_CLIENT_REDIS) {
+		memcpy(e.commands[0], "set", 3);
+		e.nargs[0] = 3;
+		memcpy(e.commands[1], "\xff", 1);
+		e.nargs[1] = 200;
+	}
+	if (err) {
+		e.err_itab = 0x7000;
+		e.err_fn = 0x403000;
+		e.err_lens[0] = (__u16)strlen(err);
+		memcpy(e.err[0], err, strlen(err) < MAX_DB_ERROR_LEN ? strlen(err) : MAX_DB_ERROR_LEN);
+		e.err_lens[1] = 5;
+		memcpy(e.err[1], "42601", 5);
+	}
+	put(&e, sizeof(e));
+}
+
 static void open_seed(const char *dir, const char *name)
 {
 	char path[4096];
@@ -292,6 +327,15 @@ int main(int argc, char **argv)
 	grpc_server_end(1, 61, 10600, 10700, -1, "");
 	grpc_server_start(1, 62, 10800, "", NULL, 3); /* an address of a length no IP has */
 	grpc_server_end(1, 62, 10900, 11000, 0, ""); /* not the start's time: the start is lost */
+
+	open_seed(argv[1], "datastores");
+	server_start(1, 70, 12000, 1, "GET", "/orders", "shop", "127.0.0.1:5", "HTTP/1.1", NULL);
+	db_call(1, 70, 12100, DB_CLIENT_SQL, "SELECT * FROM orders WHERE pw = 'secret' -- x", NULL,
+		"", 0);
+	db_call(1, 70, 12200, DB_CLIENT_SQL, "SELEC 'unterminated", "ERROR", "", 0);
+	db_call(1, 70, 12300, DB_CLIENT_PGX_BATCH, "INSERT INTO t VALUES ($1)", NULL, "db:5432", 3);
+	db_call(1, 70, 12400, DB_CLIENT_REDIS_PIPELINE, "", "redis: nil", "[::1]:6379", 20);
+	server_end(1, 70, 12000, 13000, RESPONSE_ITAB, 200, "GET /orders");
 
 	open_seed(argv[1], "lost-and-malformed");
 	server_end(1, 40, 7000, 7100, 0, 200, ""); /* start lost */
