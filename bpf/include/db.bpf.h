@@ -327,6 +327,50 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 }
 
 /*
+ * Whether a call of CLIENT made now on KEY's goroutine is part of the call in flight there: pgx
+ * under database/sql (pgx's own driver) or under pgx; go-redis under go-redis (a new connection's
+ * HELLO). Counted, so that its end is not taken for the other's.
+ */
+static __always_inline bool db_nested(const struct goroutine_key *key, __u32 client, __u64 now)
+{
+	struct db_pending *p = bpf_map_lookup_elem(&db_calls, key);
+	bool inside;
+
+	if (!p || !p->start_ns || now - p->start_ns >= DB_NEST_MAX_NS)
+		return false;
+	if (client == DB_CLIENT_PGX || client == DB_CLIENT_PGX_BATCH)
+		inside = p->client <= DB_CLIENT_PGX_BATCH;
+	else
+		inside = client >= DB_CLIENT_REDIS && p->client >= DB_CLIENT_REDIS;
+	if (inside)
+		p->nested++;
+	return inside;
+}
+
+/*
+ * The entry of a call of CLIENT, with its text (QP, QL) and its client object OBJ: the call in
+ * flight on this goroutine from now, or NULL when it is not one of its own.
+ */
+static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, __u64 qp, __s64 ql,
+						   __u64 obj)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	bool on;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return NULL;
+	on = client == DB_CLIENT_SQL ? cfg->db_sql :
+	     client <= DB_CLIENT_PGX_BATCH ? cfg->db_pgx :
+					    cfg->db_redis;
+	if (!on || db_nested(&key, client, now))
+		return NULL;
+	return db_begin(&key, client, qp, ql, obj, now);
+}
+
+/*
  * At the entry of ctxDriverQuery or ctxDriverExec: func(ctx context.Context, queryerCtx
  * driver.QueryerContext, queryer driver.Queryer, query string, nvdargs []driver.NamedValue),
  * the same shape for both: the two interfaces in slots 3-4 and 5-6 (one of them nil), the
@@ -335,50 +379,50 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 SEC("uprobe")
 int db_sql_entry(GO_REGS *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
-	__u64 itab;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, go_arg(ctx, 7), (__s64)go_arg(ctx, 8), 0);
+	__u64 itab = go_arg(ctx, 3);
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql)
-		return 0;
-	p = db_begin(&key, DB_CLIENT_SQL, go_arg(ctx, 7), (__s64)go_arg(ctx, 8), 0, now);
-	if (!p)
-		return 0;
-	itab = go_arg(ctx, 3);
-	p->driver_fn = itab_fn0(itab ? itab : go_arg(ctx, 5));
-	p->err_slot = 3;
+	if (p) {
+		p->driver_fn = itab_fn0(itab ? itab : go_arg(ctx, 5));
+		p->err_slot = 3;
+	}
 	return 0;
 }
 
-/*
- * At the entry of (*Stmt).QueryContext or ExecContext, the statement in slot 1: its text, noted
- * for the execution that follows on this goroutine.
- */
-SEC("uprobe")
-int db_sql_stmt(GO_REGS *ctx)
+/* Notes a prepared statement's text (PTR, LEN) for its execution, next on this goroutine. */
+static __always_inline int note_query(GO_REGS *ctx, __u64 ptr, __s64 len)
 {
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct db_pending fresh = {}, *p;
-	struct go_string q;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql || cfg->sql_stmt_query < 0 ||
-	    bpf_probe_read_user(&q, sizeof(q), (void *)(go_arg(ctx, 1) + cfg->sql_stmt_query)))
+	if (!cfg || !cfg->db_sql)
 		return 0;
 	p = bpf_map_lookup_elem(&db_calls, &key);
 	if (!p) {
-		fresh.note_ptr = (__u64)q.ptr;
-		fresh.note_len = q.len;
+		fresh.note_ptr = ptr;
+		fresh.note_len = len;
 		bpf_map_update_elem(&db_calls, &key, &fresh, BPF_NOEXIST);
 		return 0;
 	}
-	p->note_ptr = (__u64)q.ptr;
-	p->note_len = q.len;
+	p->note_ptr = ptr;
+	p->note_len = len;
 	return 0;
+}
+
+/* At the entry of (*Stmt).QueryContext or ExecContext, the statement in slot 1: its text. */
+SEC("uprobe")
+int db_sql_stmt(GO_REGS *ctx)
+{
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+	const struct target_config *cfg = bpf_map_lookup_elem(&targets, &cookie);
+	struct go_string q;
+
+	if (!cfg || cfg->sql_stmt_query < 0 ||
+	    bpf_probe_read_user(&q, sizeof(q), (void *)(go_arg(ctx, 1) + cfg->sql_stmt_query)))
+		return 0;
+	return note_query(ctx, (__u64)q.ptr, q.len);
 }
 
 /*
@@ -389,23 +433,7 @@ int db_sql_stmt(GO_REGS *ctx)
 SEC("uprobe")
 int db_sql_prepare(GO_REGS *ctx)
 {
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending fresh = {}, *p;
-
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql)
-		return 0;
-	p = bpf_map_lookup_elem(&db_calls, &key);
-	if (!p) {
-		fresh.note_ptr = go_arg(ctx, 5);
-		fresh.note_len = (__s64)go_arg(ctx, 6);
-		bpf_map_update_elem(&db_calls, &key, &fresh, BPF_NOEXIST);
-		return 0;
-	}
-	p->note_ptr = go_arg(ctx, 5);
-	p->note_len = (__s64)go_arg(ctx, 6);
-	return 0;
+	return note_query(ctx, go_arg(ctx, 5), (__s64)go_arg(ctx, 6));
 }
 
 /*
@@ -416,26 +444,14 @@ int db_sql_prepare(GO_REGS *ctx)
 SEC("uprobe")
 int db_sql_stmt_entry(GO_REGS *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
-	__u64 qp = 0;
-	__s64 ql = 0;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, 0);
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql)
-		return 0;
-	p = bpf_map_lookup_elem(&db_calls, &key);
 	if (p) {
-		qp = p->note_ptr;
-		ql = p->note_len;
+		p->query_ptr = p->note_ptr;
+		p->query_len = p->note_len;
+		p->driver_fn = itab_fn0(go_arg(ctx, 3));
+		p->err_slot = 3;
 	}
-	p = db_begin(&key, DB_CLIENT_SQL, qp, ql, 0, now);
-	if (!p)
-		return 0;
-	p->driver_fn = itab_fn0(go_arg(ctx, 3));
-	p->err_slot = 3;
 	return 0;
 }
 
@@ -459,20 +475,13 @@ int db_sql_end(GO_REGS *ctx)
 SEC("uprobe")
 int db_sql_begin(GO_REGS *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 4));
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql)
-		return 0;
-	p = db_begin(&key, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 4), now);
-	if (!p)
-		return 0;
-	p->driver_fn = itab_fn0(go_arg(ctx, 4));
-	p->sql_op = DB_SQL_BEGIN;
-	p->err_slot = 3;
+	if (p) {
+		p->driver_fn = itab_fn0(go_arg(ctx, 4));
+		p->sql_op = DB_SQL_BEGIN;
+		p->err_slot = 3;
+	}
 	return 0;
 }
 
@@ -483,24 +492,14 @@ int db_sql_begin(GO_REGS *ctx)
  */
 static __always_inline int sql_tx_end_begin(GO_REGS *ctx, __u32 op)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
-	__u64 last = 0;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 1));
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_sql)
-		return 0;
-	p = bpf_map_lookup_elem(&db_calls, &key);
-	if (p)
-		last = p->last_driver_fn;
-	p = db_begin(&key, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 1), now);
-	if (!p)
-		return 0;
-	p->driver_fn = last;
-	p->sql_op = op;
-	p->err_slot = 1;
+	if (p) {
+		/* db_begin leaves the last driver alone */
+		p->driver_fn = p->last_driver_fn;
+		p->sql_op = op;
+		p->err_slot = 1;
+	}
 	return 0;
 }
 
@@ -526,50 +525,29 @@ int db_sql_tx_end(GO_REGS *ctx)
 }
 
 /*
- * pgx's entries: (*Conn).Query or Exec, func(ctx context.Context, sql string, args ...any): the
- * conn in slot 1, the text in 4-5. Inside a database/sql call (pgx's stdlib driver) the call is
- * that one's, already a span.
+ * pgx's (*Conn).Query and Exec: func(ctx context.Context, sql string, args ...any), the conn in
+ * slot 1, the text in 4-5; they return their error in slots 3-4.
  */
-static __always_inline int pgx_begin(GO_REGS *ctx, bool batch)
-{
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
-
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_pgx)
-		return 0;
-	p = bpf_map_lookup_elem(&db_calls, &key);
-	if (p && p->start_ns && p->client <= DB_CLIENT_PGX_BATCH &&
-	    now - p->start_ns < DB_NEST_MAX_NS) {
-		p->nested++;
-		return 0;
-	}
-	p = batch ? db_begin(&key, DB_CLIENT_PGX_BATCH, 0, 0, go_arg(ctx, 1), now) :
-		    db_begin(&key, DB_CLIENT_PGX, go_arg(ctx, 4), (__s64)go_arg(ctx, 5),
-			     go_arg(ctx, 1), now);
-	if (!p)
-		return 0;
-	if (batch) {
-		p->items = go_arg(ctx, 4);
-	} else {
-		p->err_slot = 3;
-	}
-	return 0;
-}
-
 SEC("uprobe")
 int db_pgx_entry(GO_REGS *ctx)
 {
-	return pgx_begin(ctx, false);
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_PGX, go_arg(ctx, 4), (__s64)go_arg(ctx, 5),
+					go_arg(ctx, 1));
+
+	if (p)
+		p->err_slot = 3;
+	return 0;
 }
 
 /* (*Conn).SendBatch(ctx context.Context, b *Batch) BatchResults: the batch in slot 4. */
 SEC("uprobe")
 int db_pgx_batch_entry(GO_REGS *ctx)
 {
-	return pgx_begin(ctx, true);
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_PGX_BATCH, 0, 0, go_arg(ctx, 1));
+
+	if (p)
+		p->items = go_arg(ctx, 4);
+	return 0;
 }
 
 /* At pgx's RETs: Query's (Rows, error), Exec's (CommandTag, error); SendBatch's no error. */
@@ -580,64 +558,35 @@ int db_pgx_end(GO_REGS *ctx)
 }
 
 /*
- * Whether a go-redis call is in flight on KEY's goroutine: a call made now is part of it (the
- * HELLO of a new connection), counted so that its end is not taken for the other's.
- */
-static __always_inline bool redis_nested(const struct goroutine_key *key, __u64 now)
-{
-	struct db_pending *p = bpf_map_lookup_elem(&db_calls, key);
-
-	if (!p || !p->start_ns || p->client < DB_CLIENT_REDIS || now - p->start_ns >= DB_NEST_MAX_NS)
-		return false;
-	p->nested++;
-	return true;
-}
-
-/*
  * go-redis: (*baseClient).process(ctx context.Context, cmd Cmder) error (or, where that is
  * inlined, processStartingAt, whose first arguments are the same), the client in slot 1 and the
- * command's data word in 5; the pipeline processors, (ctx, cmds []Cmder) error, the
- * commands' array and length in 4-5.
+ * command's data word in 5.
  */
 SEC("uprobe")
 int db_redis_entry(GO_REGS *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS, 0, 0, go_arg(ctx, 1));
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_redis || redis_nested(&key, now))
-		return 0;
-	p = db_begin(&key, DB_CLIENT_REDIS, 0, 0, go_arg(ctx, 1), now);
-	if (!p)
-		return 0;
-	p->items = go_arg(ctx, 5);
-	p->nitems = 1;
-	p->err_slot = 1;
+	if (p) {
+		p->items = go_arg(ctx, 5);
+		p->nitems = 1;
+		p->err_slot = 1;
+	}
 	return 0;
 }
 
+/* The pipeline processors, (ctx context.Context, cmds []Cmder) error: the commands in 4-5. */
 SEC("uprobe")
 int db_redis_pipeline_entry(GO_REGS *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct db_pending *p;
-	__u64 n;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS_PIPELINE, 0, 0, go_arg(ctx, 1));
+	__u64 n = go_arg(ctx, 5);
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->db_redis || redis_nested(&key, now))
-		return 0;
-	p = db_begin(&key, DB_CLIENT_REDIS_PIPELINE, 0, 0, go_arg(ctx, 1), now);
-	if (!p)
-		return 0;
-	p->items = go_arg(ctx, 4);
-	n = go_arg(ctx, 5);
-	p->nitems = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
-	p->err_slot = 1;
+	if (p) {
+		p->items = go_arg(ctx, 4);
+		p->nitems = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
+		p->err_slot = 1;
+	}
 	return 0;
 }
 
