@@ -1,6 +1,8 @@
 // backend is the downstream half of gospan's distributed-tracing example: the frontend calls it
 // over HTTP. It answers with the trace context headers it received, so a test can see what
-// gospan injected into the frontend's outgoing requests without reading any span.
+// gospan injected into the frontend's outgoing requests without reading any span. With -pg (and
+// -redis) GET /work/{id} also reads item ID from PostgreSQL through a Redis cache (store.go), so
+// a request's trace shows data store calls; without them it touches no data store.
 package main
 
 import (
@@ -22,12 +24,15 @@ import (
 // maxSlow bounds /slow so a typo in a test cannot hold a connection for minutes.
 const maxSlow = 10 * time.Second
 
-// work is what GET /work/{id} answers.
+// work is what GET /work/{id} answers. Item and From are there with -pg only: the item with
+// that id (absent when there is none) and where it was read, "redis" or "postgresql".
 type work struct {
 	Service     string `json:"service"`
 	ID          string `json:"id"`
 	Traceparent string `json:"traceparent"`
 	Tracestate  string `json:"tracestate"`
+	Item        *item  `json:"item,omitempty"`
+	From        string `json:"from,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -36,16 +41,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func routes() *http.ServeMux {
+// routes serves the API; ST is nil without -pg.
+func routes(st *store) *http.ServeMux {
 	mux := http.NewServeMux()
 
 	mux.HandleFunc("GET /work/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, work{
+		answer := work{
 			Service:     "backend",
 			ID:          r.PathValue("id"),
 			Traceparent: r.Header.Get("Traceparent"),
 			Tracestate:  r.Header.Get("Tracestate"),
-		})
+		}
+		if st != nil {
+			var err error
+			answer.Item, answer.From, err = st.item(r.Context(), answer.ID)
+			if err != nil {
+				log.Printf("backend: %v", err)
+				http.Error(w, "backend: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, answer)
 	})
 	mux.HandleFunc("GET /fail", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "backend: this handler always fails", http.StatusInternalServerError)
@@ -71,15 +87,39 @@ func routes() *http.ServeMux {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8081", "listen address (port 0 picks a free one)")
+	pg := flag.String("pg", "", "PostgreSQL to read items from, a lib/pq connection string "+
+		"(postgres://USER@HOST:PORT/DB?sslmode=disable); none: GET /work/{id} reads no item")
+	redisAddr := flag.String("redis", "", "Redis HOST:PORT to cache items in (needs -pg)")
+	ttl := flag.Duration("cache-ttl", 30*time.Second, "how long Redis keeps an item")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+
+	var st *store
+	switch {
+	case *redisAddr != "" && *pg == "":
+		log.Fatalf("backend: -redis is a cache of the items in PostgreSQL: it needs -pg")
+	case *ttl <= 0:
+		log.Fatalf("backend: -cache-ttl %v is not a positive duration", *ttl)
+	case *pg != "":
+		var err error
+		if st, err = openStore(*pg, *redisAddr, *ttl); err != nil {
+			log.Fatalf("backend: %v", err)
+		}
+		defer st.close()
+		if *redisAddr != "" {
+			log.Printf("backend: items in PostgreSQL, cached in Redis at '%s' for %v",
+				*redisAddr, *ttl)
+		} else {
+			log.Printf("backend: items in PostgreSQL, no cache")
+		}
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatalf("backend: cannot listen on '%s': %v", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           routes(),
+		Handler:           routes(st),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
