@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # What `make demo` runs: the docker-compose demo's topology as plain processes on 127.0.0.1.
-# Jaeger (OTLP/HTTP in, HTTP query API out), examples/backend (HTTP), examples/inventory (gRPC),
-# examples/frontend calling the backend over HTTP and looking items up in the inventory over gRPC,
-# one gospan attached to each of the three services and exporting to Jaeger, and examples/loadgen
-# sending a fixed number of requests to the frontend. The traces are then read back from Jaeger's
-# query API, printed as trees, and each request is checked to be one trace across the services
-# it reached, every parent link exact. On a terminal everything keeps running afterwards, loadgen
-# included, until Ctrl-C; otherwise (or with GOSPAN_DEMO_KEEP=0) everything is stopped and the
-# script exits.
+# Jaeger (OTLP/HTTP in, HTTP query API out), a PostgreSQL and a Redis of the demo's own (in a
+# temporary directory, PostgreSQL run as the user postgres), examples/backend (HTTP) reading its
+# items from PostgreSQL through the Redis cache, examples/inventory (gRPC), examples/frontend
+# calling the backend over HTTP and looking items up in the inventory over gRPC, one gospan
+# attached to each of the three services and exporting to Jaeger, and examples/loadgen sending a
+# fixed number of requests to the frontend. The traces are then read back from Jaeger's query
+# API, printed as trees, and each request is checked to be one trace across the services it
+# reached, every parent link exact, with the backend's data store calls (Redis GET, on a miss
+# PostgreSQL SELECT and Redis SET) under its SERVER spans. On a terminal everything keeps running
+# afterwards, loadgen included, until Ctrl-C; otherwise (or with GOSPAN_DEMO_KEEP=0) everything is
+# stopped and the script exits.
 # Every process started here is stopped on any exit: loadgen first, then the gospans with
-# SIGTERM (they flush what is pending and print a summary, shown here), the services, Jaeger.
+# SIGTERM (they flush what is pending and print a summary, shown here), the services, the data
+# stores (their files removed), Jaeger.
 #
 # Jaeger v2 comes from tests/e2e/jaeger.py: built from source through the Go module proxy the
 # first time (about 6 minutes) and cached. Such a build has no web UI, hence the trees printed
@@ -17,15 +21,22 @@
 # print their spans instead (OTEL_TRACES_EXPORTER=console) and everything else runs the same.
 # The OTEL_* variables of the caller's environment are not used: the demo sets its own.
 #
+# PostgreSQL and Redis are Debian's postgresql and redis-server packages (`make deps` installs
+# them); where they are missing the demo says so and stops, unless GOSPAN_DEMO_DATASTORES=0, which
+# runs the backend without data stores.
+#
 #   GOSPAN_BUILD              absolute build directory holding gospan (default: <repo>/build)
 #   GOSPAN_DEMO_REQUESTS      requests sent before the traces are shown (default 20)
 #   GOSPAN_DEMO_INTERVAL      time between two requests, a Go duration (default 200ms)
 #   GOSPAN_DEMO_JAEGER        0: no Jaeger, spans printed by the gospans
 #   GOSPAN_DEMO_KEEP          0: stop after showing the traces, also on a terminal
+#   GOSPAN_DEMO_DATASTORES    0: no PostgreSQL nor Redis, the backend reads no item
 #   GOSPAN_JAEGER_BIN         a ready Jaeger v2 binary, e.g. a release binary (which has the UI)
 #   GOSPAN_ATTACH_TIMEOUT     seconds to wait for each 'gospan: attached' (default 30)
 #   GOSPAN_DEMO_SPAN_TIMEOUT  seconds to wait for the spans to arrive (default 30)
 #   GO, PYTHON                the Go and Python commands (default go, python3)
+#   PG_BINDIR                 PostgreSQL's programs (default the newest /usr/lib/postgresql/*/bin)
+#   REDIS_SERVER              the Redis server command (default redis-server)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,16 +68,48 @@ command -v setsid >/dev/null || die "setsid (util-linux) is needed to run the se
 case $requests in
 '' | *[!0-9]* | 0) die "GOSPAN_DEMO_REQUESTS='$requests' is not a positive number" ;;
 esac
+
+# The backend's data stores: what they need, said all at once before anything starts.
+datastores=1
+[ "${GOSPAN_DEMO_DATASTORES:-1}" != 0 ] || datastores=
+pg_bindir= redis_server=
+if [ -n "$datastores" ]; then
+	pg_bindir=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+	redis_server=${REDIS_SERVER:-redis-server}
+	missing=()
+	for p in initdb postgres pg_isready; do
+		if [ -z "$pg_bindir" ] || [ ! -x "$pg_bindir/$p" ]; then
+			m="PostgreSQL: no initdb, postgres, pg_isready in"
+			missing+=("$m ${pg_bindir:-/usr/lib/postgresql/*/bin} (Debian package postgresql)")
+			break
+		fi
+	done
+	# PostgreSQL refuses to run as root: it runs as the user Debian's package makes.
+	id -u postgres >/dev/null 2>&1 ||
+		missing+=("the user postgres, for PostgreSQL to run as (Debian package postgresql)")
+	command -v setpriv >/dev/null ||
+		missing+=("setpriv, to run PostgreSQL as postgres (Debian package util-linux)")
+	command -v "$redis_server" >/dev/null ||
+		missing+=("Redis: no '$redis_server' (Debian package redis-server)")
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "the backend's data stores cannot run here; missing:"
+		for m in "${missing[@]}"; do say "  $m"; done
+		die "'make deps' installs them (apt-get install postgresql redis-server); or run with" \
+			"GOSPAN_DEMO_DATASTORES=0 for a backend without data stores"
+	fi
+fi
 for v in $(compgen -e); do
 	case $v in OTEL_*) unset "$v" ;; esac
 done
 
 work=$(mktemp -d /tmp/gospan-demo.XXXXXX)
+# PostgreSQL's files, apart: $work is root's alone, and PostgreSQL runs as postgres.
+pg_dir=
 # The traced services, in the order their gospans sum up; each one's pid, its gospan's pid and,
 # once stopped, its gospan's exit status.
 traced=(frontend backend inventory)
 declare -A service_pid=() gospan_pid=() gospan_rc=()
-jaeger_pid= load_pid=
+jaeger_pid= load_pid= postgres_pid= redis_pid=
 
 # Starts a program in its own session, output in $work/NAME.out and .err, and sets $started.
 # Its own session: a Ctrl-C on the terminal reaches this script alone, which then stops
@@ -127,7 +170,7 @@ stop_gospans() {
 }
 
 stop_all() {
-	local pids=() svc
+	local pids=() svc pid
 	if alive "$load_pid"; then
 		stop_pids 5 "$load_pid"
 	fi
@@ -138,6 +181,13 @@ stop_all() {
 		service_pid[$svc]=
 	done
 	[ ${#pids[@]} -eq 0 ] || stop_pids 10 "${pids[@]}"
+	# The backend is gone: PostgreSQL's smart shutdown (SIGTERM) has no client to wait for.
+	pids=()
+	for pid in "$postgres_pid" "$redis_pid"; do
+		if alive "$pid"; then pids+=("$pid"); fi
+	done
+	[ ${#pids[@]} -eq 0 ] || stop_pids 30 "${pids[@]}"
+	postgres_pid= redis_pid=
 	if alive "$jaeger_pid"; then
 		stop_pids 20 "$jaeger_pid"
 	fi
@@ -152,6 +202,7 @@ cleanup() {
 	trap '' INT TERM
 	stop_all
 	rm -rf "$work"
+	[ -z "$pg_dir" ] || rm -rf "$pg_dir"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -229,6 +280,84 @@ if [ -n "$jaeger_bin" ]; then
 	fi
 fi
 
+# ---- the data stores ----------------------------------------------------------------------------
+
+# Sets $port to a loopback TCP port nothing listens on, below Linux's ephemeral range (where an
+# outgoing connection could hold it), and not one picked before.
+picked=" "
+port=
+pick_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		port=$((20000 + RANDOM % 12000))
+		case $picked in *" $port "*) continue ;; esac
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			picked+="$port "
+			return 0
+		fi
+	done
+	die "found no free loopback port"
+}
+
+# Whether Redis answers PING on PORT.
+redis_pong() {
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'PING\r\n' >&3
+		IFS= read -r -t 2 reply <&3 || exit 1
+		[ "${reply%$'\r'}" = "+PONG" ]
+	) 2>/dev/null
+}
+
+pg_dsn= redis_addr=
+if [ -n "$datastores" ]; then
+	pg_dir=$(mktemp -d /tmp/gospan-demo-pg.XXXXXX)
+	chown postgres: "$pg_dir"
+	as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	# A throwaway cluster: superuser gospan, trust on loopback, nothing worth an fsync.
+	if ! "${as_postgres[@]}" "$pg_bindir/initdb" -D "$pg_dir/data" -U gospan --auth=trust \
+		-E UTF8 --no-locale --no-sync --no-instructions </dev/null >"$work/initdb.out" 2>&1; then
+		indent <"$work/initdb.out" | tail -n 20
+		die "PostgreSQL's initdb failed (above)"
+	fi
+	pick_port
+	# setpriv execs: the pid started is the postmaster's.
+	start postgres "${as_postgres[@]}" "$pg_bindir/postgres" -D "$pg_dir/data" -h 127.0.0.1 \
+		-p "$port" -k "$pg_dir" -c fsync=off -c synchronous_commit=off -c full_page_writes=off
+	postgres_pid=$started
+	pg_port=$port
+	pg_dsn="postgres://gospan@127.0.0.1:$pg_port/postgres?sslmode=disable"
+	for ((i = 0; i < 300; i++)); do
+		"$pg_bindir/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 && break
+		alive "$postgres_pid" || break
+		sleep 0.1
+	done
+	if ! "$pg_bindir/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then
+		indent <"$work/postgres.err" | tail -n 20
+		die "PostgreSQL did not accept connections on 127.0.0.1:$port within 30 s (above)"
+	fi
+	say "PostgreSQL: pid $postgres_pid, 127.0.0.1:$port, $("$pg_bindir/postgres" --version)," \
+		"run as postgres in $pg_dir"
+	pick_port
+	start redis "$redis_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$work" --daemonize no
+	redis_pid=$started
+	redis_addr=127.0.0.1:$port
+	for ((i = 0; i < 300; i++)); do
+		redis_pong "$port" && break
+		alive "$redis_pid" || break
+		sleep 0.1
+	done
+	if ! redis_pong "$port"; then
+		indent <"$work/redis.out" | tail -n 20
+		die "Redis did not answer PING on $redis_addr within 30 s (above)"
+	fi
+	say "Redis: pid $redis_pid, $redis_addr, $("$redis_server" --version | cut -d' ' -f1-3)," \
+		"persisting nothing"
+else
+	say "GOSPAN_DEMO_DATASTORES=0: no PostgreSQL nor Redis, the backend reads no item"
+fi
+
 # ---- the services -------------------------------------------------------------------------------
 
 # Port 0: the kernel picks a free port and the service prints the one it got.
@@ -243,10 +372,17 @@ start_service() {
 }
 # Prints the address NAME, just started, said it listens on.
 listening_on() { sed -n 's/^listening on //p' "$work/$1.out" | head -n 1; }
-start_service backend
+if [ -n "$datastores" ]; then
+	start_service backend -pg "$pg_dsn" -redis "$redis_addr"
+else
+	start_service backend
+fi
 service_pid[backend]=$started
 backend_url=http://$(listening_on backend)
 say "backend: pid $started, $backend_url, HTTP (OTEL_SERVICE_NAME=backend)"
+if [ -n "$datastores" ]; then
+	say "  reads items from PostgreSQL through the Redis cache: GET, and on a miss SELECT and SET"
+fi
 start_service inventory
 service_pid[inventory]=$started
 inventory_addr=$(listening_on inventory)
@@ -300,11 +436,21 @@ urls=$frontend_url/direct/1,$frontend_url/spawn/2,$frontend_url/both/3,$frontend
 # in stock, /backend-fail looks none up).
 calls=(1 1 2 1)
 looks=(1 1 1 0)
-backend_calls=0 lookups=0
+reads=(1 1 2 0)
+backend_calls=0 lookups=0 item_reads=0
 for ((i = 0; i < requests; i++)); do
 	backend_calls=$((backend_calls + calls[i % 4]))
 	lookups=$((lookups + looks[i % 4]))
+	item_reads=$((item_reads + reads[i % 4]))
 done
+# The backend's data store calls: each /work call reads its item, a Redis GET; the first read of
+# items 1, 2 and 3 misses and reads PostgreSQL (SELECT) and fills the cache (SET). The backend
+# reads an item once at a time, so /both's two calls miss once between them.
+misses=0 db_calls=0
+if [ -n "$datastores" ]; then
+	misses=$((requests < 3 ? requests : 3))
+	db_calls=$((item_reads + 2 * misses))
+fi
 say "loadgen: $requests requests to the frontend, one every $interval, in turn to"
 say "  /direct/1, /spawn/2, /both/3 and /backend-fail"
 t0=$SECONDS
@@ -317,15 +463,25 @@ if [ -n "$query" ]; then
 	# Each request: a SERVER span in the frontend, a CLIENT span per backend call and per lookup,
 	# the backend's SERVER span for each call and the inventory's for each lookup.
 	say "waiting for the spans to reach Jaeger (at most $span_timeout s)"
+	# With the data stores, the backend's CLIENT span of each data store call too.
 	if ! "$python" "$jaeger_py" wait --query "$query" --timeout "$span_timeout" \
-		--spans frontend=$((requests + backend_calls + lookups)) --spans backend=$backend_calls \
-		--spans inventory=$lookups | indent; then
+		--spans frontend=$((requests + backend_calls + lookups)) \
+		--spans backend=$((backend_calls + db_calls)) --spans inventory=$lookups | indent; then
 		say "not every span arrived in time; showing what Jaeger has"
 	fi
 	say "the traces, as Jaeger's query API gives them ($query/api/traces?service=frontend):"
+	want_db=()
+	[ -z "$datastores" ] || want_db=(--datastores backend)
+	rc=0
 	"$python" "$jaeger_py" show --query "$query" --service frontend --service backend \
-		--service inventory >"$work/show.out" || die "cannot read the traces from Jaeger"
-	indent <"$work/show.out"
+		--service inventory "${want_db[@]}" >"$work/show.out" || rc=$?
+	case $rc in
+	0 | 3) indent <"$work/show.out" ;;
+	*) die "cannot read the traces from Jaeger" ;;
+	esac
+	# show's status 3: a data store call of the backend missing, or not under its SERVER span.
+	[ "$rc" = 0 ] || die "the backend's data store calls are not in its traces as they should" \
+		"be: each one a CLIENT span, the child of the backend's SERVER span (above)"
 	joined=$(sed -n 's/^joined traces: \([0-9]*\) of .*/\1/p' "$work/show.out")
 	# "hop frontend -> SERVICE, PROTOCOL NAME: N calls, in M of the joined traces": NAME, N, M.
 	hop() {
@@ -334,6 +490,12 @@ if [ -n "$query" ]; then
 	}
 	read -r http_name http_calls http_traces <<<"$(hop backend HTTP)" || true
 	read -r grpc_name grpc_calls grpc_traces <<<"$(hop inventory gRPC)" || true
+	# "db backend -> SYSTEM NAME: N calls, in M traces": N.
+	db() {
+		sed -n "s/^db backend -> $1: \([0-9]*\) calls, in [0-9]* traces$/\1/p" "$work/show.out" |
+			head -n 1
+	}
+	db_get=$(db "redis GET") db_select=$(db "postgresql SELECT items") db_set=$(db "redis SET")
 else
 	# The console prints each trace when its root span arrives. The frontend has a trace per
 	# request; the backend and the inventory their parts of each of those (a trace per call if
@@ -373,10 +535,44 @@ else
 	say "traces printed: ${got[frontend]} with spans of frontend, ${got[backend]} with spans of" \
 		"backend, ${got[inventory]} with spans of inventory; $with_be with spans of frontend" \
 		"and backend, $with_inv with spans of frontend and inventory"
+	if [ -n "$datastores" ]; then
+		# The backend's data store calls as its gospan printed them: CLIENT lines (with no HTTP
+		# status: the backend makes no HTTP call) under a SERVER line of the same trace.
+		db_printed() {
+			awk -v pat="^ *CLIENT $1" '
+				/^trace / { server = -1; next }
+				{ match($0, /^ */); indent = RLENGTH }
+				/^ *SERVER / { server = indent; next }
+				$0 ~ pat && server >= 0 && indent > server { n++ }
+				END { print n + 0 }' "$work/gospan-backend.out"
+		}
+		db_get=$(db_printed "GET -> ") db_select=$(db_printed "SELECT items ")
+		db_set=$(db_printed "SET -> ")
+		say "data store calls printed under the backend's SERVER spans: redis GET $db_get," \
+			"postgresql SELECT items $db_select, redis SET $db_set"
+	fi
 fi
 say "requests sent and traces read in $((SECONDS - t0)) s"
 
 # What the traces show: the demo's last word, after the services' summaries.
+# The backend's data store calls, as Jaeger has them (or its gospan printed them).
+say_datastores() {
+	[ -n "$datastores" ] || return 0
+	if [ "${db_get:-0}" -eq "$item_reads" ] && [ "${db_select:-0}" -eq "$misses" ] &&
+		[ "${db_set:-0}" -eq "$misses" ]; then
+		say "the backend read each item from the Redis cache, and on a miss from PostgreSQL, then"
+		say "  filled the cache: one CLIENT span per call, the child of the backend's SERVER span:"
+		say "  backend SERVER -> backend CLIENT (redis GET): $db_get calls, one per item read"
+		say "  backend SERVER -> backend CLIENT (postgresql SELECT items): $db_select calls, one" \
+			"per miss"
+		say "  backend SERVER -> backend CLIENT (redis SET): $db_set calls, one per miss"
+	else
+		say "the backend's data store calls are not all there: redis GET ${db_get:-0} of" \
+			"$item_reads, postgresql SELECT items ${db_select:-0} of $misses, redis SET" \
+			"${db_set:-0} of $misses; see gospan's messages above"
+	fi
+}
+
 say_verdict() {
 	# /backend-fail looks no item up: its traces have no inventory span.
 	local two= none=
@@ -416,6 +612,7 @@ say_verdict() {
 		say "  and $with_inv of $lookups the inventory's, though gospan sends trace context: see"
 		say "  its messages above"
 	fi
+	say_datastores
 }
 
 # ---- keep running, or stop ----------------------------------------------------------------------
@@ -428,7 +625,7 @@ if [ "$keep" = 1 ]; then
 	say "everything keeps running; loadgen sends a request every $interval and sums up every 50"
 	if [ -n "$query" ]; then
 		say "Jaeger's query API: $query/api/services, $query/api/traces?service=frontend&limit=20"
-		say "the latest traces again:"
+		say "the traces again (the fullest of each operation):"
 		say "  $python $jaeger_py show --query $query --service frontend --service backend" \
 			"--service inventory"
 		if [ "$ui" = yes ]; then
@@ -441,6 +638,10 @@ if [ "$keep" = 1 ]; then
 	else
 		say "the spans: tail -f $work/gospan-frontend.out $work/gospan-backend.out" \
 			"$work/gospan-inventory.out"
+	fi
+	if [ -n "$datastores" ]; then
+		say "the backend's data: $pg_bindir/psql -h 127.0.0.1 -p $pg_port -U gospan postgres;"
+		say "  redis-cli -p ${redis_addr##*:} (keys item:ID, kept 30 s: then a read misses again)"
 	fi
 	say "Ctrl-C to stop"
 	trap 'exit 0' INT

@@ -20,12 +20,17 @@ The same file is the demo's way to Jaeger (examples/demo.sh), run as a program:
     python3 tests/e2e/jaeger.py serve     runs it on free loopback ports until SIGTERM; prints
                                           "ready otlp=URL query=URL ui=yes|no" once it is ready
     python3 tests/e2e/jaeger.py wait --query URL --spans SERVICE=N ... [--timeout S]
-    python3 tests/e2e/jaeger.py show --query URL [--service NAME]
-                                          the latest trace of each operation as a tree; with
-                                          more than one service, how many traces of the first
-                                          are one trace across them, every parent link exact
-                                          (why not, for the first few that are not), and each
-                                          kind of call across (HTTP or gRPC, by name)
+    python3 tests/e2e/jaeger.py show --query URL [--service NAME] [--datastores NAME]
+                                          the fullest trace of each operation as a tree (the
+                                          most spans, the latest of those); with more than one
+                                          service, how many traces of the first are one trace
+                                          across them, every parent link exact (why not, for the
+                                          first few that are not), and each kind of call across
+                                          (HTTP or gRPC, by name); the data store calls of every
+                                          service, by system and name, each of which must be the
+                                          child of a SERVER span of its service. With
+                                          --datastores NAME, status 3 when NAME made none or one
+                                          is not under its SERVER span.
 
 A binary built from the Go module has no web UI (its assets are not in the module; the query
 port serves a placeholder page): `ui=no` says so, and `show` prints traces as text instead.
@@ -492,14 +497,15 @@ def _status(span):
 
 def _where(span):
     """What a span is about besides its name: the URL an HTTP call went to, the address an RPC
-    went to (an RPC's name is its method already), the path a request asked for."""
+    went to (an RPC's name is its method already), the data store a call went to and its
+    address where known, the path a request asked for."""
     if tag(span, "span.kind") == "client":
         if tag(span, "url.full"):
             return tag(span, "url.full")
         host, port = tag(span, "server.address"), tag(span, "server.port")
-        if host and port is not None:
-            return f"{host}:{port}"
-        return host or ""
+        where = f"{host}:{port}" if host and port is not None else host or ""
+        system = tag(span, "db.system.name")
+        return f"{system} {where}".strip() if system else where
     return tag(span, "url.path") or ""
 
 
@@ -540,15 +546,18 @@ def _print_trees(trees):
             print(f"  {label:<{label_w}} {status:<{status_w}} {ms:>8.3f} ms  {where}".rstrip())
 
 
-def _latest_by_root(traces):
-    """The latest trace of each root operation, in the order of the operations' names."""
-    latest = {}
+def _fullest_by_root(traces):
+    """The fullest trace of each root operation (the most spans, the latest of those), in the
+    order of the operations' names: a request that missed a cache, say, rather than the latest,
+    which may have hit it."""
+    best = {}
     for t in traces:
         first = min(t["spans"], key=lambda s: s["startTime"])
         op = f"{service_of(t, first)} {first['operationName']}"
-        if op not in latest or first["startTime"] > latest[op][0]:
-            latest[op] = (first["startTime"], t)
-    return [latest[op][1] for op in sorted(latest)]
+        rank = (len(t["spans"]), first["startTime"])
+        if op not in best or rank > best[op][0]:
+            best[op] = (rank, t)
+    return [best[op][1] for op in sorted(best)]
 
 
 def _started(item):
@@ -563,7 +572,8 @@ def _hops(trace, first):
     CHILD_OF one span of the trace; every CLIENT span of FIRST a child of a SERVER span of FIRST
     and the parent of exactly one span, the SERVER span of another service that served the call
     (the same protocol, and for gRPC the same method); every SERVER span of another service the
-    child of such a CLIENT span; and at least one such call."""
+    child of such a CLIENT span; every CLIENT span of another service (a data store call, say)
+    the child of a SERVER span of that service; and at least one such call."""
     spans = trace.get("spans") or []
     by_id = {s["spanID"]: s for s in spans}
 
@@ -611,9 +621,44 @@ def _hops(trace, first):
             hops.append((service_of(trace, callee), proto, s["operationName"]))
         elif theirs(s, "server") and not ours(parent.get(s["spanID"]), "client"):
             return None, f"{name(s)} is not the child of a {first} CLIENT span"
+        elif theirs(s, "client"):
+            up = parent.get(s["spanID"])
+            if not theirs(up, "server") or service_of(trace, up) != service_of(trace, s):
+                return None, f"{name(s)} is not the child of a {service_of(trace, s)} " \
+                             f"SERVER span"
     if not hops:
         return None, f"no {first} CLIENT span called another service traced here"
     return hops, None
+
+
+# show's exit status when a --datastores service made no data store call, or one not under its
+# SERVER span (1 is for a query that failed, 2 for a bad command line).
+SHOW_DATASTORES_WRONG = 3
+
+
+def _datastore_calls(traces, svc):
+    """SVC's data store calls (its CLIENT spans with db.system.name) in TRACES: ({(system,
+    name): calls}, {(system, name): traces with such a call}, [(trace, what is wrong)] for the
+    calls that are not the child of a SERVER span of SVC in their trace)."""
+    calls, in_traces, wrong = {}, {}, []
+    for t in traces:
+        by_id = {s["spanID"]: s for s in t.get("spans") or []}
+        seen = set()
+        for s in by_id.values():
+            system = tag(s, "db.system.name")
+            if service_of(t, s) != svc or tag(s, "span.kind") != "client" or not system:
+                continue
+            key = (system, s["operationName"])
+            calls[key] = calls.get(key, 0) + 1
+            seen.add(key)
+            refs = [by_id.get(ref) for kind, ref in parents(s) if kind == "CHILD_OF"]
+            if len(refs) != 1 or refs[0] is None or service_of(t, refs[0]) != svc or \
+                    tag(refs[0], "span.kind") != "server":
+                wrong.append((t, f"the {svc} CLIENT span {s['operationName']} ({s['spanID']}, "
+                                 f"{system}) is not the child of a {svc} SERVER span"))
+        for key in seen:
+            in_traces[key] = in_traces.get(key, 0) + 1
+    return calls, in_traces, wrong
 
 
 def _cmd_show(args):
@@ -627,6 +672,10 @@ def _cmd_show(args):
     if not services:
         print("Jaeger holds no traces")
         return 0
+    for svc in args.datastores or []:
+        if svc not in services:
+            print(f"jaeger.py: --datastores '{svc}' is not a --service", file=sys.stderr)
+            return 2
     names = {svc: {t["traceID"] for t in traces} for svc, traces in by_service.items()}
     first = services[0]
     shown = set()
@@ -637,12 +686,12 @@ def _cmd_show(args):
             if not mine:
                 continue
             if svc == first:
-                print(f"the latest trace of each {svc} operation "
-                      f"(of {len(names[svc])} traces with {svc} spans):")
+                print(f"the fullest trace of each {svc} operation, the most spans and the latest "
+                      f"of those (of {len(names[svc])} traces with {svc} spans):")
             else:
-                print(f"traces that start at {svc}, the latest of each operation (of {len(mine)} "
+                print(f"traces that start at {svc}, the fullest of each operation (of {len(mine)} "
                       f"with no span of {', '.join(services[:services.index(svc)])}):")
-            _print_trees([_tree(api.trace(t["traceID"]) or t) for t in _latest_by_root(mine)])
+            _print_trees([_tree(api.trace(t["traceID"]) or t) for t in _fullest_by_root(mine)])
             shown |= {t["traceID"] for t in mine}
         counts = ", ".join(f"{len(ids)} with spans of {svc}" for svc, ids in names.items())
         line = f"traces in Jaeger: {counts}"
@@ -680,10 +729,24 @@ def _cmd_show(args):
                 callee, proto, name = hop
                 print(f"hop {first} -> {callee}, {proto} {name}: {calls[hop]} calls, in "
                       f"{traces[hop]} of the joined traces")
+        # Each service's data store calls, in all the traces it has spans in.
+        failed = False
+        for svc in services:
+            calls, traces, wrong = _datastore_calls(by_service[svc], svc)
+            for system, name in sorted(calls, key=lambda k: (-calls[k], k)):
+                print(f"db {svc} -> {system} {name}: {calls[system, name]} calls, in "
+                      f"{traces[system, name]} traces")
+            for trace, problem in sorted(wrong, key=_started)[:5]:
+                print(f"  not under its SERVER span: trace {trace['traceID']}: {problem}")
+            if svc in (args.datastores or []):
+                if not calls:
+                    print(f"no data store calls of {svc}: no {svc} CLIENT span with "
+                          f"db.system.name in {len(names[svc])} traces")
+                failed = failed or not calls or bool(wrong)
     except (OSError, ValueError) as e:
         print(f"jaeger.py: cannot query '{api.query_url}': {e}", file=sys.stderr)
         return 1
-    return 0
+    return SHOW_DATASTORES_WRONG if failed else 0
 
 
 def main(argv=None):
@@ -705,6 +768,9 @@ def main(argv=None):
     p.add_argument("--query", required=True, help="the query API's base URL")
     p.add_argument("--service", action="append", help="a service to show (repeatable; "
                    "default: every service Jaeger knows)")
+    p.add_argument("--datastores", action="append", metavar="SERVICE",
+                   help="a service that must have made data store calls, each the child of one "
+                   "of its SERVER spans: status 3 otherwise (repeatable)")
     p.add_argument("--limit", type=int, default=1000, help="traces read per service")
     args = ap.parse_args(argv)
     return {"path": _cmd_path, "build": _cmd_build, "serve": _cmd_serve, "wait": _cmd_wait,

@@ -1,29 +1,40 @@
 """`make demo` keeps working: examples/demo.sh is run as a user would, with a short load, and what
 it prints is checked. Three services are traced, one gospan each: the frontend calls the backend
-over HTTP and looks items up in the inventory over gRPC. With Jaeger the demo must show the
+over HTTP and looks items up in the inventory over gRPC; the backend reads each item from a Redis
+cache, on a miss from PostgreSQL, both started by the demo. With Jaeger the demo must show the
 frontend's traces read back from Jaeger as trees, the backend's and the inventory's spans in those
 same traces under the CLIENT span that called them (where no context can go out, in traces of
-their own, saying why), every gospan's summary with every span exported, a last word saying every
-request is one trace across the three services with both hops counted, and leave nothing running.
-Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the spans, and the traces are matched by
-id. On a terminal it keeps everything running with the load going until Ctrl-C, which must stop
-it all the same way and exit 0.
+their own, saying why), the backend's data store calls as CLIENT spans under its SERVER spans,
+every gospan's summary with every span exported, a last word saying every request is one trace
+across the three services with both hops and the data store calls counted, and leave nothing
+running, PostgreSQL's files removed. Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the
+spans, and the traces are matched by id. On a terminal it keeps everything running with the load
+going until Ctrl-C, which must stop it all the same way and exit 0. Where PostgreSQL or Redis is
+missing the demo says what, and how to get it, before it starts anything; and `jaeger.py show`,
+which the demo's check relies on, fails when the backend's data store spans are missing or out
+of place.
 """
 
+import json
 import os
 import pty
 import re
 import select
 import socket
 import subprocess
+import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
 
 
 from conftest import BUILD, REPO
-from jaeger import jaeger_bin  # noqa: F401 (fixture)
+from jaeger import SHOW_DATASTORES_WRONG, jaeger_bin  # noqa: F401 (fixture)
 from test_distributed import NO_PROPAGATION
 
 DEMO = REPO / "examples" / "demo.sh"
+JAEGER_PY = REPO / "tests" / "e2e" / "jaeger.py"
 REQUESTS = 8  # two rounds of /direct, /spawn, /both, /backend-fail
 BACKEND_CALLS = 10  # /both calls the backend twice, the others once
 LOOKUPS = 6  # /direct, /spawn and /both look their item up in the inventory, /backend-fail not
@@ -33,6 +44,19 @@ LOOKING_UP = OPS[:3]
 RPC = "inventory.v1.Inventory/GetItem"  # examples/inventory/inventorypb/inventory.proto
 SERVICES = ("frontend", "backend", "inventory")
 FRONTEND_SPANS = REQUESTS + BACKEND_CALLS + LOOKUPS  # a SERVER span each, a CLIENT span per call
+ITEM_REQUESTS = 6  # the requests to /direct, /spawn and /both: the backend reads their items
+ITEM_READS = 8  # each /work/{id} call reads its item: /both's two calls, no read for /fail
+MISSES = 3  # the first read of items 1, 2 and 3: the cache keeps them longer than the demo runs
+DB_CALLS = ITEM_READS + 2 * MISSES  # a Redis GET per read, a SELECT and a SET per miss
+BACKEND_SPANS = BACKEND_CALLS + DB_CALLS  # a SERVER span per call, a CLIENT span per data call
+DATASTORE_VERDICT = (
+    "demo: the backend read each item from the Redis cache, and on a miss from PostgreSQL, then\n"
+    "demo:   filled the cache: one CLIENT span per call, the child of the backend's SERVER span:\n"
+    f"demo:   backend SERVER -> backend CLIENT (redis GET): {ITEM_READS} calls, one per item "
+    f"read\n"
+    f"demo:   backend SERVER -> backend CLIENT (postgresql SELECT items): {MISSES} calls, one per "
+    f"miss\n"
+    f"demo:   backend SERVER -> backend CLIENT (redis SET): {MISSES} calls, one per miss\n")
 
 
 def demo_env(**extra):
@@ -57,13 +81,31 @@ def pids_started(out):
 
 def assert_all_stopped(out):
     pids = pids_started(out)
-    assert len(pids) >= 6, out  # three services, three gospans (and Jaeger's wrapper)
+    # Three services, three gospans, PostgreSQL and Redis (and Jaeger's wrapper).
+    assert len(pids) >= 8, out
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} still runs after the demo\n{out}"
 
 
+def datastores(out):
+    """The Redis address the demo says it started; checks PostgreSQL's line too."""
+    m = re.search(r"^demo: PostgreSQL: pid \d+, 127\.0\.0\.1:\d+, postgres \(PostgreSQL\) .*, "
+                  r"run as postgres in (/tmp/gospan-demo-pg\.\w+)$", out, re.M)
+    assert m, out
+    m = re.search(r"^demo: Redis: pid \d+, (127\.0\.0\.1:\d+), Redis server v=\S+, persisting "
+                  r"nothing$", out, re.M)
+    assert m, out
+    assert "demo:   reads items from PostgreSQL through the Redis cache" in out, out
+    return m.group(1)
+
+
+def assert_datastores_gone(out):
+    m = re.search(r"run as postgres in (/tmp/gospan-demo-pg\.\w+)$", out, re.M)
+    assert m and not os.path.exists(m.group(1)), f"PostgreSQL's files are left\n{out}"
+
+
 def assert_summaries(out):
-    for svc, n in (("frontend", FRONTEND_SPANS), ("backend", BACKEND_CALLS),
+    for svc, n in (("frontend", FRONTEND_SPANS), ("backend", BACKEND_SPANS),
                    ("inventory", LOOKUPS)):
         m = re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+(gospan: summary: .*)$", out,
                       re.M)
@@ -88,9 +130,39 @@ def tree_of(lines, op):
     return tree
 
 
-def check_traces(out, inventory_addr):
+def children(tree, i):
+    """The texts of the spans right under TREE[i] (the next depth down, until the depth comes
+    back to TREE[i]'s or above)."""
+    depth, found = tree[i][0], []
+    for d, text in tree[i + 1:]:
+        if d <= depth:
+            break
+        if d == depth + 1:
+            found.append(text)
+    return found
+
+
+def data_calls(texts, redis_addr):
+    """The names of the backend data store CLIENT spans among TEXTS, each line checked: no
+    status, the system, and Redis's address."""
+    names = []
+    for text in texts:
+        m = re.fullmatch(r"backend  client  (GET|SET|SELECT items)\s+-\s+[\d.]+ ms  (.*)", text)
+        assert m, text
+        where = "postgresql" if m.group(1) == "SELECT items" else f"redis {redis_addr}"
+        assert m.group(2) == where, text
+        names.append(m.group(1))
+    return names
+
+
+MISS, HIT = ["GET", "SELECT items", "SET"], ["GET"]
+
+
+def check_traces(out, inventory_addr, redis_addr):
     """The trees `jaeger.py show` printed, against what REQUESTS requests must give."""
     lines = out.splitlines()
+    assert "the fullest trace of each frontend operation, the most spans and the latest of " \
+           "those" in out, out
     for op in OPS:
         tree = tree_of(lines, op)
         # The calls, each indented under the request that made it, the lookup first.
@@ -115,6 +187,17 @@ def check_traces(out, inventory_addr):
                 assert re.match(rf"inventory  server  {RPC}\s+OK\s", text_next), out
             else:
                 assert re.match(r"backend  server  GET /(work/\{id\}|fail)\s", text_next), out
+        # Under each backend SERVER span, its data store calls: the fullest trace of an item
+        # route is the one whose reads missed the cache (/both: one of its two calls, the other
+        # waits for it and hits).
+        reads = [data_calls(children(tree, i), redis_addr) for i, (d, text) in enumerate(tree)
+                 if d == 2 and text.startswith("backend  server  ")]
+        if op == "GET /backend-fail":
+            assert reads == [[]], f"{op}: {tree}\n{out}"
+        elif op == "GET /both/{id}":
+            assert sorted(reads) == [HIT, MISS], f"{op}: {tree}\n{out}"
+        else:
+            assert reads == [MISS], f"{op}: {tree}\n{out}"
     assert re.search(r"frontend  server  GET /backend-fail\s+502 ERROR", out), out
     assert re.search(r"frontend  client  GET\s+500 ERROR\s.*/fail$", out, re.M), out
     m = re.search(r"traces in Jaeger: (\d+) with spans of frontend, (\d+) with spans of backend, "
@@ -123,6 +206,14 @@ def check_traces(out, inventory_addr):
     assert m, out
     fe, be, inv, fe_be, fe_inv = map(int, m.groups())
     assert fe == REQUESTS, out
+    # Where each backend call is a trace of its own, /both's two are two traces.
+    get_traces = ITEM_READS if NO_PROPAGATION else ITEM_REQUESTS
+    assert (f"    db backend -> redis GET: {ITEM_READS} calls, in {get_traces} traces\n"
+            f"    db backend -> postgresql SELECT items: {MISSES} calls, in {MISSES} traces\n"
+            f"    db backend -> redis SET: {MISSES} calls, in {MISSES} traces\n") in out, out
+    assert "not under its SERVER span" not in out, out
+    tail = out[out.rindex("gospan: summary"):]
+    assert DATASTORE_VERDICT in tail, out
     if NO_PROPAGATION:
         assert (be, inv, fe_be, fe_inv) == (BACKEND_CALLS, LOOKUPS, 0, 0), out
         assert "demo: the backend's and the inventory's spans start their own traces: gospan " \
@@ -131,6 +222,11 @@ def check_traces(out, inventory_addr):
         assert re.search(r"^\s+backend  server  GET /fail\s+500 ERROR", out, re.M), out
         assert re.search(rf"^\s+inventory  server  {RPC}\s+OK ", out, re.M), out
         assert f"joined traces: 0 of {REQUESTS} frontend traces" in out, out
+        # The backend's own traces: the fullest of GET /work/{id} missed the cache.
+        m = re.search(r"^\s+backend  server  GET /work/\{id\}\s+200 .*\n((?:\s+backend  client  "
+                      r".*\n)+)", out, re.M)
+        assert m and data_calls([t.strip() for t in m.group(1).splitlines()], redis_addr) == \
+            MISS, out
         return
     assert (be, inv, fe_be, fe_inv) == (REQUESTS, LOOKUPS, REQUESTS, LOOKUPS), out
     assert f"joined traces: {REQUESTS} of {REQUESTS} frontend traces are one trace" in out, out
@@ -140,14 +236,16 @@ def check_traces(out, inventory_addr):
     assert (f"hop frontend -> inventory, gRPC {RPC}: {LOOKUPS} calls, in {LOOKUPS} of the "
             f"joined traces") in out, out
     # The demo's last word, after the gospans' summaries.
-    tail = out[out.rindex("gospan: summary"):]
     assert (f"demo: all {REQUESTS} frontend requests are one trace across the three services, "
             f"read back\ndemo:   from Jaeger (the {REQUESTS - LOOKUPS} to /backend-fail across "
             f"two: they look no item up), every parent link exact:\n"
             f"demo:   frontend SERVER -> frontend CLIENT (HTTP GET) -> backend SERVER: "
             f"{BACKEND_CALLS} calls, in {REQUESTS} traces\n"
             f"demo:   frontend SERVER -> frontend CLIENT (gRPC {RPC}) -> inventory SERVER: "
-            f"{LOOKUPS} calls, in {LOOKUPS} traces\n") in tail, out
+            f"{LOOKUPS} calls, in {LOOKUPS} traces\n"
+            f"demo:   gospan put each CLIENT span's traceparent on the wire at the socket layer: "
+            f"a header\ndemo:   of the HTTP/1 request, a field of the gRPC call's HEADERS frame\n"
+            + DATASTORE_VERDICT) in tail, out
 
 
 def inventory_addr(out):
@@ -174,11 +272,12 @@ def test_demo_with_jaeger(gospan_bin, jaeger_bin):  # noqa: F811 (fixture)
     assert (f"loadgen: {REQUESTS} requests: {REQUESTS * 3 // 4} 2xx, 0 4xx, {REQUESTS // 4} 5xx, "
             f"0 without answer") in out, out
     assert (f"spans in Jaeger: frontend {FRONTEND_SPANS} of {FRONTEND_SPANS}, "
-            f"backend {BACKEND_CALLS} of {BACKEND_CALLS}, inventory {LOOKUPS} of {LOOKUPS}") \
+            f"backend {BACKEND_SPANS} of {BACKEND_SPANS}, inventory {LOOKUPS} of {LOOKUPS}") \
         in out, out
-    check_traces(out, inventory_addr(out))
+    check_traces(out, inventory_addr(out), datastores(out))
     assert_summaries(out)
     assert_all_stopped(out)
+    assert_datastores_gone(out)
     assert query_port_closed(out), f"Jaeger still answers after the demo\n{out}"
 
 
@@ -195,6 +294,13 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
         assert op in fe, out
     assert f"CLIENT {RPC} -> {inventory_addr(out)}" in fe, out
     assert "GET /work/{id}" in be and "GET /fail" in be, out
+    redis_addr = datastores(out)
+    assert be.count(f"CLIENT GET -> {redis_addr} ") == ITEM_READS, be
+    assert be.count("CLIENT SELECT items ") == MISSES, be
+    assert be.count(f"CLIENT SET -> {redis_addr} ") == MISSES, be
+    assert (f"demo: data store calls printed under the backend's SERVER spans: redis GET "
+            f"{ITEM_READS}, postgresql SELECT items {MISSES}, redis SET {MISSES}") in out, out
+    assert DATASTORE_VERDICT in out[out.rindex("gospan: summary"):], out
     assert f"SERVER {RPC}" in inv, out
     be_traces = BACKEND_CALLS if NO_PROPAGATION else REQUESTS
     fe_be, fe_inv = (0, 0) if NO_PROPAGATION else (REQUESTS, LOOKUPS)
@@ -211,6 +317,7 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
                 f"the {LOOKUPS} with a lookup (all but /backend-fail)") in tail, out
     assert_summaries(out)
     assert_all_stopped(out)
+    assert_datastores_gone(out)
 
 
 class Terminal:
@@ -270,6 +377,8 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
         assert re.search(r"^demo: Jaeger's query API: http://127\.0\.0\.1:\d+/api/services",
                          term.text, re.M), term.text
         assert ("no Jaeger UI" in term.text) or ("Jaeger's UI:" in term.text), term.text
+        assert re.search(r"^demo: the backend's data: /usr/lib/postgresql/\d+/bin/psql -h "
+                         r"127\.0\.0\.1 -p \d+ -U gospan postgres;$", term.text, re.M), term.text
         # The load goes on: loadgen sums up every 50 requests, one every 50 ms.
         assert term.read_until(r"^loadgen: last 50 requests: ", 30), term.text
         assert all(os.path.exists(f"/proc/{pid}") for pid in pids_started(term.text)), term.text
@@ -283,4 +392,109 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
         assert re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+gospan: summary: spans "
                          rf"captured (\d+), exported \1, dropped 0;", out, re.M), out
     assert_all_stopped(out)
+    assert_datastores_gone(out)
     assert query_port_closed(out), f"Jaeger still answers after Ctrl-C\n{out}"
+
+
+def test_demo_says_what_the_data_stores_need(gospan_bin):
+    """Without PostgreSQL's programs and redis-server the demo names both, and how to get them,
+    and stops before it builds or starts anything."""
+    rc, out = run_demo(demo_env(PG_BINDIR="/nonexistent/bin", REDIS_SERVER="no-such-redis"))
+    assert rc == 1, out
+    assert ("demo: the backend's data stores cannot run here; missing:\n"
+            "demo:   PostgreSQL: no initdb, postgres, pg_isready in /nonexistent/bin (Debian "
+            "package postgresql)\n"
+            "demo:   Redis: no 'no-such-redis' (Debian package redis-server)\n") in out, out
+    assert ("demo: 'make deps' installs them (apt-get install postgresql redis-server); or run "
+            "with GOSPAN_DEMO_DATASTORES=0 for a backend without data stores") in out, out
+    assert "building" not in out and not pids_started(out), out
+
+
+# ---- jaeger.py show's data store check, against a query API serving made-up traces -------------
+
+
+def _span(trace_id, span_id, service, kind, name, parent=None, start=0, **tags):
+    tags = {"span.kind": kind, **tags}
+    return {"traceID": trace_id, "spanID": span_id, "operationName": name, "processID": service,
+            "startTime": 1_700_000_000_000_000 + start, "duration": 100,
+            "references": [{"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent}]
+            if parent else [],
+            "tags": [{"key": k, "type": "string", "value": v} for k, v in tags.items()]}
+
+
+def _trace(n, data_parent):
+    """A request of the frontend calling the backend, whose data store call (a Redis GET) is the
+    child of DATA_PARENT: 'server' (the backend's SERVER span, as it must be), 'frontend' (the
+    frontend's SERVER span), or None for no data store call."""
+    tid = f"{n:032x}"
+    spans = [_span(tid, "a1", "frontend", "server", "GET /direct/{id}", **{"url.path": "/d"}),
+             _span(tid, "a2", "frontend", "client", "GET", "a1", 1, **{"http.request.method":
+                                                                         "GET"}),
+             _span(tid, "b1", "backend", "server", "GET /work/{id}", "a2", 2,
+                   **{"http.request.method": "GET"})]
+    if data_parent:
+        spans.append(_span(tid, "b2", "backend", "client", "GET",
+                           {"server": "b1", "frontend": "a1"}[data_parent], 3,
+                           **{"db.system.name": "redis"}))
+    return {"traceID": tid, "spans": spans,
+            "processes": {svc: {"serviceName": svc} for svc in ("frontend", "backend")}}
+
+
+class _QueryAPI(BaseHTTPRequestHandler):
+    traces = []
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        if url.path == "/api/traces":
+            svc = parse_qs(url.query)["service"][0]
+            data = [t for t in self.traces
+                    if any(sp["processID"] == svc for sp in t["spans"])]
+        else:
+            data = [t for t in self.traces if url.path == f"/api/traces/{t['traceID']}"]
+        body = json.dumps({"data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def show(traces):
+    """`jaeger.py show` as the demo runs it, against a query API holding TRACES."""
+    handler = type("Handler", (_QueryAPI,), {"traces": traces})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        res = subprocess.run([sys.executable, str(JAEGER_PY), "show", "--query",
+                              f"http://127.0.0.1:{server.server_address[1]}", "--service",
+                              "frontend", "--service", "backend", "--datastores", "backend"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return res.returncode, res.stdout + res.stderr
+
+
+def test_show_checks_the_backends_data_store_spans():
+    rc, out = show([_trace(1, "server"), _trace(2, "server")])
+    assert rc == 0, out
+    assert "joined traces: 2 of 2 frontend traces" in out, out
+    assert "db backend -> redis GET: 2 calls, in 2 traces" in out, out
+    assert re.search(r"^        backend  client  GET\s+-\s+0\.100 ms  redis$", out, re.M), out
+
+    # Some requests make no data store call (the backend's /fail): none at all is what fails.
+    rc, out = show([_trace(1, None), _trace(2, None)])
+    assert rc == SHOW_DATASTORES_WRONG == 3, out
+    assert "no data store calls of backend: no backend CLIENT span with db.system.name in 2 " \
+           "traces" in out, out
+
+    rc, out = show([_trace(1, "server"), _trace(2, "frontend")])
+    assert rc == SHOW_DATASTORES_WRONG, out
+    assert "joined traces: 1 of 2 frontend traces" in out, out
+    assert (f"not joined: trace {2:032x}: the backend CLIENT span GET (b2) is not the child of "
+            f"a backend SERVER span") in out, out
+    assert (f"not under its SERVER span: trace {2:032x}: the backend CLIENT span GET (b2, redis) "
+            f"is not the child of a backend SERVER span") in out, out
