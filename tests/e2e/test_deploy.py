@@ -19,18 +19,23 @@ one network namespace for the compose network, each service from its replayed im
 mount namespace with the image's files as root and the image's user, each gospan with exactly
 the capabilities compose gives it, a read-only /sys without tracefs/debugfs/securityfs, in the
 machine's PID namespace, and the commands, environments and healthchecks of docker-compose.yml
-as written. What is not emulated: seccomp and AppArmor profiles, cgroups, image pulls.
+as written. The data stores' images (postgres, redis) are not built here: this machine's
+PostgreSQL and redis-server stand in for them in the same network namespace, set up as the
+images' entrypoints do from the compose environment. What is not emulated: seccomp and AppArmor
+profiles, cgroups, image pulls.
 """
 
 import glob
 import json
 import os
+import pwd
 import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -41,6 +46,7 @@ import pytest
 import yaml
 
 from conftest import BUILD, REPO, _LineReader
+from datastores import postgres_bindir
 from jaeger import jaeger_bin  # noqa: F401 (fixture)
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -53,7 +59,12 @@ APPS = ("frontend", "backend", "inventory", "loadgen")
 # gospan service -> the compose service whose executable it traces.
 TRACERS = {"gospan-frontend": "frontend", "gospan-backend": "backend",
            "gospan-inventory": "inventory"}
-SERVICES = {"jaeger", *APPS, *TRACERS}
+# The backend's data stores, official images, and the port each listens on in its container.
+DATASTORES = {"postgres": 5432, "redis": 6379}
+SERVICES = {"jaeger", *DATASTORES, *APPS, *TRACERS}
+# Services from a published image, not built here: the image each must be, pinned.
+IMAGES = {"jaeger": r"jaegertracing/jaeger:\d+\.\d+\.\d+", "postgres": r"postgres:\d+-alpine",
+          "redis": r"redis:\d+-alpine"}
 
 # What gospan needs in a container, each one shown needed by test_gospan_capabilities where the
 # kernel lets a test show it, and explained in docker-compose.yml.
@@ -460,9 +471,9 @@ def test_compose_matches_the_compose_spec_schema(compose_raw, deploycheck_bin):
 def test_build_contexts_and_dockerfiles_exist(compose):
     for name, svc in compose["services"].items():
         if "build" not in svc:
-            assert name == "jaeger", f"{name}: neither build nor a published image"
-            assert re.fullmatch(r"jaegertracing/jaeger:\d+\.\d+\.\d+", svc["image"]), \
-                "Jaeger pinned to a release"
+            assert name in IMAGES, f"{name}: neither build nor one of the published images"
+            assert re.fullmatch(IMAGES[name], svc["image"]), \
+                f"{name}: image '{svc['image']}', expected one like {IMAGES[name]}"
             continue
         ctx = Path(svc["build"]["context"])
         assert ctx.is_dir(), f"{name}: build context '{ctx}' is missing"
@@ -541,6 +552,37 @@ def test_apps_listen_where_the_others_call(compose, dockerfiles, images):
     assert jaeger == {16686, JAEGER_OTLP_HTTP_PORT}
 
 
+def test_backend_reaches_its_data_stores(compose):
+    """The backend's -pg and -redis name the postgres and redis services at the ports they listen
+    on, as the user and database postgres is set up with, the password in the environment (lib/pq
+    reads PGPASSWORD), not on the command line; the backend waits for both to be healthy, and
+    neither is published."""
+    s = compose["services"]
+    pg_env = s["postgres"]["environment"]
+    argv = s["backend"]["command"]
+    m = re.fullmatch(r"postgres://([^@:/]+)@([^:/]+):(\d+)/([^?]+)\?sslmode=disable",
+                     _flag(argv, "-pg"))
+    assert m, f"-pg '{_flag(argv, '-pg')}': no password in it, sslmode=disable"
+    user, host, port, db = m.groups()
+    assert (user, host, int(port), db) == (pg_env["POSTGRES_USER"], "postgres",
+                                           DATASTORES["postgres"], pg_env["POSTGRES_DB"])
+    assert s["backend"]["environment"]["PGPASSWORD"] == pg_env["POSTGRES_PASSWORD"]
+    assert _flag(argv, "-redis") == f"redis:{DATASTORES['redis']}"
+    for name, port in DATASTORES.items():
+        assert s["backend"]["depends_on"][name]["condition"] == "service_healthy"
+        assert "ports" not in s[name], f"{name} is the backend's alone: nothing published"
+        check = s[name]["healthcheck"]["test"]
+        assert _flag(check, "-h") == "127.0.0.1" and _flag(check, "-p") == str(port), check
+    check = s["postgres"]["healthcheck"]["test"]
+    assert check[1] == "pg_isready", check
+    assert (_flag(check, "-U"), _flag(check, "-d")) == (pg_env["POSTGRES_USER"],
+                                                        pg_env["POSTGRES_DB"]), check
+    assert s["redis"]["healthcheck"]["test"][1:3] == ["redis-cli", "-h"]
+    assert s["redis"]["healthcheck"]["test"][-1] == "ping"
+    # The image's entrypoint passes flags on to redis-server: a cache, nothing saved.
+    assert s["redis"]["command"] == ["redis-server", "--save", "", "--appendonly", "no"]
+
+
 def test_loadgen_covers_the_frontend_routes_that_call_the_backend(compose):
     src = (REPO / "examples" / "frontend" / "main.go").read_text()
     patterns = re.findall(r'HandleFunc\("GET (/[^"]*)"', src)
@@ -608,7 +650,7 @@ def test_services_are_named_by_their_own_environment(compose, images):
 
 def test_every_service_has_a_healthcheck_or_needs_none(compose):
     s = compose["services"]
-    for name in ("jaeger", "frontend", "backend", "inventory"):
+    for name in ("jaeger", *DATASTORES, "frontend", "backend", "inventory"):
         test = s[name]["healthcheck"]["test"]
         assert test[0] == "CMD"
     for name, svc in s.items():
@@ -1005,18 +1047,74 @@ GET_ITEM = "inventory.v1.Inventory/GetItem"
 APP_START_ORDER = ("backend", "inventory", "frontend")
 
 
-def test_compose_demo_played_without_docker(network, compose, images, gospan_image, jaeger_bin):
-    """docker-compose.yml's demo end to end: Jaeger, backend, inventory, frontend, the three
-    gospans, then the load generator (its compose command plus -count): every route shows up in
-    Jaeger as spans of the services named by their own environment, the frontend's HTTP calls
-    join the backend to its traces and its gRPC calls the inventory, and every gospan stops
+@pytest.fixture
+def compose_datastores(network, compose):
+    """The postgres and redis services, healthy, in the compose network: this machine's
+    PostgreSQL and redis-server standing in for the images. PostgreSQL is set up as the image's
+    entrypoint does it from POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB (a cluster whose
+    superuser is that user with that password, password authentication over TCP, that
+    database), and run as the user postgres (it refuses root); redis-server gets the service's
+    command. Both are stopped before the network goes, PostgreSQL with a fast shutdown."""
+    s = compose["services"]
+    bindir, redis_bin = postgres_bindir(), shutil.which("redis-server")
+    if bindir is None or redis_bin is None:
+        pytest.skip("PostgreSQL and redis-server stand in for the compose data stores: make deps "
+                    "installs Debian's postgresql and redis-server")
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no user 'postgres' for PostgreSQL to run as (Debian's postgresql makes it)")
+    env = s["postgres"]["environment"]
+    port = DATASTORES["postgres"]
+    tmp = Path(tempfile.mkdtemp(prefix="gospan-compose-postgres-"))
+    procs = {}
+    try:
+        (tmp / "pwfile").write_text(env["POSTGRES_PASSWORD"] + "\n")
+        for p in (tmp, tmp / "pwfile"):
+            os.chown(p, pw.pw_uid, pw.pw_gid)
+        as_postgres = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+        _run([*as_postgres, bindir / "initdb", "-D", tmp / "data", "-U", env["POSTGRES_USER"],
+              "--pwfile", tmp / "pwfile", "--auth-local=trust", "--auth-host=scram-sha-256",
+              "-E", "UTF8", "--no-locale", "--no-sync"], "initdb for the postgres service",
+             cwd=tmp, timeout=120)
+        procs["postgres"] = network.start(
+            "postgres", "netns", [],
+            [*as_postgres, bindir / "postgres", "-D", tmp / "data", "-h", "127.0.0.1",
+             "-p", str(port), "-k", tmp, "-c", "fsync=off", "-c", "full_page_writes=off"],
+            _clean_env({"PATH": DEBIAN_PATH}))
+        wait_healthy(network, "postgres", s["postgres"], procs["postgres"])
+        # The entrypoint's last step: the database, over the socket (trust), as the superuser.
+        _run([bindir / "psql", "-X", "-q", "-h", tmp, "-p", str(port), "-U", env["POSTGRES_USER"],
+              "-d", "postgres", "-c", f"CREATE DATABASE {env['POSTGRES_DB']}"],
+             "creating the postgres service's database", timeout=60)
+        procs["redis"] = network.start("redis", "netns", [],
+                                       [redis_bin, *s["redis"]["command"][1:]],
+                                       _clean_env({"PATH": DEBIAN_PATH}))
+        wait_healthy(network, "redis", s["redis"], procs["redis"])
+        yield procs
+    finally:
+        for name, sig in (("redis", signal.SIGTERM), ("postgres", signal.SIGINT)):
+            if name in procs and procs[name].p.poll() is None:
+                procs[name].stop(sig, 30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_compose_demo_played_without_docker(network, compose, images, gospan_image, jaeger_bin,
+                                            compose_datastores):
+    """docker-compose.yml's demo end to end: Jaeger, PostgreSQL and Redis, backend, inventory,
+    frontend, the three gospans, then the load generator (its compose command plus -count):
+    every route shows up in Jaeger as spans of the services named by their own environment, the
+    frontend's HTTP calls join the backend to its traces and its gRPC calls the inventory, the
+    backend's data store calls are CLIENT spans under its SERVER spans, and every gospan stops
     cleanly."""
     s = compose["services"]
     for i, name in enumerate(APP_START_ORDER):
         for dep, how in (s[name].get("depends_on") or {}).items():
-            assert dep in APP_START_ORDER[:i], f"{name} depends on {dep}, started after it"
+            assert dep in (*DATASTORES, *APP_START_ORDER[:i]), \
+                f"{name} depends on {dep}, started after it"
             assert how["condition"] == "service_healthy", f"{name} waits for {dep}: {how}"
     assert set(s["frontend"]["depends_on"]) == {"backend", "inventory"}
+    assert set(s["backend"]["depends_on"]) == set(DATASTORES)
     procs = {}
     procs["jaeger"] = network.start(
         "jaeger", "netns", [], [jaeger_bin],
@@ -1040,13 +1138,16 @@ def test_compose_demo_played_without_docker(network, compose, images, gospan_ima
     # count requests over 4 routes in turn: each one a frontend SERVER span; one CLIENT span
     # and one backend SERVER span per call to the backend, two calls for /both; and for
     # /direct, /spawn and /both (the routes with an item id), one GetItem call to the
-    # inventory: a gRPC CLIENT span in the frontend, a SERVER span in the inventory.
+    # inventory: a gRPC CLIENT span in the frontend, a SERVER span in the inventory. Each
+    # /work/{id} call reads item ID: a Redis GET, and the first read of each of the three items
+    # misses, a PostgreSQL SELECT and a Redis SET (the cache keeps items longer than this runs).
     per_route = count // 4
     want = {
         ("frontend", "server"): {"GET /direct/{id}": per_route, "GET /spawn/{id}": per_route,
                                  "GET /both/{id}": per_route, "GET /backend-fail": per_route},
         ("frontend", "client"): {"GET": 5 * per_route, GET_ITEM: 3 * per_route},
         ("backend", "server"): {"GET /work/{id}": 4 * per_route, "GET /fail": per_route},
+        ("backend", "client"): {"GET": 4 * per_route, "SELECT items": 3, "SET": 3},
         ("inventory", "server"): {GET_ITEM: 3 * per_route},
     }
     deadline = time.monotonic() + 30
@@ -1063,6 +1164,17 @@ def test_compose_demo_played_without_docker(network, compose, images, gospan_ima
             raise AssertionError(f"Jaeger has {seen}, expected {want}\n" +
                                  "\n".join(p.output() for p in procs.values()))
         time.sleep(1.0)
+
+    # The backend's data store calls run on its handler's goroutine: each CLIENT span is the
+    # child of the SERVER span of a /work/{id} request, in its trace.
+    back = {sp["id"]: sp for sp in spans["backend"]}
+    for sp in spans["backend"]:
+        if sp["kind"] != "client":
+            continue
+        up = [back.get(p) for p in sp["parents"]]
+        assert len(up) == 1 and up[0] and up[0]["kind"] == "server" and \
+            up[0]["name"] == "GET /work/{id}" and up[0]["trace"] == sp["trace"], \
+            f"the backend's data store span {sp} is not the child of a /work/{{id}} SERVER span"
 
     # The lookup runs on the handler's goroutine: its CLIENT span is the child of the request's
     # SERVER span, of a route with an item id.
