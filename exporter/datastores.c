@@ -439,7 +439,8 @@ int datastores__configure(struct analysis *a, const struct module_tables *module
 	c->pgx_conn_config = c->pgx_config_host = c->pgx_config_port = -1;
 	c->pgx_batch_queries = c->pgx_query_sql = -1;
 	c->redis_client_opt = c->redis_opt_addr = c->redis_cmd_args = -1;
-	if (datastores__sql(d) && c->sql_stmt_query < 0) {
+	/* A binary without prepared statements has no Stmt methods, nor Stmt in its DWARF. */
+	if ((d->sql_stmt_query.addr || d->sql_stmt_exec.addr) && c->sql_stmt_query < 0) {
 		/* Every other part works; prepared statements would have no text. */
 		pr_warn("'%s': no offset for database/sql's Stmt.query: prepared statements' spans "
 			"will have no query text",
