@@ -255,8 +255,10 @@ func percentile(lat []time.Duration, p float64) float64 {
 	return float64(lat[i]) / 1e3
 }
 
-// run makes calls from CONCURRENCY goroutines for DURATION, or CALLS calls in all when CALLS > 0.
-func run(kind string, c caller, concurrency int, duration time.Duration, calls int64) result {
+// run makes calls from CONCURRENCY goroutines for DURATION, or CALLS calls in all when CALLS > 0;
+// RATE > 0 paces them to RATE calls per second in all (each goroutine its share, on a schedule:
+// a late call is not made up for by a burst).
+func run(kind string, c caller, concurrency int, duration time.Duration, calls int64, rate float64) result {
 	var (
 		started, failed, rows atomic.Int64
 		firstErr              atomic.Value
@@ -271,7 +273,23 @@ func run(kind string, c caller, concurrency int, duration time.Duration, calls i
 			defer wg.Done()
 			ctx := context.Background()
 			lat := make([]time.Duration, 0, 1<<14)
+			var every time.Duration
+			next := begin
+			if rate > 0 {
+				every = time.Duration(float64(concurrency) / rate * float64(time.Second))
+				// the goroutines' schedules staggered over one interval
+				next = begin.Add(every * time.Duration(w) / time.Duration(concurrency))
+			}
 			for {
+				if every > 0 {
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+					next = next.Add(every)
+					if now := time.Now(); next.Before(now) {
+						next = now
+					}
+				}
 				if calls > 0 {
 					if started.Add(1) > calls {
 						break
@@ -316,12 +334,14 @@ type runFlags struct {
 	concurrency int
 	duration    time.Duration
 	calls       int64
+	rate        float64
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.concurrency, "concurrency", 1, "goroutines making calls, each one after another")
 	fs.DurationVar(&r.duration, "duration", 6*time.Second, "how long to make calls")
 	fs.Int64Var(&r.calls, "calls", 0, "make this many calls in all, then stop (instead of -duration)")
+	fs.Float64Var(&r.rate, "rate", 0, "calls per second in all, paced (0: as fast as they go)")
 }
 
 func (r *runFlags) check(pool int) error {
@@ -399,7 +419,7 @@ func main() {
 
 	out := json.NewEncoder(os.Stdout)
 	if !*fromStdin {
-		emit(out, run(*kind, c, rf.concurrency, rf.duration, rf.calls))
+		emit(out, run(*kind, c, rf.concurrency, rf.duration, rf.calls, rf.rate))
 		return
 	}
 	in := bufio.NewScanner(os.Stdin)
@@ -417,7 +437,7 @@ func main() {
 		if err := r.check(*pool); err != nil {
 			log.Fatalf("dbload: bad run line %q: %v", line, err)
 		}
-		emit(out, run(*kind, c, r.concurrency, r.duration, r.calls))
+		emit(out, run(*kind, c, r.concurrency, r.duration, r.calls, r.rate))
 	}
 	if err := in.Err(); err != nil {
 		log.Fatalf("dbload: reading stdin: %v", err)
