@@ -174,6 +174,9 @@ static int index_methods(struct analysis *a, struct db_target *d)
 	}
 	d->ndrivers = nd;
 	d->nerrors = ne;
+	/* Sized for every function while counting: keep what was found (a failed shrink keeps all). */
+	d->drivers = realloc(d->drivers, (nd ? nd : 1) * sizeof(*d->drivers)) ?: d->drivers;
+	d->errors = realloc(d->errors, (ne ? ne : 1) * sizeof(*d->errors)) ?: d->errors;
 	qsort(d->drivers, nd, sizeof(*d->drivers), cmp_method);
 	qsort(d->errors, ne, sizeof(*d->errors), cmp_method);
 	return 0;
@@ -199,17 +202,6 @@ const char *datastores__system(const struct db_target *d, uint64_t fn)
 const char *datastores__error_type(const struct db_target *d, uint64_t fn)
 {
 	return lookup(d->errors, d->nerrors, fn);
-}
-
-/* The version of MODULE the binary was built with, from its buildinfo; NULL when none. */
-static const char *module_version(const struct gobin *gb, const char *module)
-{
-	size_t i;
-
-	for (i = 0; i < gb->ndeps; i++)
-		if (!strcmp(gb->deps[i].path, module))
-			return gb->deps[i].version;
-	return NULL;
 }
 
 /*
@@ -313,7 +305,7 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 {
 	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
 	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
-	const char *version = module_version(a->t->gobin, PGX_MODULE);
+	const char *version = gobin__module_version(a->t->gobin, PGX_MODULE);
 	size_t i;
 	int err = 0;
 
@@ -347,7 +339,7 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 
 static int find_redis_sites(struct analysis *a, struct db_target *d)
 {
-	const char *version = module_version(a->t->gobin, REDIS_MODULE);
+	const char *version = gobin__module_version(a->t->gobin, REDIS_MODULE);
 	int err;
 
 	if (!version)

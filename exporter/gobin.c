@@ -393,3 +393,16 @@ cleanup:
 	}
 	return gb;
 }
+
+const char *gobin__module_version(const struct gobin *gb, const char *module)
+{
+	size_t i;
+
+	if (gb->main_path && !strcmp(gb->main_path, module))
+		return gb->main_version ? gb->main_version : "(devel)";
+	for (i = 0; i < gb->ndeps; i++) {
+		if (gb->deps[i].path && !strcmp(gb->deps[i].path, module))
+			return gb->deps[i].version ? gb->deps[i].version : "(devel)";
+	}
+	return NULL;
+}

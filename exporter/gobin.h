@@ -33,6 +33,13 @@ struct gobin *gobin__read(struct elf_file *ef);
 void gobin__free(struct gobin *gb);
 
 /*
+ * The version of MODULE the binary was built with, from its buildinfo: a dependency's, or the
+ * main module's when the binary is one of the module's own programs (grpc-go's examples).
+ * "(devel)" for a replacement without a version; NULL when the binary does not use MODULE.
+ */
+const char *gobin__module_version(const struct gobin *gb, const char *module);
+
+/*
  * Parses "go1.22.12", "1.22.12", "go1.21" (patch 0), "go1.21rc2" (patch 0), ignoring anything
  * after the version such as " X:boringcrypto". -EINVAL when it is not a Go version.
  */

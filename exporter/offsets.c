@@ -590,24 +590,6 @@ int offsets__find(const struct offsets *o, int major, int minor, int patch,
 	return 0;
 }
 
-/*
- * The version of MODULE that GB records: its dependency's, or its own when the binary is one of
- * the module's programs (grpc-go's examples, its interop client and server). NULL when it has
- * none.
- */
-static const char *module_version(const struct gobin *gb, const char *module)
-{
-	size_t i;
-
-	if (gb->main_path && !strcmp(gb->main_path, module))
-		return gb->main_version ? gb->main_version : "(devel)";
-	for (i = 0; i < gb->ndeps; i++) {
-		if (gb->deps[i].path && !strcmp(gb->deps[i].path, module))
-			return gb->deps[i].version ? gb->deps[i].version : "(devel)";
-	}
-	return NULL;
-}
-
 /* How a module table fits a version: the row found, or why there is none. */
 enum row_fit {
 	ROW_EXACT,	/* the version is listed */
@@ -712,7 +694,7 @@ int module_offsets__for_binary(const struct offsets *table, const char *module, 
 	if ((table && table->fields != fields) || !path || !gb || !source || !source_len)
 		return -EINVAL;
 	source[0] = '\0';
-	version = module_version(gb, module);
+	version = gobin__module_version(gb, module);
 	if (!version)
 		return -ENOENT;
 	fit = module_row(table, version, row, &resolved);

@@ -746,17 +746,6 @@ static void fill_config(struct target *t)
 	c->ret_newproc_g = 1;
 }
 
-/* The version of grpc-go the binary was built with, from its buildinfo; NULL when none. */
-static const char *grpc_module_version(const struct gobin *gb)
-{
-	size_t i;
-
-	for (i = 0; i < gb->ndeps; i++)
-		if (!strcmp(gb->deps[i].path, GRPC_MODULE))
-			return gb->deps[i].version;
-	return NULL;
-}
-
 /* The link-time address of SYMBOL, a method whose address BPF compares with itab words; 0: none. */
 static uint64_t method_addr(struct analysis *a, const char *symbol)
 {
@@ -811,7 +800,7 @@ static int find_grpc_context_sites(struct analysis *a, struct grpc_target *g)
 static void find_grpc_sites(struct analysis *a)
 {
 	struct grpc_target *g = &a->t->grpc;
-	const char *version = grpc_module_version(a->t->gobin);
+	const char *version = gobin__module_version(a->t->gobin, GRPC_MODULE);
 	const char *status_sym = SYM_GRPC_WRITE_STATUS;
 	const char *handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS;
 	struct elf_symbol sym;
