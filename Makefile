@@ -3,7 +3,8 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
-#   make compat     the grpc-go release matrix; rewrites the gRPC section of COMPATIBILITY.md
+#   make compat     the grpc-go and data store (database/sql, pgx, go-redis) release matrices;
+#                   rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis) from the
@@ -188,12 +189,12 @@ unit: $(UNIT_BINS)
 			$(abspath $(OUTPUT))/unit/$$(basename $$t)) || fail=1; \
 	done; exit $$fail
 
-# The sanitized pass (SANITIZE=1) leaves out the Go and grpc-go release matrices: they prove the
-# offset tables and the binary readers on dozens of builds, which the first pass has done with
-# the same code, and they would take CI past its half hour. Every other end-to-end test runs
-# against the sanitized gospan.
+# The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go and data store release matrices:
+# they prove the offset tables and the binary readers on dozens of builds, which the first pass
+# has done with the same code, and they would take CI past its half hour. Every other end-to-end
+# test runs against the sanitized gospan (test_datastores.py among them).
 E2E_SKIP := $(if $(filter 1,$(SANITIZE)),--ignore=tests/e2e/test_go_versions.py \
-	--ignore=tests/e2e/test_grpc_versions.py)
+	--ignore=tests/e2e/test_grpc_versions.py --ignore=tests/e2e/test_db_versions.py)
 
 e2e: $(OUTPUT)/gospan
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra tests/e2e $(E2E_SKIP) $(PYTEST_ARGS)
@@ -205,15 +206,24 @@ test: deps
 		$(MAKE) --no-print-directory fuzz-smoke; fi
 	$(Q)$(MAKE) --no-print-directory e2e
 
-# The grpc-go release matrix (tests/e2e/test_grpc_versions.py with GOSPAN_COMPAT=1): every minor
-# from v1.50, with the installed Go and the oldest Go each allows, plain, stripped and PIE; then
-# rewrites the gRPC section of COMPATIBILITY.md. 222 cells: on two cores about 20 minutes with
-# the builds cached, up to an hour without (the builds take about 40 minutes of it). make test
-# (CI) runs only a slice of it.
+# The release matrices, with GOSPAN_COMPAT=1; each rewrites its section of COMPATIBILITY.md.
+# - grpc-go (tests/e2e/test_grpc_versions.py): every minor from v1.50, with the installed Go and
+#   the oldest Go each allows, plain, stripped and PIE. 222 cells: on two cores about 20 minutes
+#   with the builds cached, up to an hour without (the builds take about 40 minutes of it).
+# - data stores (tests/e2e/test_db_versions.py, cells in tests/e2e/db_matrix.py): database/sql
+#   (lib/pq) built by every Go release of test_go_versions.py, and every pgx v5 and go-redis v9
+#   minor (and each offset table layout's first and last release) with the installed Go, plain,
+#   stripped and PIE, against a real PostgreSQL and Redis. 162 cells: on two cores 3 minutes
+#   with the builds cached; a first run builds them two at a time beside the runs (96 of them
+#   took 23 minutes of build time, most of it pgx and go-redis PIE builds).
+# make test (CI) runs a slice of each; for the data stores, every database/sql cell (39) and 12
+# pgx and go-redis cells: about a minute with the builds cached, 2.3 minutes without them (but
+# with the Go standard library of each toolchain in Go's build cache, which test_go_versions.py
+# builds need anyway).
 compat: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \
-		tests/e2e/test_grpc_versions.py $(PYTEST_ARGS)
+		tests/e2e/test_grpc_versions.py tests/e2e/test_db_versions.py $(PYTEST_ARGS)
 
 # ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
 
