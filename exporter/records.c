@@ -220,12 +220,23 @@ static void emit(struct records *r, struct span *s, bool held)
 		r->opts.submit(r->opts.ctx, s);
 }
 
+/*
+ * A span's end: its start plus the monotonic time between the two. Converting the end on its own
+ * would use the clock offset current then, and a step of the wall clock since the start (a resync)
+ * would become part of the span's duration, a negative one for a step back. An end before its
+ * start (a corrupt record) gives a span of no duration.
+ */
+static void set_end(struct span *s, uint64_t start_mono, uint64_t end_mono)
+{
+	s->end_ns = s->start_ns + (end_mono > start_mono ? end_mono - start_mono : 0);
+}
+
 /* A panicked call that did not return: the request failed at the panic. */
 static void finish_panicked(struct records *r, struct pending *p)
 {
 	struct span *s = p->span;
 
-	s->end_ns = clock__to_unix_ns(r->opts.clock, p->panic_ns);
+	set_end(s, p->start_ns, p->panic_ns);
 	s->status = SPAN_STATUS_ERROR;
 	s->status_msg = span__strndup(s, "handler panicked", 16);
 	span__set_str(s, SC_ERROR_TYPE, "panic", 5);
@@ -407,7 +418,7 @@ static struct pending *close_call(struct records *r, const struct record_header 
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
 		return NULL;
 	}
-	p->span->end_ns = clock__to_unix_ns(r->opts.clock, end_ns);
+	set_end(p->span, p->start_ns, end_ns);
 	return p;
 }
 
@@ -679,7 +690,7 @@ static void on_func_end(struct records *r, const struct func_end *e)
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
 		return;
 	}
-	found->span->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	set_end(found->span, found->start_ns, e->end_ns);
 	if (e->cpu_ns != ~0ULL)
 		span__set_int(found->span, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
 	emit(r, found->span, false);
@@ -884,7 +895,7 @@ static void on_db_call(struct records *r, const struct db_call *e)
 	span__set_resource(s, proc->res);
 	s->kind = SPAN_KIND_CLIENT;
 	s->start_ns = clock__to_unix_ns(r->opts.clock, e->hdr.start_ns);
-	s->end_ns = clock__to_unix_ns(r->opts.clock, e->end_ns);
+	set_end(s, e->hdr.start_ns, e->end_ns);
 	set_ids(s, &e->ids);
 	dbspan__fill(s, e, &proc->target->db, proc->load_bias,
 		     (enum db_query_text)r->opts.db_query_text);

@@ -284,6 +284,24 @@ static void test_records__start_end_make_one_span(void **state)
 	assert_int_equal(st.pending, 0);
 }
 
+/*
+ * The wall clock steps back 10 ms while a request is in flight (gospan resyncs its offset): the
+ * span still lasts what the monotonic clock says, 250 µs, not -9.75 ms.
+ */
+static void test_records__clock_step_does_not_change_durations(void **state)
+{
+	struct fixture *f = *state;
+	const struct span *s;
+
+	send_start(f, 7, 1000, "GET", "/users/42", "10.1.2.3:5555");
+	f->clock.offset_ns -= 10000000;
+	send_end(f, 7, 1000, 251000, 0, "GET /users/{id}", true);
+	assert_int_equal(f->nspans, 1);
+	s = f->spans[0];
+	assert_int_equal(s->start_ns, 1700000000000001000ULL);
+	assert_int_equal(s->end_ns - s->start_ns, 250000);
+}
+
 static void test_records__status_errors_and_foreign_writers(void **state)
 {
 	struct fixture *f = *state;
@@ -911,6 +929,8 @@ static void test_records__grpc_server_spans(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_records__clock_step_does_not_change_durations,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__start_end_make_one_span, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
