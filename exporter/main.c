@@ -22,6 +22,7 @@
 #include "console.h"
 #include "datastores.h"
 #include "disasm.h"
+#include "elf.h"
 #include "embed.h"
 #include "export.h"
 #include "export_http.h"
@@ -127,9 +128,38 @@ static pid_t find_process_of(const char *path, bool path_here)
  * root, letting the container point gospan at a file of the host's. The uprobes sit on that
  * file's inode, so later processes of the same file are traced too.
  */
+/*
+ * A file --exe names in gospan's own mount namespace must be a Go program gospan can trace: one
+ * that is not (/bin/ls, a truncated binary, Go before 1.17) is refused now, with the reason, not
+ * awaited. 0, or a negative errno with the reason logged.
+ */
+static int check_exe(const char *path)
+{
+	struct elf_file *ef;
+	struct gobin *gb;
+	int err = 0;
+
+	ef = elf_file__open(path);
+	if (!ef)
+		return -errno;
+	gb = gobin__read(ef);
+	if (!gb) {
+		err = -errno;
+	} else if (gb->major != 1 || gb->minor < 17) {
+		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register "
+		       "ABI)",
+		       path, gb->go_version);
+		err = -EOPNOTSUPP;
+	}
+	gobin__free(gb);
+	elf_file__close(ef);
+	return err;
+}
+
 static int resolve_exe(const char *exe, char *path, size_t size, char *real, pid_t *pid)
 {
 	bool here = true, said = false;
+	int err;
 
 	if (!realpath(exe, real)) {
 		if ((errno != ENOENT && errno != ENOTDIR) || exe[0] != '/' ||
@@ -140,6 +170,10 @@ static int resolve_exe(const char *exe, char *path, size_t size, char *real, pid
 		/* Not here: perhaps in a container. Matched as the processes see it. */
 		here = false;
 		strcpy(real, exe);
+	} else {
+		err = check_exe(real);
+		if (err)
+			return err;
 	}
 	while (!(*pid = find_process_of(real, here))) {
 		if (stop_signal)

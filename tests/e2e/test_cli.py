@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
 from conftest import Gospan, Service, _LineReader, _clean_env
 
@@ -255,3 +256,16 @@ def test_binaries_gospan_cannot_trace_are_refused(gospan_bin, build_dir):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_exe_that_is_no_go_program_is_refused_at_once(gospan_bin, example_bin, tmp_path):
+    """--exe naming a file here that gospan cannot trace is refused with the reason, not awaited
+    for a process that would change nothing; a path not here is still awaited (a container's)."""
+    truncated = tmp_path / "truncated"
+    truncated.write_bytes(Path(example_bin).read_bytes()[:3_000_000])
+    truncated.chmod(0o755)
+    for exe, why in (("/bin/ls", "not a Go binary"), (str(truncated), "truncated")):
+        t0 = time.monotonic()
+        err = _refusal(gospan_bin, ["--exe", exe], {})
+        assert why in err and "waiting for a process" not in err, err
+        assert time.monotonic() - t0 < 10, err
