@@ -847,6 +847,7 @@ static int read_params(struct dwarf_func *f, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Die c, types[DWARF_MAX_PARAMS];
+	bool typed[DWARF_MAX_PARAMS] = { false };
 	bool output;
 	const char *name;
 	unsigned budget;
@@ -875,6 +876,7 @@ static int read_params(struct dwarf_func *f, Dwarf_Die *die)
 				f->nparams++;
 				continue;
 			}
+			typed[f->nparams] = true;
 			p->kind = go_kind_of(&types[f->nparams]);
 			p->size = (unsigned)(dwarf_bytesize(&types[f->nparams]) > 0 ?
 						     dwarf_bytesize(&types[f->nparams]) :
@@ -898,6 +900,12 @@ static int read_params(struct dwarf_func *f, Dwarf_Die *die)
 			continue;
 		}
 		a->param = (unsigned)j;
+		/* A parameter of no type gospan can read (corrupt DWARF) has nothing to walk. */
+		if (!typed[j]) {
+			arg_fail(a, -EOPNOTSUPP, "parameter '%s' has no type in the DWARF",
+				 f->params[j].name);
+			continue;
+		}
 		resolve_path(a, &types[j]);
 	}
 	return 0;
