@@ -150,6 +150,27 @@ int uprobes__add(struct uprobes *u, struct bpf_program *prog, const char *path, 
 }
 
 /*
+ * bpf(BPF_LINK_CREATE) of a uprobe_multi link: PROG at the N offsets OFFS of PATH, with COOKIES,
+ * for process PID (0: every process running the file). The link's fd, or a negative errno.
+ */
+static int link_multi(struct bpf_program *prog, const char *path, const uint64_t *offs,
+		      const uint64_t *cookies, size_t n, uint32_t pid)
+{
+	struct uprobe_multi_attr attr = {};
+	int fd;
+
+	attr.prog_fd = (uint32_t)bpf_program__fd(prog);
+	attr.attach_type = GOSPAN_TRACE_UPROBE_MULTI;
+	attr.path = (uint64_t)(uintptr_t)path;
+	attr.offsets = (uint64_t)(uintptr_t)offs;
+	attr.cookies = (uint64_t)(uintptr_t)cookies;
+	attr.cnt = (uint32_t)n;
+	attr.pid = pid;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+/*
  * Whether the kernel makes uprobe_multi links, by asking for one of the first queued probe's
  * program with a PID no process has: -EINVAL without them (the attach type is unknown), else
  * the PID's refusal (-ESRCH).
@@ -157,30 +178,21 @@ int uprobes__add(struct uprobes *u, struct bpf_program *prog, const char *path, 
 static int probe_multi(struct uprobes *u)
 {
 	const struct queued *q = &u->queue[0];
-	struct uprobe_multi_attr attr = {};
-	uint64_t off = q->off, cookie = 0;
+	uint64_t cookie = 0;
 	int fd;
 
-	attr.prog_fd = (uint32_t)bpf_program__fd(q->prog);
-	attr.attach_type = GOSPAN_TRACE_UPROBE_MULTI;
-	attr.path = (uint64_t)(uintptr_t)q->path;
-	attr.offsets = (uint64_t)(uintptr_t)&off;
-	attr.cookies = (uint64_t)(uintptr_t)&cookie;
-	attr.cnt = 1;
-	attr.pid = 0x3fffffff; /* above pid_max's limit */
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	return -errno;
+	/* a PID above pid_max's limit */
+	fd = link_multi(q->prog, q->path, &q->off, &cookie, 1, 0x3fffffff);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 /* One uprobe_multi link for the N probes of Q[0].prog listed in IDX. */
 static int attach_multi(struct uprobes *u, const size_t *idx, size_t n)
 {
 	const struct queued *q = &u->queue[idx[0]];
-	struct uprobe_multi_attr attr = {};
 	uint64_t *offs, *cookies;
 	size_t i;
 	int fd, err = 0;
@@ -197,17 +209,10 @@ static int attach_multi(struct uprobes *u, const size_t *idx, size_t n)
 		offs[i] = u->queue[idx[i]].off;
 		cookies[i] = u->queue[idx[i]].cookie;
 	}
-	attr.prog_fd = (uint32_t)bpf_program__fd(q->prog);
-	attr.attach_type = GOSPAN_TRACE_UPROBE_MULTI;
-	attr.path = (uint64_t)(uintptr_t)q->path;
-	attr.offsets = (uint64_t)(uintptr_t)offs;
-	attr.cookies = (uint64_t)(uintptr_t)cookies;
-	attr.cnt = (uint32_t)n;
-	/* 0: every process running the file */
-	attr.pid = q->pid > 0 ? (uint32_t)q->pid : 0;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	/* -1 (every process running the file) is 0 here */
+	fd = link_multi(q->prog, q->path, offs, cookies, n, q->pid > 0 ? (uint32_t)q->pid : 0);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		say_attach_failed(q->path, offs[0], n, err);
 		goto cleanup;
 	}
