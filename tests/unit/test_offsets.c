@@ -431,11 +431,8 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 	pclose(p);
 	ver[strcspn(ver, "\n")] = '\0';
 	assert_int_equal(gobin__parse_version(ver, &ma, &mi, &pa), 0);
-	if (offsets__find(table, ma, mi, pa, o, NULL)) {
-		fprintf(stderr, "installed Go %d.%d.%d is not in the table: run make offsets\n", ma,
-			mi, pa);
-		skip();
-	}
+	if (offsets__find(table, ma, mi, pa, o, NULL))
+		TEST_SKIP("installed Go %d.%d.%d is not in the table: run make offsets", ma, mi, pa);
 	bin = test_go_build("httpserver", "offsets_httpserver", "", "");
 	assert_non_null(bin);
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
