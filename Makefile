@@ -42,7 +42,7 @@ MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 
 PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson zlib
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-# capstone is not linked: exporter/disasm.c opens it while it analyses a target and closes it
+# capstone is not linked: exporter/analysis/disasm.c opens it while it analyses a target and closes it
 # after, because once loaded its tables hold 5 MB of resident memory for the process's life. Its
 # headers come from pkg-config, the name to open from the library a link would have used.
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(filter-out capstone,$(PKGS)) 2>/dev/null)
@@ -53,7 +53,7 @@ OFFSETS_JSON := $(abspath offsets/go_offsets.json)
 GRPC_OFFSETS_JSON := $(abspath offsets/grpc_offsets.json)
 PGX_OFFSETS_JSON := $(abspath offsets/pgx_offsets.json)
 REDIS_OFFSETS_JSON := $(abspath offsets/redis_offsets.json)
-# What exporter/embed.c builds in, and the -D flags that name the files to it.
+# What exporter/analysis/embed.c builds in, and the -D flags that name the files to it.
 EMBED_JSON := $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON) $(PGX_OFFSETS_JSON) $(REDIS_OFFSETS_JSON)
 EMBED_CFLAGS := -DOFFSETS_JSON='"$(OFFSETS_JSON)"' -DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"' \
 	-DPGX_OFFSETS_JSON='"$(PGX_OFFSETS_JSON)"' -DREDIS_OFFSETS_JSON='"$(REDIS_OFFSETS_JSON)"'
@@ -87,7 +87,11 @@ PB_SRCS := $(patsubst proto/%.proto,$(OUTPUT)/proto/%.pb-c.c,$(PROTOS))
 PB_HDRS := $(PB_SRCS:.c=.h)
 PB_OBJS := $(PB_SRCS:.c=.o)
 
-SRCS := $(wildcard exporter/*.c)
+# exporter/ holds main.c and one folder per part of the data path (docs/how-it-works.md):
+# core/, analysis/, capture/, model/, export/. Sources include headers by part ("core/log.h").
+PARTS := core analysis capture model export
+SRCS := exporter/main.c $(foreach p,$(PARTS),$(wildcard exporter/$(p)/*.c))
+HDRS := $(foreach p,$(PARTS),$(wildcard exporter/$(p)/*.h))
 OBJS := $(patsubst exporter/%.c,$(OUTPUT)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 
@@ -157,12 +161,12 @@ $(OUTPUT)/proto/%.pb-c.o: $(OUTPUT)/proto/%.pb-c.c $(PB_HDRS)
 
 # ---- user space -----------------------------------------------------------------------------
 
-$(OUTPUT)/obj/embed.o: override CFLAGS += $(EMBED_CFLAGS)
-$(OUTPUT)/obj/embed.o: $(EMBED_JSON)
+$(OUTPUT)/obj/analysis/embed.o: override CFLAGS += $(EMBED_CFLAGS)
+$(OUTPUT)/obj/analysis/embed.o: $(EMBED_JSON)
 
-$(OUTPUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
-		$(PB_HDRS) | $(OUTPUT)/obj
+$(OUTPUT)/obj/%.o: exporter/%.c $(HDRS) $(wildcard bpf/include/*.h) $(SKELS) $(PB_HDRS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/libgospan.a: $(LIB_OBJS)
@@ -246,11 +250,10 @@ FUZZ_RUN = ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stac
 
 .PHONY: fuzz fuzz-smoke
 
-$(FUZZ_OUT)/obj/embed.o: override CFLAGS += $(EMBED_CFLAGS)
-$(FUZZ_OUT)/obj/embed.o: $(EMBED_JSON)
+$(FUZZ_OUT)/obj/analysis/embed.o: override CFLAGS += $(EMBED_CFLAGS)
+$(FUZZ_OUT)/obj/analysis/embed.o: $(EMBED_JSON)
 
-$(FUZZ_OUT)/obj/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/include/*.h) $(SKELS) \
-		$(PB_HDRS)
+$(FUZZ_OUT)/obj/%.o: exporter/%.c $(HDRS) $(wildcard bpf/include/*.h) $(SKELS) $(PB_HDRS)
 	$(call msg,CC-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -305,7 +308,7 @@ offsets:
 		-pgx-out $(PGX_OFFSETS_JSON) -redis-out $(REDIS_OFFSETS_JSON) $(OFFSETS_ARGS)
 
 fmt:
-	$(Q)clang-format -i exporter/*.c exporter/*.h bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h
+	$(Q)clang-format -i $(SRCS) $(HDRS) bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h
 
 # ---- benchmark: make bench (bench/README.md) -------------------------------------------------
 
@@ -355,7 +358,7 @@ bench: deps
 clean:
 	$(Q)rm -rf $(BUILD)
 
--include $(wildcard $(OUTPUT)/obj/*.d)
+-include $(wildcard $(OUTPUT)/obj/*.d $(OUTPUT)/obj/*/*.d)
 
 # ---- soak: make soak (bench/soak; an hour by default, not part of CI) ------------------------
 soak: deps

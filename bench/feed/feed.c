@@ -27,12 +27,12 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
-#include "embed.h"
+#include "analysis/embed.h"
 #include "feed.h"
 #include "feed.skel.h"
-#include "offsets.h"
-#include "process.h"
-#include "target.h"
+#include "analysis/offsets.h"
+#include "capture/process.h"
+#include "analysis/target.h"
 
 /* A run writes at most this many spans: the ring buffer (2 MiB) holds about 1,200. */
 #define CHUNK 256

@@ -39,16 +39,16 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "disasm.h"
-#include "embed.h"
-#include "emulation.h"
+#include "analysis/disasm.h"
+#include "analysis/embed.h"
+#include "analysis/emulation.h"
 #include "empty.skel.h"
 #include "http.skel.h"
-#include "log.h"
+#include "core/log.h"
 #include "ops.skel.h"
-#include "offsets.h"
-#include "probes.h"
-#include "target.h"
+#include "analysis/offsets.h"
+#include "capture/probes.h"
+#include "analysis/target.h"
 
 static volatile sig_atomic_t stop_signal;
 

@@ -5,7 +5,7 @@
  * command-line arguments (argv[1]...), the way a process receives both. The settings that name
  * a file to open are pointed at one of a few known paths, never at one the fuzzer made up.
  */
-#include "config.h"
+#include "core/config.h"
 #include "fuzz.h"
 
 #define MAX_STRINGS 64

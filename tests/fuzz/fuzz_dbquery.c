@@ -16,7 +16,7 @@
  *
  * Byte 0: bits 0-1 the dialect, bit 2 whether the capture was cut; the rest is the query.
  */
-#include "dbquery.h"
+#include "model/dbquery.h"
 #include "fuzz.h"
 
 #define CHECK(cond)                                                                              \

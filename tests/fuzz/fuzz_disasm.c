@@ -8,9 +8,9 @@
  */
 #include <elf.h>
 
-#include "disasm.h"
+#include "analysis/disasm.h"
 #include "fuzz.h"
-#include "sites.h"
+#include "analysis/sites.h"
 
 #define CODE_ADDR 0x401000
 

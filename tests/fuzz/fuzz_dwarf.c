@@ -5,7 +5,7 @@
  * and argument paths --functions asks for. The input is the file. Every offset handed out must
  * be one BPF may use: -1, or within the bound dwarf.c promises; FUZZ_PRINT=1 shows what was read.
  */
-#include "dwarf.h"
+#include "analysis/dwarf.h"
 #include "fuzz.h"
 
 static struct fuzz_file file;

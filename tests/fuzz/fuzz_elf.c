@@ -3,7 +3,7 @@
  * Fuzzes elf.c: opening a target binary (headers, segments, sections, .symtab) and the lookups
  * target analysis makes on it afterwards. The input is the whole file.
  */
-#include "elf.h"
+#include "analysis/elf.h"
 #include "fuzz.h"
 
 static struct fuzz_file file;

@@ -4,7 +4,7 @@
  * argument paths and declared types, then each pattern matched against real symbol names as
  * target analysis does. The input is the JSON text, not NUL-terminated.
  */
-#include "functions.h"
+#include "analysis/functions.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -3,9 +3,9 @@
  * Fuzzes gobin.c: the Go buildinfo of a binary (both the inline format of Go 1.18+ and the
  * pointer format before it), the module list and the Go version string. The input is the file.
  */
-#include "elf.h"
+#include "analysis/elf.h"
 #include "fuzz.h"
-#include "gobin.h"
+#include "analysis/gobin.h"
 
 static struct fuzz_file file;
 

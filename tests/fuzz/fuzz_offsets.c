@@ -4,7 +4,7 @@
  * them. The input is the JSON text, not NUL-terminated, as offsets__parse takes it.
  */
 #include "fuzz.h"
-#include "offsets.h"
+#include "analysis/offsets.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -4,9 +4,9 @@
  * its header, the text start (header, moduledata, .text), and every function record and name.
  * The input is the file.
  */
-#include "elf.h"
+#include "analysis/elf.h"
 #include "fuzz.h"
-#include "pclntab.h"
+#include "analysis/pclntab.h"
 
 static struct fuzz_file file;
 

@@ -9,17 +9,17 @@
  * whether it still runs: pids are mapped to this process (odd) or to pids above pid_max (even),
  * so a run does not depend on what else runs on the machine.
  */
-#include "clock.h"
-#include "config.h"
+#include "core/clock.h"
+#include "core/config.h"
 #include "events.h"
-#include "functions.h"
+#include "analysis/functions.h"
 #include "fuzz.h"
-#include "gobin.h"
-#include "otlp.h"
-#include "process.h"
-#include "records.h"
-#include "span.h"
-#include "target.h"
+#include "analysis/gobin.h"
+#include "export/otlp.h"
+#include "capture/process.h"
+#include "capture/records.h"
+#include "model/span.h"
+#include "analysis/target.h"
 
 #define COOKIE_PLAIN 0
 #define COOKIE_ITAB 1

@@ -4,7 +4,7 @@
  * protobuf (protobuf-c underneath) or in OTLP/JSON (cJSON), whose partial success is logged and
  * counted. The first input byte picks the encoding (bit 0: JSON), the rest is the body.
  */
-#include "export_http.h"
+#include "export/export_http.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "offsets.h"
+#include "analysis/offsets.h"
 
 /* True under CI (CI=true), where every prerequisite is installed and no test may be skipped. */
 static inline int test_in_ci(void)

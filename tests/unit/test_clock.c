@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "core/clock.h"
 
 #define NSEC_PER_USEC 1000LL
 #define NSEC_PER_MSEC 1000000LL

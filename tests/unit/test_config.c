@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "helpers.h"
 
 #define ENV(...) ((char *[]){ __VA_ARGS__, NULL })

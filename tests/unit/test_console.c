@@ -18,11 +18,11 @@
 
 #include <cmocka.h>
 
-#include "console.h"
-#include "export.h"
+#include "export/console.h"
+#include "export/export.h"
 #include "helpers.h"
-#include "semconv.h"
-#include "span.h"
+#include "model/semconv.h"
+#include "model/span.h"
 
 static const uint8_t trace_id[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
 				      0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "dbquery.h"
+#include "model/dbquery.h"
 
 #define PG DB_DIALECT_POSTGRESQL
 #define MY DB_DIALECT_MYSQL

@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "dbspan.h"
+#include "capture/dbspan.h"
 #include "events.h"
-#include "semconv.h"
-#include "span.h"
-#include "target.h"
+#include "model/semconv.h"
+#include "model/span.h"
+#include "analysis/target.h"
 
 #define BIAS 0x10000
 #define PQ_QUERY 0x401000 /* github.com/lib/pq.(*conn).QueryContext */

@@ -15,9 +15,9 @@
 #include <errno.h>
 
 #include "helpers.h"
-#include "disasm.h"
-#include "elf.h"
-#include "log.h"
+#include "analysis/disasm.h"
+#include "analysis/elf.h"
+#include "core/log.h"
 
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
 #define SYM_CONN_SERVE "net/http.(*conn).serve"

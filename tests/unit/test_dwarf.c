@@ -27,11 +27,11 @@
 #include <libelf.h>
 
 #include "helpers.h"
-#include "dwarf.h"
-#include "elf.h"
-#include "gobin.h"
-#include "log.h"
-#include "offsets.h"
+#include "analysis/dwarf.h"
+#include "analysis/elf.h"
+#include "analysis/gobin.h"
+#include "core/log.h"
+#include "analysis/offsets.h"
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
 #define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"

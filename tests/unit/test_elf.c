@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "elf.h"
-#include "log.h"
+#include "analysis/elf.h"
+#include "core/log.h"
 
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
 #define SYM_GOPANIC "runtime.gopanic"

@@ -26,11 +26,11 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "export.h"
-#include "export_http.h"
+#include "export/export.h"
+#include "export/export_http.h"
 #include "helpers.h"
-#include "semconv.h"
-#include "span.h"
+#include "model/semconv.h"
+#include "model/span.h"
 
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "elf.h"
-#include "functions.h"
+#include "analysis/elf.h"
+#include "analysis/functions.h"
 #include "helpers.h"
-#include "offsets.h"
-#include "target.h"
+#include "analysis/offsets.h"
+#include "analysis/target.h"
 
 #define EXAMPLE "../../../examples/functions"
 

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "elf.h"
-#include "gobin.h"
-#include "log.h"
+#include "analysis/elf.h"
+#include "analysis/gobin.h"
+#include "core/log.h"
 
 #define GO119 "/usr/lib/go-1.19/bin/go"
 /* env(1) looks "go" up in the PATH it was given, so Go 1.19's go command runs. */

@@ -18,9 +18,9 @@
 #include <cjson/cJSON.h>
 
 #include "helpers.h"
-#include "gobin.h"
-#include "log.h"
-#include "offsets.h"
+#include "analysis/gobin.h"
+#include "core/log.h"
+#include "analysis/offsets.h"
 
 #define TABLE_PATH "../../offsets/go_offsets.json"
 #define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"

@@ -21,10 +21,10 @@
 #include <cjson/cJSON.h>
 
 #include "helpers.h"
-#include "otlp.h"
-#include "semconv.h"
-#include "span.h"
-#include "version.h"
+#include "export/otlp.h"
+#include "model/semconv.h"
+#include "model/span.h"
+#include "core/version.h"
 
 typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest pb_request;
 typedef Opentelemetry__Proto__Trace__V1__Span pb_span;

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "elf.h"
-#include "log.h"
-#include "pclntab.h"
+#include "analysis/elf.h"
+#include "core/log.h"
+#include "analysis/pclntab.h"
 
 /* Sanity bound on one function's padding (PCALIGN asks for at most 2 KiB in practice). */
 #define MAX_PADDING 4096

@@ -23,13 +23,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "gobin.h"
+#include "core/config.h"
+#include "analysis/gobin.h"
 #include "helpers.h"
-#include "process.h"
-#include "semconv.h"
-#include "span.h"
-#include "target.h"
+#include "capture/process.h"
+#include "model/semconv.h"
+#include "model/span.h"
+#include "analysis/target.h"
 
 #define MIB (1 << 20)
 

@@ -17,17 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
+#include "core/clock.h"
+#include "core/config.h"
 #include "events.h"
-#include "export.h"
+#include "export/export.h"
 #include "helpers.h"
-#include "offsets.h"
-#include "process.h"
-#include "records.h"
-#include "semconv.h"
-#include "span.h"
-#include "target.h"
+#include "analysis/offsets.h"
+#include "capture/process.h"
+#include "capture/records.h"
+#include "model/semconv.h"
+#include "model/span.h"
+#include "analysis/target.h"
 
 #define MAX_SPANS 16
 #define COOKIE 3

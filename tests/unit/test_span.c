@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "helpers.h"
-#include "semconv.h"
-#include "span.h"
+#include "model/semconv.h"
+#include "model/span.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -12,12 +12,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "datastores.h"
-#include "elf.h"
-#include "gobin.h"
+#include "analysis/datastores.h"
+#include "analysis/elf.h"
+#include "analysis/gobin.h"
 #include "helpers.h"
-#include "offsets.h"
-#include "target.h"
+#include "analysis/offsets.h"
+#include "analysis/target.h"
 
 static struct offsets *tables;
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "trusted_file.h"
+#include "core/trusted_file.h"
 
 #define MAX_SIZE (1 << 20)
 #define NOBODY 65534

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "wire.h"
+#include "capture/wire.h"
 
 static void check(const char *path, const char *root, const char *want)
 {

@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Data store clients in a target (datastores.h). database/sql is probed where it hands each call
+ * to its driver: every driver goes through there, and those functions are only called directly,
+ * so their ends go in their callers on instructions the kernel emulates (bpf/include/db.bpf.h).
+ * pgx and go-redis are probed at their methods' entries and RETs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/datastores.h"
+#include "analysis/gobin.h"
+#include "core/log.h"
+#include "analysis/offsets.h"
+#include "analysis/sites.h"
+#include "analysis/target.h"
+
+#define SQL_QUERY "database/sql.ctxDriverQuery"
+#define SQL_EXEC "database/sql.ctxDriverExec"
+#define SQL_ROWS "database/sql.rowsiFromStatement"
+#define SQL_RESULT "database/sql.resultFromStatement"
+#define SQL_STMT_QUERY "database/sql.(*Stmt).QueryContext"
+#define SQL_STMT_EXEC "database/sql.(*Stmt).ExecContext"
+#define SQL_PREPARE "database/sql.ctxDriverPrepare"
+#define SQL_BEGIN "database/sql.ctxDriverBegin"
+#define SQL_COMMIT "database/sql.(*Tx).Commit"
+#define SQL_ROLLBACK "database/sql.(*Tx).rollback"
+
+#define PGX_MODULE "github.com/jackc/pgx/v5"
+#define PGX_QUERY PGX_MODULE ".(*Conn).Query"
+#define PGX_EXEC PGX_MODULE ".(*Conn).Exec"
+#define PGX_BATCH PGX_MODULE ".(*Conn).SendBatch"
+
+#define REDIS_MODULE "github.com/redis/go-redis/v9"
+#define REDIS_PROCESS REDIS_MODULE ".(*baseClient).process"
+/* Newer releases inline process into its method value: its one callee has the same arguments. */
+#define REDIS_PROCESS_AT REDIS_MODULE ".(*baseClient).processStartingAt"
+#define REDIS_PIPELINE REDIS_MODULE ".(*baseClient).processPipeline"
+#define REDIS_TX_PIPELINE REDIS_MODULE ".(*baseClient).processTxPipeline"
+
+/*
+ * database/sql drivers by package path, and the db.system.name the conventions give their
+ * database. A fork or a driver not listed is "other_sql".
+ */
+static const struct {
+	const char *pkg;
+	const char *system;
+} drivers[] = {
+	{ "github.com/lib/pq", "postgresql" },
+	{ "github.com/jackc/pgx", "postgresql" },
+	{ "github.com/go-sql-driver/mysql", "mysql" },
+	{ "modernc.org/sqlite", "sqlite" },
+	{ "github.com/mattn/go-sqlite3", "sqlite" },
+	{ "github.com/glebarez/go-sqlite", "sqlite" },
+	{ "github.com/ncruces/go-sqlite3", "sqlite" },
+	{ "github.com/microsoft/go-mssqldb", "microsoft.sql_server" },
+	{ "github.com/denisenkom/go-mssqldb", "microsoft.sql_server" },
+	{ "github.com/sijms/go-ora", "oracle.db" },
+	{ "github.com/godror/godror", "oracle.db" },
+	{ "github.com/mattn/go-oci8", "oracle.db" },
+	{ "github.com/ClickHouse/clickhouse-go", "clickhouse" },
+	{ "github.com/trinodb/trino-go-client", "trino" },
+	{ "github.com/ibmdb/go_ibm_db", "ibm.db2" },
+	{ "github.com/nakagami/firebirdsql", "firebirdsql" },
+};
+
+/*
+ * The methods whose address the probes see first in a driver connection's itab: the first
+ * method of QueryerContext, Queryer, ExecerContext, Execer and Conn (methods in name order).
+ */
+static const char *const driver_methods[] = { ".QueryContext", ".Query", ".ExecContext", ".Exec",
+					      ".Begin" };
+
+static int cmp_method(const void *a, const void *b)
+{
+	const struct db_method *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The driver package NAME (a function's symbol) belongs to; NULL when none. */
+static const char *driver_system(const char *name)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++) {
+		n = strlen(drivers[i].pkg);
+		if (!strncmp(name, drivers[i].pkg, n) && (name[n] == '.' || name[n] == '/'))
+			return drivers[i].system;
+	}
+	return NULL;
+}
+
+/*
+ * "github.com/lib/pq.(*Error).Error" -> "*pq.Error", "context.deadlineExceededError.Error" ->
+ * "context.deadlineExceededError": an Error method's receiver as Go's %T names it. NULL when
+ * NAME is not such a method, or on ENOMEM.
+ */
+static char *error_type_name(const char *name)
+{
+	size_t len = strlen(name) - strlen(".Error");
+	const char *seg, *dot, *recv, *end = name + len;
+	bool ptr = false;
+	char *out;
+	int n;
+
+	seg = name;
+	for (recv = name; recv < end; recv++)
+		if (*recv == '/')
+			seg = recv + 1;
+	/* The package name ends at the first dot of the last path segment. */
+	dot = memchr(seg, '.', end - seg);
+	if (!dot || dot + 1 >= end)
+		return NULL;
+	recv = dot + 1;
+	if (!strncmp(recv, "(*", 2) && end[-1] == ')') {
+		ptr = true;
+		recv += 2;
+		end--;
+	}
+	/* A type of the package's: one identifier, no closure or generic instance */
+	if (recv >= end || memchr(recv, '.', end - recv) || memchr(recv, '[', end - recv) ||
+	    memchr(recv, '(', end - recv))
+		return NULL;
+	n = asprintf(&out, "%s%.*s.%.*s", ptr ? "*" : "", (int)(dot - seg), seg,
+		     (int)(end - recv), recv);
+	return n < 0 ? NULL : out;
+}
+
+/* The drivers' identifying methods and the binary's Error methods, sorted by address. */
+static int index_methods(struct analysis *a, struct db_target *d)
+{
+	const struct sym_entry *syms;
+	size_t n, i, j, nd = 0, ne = 0;
+	const char *system;
+	char *type;
+
+	n = analysis__functions(a, &syms);
+	d->drivers = calloc(n ? n : 1, sizeof(*d->drivers));
+	d->errors = calloc(n ? n : 1, sizeof(*d->errors));
+	if (!d->drivers || !d->errors)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!syms[i].is_func || !syms[i].name)
+			continue;
+		if (ends_with(syms[i].name, ".Error")) {
+			type = error_type_name(syms[i].name);
+			if (type) {
+				d->errors[ne].addr = syms[i].addr;
+				d->errors[ne++].what = type;
+			}
+			continue;
+		}
+		system = driver_system(syms[i].name);
+		if (!system)
+			continue;
+		for (j = 0; j < sizeof(driver_methods) / sizeof(driver_methods[0]); j++) {
+			if (ends_with(syms[i].name, driver_methods[j])) {
+				d->drivers[nd].addr = syms[i].addr;
+				d->drivers[nd++].what = system;
+				break;
+			}
+		}
+	}
+	d->ndrivers = nd;
+	d->nerrors = ne;
+	/* Sized for every function while counting: keep what was found (a failed shrink keeps all). */
+	d->drivers = realloc(d->drivers, (nd ? nd : 1) * sizeof(*d->drivers)) ?: d->drivers;
+	d->errors = realloc(d->errors, (ne ? ne : 1) * sizeof(*d->errors)) ?: d->errors;
+	qsort(d->drivers, nd, sizeof(*d->drivers), cmp_method);
+	qsort(d->errors, ne, sizeof(*d->errors), cmp_method);
+	return 0;
+}
+
+static const char *lookup(const struct db_method *v, size_t n, uint64_t addr)
+{
+	const struct db_method key = { .addr = addr }, *m;
+
+	if (!n || !addr)
+		return NULL;
+	m = bsearch(&key, v, n, sizeof(*v), cmp_method);
+	return m ? m->what : NULL;
+}
+
+const char *datastores__system(const struct db_target *d, uint64_t fn)
+{
+	const char *s = lookup(d->drivers, d->ndrivers, fn);
+
+	return s ? s : "other_sql";
+}
+
+const char *datastores__error_type(const struct db_target *d, uint64_t fn)
+{
+	return lookup(d->errors, d->nerrors, fn);
+}
+
+/*
+ * A call's end: its RETs, moved into its callers where every call is direct. RESULT_REG holds
+ * the error's itab as returned, and the data word after it must stay too (db_sql_end).
+ */
+static int find_call(struct analysis *a, const char *symbol, struct probe_site *site,
+		     int result_reg, unsigned int find_flags)
+{
+	int err;
+
+	err = analysis__find_site(a, symbol, site, SITE_RETS, 0);
+	if (!err && target_site_policy == SITES_BEST)
+		err = analysis__caller_ends(a, site, find_flags, AFTER_CALL_KEEP_PAIR, result_reg);
+	return err;
+}
+
+/* Single-stepped hits of one call of SITE: its entry's, and its costliest end's. */
+static int call_steps(const struct probe_site *site)
+{
+	int ends = site->nrets ? 1 : 0;
+	size_t i;
+
+	for (i = 0; i < site->nends; i++)
+		if (!site->ends[i].emulated)
+			ends = 1;
+	return !site->entry_emulated + ends;
+}
+
+static void drop_sites(struct probe_site **sites, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		probe_site__release(sites[i]);
+		sites[i]->addr = 0;
+	}
+}
+
+/*
+ * database/sql: the driver calls, the transaction's begin and end, and the two places a
+ * prepared statement's text is noted. The linker keeps only what the program uses: each is
+ * optional. Any other failure leaves database/sql untraced, rather than traced in part.
+ */
+static int find_sql_sites(struct analysis *a, struct db_target *d)
+{
+	struct probe_site *all[] = { &d->sql_query,	 &d->sql_exec,	     &d->sql_rows,
+				     &d->sql_result,	 &d->sql_stmt_query, &d->sql_stmt_exec,
+				     &d->sql_prepare,	 &d->sql_begin,	     &d->sql_commit,
+				     &d->sql_rollback };
+	/* The driver calls return (a result interface, error): the error's itab is in CX. */
+	const struct {
+		const char *symbol;
+		struct probe_site *site;
+		int result_reg; /* -1: its entry alone */
+		unsigned int find_flags;
+	} parts[] = {
+		{ SQL_QUERY, &d->sql_query, X86_CX, FIND_CALLS_NOT_DYNAMIC },
+		{ SQL_EXEC, &d->sql_exec, X86_CX, FIND_CALLS_NOT_DYNAMIC },
+		{ SQL_ROWS, &d->sql_rows, X86_CX, FIND_CALLS_NOT_DYNAMIC },
+		{ SQL_RESULT, &d->sql_result, X86_CX, FIND_CALLS_NOT_DYNAMIC },
+		{ SQL_BEGIN, &d->sql_begin, X86_CX, FIND_CALLS_NOT_DYNAMIC },
+		/* Commit is exported: its callers are the application's, maybe through interfaces */
+		{ SQL_COMMIT, &d->sql_commit, X86_AX, 0 },
+		{ SQL_ROLLBACK, &d->sql_rollback, X86_AX, FIND_CALLS_NOT_DYNAMIC },
+		{ SQL_STMT_QUERY, &d->sql_stmt_query, -1, 0 },
+		{ SQL_STMT_EXEC, &d->sql_stmt_exec, -1, 0 },
+		{ SQL_PREPARE, &d->sql_prepare, -1, 0 },
+	};
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < sizeof(parts) / sizeof(parts[0]); i++) {
+		err = parts[i].result_reg < 0 ?
+			      analysis__find_site(a, parts[i].symbol, parts[i].site, SITE_ENTRY, 0) :
+			      find_call(a, parts[i].symbol, parts[i].site, parts[i].result_reg,
+					parts[i].find_flags);
+		if (err == -ENOENT) {
+			parts[i].site->addr = 0;
+			err = 0;
+		}
+	}
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		pr_warn("'%s' uses database/sql, but where it calls its driver could not be "
+			"probed (%s): no SQL spans",
+			a->t->path, strerror(-err));
+		drop_sites(all, sizeof(all) / sizeof(all[0]));
+		return 0;
+	}
+	if (d->sql_query.addr)
+		d->sql_steps = call_steps(&d->sql_query);
+	else if (d->sql_exec.addr)
+		d->sql_steps = call_steps(&d->sql_exec);
+	return 0;
+}
+
+/* pgx's Conn methods: each linked only where the program calls it. */
+static int find_pgx_sites(struct analysis *a, struct db_target *d)
+{
+	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
+	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
+	const char *version = gobin__module_version(a->t->gobin, PGX_MODULE);
+	size_t i;
+	int err = 0;
+
+	if (!version)
+		return 0;
+	snprintf(d->pgx_version, sizeof(d->pgx_version), "%s", version);
+	for (i = 0; !err && i < sizeof(sites) / sizeof(sites[0]); i++) {
+		err = analysis__find_site(a, symbols[i], sites[i], SITE_RETS, 0);
+		if (err == -ENOENT) {
+			sites[i]->addr = 0;
+			err = 0;
+		}
+	}
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		pr_warn("'%s' uses pgx %s, but its Conn's methods could not be probed (%s): no pgx "
+			"spans",
+			a->t->path, version, strerror(-err));
+		drop_sites(sites, sizeof(sites) / sizeof(sites[0]));
+		return 0;
+	}
+	for (i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+		if (sites[i]->addr) {
+			d->pgx_steps = call_steps(sites[i]);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int find_redis_sites(struct analysis *a, struct db_target *d)
+{
+	const char *version = gobin__module_version(a->t->gobin, REDIS_MODULE);
+	int err;
+
+	if (!version)
+		return 0;
+	snprintf(d->redis_version, sizeof(d->redis_version), "%s", version);
+	err = analysis__find_site(a, REDIS_PROCESS, &d->redis_process, SITE_RETS, 0);
+	if (err == -ENOENT)
+		err = analysis__find_site(a, REDIS_PROCESS_AT, &d->redis_process, SITE_RETS, 0);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		pr_warn("'%s' uses go-redis %s, but its command processor was not found: no "
+			"Redis spans",
+			a->t->path, version);
+		drop_sites((struct probe_site *[]){ &d->redis_process }, 1);
+		return 0;
+	}
+	/* Pipelines are linked only where the program makes some. */
+	err = analysis__find_site(a, REDIS_PIPELINE, &d->redis_pipeline, SITE_RETS, 0);
+	if (err == -ENOMEM)
+		return err;
+	err = analysis__find_site(a, REDIS_TX_PIPELINE, &d->redis_tx_pipeline, SITE_RETS, 0);
+	if (err == -ENOMEM)
+		return err;
+	d->redis_steps = call_steps(&d->redis_process);
+	return 0;
+}
+
+int datastores__find_sites(struct analysis *a)
+{
+	struct db_target *d = &a->t->db;
+	int err;
+
+	d->sql_steps = d->pgx_steps = d->redis_steps = -1;
+	err = find_sql_sites(a, d);
+	err = err ?: find_pgx_sites(a, d);
+	err = err ?: find_redis_sites(a, d);
+	if (!err && datastores__any(d))
+		err = index_methods(a, d);
+	return err;
+}
+
+bool datastores__sql(const struct db_target *d)
+{
+	return d->sql_query.addr || d->sql_exec.addr || d->sql_rows.addr || d->sql_result.addr;
+}
+
+bool datastores__pgx(const struct db_target *d)
+{
+	return d->pgx_query.addr || d->pgx_exec.addr || d->pgx_batch.addr;
+}
+
+bool datastores__any(const struct db_target *d)
+{
+	return datastores__sql(d) || datastores__pgx(d) || d->redis_process.addr;
+}
+
+/*
+ * A library's offsets into OUT (COUNT of them, -1 each when unknown): from the binary's DWARF,
+ * else its table. False, and the reason logged, when neither knows them.
+ */
+static bool module_offsets(struct analysis *a, const struct offsets *table, const char *module,
+			   const char *version, int64_t *out, size_t count, char *desc,
+			   size_t desc_len, const char *what)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < count; i++)
+		out[i] = -1;
+	err = module_offsets__for_binary(table, module, a->t->path, a->t->gobin, out, desc,
+					 desc_len);
+	if (err) {
+		pr_warn("'%s' uses %s %s, whose struct layouts gospan does not know (no DWARF and "
+			"no offset table row): %s; 'make offsets' adds newer releases",
+			a->t->path, module, version, what);
+		return false;
+	}
+	return true;
+}
+
+int datastores__configure(struct analysis *a, const struct module_tables *modules)
+{
+	struct db_target *d = &a->t->db;
+	struct target_config *c = &a->t->cfg;
+	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT];
+
+	c->sql_stmt_query = a->t->offs[GO_FIELD_SQL_STMT_QUERY];
+	c->pgx_conn_config = c->pgx_config_host = c->pgx_config_port = -1;
+	c->pgx_batch_queries = c->pgx_query_sql = -1;
+	c->redis_client_opt = c->redis_opt_addr = c->redis_cmd_args = -1;
+	/* A binary without prepared statements has no Stmt methods, nor Stmt in its DWARF. */
+	if ((d->sql_stmt_query.addr || d->sql_stmt_exec.addr) && c->sql_stmt_query < 0) {
+		/* Every other part works; prepared statements would have no text. */
+		pr_warn("'%s': no offset for database/sql's Stmt.query: prepared statements' spans "
+			"will have no query text",
+			a->t->path);
+	}
+	if (datastores__pgx(d) &&
+	    module_offsets(a, modules ? modules->pgx : NULL, PGX_MODULE, d->pgx_version, pgx,
+			   PGX_FIELD__COUNT, d->pgx_offsets, sizeof(d->pgx_offsets),
+			   "pgx spans will have no server address or batch text")) {
+		c->pgx_conn_config = pgx[PGX_FIELD_CONN_CONFIG];
+		if (pgx[PGX_FIELD_CONNCONFIG_CONFIG] >= 0 && pgx[PGX_FIELD_CONFIG_HOST] >= 0)
+			c->pgx_config_host =
+				pgx[PGX_FIELD_CONNCONFIG_CONFIG] + pgx[PGX_FIELD_CONFIG_HOST];
+		if (pgx[PGX_FIELD_CONNCONFIG_CONFIG] >= 0 && pgx[PGX_FIELD_CONFIG_PORT] >= 0)
+			c->pgx_config_port =
+				pgx[PGX_FIELD_CONNCONFIG_CONFIG] + pgx[PGX_FIELD_CONFIG_PORT];
+		c->pgx_batch_queries = pgx[PGX_FIELD_BATCH_QUEUED] >= 0 ?
+					       pgx[PGX_FIELD_BATCH_QUEUED] :
+					       pgx[PGX_FIELD_BATCH_QUEUED_OLD];
+		c->pgx_query_sql = pgx[PGX_FIELD_QUERY_SQL] >= 0 ? pgx[PGX_FIELD_QUERY_SQL] :
+								    pgx[PGX_FIELD_QUERY_SQL_OLD];
+	}
+	if (d->redis_process.addr) {
+		if (module_offsets(a, modules ? modules->redis : NULL, REDIS_MODULE,
+				   d->redis_version, redis, REDIS_FIELD__COUNT, d->redis_offsets,
+				   sizeof(d->redis_offsets), "no Redis spans") &&
+		    redis[REDIS_FIELD_BASECMD_ARGS] >= 0) {
+			c->redis_client_opt = redis[REDIS_FIELD_BASECLIENT_OPT];
+			c->redis_opt_addr = redis[REDIS_FIELD_OPTIONS_ADDR];
+			c->redis_cmd_args = redis[REDIS_FIELD_BASECMD_ARGS];
+		} else {
+			/* A span without its command would say nothing. */
+			drop_sites((struct probe_site *[]){ &d->redis_process, &d->redis_pipeline,
+							     &d->redis_tx_pipeline },
+				   3);
+			d->redis_steps = -1;
+		}
+	}
+	c->db_sql = datastores__sql(d);
+	c->db_pgx = datastores__pgx(d);
+	c->db_redis = d->redis_process.addr != 0;
+	return 0;
+}
+
+void datastores__release(struct db_target *d)
+{
+	struct probe_site *all[] = { &d->sql_query,	 &d->sql_exec,	     &d->sql_rows,
+				     &d->sql_result,	 &d->sql_stmt_query, &d->sql_stmt_exec,
+				     &d->sql_prepare,	 &d->sql_begin,	     &d->sql_commit,
+				     &d->sql_rollback,	 &d->pgx_query,	     &d->pgx_exec,
+				     &d->pgx_batch,	 &d->redis_process,  &d->redis_pipeline,
+				     &d->redis_tx_pipeline };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		probe_site__release(all[i]);
+	for (i = 0; i < d->nerrors; i++)
+		free((char *)d->errors[i].what);
+	free(d->drivers);
+	free(d->errors);
+	d->drivers = d->errors = NULL;
+	d->ndrivers = d->nerrors = 0;
+}

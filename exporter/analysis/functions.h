@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Function spans (--functions FILE): the JSON file that lists which functions of which binaries
+ * become spans and which of their arguments are recorded, and its resolution against one target:
+ * symbols (exact or by glob pattern) to probe sites, argument names and paths to register slots
+ * and memory offsets (from DWARF, or from the types the file declares), and the functions that
+ * cannot be probed because the compiler inlined them. The file format is in docs/functions.md.
+ */
+#ifndef GOSPAN_FUNCTIONS_H
+#define GOSPAN_FUNCTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "analysis/target.h"
+
+/* A pattern matches at most this many functions unless its entry says "max". */
+#define FUNCTIONS_DEFAULT_MAX_MATCHES 64
+#define FUNCTIONS_MAX_ENTRIES 256
+
+/* Argument types: what a value is formatted as, and how many registers it takes. */
+enum go_type {
+	GO_TYPE_NONE = 0,
+	GO_TYPE_BOOL,
+	GO_TYPE_INT,	 /* signed integers, SIZE bytes */
+	GO_TYPE_UINT,	 /* unsigned integers and uintptr */
+	GO_TYPE_FLOAT,	 /* float32 (SIZE 4), float64 */
+	GO_TYPE_COMPLEX, /* complex64, complex128: two float registers */
+	GO_TYPE_STRING,	 /* two integer registers (pointer, length) */
+	GO_TYPE_POINTER, /* pointers, maps, chans, funcs, unsafe.Pointer: one integer register */
+	GO_TYPE_SLICE,	 /* three integer registers */
+	GO_TYPE_IFACE,	 /* two integer registers */
+	GO_TYPE_STACK,	 /* anything the register ABI passes on the stack (arrays of 2+) */
+};
+
+/* One argument to record, as the file gives it. */
+struct func_arg_decl {
+	char *path;	   /* "key", "o.Customer.Name"; for by-position args, the attribute name */
+	unsigned position; /* 0: found by name in DWARF; else the 1-based parameter position */
+	enum go_type type; /* by position: the declared type */
+	unsigned size;	   /* by position: the value's size in bytes */
+};
+
+/* One entry of the "functions" list. */
+struct func_decl {
+	char *symbol;  /* the full symbol name, or NULL when PATTERN is used */
+	char *pattern; /* a glob on symbol names */
+	char *binary;  /* only for executables of this name (basename); NULL: every target */
+	size_t max_matches;
+	/*
+	 * By-position parameter types, 1-based: PARAMS[i] is parameter i+1 (the receiver counts),
+	 * needed without DWARF to know which registers an argument is in.
+	 */
+	struct func_arg_decl args[MAX_FUNC_ARGS];
+	size_t nargs;
+	enum go_type params[16];
+	unsigned param_sizes[16];
+	size_t nparams;
+};
+
+struct functions {
+	struct func_decl *decls;
+	size_t ndecls;
+	bool cpu_time; /* set by main from --cpu-time, not by the file */
+};
+
+/* How one recorded argument is formatted: attribute key, type, and whether it was cut. */
+struct traced_arg {
+	char *key; /* "gospan.arg.<path>" */
+	enum go_type type;
+	unsigned size;
+};
+
+/* One function to probe in one target. */
+struct traced_func {
+	char *symbol;
+	char *name; /* the span name: the symbol without its package directories */
+	struct probe_site site;
+	struct func_config cfg; /* cfg.target is set at attach */
+	struct traced_arg args[MAX_FUNC_ARGS];
+};
+
+/*
+ * Parses the JSON in BUF (LEN bytes); ORIGIN names it in messages. NULL with errno EINVAL when it
+ * is not a valid functions file (the reason logged, with the entry it is about), ENOMEM.
+ */
+struct functions *functions__parse(const char *buf, size_t len, const char *origin);
+/* Reads and parses the file at PATH. */
+struct functions *functions__load(const char *path);
+void functions__free(struct functions *fs);
+
+/*
+ * Finds in target T (analysed) the functions FS lists for it, fills T->funcs, and says at start,
+ * per function, what cannot be traced: not found (with the closest names), inlined, arguments
+ * that cannot be read. 0 on success, also when nothing matched; negative errno on failure.
+ */
+int functions__resolve(const struct functions *fs, struct target *t);
+/* Frees what functions__resolve put in T. */
+void functions__release(struct target *t);
+
+/* Go's internal register ABI for one parameter list (exposed for tests). */
+struct abi_param {
+	enum go_type type;
+	unsigned nint, nfloat; /* registers it takes; GO_TYPE_STACK: none, it goes on the stack */
+	bool stack;	       /* in: never in registers (array of 2+); out: passed on the stack */
+	unsigned int_slot;     /* out: first integer register, 1-based; 0 when none */
+	unsigned float_slot;   /* out: first float register, 1-based; 0 when none */
+};
+
+/*
+ * Assigns registers to PARAMS[0..N) in order, as Go's ABIInternal does: a parameter takes all
+ * its registers or, when they do not all remain, goes on the stack whole. NINT and NFLOAT are
+ * the architecture's counts (amd64: 9 and 15; arm64: 16 and 16).
+ */
+void abi__assign(struct abi_param *params, size_t n, unsigned nint, unsigned nfloat);
+/* The register counts of one Go type (strings 2, slices 3, floats 1 float, ...). */
+void abi__type_regs(enum go_type type, unsigned *nint, unsigned *nfloat, bool *stack);
+/* Parses a declared type name ("int32", "string", "*T"); GO_TYPE_NONE when unknown. */
+enum go_type go_type__parse(const char *name, unsigned *size);
+/* Shell-style glob on a symbol name: '*' and '?' match any characters, '\\' escapes. */
+bool functions__glob(const char *pattern, const char *name);
+/* The span name of SYMBOL: "github.com/a/b/pkg.(*T).M" -> "pkg.(*T).M". */
+const char *functions__short_name(const char *symbol);
+
+#endif

@@ -1,0 +1,1173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Target analysis: decides where to probe a Go binary and with which struct offsets. The order is
+ * cheapest-refusal first: not ELF, not Go, Go too old, no net/http, then the costly parts (symbol
+ * lookup, disassembly, offset tables).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/datastores.h"
+#include "analysis/disasm.h"
+#include "analysis/dwarf.h"
+#include "analysis/elf.h"
+#include "analysis/functions.h"
+#include "analysis/gobin.h"
+#include "core/log.h"
+#include "analysis/pclntab.h"
+#include "analysis/target.h"
+
+#define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
+#define SYM_CONN_SERVE "net/http.(*conn).serve"
+#define SYM_GOPANIC "runtime.gopanic"
+#define SYM_RESPONSE_ITAB "go:itab.*net/http.response,net/http.ResponseWriter"
+#define SYM_ROUND_TRIP "net/http.(*Transport).roundTrip"
+#define SYM_PCONN_ROUND_TRIP "net/http.(*persistConn).roundTrip"
+#define SYM_REQUEST_WRITE "net/http.(*Request).write"
+#define SYM_WRITE_SUBSET "net/http.Header.writeSubset"
+#define SYM_NEWPROC1 "runtime.newproc1"
+#define SYM_BUFIO_ITAB "go:itab.*bufio.Writer,io.Writer"
+#define SYM_TLSG "runtime.tlsg"
+
+#define GRPC_MODULE "google.golang.org/grpc"
+#define SYM_GRPC_HANDLE_STREAM "google.golang.org/grpc.(*Server).handleStream"
+/* The HTTP/2 transport's status writer: writeStatus since ServerStream came, WriteStatus before. */
+#define SYM_GRPC_WRITE_STATUS "google.golang.org/grpc/internal/transport.(*http2Server).writeStatus"
+#define SYM_GRPC_WRITE_STATUS_OLD \
+	"google.golang.org/grpc/internal/transport.(*http2Server).WriteStatus"
+#define SYM_GRPC_HANDLER_WRITE_STATUS \
+	"google.golang.org/grpc/internal/transport.(*serverHandlerTransport).writeStatus"
+#define SYM_GRPC_HANDLER_WRITE_STATUS_OLD \
+	"google.golang.org/grpc/internal/transport.(*serverHandlerTransport).WriteStatus"
+#define SYM_GRPC_NEW_CLIENT_STREAM "google.golang.org/grpc.newClientStream"
+#define SYM_GRPC_NEW_ATTEMPT "google.golang.org/grpc.(*clientStream).newAttemptLocked"
+#define SYM_GRPC_ATTEMPT_FINISH "google.golang.org/grpc.(*csAttempt).finish"
+#define SYM_GRPC_HEADER_FIELDS \
+	"google.golang.org/grpc/internal/transport.(*http2Client).createHeaderFields"
+#define SYM_GRPC_WRITE_HEADER "google.golang.org/grpc/internal/transport.(*loopyWriter).writeHeader"
+#define SYM_GRPC_ORIGINATE_STREAM \
+	"google.golang.org/grpc/internal/transport.(*loopyWriter).originateStream"
+/* Where originateStream is inlined (newer releases), its caller: the client's header handler. */
+#define SYM_GRPC_CLIENT_HEADER_HANDLER \
+	"google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
+/* Methods whose addresses identify interface values in BPF (bpf/include/grpc.bpf.h). */
+#define SYM_VALUECTX_VALUE "context.(*valueCtx).Value"
+#define SYM_TCPADDR_NETWORK "net.(*TCPAddr).Network"
+#define SYM_STATUS_ERROR "google.golang.org/grpc/internal/status.(*Error).Error"
+#define SYM_ERROR_STRING "errors.(*errorString).Error"
+
+/*
+ * Layout of map[string][]string storage, from the sizes of its key (a string: 16 bytes) and value
+ * (a slice: 24 bytes) and the runtime's rules, which DWARF does not describe as a struct.
+ * Buckets (Go <= 1.23): 8 tophash bytes, 8 keys, 8 values, an overflow pointer; hmap.oldbuckets
+ * follows hmap.buckets. Swiss groups (Go 1.24+): an 8-byte control word, then 8 key/value slots.
+ */
+#define GO_STRING_SIZE 16
+#define GO_SLICE_SIZE 24
+#define MAP_SLOTS 8
+
+/* Fields without which no server span can be built. */
+/* The goroutine id first: it is all that function spans need. */
+static const enum go_field required_fields[] = {
+	GO_FIELD_G_GOID,	GO_FIELD_REQ_METHOD,	  GO_FIELD_REQ_URL,
+	GO_FIELD_REQ_PROTO,	GO_FIELD_REQ_HOST,	  GO_FIELD_REQ_REMOTE_ADDR,
+	GO_FIELD_REQ_TLS,	GO_FIELD_REQ_CONTENT_LENGTH, GO_FIELD_URL_PATH,
+	GO_FIELD_RESPONSE_STATUS,
+};
+
+/* What one analysis reads from the binary, opened once. */
+enum site_policy target_site_policy = SITES_BEST;
+
+/* A function's extent, for finding which one holds an address. */
+struct func_span {
+	uint64_t addr, size;
+};
+
+struct site_planner {
+	struct elf_file *ef;
+	uint16_t machine;
+	struct pclntab *pt;
+	struct func_span *funcs; /* sorted by address; built on first use */
+	size_t nfuncs;
+	struct code_map cm;
+	int cm_err; /* 1: not yet built */
+};
+
+struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt)
+{
+	struct site_planner *sp = calloc(1, sizeof(*sp));
+
+	if (!sp)
+		return NULL;
+	sp->ef = ef;
+	sp->machine = elf_file__machine(ef);
+	sp->pt = pt;
+	sp->cm_err = 1;
+	return sp;
+}
+
+void site_planner__free(struct site_planner *sp)
+{
+	if (!sp)
+		return;
+	free(sp->funcs);
+	free(sp);
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct func_span *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int func_at(void *ctx, uint64_t addr, struct elf_symbol *sym)
+{
+	struct site_planner *sp = ctx;
+	size_t lo = 0, hi = sp->nfuncs, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sp->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= sp->funcs[lo - 1].addr + sp->funcs[lo - 1].size)
+		return -ENOENT;
+	sym->addr = sp->funcs[lo - 1].addr;
+	sym->size = sp->funcs[lo - 1].size;
+	return 0;
+}
+
+/* The code map of SP's binary: its text, and its functions by address (symtab or pclntab). */
+static int planner_code_map(struct site_planner *sp)
+{
+	const struct sym_entry *syms;
+	struct elf_symbol text_sym;
+	size_t n, i;
+	const void *text;
+
+	if (sp->cm_err != 1)
+		return sp->cm_err;
+	sp->cm_err = -ENOENT;
+	n = elf_file__symbols(sp->ef, &syms);
+	if (!n && sp->pt)
+		n = pclntab__functions(sp->pt, &syms);
+	if (!n)
+		return sp->cm_err;
+	sp->funcs = calloc(n, sizeof(*sp->funcs));
+	if (!sp->funcs)
+		return sp->cm_err = -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!syms[i].is_func || !syms[i].size)
+			continue;
+		sp->funcs[sp->nfuncs].addr = syms[i].addr;
+		sp->funcs[sp->nfuncs++].size = syms[i].size;
+	}
+	qsort(sp->funcs, sp->nfuncs, sizeof(*sp->funcs), cmp_span);
+	if (elf_file__section(sp->ef, ".text", &text, &sp->cm.text_len, &sp->cm.text_addr))
+		return sp->cm_err;
+	sp->cm.text = text;
+	sp->cm.ef = sp->ef;
+	sp->cm.machine = sp->machine;
+	sp->cm.func_at = func_at;
+	sp->cm.ctx = sp;
+	if (!elf_file__find_symbol(sp->ef, "runtime.text", &text_sym))
+		sp->cm.text_base = text_sym.addr;
+	else if (sp->pt)
+		sp->cm.text_base = pclntab__text_start(sp->pt);
+	return sp->cm_err = 0;
+}
+
+/*
+ * Finds a function by name: in .symtab when the binary has one, else in the function table the
+ * Go runtime itself needs, which survives -ldflags=-s.
+ */
+static int find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
+{
+	if (a->has_symtab)
+		return elf_file__find_symbol(a->ef, name, sym);
+	if (!a->pt) {
+		a->pt = pclntab__open(a->ef);
+		if (!a->pt)
+			return -errno;
+		a->sp->pt = a->pt;
+	}
+	return pclntab__find_func(a->pt, name, sym);
+}
+
+void probe_site__release(struct probe_site *s)
+{
+	free(s->ret_offs);
+	free(s->ends);
+	free(s->entry_calls);
+	s->ret_offs = NULL;
+	s->ends = NULL;
+	s->entry_calls = NULL;
+	s->nrets = s->nends = s->nentry_calls = 0;
+}
+
+/* Turns the code addresses of SITE's ends into file offsets. */
+static int ends_to_offsets(struct site_planner *sp, struct probe_site *site)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < site->nends; i++) {
+		err = elf_file__addr_to_offset(sp->ef, site->ends[i].off, &site->ends[i].off);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Replaces SITE's RET probes by end sites in its callers, when every call of it is a direct call
+ * (FIND_FLAGS, AFTER_FLAGS, RESULT_REG: see sites.h). Otherwise the RETs stay, and why is noted.
+ */
+static int plan_caller_ends(struct site_planner *sp, struct probe_site *site,
+			    unsigned int find_flags, unsigned int after_flags, int result_reg)
+{
+	struct call_site *calls = NULL;
+	size_t n = 0, i;
+	int err;
+
+	err = planner_code_map(sp);
+	if (!err)
+		err = sites__find_calls(&sp->cm, site->addr, find_flags, &calls, &n);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		site->rets_why = err == -EOPNOTSUPP ? "not amd64" :
+				 "called indirectly or as a tail call";
+		return 0;
+	}
+	site->ends = calloc(n, sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, result_reg,
+				  &site->ends[i]);
+	site->nends = n;
+	err = ends_to_offsets(sp, site);
+	if (!err && !site->entry_emulated && (find_flags & FIND_CALLS_ENTRY_IN_CALLERS)) {
+		site->entry_calls = calloc(n, sizeof(*site->entry_calls));
+		err = site->entry_calls ? 0 : -ENOMEM;
+		for (i = 0; !err && i < n; i++) {
+			const struct insns *ins = &calls[i].ins;
+
+			err = elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[calls[i].ret_idx - 1].off,
+						       &site->entry_calls[i]);
+		}
+		site->nentry_calls = err ? 0 : n;
+	}
+	if (err) {
+		probe_site__release(site);
+		goto cleanup;
+	}
+	free(site->ret_offs);
+	site->ret_offs = NULL;
+	site->nrets = 0;
+cleanup:
+	sites__free_calls(calls, n);
+	return err;
+}
+
+int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
+			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
+			size_t why_len)
+{
+	uint8_t *code = NULL;
+	uint64_t start_off;
+	size_t i;
+	int err;
+
+	site->addr = addr;
+	site->ret_offs = NULL;
+	site->nrets = 0;
+	site->ends = NULL;
+	site->nends = 0;
+	site->entry_calls = NULL;
+	site->nentry_calls = 0;
+	site->rets_why = NULL;
+	if (!size) {
+		snprintf(why, why_len, "its symbol has no size");
+		return -ENODATA;
+	}
+	err = elf_file__addr_to_offset(sp->ef, addr, &start_off);
+	if (err) {
+		snprintf(why, why_len, "address 0x%llx is not in a loadable segment",
+			 (unsigned long long)addr);
+		return err;
+	}
+	code = malloc(size);
+	if (!code) {
+		snprintf(why, why_len, "no memory for its code");
+		return -ENOMEM;
+	}
+	err = elf_file__read_addr(sp->ef, addr, code, size);
+	if (err) {
+		snprintf(why, why_len, "its code cannot be read: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = disasm__entry_site(sp->machine, code, size, addr, &site->entry_off,
+				 &site->entry_emulated);
+	if (err) {
+		snprintf(why, why_len, "no place for its entry probe: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (target_site_policy == SITES_FIRST_RETS) {
+		site->entry_off = 0;
+		site->entry_emulated = false;
+	}
+	site->entry_off += start_off;
+	if (kind == SITE_ENTRY)
+		goto cleanup;
+	if (kind == SITE_CALLS_TO)
+		err = disasm__find_calls(sp->machine, code, size, addr, callee, &site->ret_offs,
+					 &site->nrets);
+	else
+		err = disasm__find_rets(sp->machine, code, size, addr, &site->ret_offs,
+					&site->nrets);
+	if (err) {
+		if (err != -ENOENT)
+			snprintf(why, why_len, "%s", strerror(-err));
+		else if (kind != SITE_CALLS_TO)
+			snprintf(why, why_len, "no return instruction in its code");
+		else
+			snprintf(why, why_len, "no call to that function in its code");
+		goto cleanup;
+	}
+	/* disasm gives offsets from the function start; uprobes want file offsets. */
+	for (i = 0; i < site->nrets; i++)
+		site->ret_offs[i] += start_off;
+	if (kind == SITE_CALLS_TO) {
+		/* Direct CALLs, which every kernel emulates: ends that are not RETs. */
+		site->ends = calloc(site->nrets, sizeof(*site->ends));
+		if (!site->ends) {
+			err = -ENOMEM;
+			snprintf(why, why_len, "%s", strerror(-err));
+			goto cleanup;
+		}
+		for (i = 0; i < site->nrets; i++) {
+			site->ends[i].off = site->ret_offs[i];
+			site->ends[i].caller = addr;
+			site->ends[i].emulated = true;
+			site->ends[i].result = -1;
+		}
+		site->nends = site->nrets;
+		free(site->ret_offs);
+		site->ret_offs = NULL;
+		site->nrets = 0;
+	}
+	if (kind == SITE_ENDS && target_site_policy == SITES_BEST) {
+		err = plan_caller_ends(sp, site, FIND_CALLS_ENTRY_IN_CALLERS, 0, -1);
+		if (err)
+			snprintf(why, why_len, "%s", strerror(-err));
+	}
+cleanup:
+	free(code);
+	if (err)
+		probe_site__release(site);
+	return err;
+}
+
+static int find_site_kind(struct analysis *a, const char *symbol, struct probe_site *site,
+			  enum site_kind kind, uint64_t callee)
+{
+	struct elf_symbol sym;
+	char why[128];
+	int err;
+
+	site->symbol = symbol;
+	err = find_func(a, symbol, &sym);
+	if (err)
+		return err; /* the caller knows what a missing symbol means */
+	err = target__probe_sites(a->sp, sym.addr, sym.size, kind, callee, site, why,
+				  sizeof(why));
+	if (err)
+		pr_err("cannot probe '%s' in '%s': %s", symbol, a->t->path, why);
+	return err;
+}
+
+/*
+ * The offsets: from the binary's own DWARF when it has some (exact for whatever Go built it,
+ * including releases newer than the tables), else from the tables for its Go version. Where both
+ * exist and disagree, DWARF wins and the difference is logged: it means a table is wrong.
+ */
+static int pick_offsets(struct target *t, const struct offsets *tables)
+{
+	const struct gobin *gb = t->gobin;
+	int64_t table[GO_FIELD__COUNT], dw[GO_FIELD__COUNT];
+	bool have_table, have_dwarf;
+	size_t i;
+	int err;
+
+	have_table = !offsets__find(tables, gb->major, gb->minor, gb->patch, table,
+				    &t->offsets_version);
+	err = dwarf__read_offsets(t->path, dw);
+	have_dwarf = !err;
+	if (err && err != -ENODATA && have_table)
+		pr_warn("using the offset tables for '%s': its DWARF could not be read", t->path);
+	if (!have_table && !have_dwarf) {
+		offsets__explain_miss(tables, gb->major, gb->minor, gb->patch);
+		return -ENOENT;
+	}
+	/*
+	 * With DWARF, its answer is the whole answer, "no such member" included: a table row may
+	 * be the nearest release below the target's, and describe a layout it no longer has.
+	 */
+	for (i = 0; i < GO_FIELD__COUNT; i++) {
+		/*
+		 * DWARF's -1 is most often a part of the library the binary does not link (a gRPC
+		 * service without net/http's server has no http.response): no reason to warn.
+		 */
+		if (have_dwarf && have_table && dw[i] >= 0 && table[i] != dw[i])
+			pr_warn("'%s' is at offset %lld in the DWARF of '%s' but %lld in the table "
+				"for Go %s: using DWARF (-1: absent)",
+				go_field_names[i], (long long)dw[i], t->path, (long long)table[i],
+				t->offsets_version);
+		t->offs[i] = have_dwarf ? dw[i] : table[i];
+	}
+	t->offsets_source = have_dwarf ? "DWARF" : "table";
+	/* Without net/http's server only the goroutine id is needed (function spans). */
+	for (i = 0; i < (t->serve_http.addr ? sizeof(required_fields) / sizeof(required_fields[0]) :
+					      1);
+	     i++) {
+		if (t->offs[required_fields[i]] < 0) {
+			pr_err("cannot trace '%s' (Go %d.%d.%d): no offset for '%s' in its %s",
+			       t->path, gb->major, gb->minor, gb->patch,
+			       go_field_names[required_fields[i]],
+			       have_dwarf ? "DWARF or the tables" : "offset table");
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+/*
+ * (*Transport).roundTrip's only caller, RoundTrip, calls it in tail position, where nothing the
+ * kernel emulates follows the return. Its usual way out is after (*persistConn).roundTrip (or
+ * the HTTP/2 transport's RoundTrip) returns no error: that JE or JNE becomes the end of a call
+ * that succeeded (the client_success program reads the results the test just saw), and only the
+ * RETs of the other ways out (errors, which may first retry) keep their probes.
+ */
+static int plan_success_end(struct analysis *a, struct probe_site *site, const char *inner)
+{
+	struct elf_symbol fn, callee;
+	struct insns ins = {};
+	struct end_site end;
+	uint8_t *code = NULL;
+	long *excl = NULL, call = -1;
+	size_t nexcl = 0, i, j, k;
+	uint64_t off;
+	int err;
+
+	if (target_site_policy != SITES_BEST)
+		return 0;
+	site->rets_why = "its way out is not one test of an inner call's error";
+	if (find_func(a, SYM_ROUND_TRIP, &fn) || find_func(a, inner, &callee))
+		return 0;
+	code = malloc(fn.size);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
+	if (!err)
+		err = disasm__decode(a->t->machine, code, fn.size, fn.addr, &ins);
+	if (err) {
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	for (i = 0; i < ins.n; i++) {
+		if (ins.v[i].kind != INSN_CALL || ins.v[i].target != callee.addr)
+			continue;
+		if (call >= 0)
+			goto cleanup; /* two calls: which one ends the call is not plain */
+		call = (long)i;
+	}
+	if (call < 0 || sites__success_exit(&ins, call + 1, X86_BX,
+					    (1u << X86_AX) | (1u << X86_BX) | (1u << X86_CX),
+					    &end, &excl, &nexcl))
+		goto cleanup;
+	site->ends = malloc(sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	site->ends[0] = end;
+	site->nends = 1;
+	err = ends_to_offsets(a->sp, site);
+	if (err)
+		goto cleanup;
+	/* Keep the RETs the error-free branch does not reach. */
+	for (i = k = 0; i < site->nrets; i++) {
+		for (j = 0; j < nexcl; j++) {
+			if (elf_file__addr_to_offset(a->ef, ins.addr + ins.v[excl[j]].off, &off))
+				continue;
+			if (off == site->ret_offs[i])
+				break;
+		}
+		if (j == nexcl)
+			site->ret_offs[k++] = site->ret_offs[i];
+	}
+	site->nrets = k;
+	site->rets_why = k ? "for the calls that fail" : NULL;
+cleanup:
+	if (err) {
+		free(site->ends);
+		site->ends = NULL;
+		site->nends = 0;
+	}
+	free(excl);
+	disasm__insns_free(&ins);
+	free(code);
+	return err;
+}
+
+static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
+		     bool want_rets)
+{
+	return find_site_kind(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
+}
+
+int analysis__find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
+{
+	return find_func(a, name, sym);
+}
+
+int analysis__find_site(struct analysis *a, const char *symbol, struct probe_site *site,
+			enum site_kind kind, uint64_t callee)
+{
+	struct elf_symbol sym;
+
+	if (find_func(a, symbol, &sym))
+		return -ENOENT;
+	return find_site_kind(a, symbol, site, kind, callee);
+}
+
+int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned int find_flags,
+			  unsigned int after_flags, int result_reg)
+{
+	return plan_caller_ends(a->sp, site, find_flags, after_flags, result_reg);
+}
+
+size_t analysis__functions(struct analysis *a, const struct sym_entry **out)
+{
+	struct elf_symbol sym;
+
+	if (a->has_symtab)
+		return elf_file__symbols(a->ef, out);
+	/* Opens the function table, which a lookup does on first use. */
+	find_func(a, "runtime.main", &sym);
+	if (!a->pt) {
+		*out = NULL;
+		return 0;
+	}
+	return pclntab__functions(a->pt, out);
+}
+
+/*
+ * The client side: optional, a service may make no HTTP calls. Without the injection point or
+ * the *bufio.Writer itab, client spans are still made but carry no trace context out.
+ */
+static void find_client_sites(struct analysis *a)
+{
+	struct target *t = a->t;
+	struct elf_symbol callee, sym;
+
+	if (find_site(a, SYM_ROUND_TRIP, &t->round_trip, true) ||
+	    plan_success_end(a, &t->round_trip, SYM_PCONN_ROUND_TRIP)) {
+		probe_site__release(&t->round_trip);
+		t->round_trip.addr = 0;
+		return;
+	}
+	if (find_func(a, SYM_WRITE_SUBSET, &callee) ||
+	    find_site_kind(a, SYM_REQUEST_WRITE, &t->inject, SITE_CALLS_TO, callee.addr)) {
+		pr_warn("'%s': the place where requests are written was not found: client calls "
+			"will not carry trace context",
+			t->path);
+		t->inject.addr = 0;
+		return;
+	}
+	/*
+	 * (*Request).write calls writeSubset for the request's own Header, then (inlined from
+	 * Header.write) for the transport's extra headers, which every default client has
+	 * (Accept-Encoding). Only the first marks a request: the other would be a probe hit per
+	 * call for nothing. Go compiles them in source order; test_go_versions.py checks the
+	 * context goes out on every release.
+	 */
+	if (t->inject.nends > 1)
+		t->inject.nends = 1;
+	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_BUFIO_ITAB, &sym))
+		t->bufio_itab = sym.addr;
+}
+
+/*
+ * Where a thread's current g is, from its thread pointer (amd64: the FS base), for the
+ * socket-layer writer, which sees threads. A Go program linked without libc sets FS itself and
+ * keeps g in the word below it. Otherwise runtime.tlsg is a variable of the executable's TLS
+ * block, which the x86-64 TLS ABI puts right below the thread pointer: at its offset in the
+ * block less the block's size rounded up to its alignment. Stripped binaries have no symbol for
+ * it: Go puts it first, and a block of Go's alone holds nothing else.
+ */
+static int64_t tls_g_offset(struct analysis *a)
+{
+	uint64_t memsz, align, in_block = 0;
+	struct elf_symbol sym;
+
+	if (elf_file__tls(a->ef, &memsz, &align))
+		return -8;
+	if (a->has_symtab && !elf_file__find_symbol(a->ef, SYM_TLSG, &sym))
+		in_block = sym.addr;
+	return (int64_t)in_block - (int64_t)((memsz + align - 1) / align * align);
+}
+
+static int64_t max_i64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Where a map head word ends, or 0 when it is not a word at a multiple of 8 of the head. */
+static int64_t head_word_end(int64_t off)
+{
+	return off >= 0 && off % 8 == 0 && off + 8 <= MAP_HEAD_MAX ? off + 8 : 0;
+}
+
+static void fill_map_layout(struct target *t)
+{
+	struct target_config *c = &t->cfg;
+	int64_t count = -1, end = 0;
+
+	if (t->offs[GO_FIELD_HMAP_B] >= 0 && t->offs[GO_FIELD_HMAP_BUCKETS] >= 0) {
+		c->map_kind = 1;
+		c->hmap_b = t->offs[GO_FIELD_HMAP_B];
+		c->hmap_buckets = t->offs[GO_FIELD_HMAP_BUCKETS];
+		c->hmap_oldbuckets = c->hmap_buckets + 8;
+		c->bucket_keys = MAP_SLOTS;
+		c->bucket_elems = c->bucket_keys + MAP_SLOTS * GO_STRING_SIZE;
+		c->bucket_overflow = c->bucket_elems + MAP_SLOTS * GO_SLICE_SIZE;
+		c->bucket_size = c->bucket_overflow + 8;
+		count = t->offs[GO_FIELD_HMAP_COUNT];
+		/* oldbuckets follows buckets: its end is theirs. */
+		if (c->hmap_b < MAP_HEAD_MAX && head_word_end(c->hmap_buckets) &&
+		    head_word_end(c->hmap_oldbuckets))
+			end = max_i64(c->hmap_b + 1, head_word_end(c->hmap_oldbuckets));
+	} else if (t->offs[GO_FIELD_SWISS_DIR_PTR] >= 0 && t->offs[GO_FIELD_SWISS_DIR_LEN] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_TABLE_GROUPS] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_GROUPS_DATA] >= 0 &&
+		   t->offs[GO_FIELD_SWISS_GROUPS_MASK] >= 0) {
+		c->map_kind = 2;
+		c->swiss_dir_ptr = t->offs[GO_FIELD_SWISS_DIR_PTR];
+		c->swiss_dir_len = t->offs[GO_FIELD_SWISS_DIR_LEN];
+		c->table_groups_data =
+			t->offs[GO_FIELD_SWISS_TABLE_GROUPS] + t->offs[GO_FIELD_SWISS_GROUPS_DATA];
+		c->table_groups_mask =
+			t->offs[GO_FIELD_SWISS_TABLE_GROUPS] + t->offs[GO_FIELD_SWISS_GROUPS_MASK];
+		c->group_slots = 8;
+		c->slot_size = GO_STRING_SIZE + GO_SLICE_SIZE;
+		c->slot_elem = GO_STRING_SIZE;
+		c->group_size = c->group_slots + MAP_SLOTS * c->slot_size;
+		count = t->offs[GO_FIELD_SWISS_USED];
+		if (head_word_end(c->swiss_dir_ptr) && head_word_end(c->swiss_dir_len))
+			end = max_i64(head_word_end(c->swiss_dir_ptr),
+				      head_word_end(c->swiss_dir_len));
+	} else {
+		pr_warn("'%s': the layout of its maps is unknown: incoming traceparent headers will "
+			"be ignored",
+			t->path);
+		return;
+	}
+	if (!end) {
+		/* Every Go release so far keeps them in its first 32 bytes. */
+		pr_warn("'%s': its maps keep their head fields past %d bytes: incoming traceparent "
+			"headers will be ignored",
+			t->path, MAP_HEAD_MAX);
+		c->map_kind = 0;
+		return;
+	}
+	/* Without a usable count the map is walked whatever its size. */
+	c->map_count = head_word_end(count) ? count : -1;
+	c->map_head_size = max_i64(end, head_word_end(c->map_count));
+}
+
+static void fill_config(struct target *t)
+{
+	struct target_config *c = &t->cfg;
+
+	c->g_goid = t->offs[GO_FIELD_G_GOID];
+	c->req_method = t->offs[GO_FIELD_REQ_METHOD];
+	c->req_url = t->offs[GO_FIELD_REQ_URL];
+	c->req_proto = t->offs[GO_FIELD_REQ_PROTO];
+	c->req_host = t->offs[GO_FIELD_REQ_HOST];
+	c->req_remote_addr = t->offs[GO_FIELD_REQ_REMOTE_ADDR];
+	c->req_content_length = t->offs[GO_FIELD_REQ_CONTENT_LENGTH];
+	c->req_tls = t->offs[GO_FIELD_REQ_TLS];
+	c->req_pattern = t->offs[GO_FIELD_REQ_PATTERN];
+	c->req_pat = t->offs[GO_FIELD_REQ_PAT];
+	c->pattern_str = t->offs[GO_FIELD_PATTERN_STR];
+	c->url_path = t->offs[GO_FIELD_URL_PATH];
+	c->response_status = t->offs[GO_FIELD_RESPONSE_STATUS];
+	/*
+	 * func (sh serverHandler) ServeHTTP(rw ResponseWriter, req *Request): the one-pointer
+	 * receiver takes slot 1, the interface slots 2 (type word) and 3 (data word), req slot 4.
+	 * The same on amd64 and arm64, which differ only in which registers the slots are.
+	 */
+	c->arg_rw_itab = 2;
+	c->arg_rw_data = 3;
+	c->arg_req = 4;
+
+	c->req_header = t->offs[GO_FIELD_REQ_HEADER];
+	/* A PIE binary's itab moves with it: the caller adds the process's load bias. */
+	c->bufio_itab = t->pie ? 0 : t->bufio_itab;
+	c->g_parent_goid = t->offs[GO_FIELD_G_PARENT_GOID];
+	c->url_scheme = t->offs[GO_FIELD_URL_SCHEME];
+	c->url_host = t->offs[GO_FIELD_URL_HOST];
+	c->url_raw_query = t->offs[GO_FIELD_URL_RAW_QUERY];
+	c->resp_status_code = t->offs[GO_FIELD_RESP_STATUS_CODE];
+	c->resp_proto = t->offs[GO_FIELD_RESP_PROTO];
+	c->bufio_n = t->offs[GO_FIELD_BUFIO_N];
+	fill_map_layout(t);
+	/* (t *Transport) roundTrip(req *Request) (*Response, error) */
+	c->arg_rt_req = 2;
+	c->ret_rt_resp = 1;
+	c->ret_rt_err = 2;
+	/* (h Header) writeSubset(w io.Writer, ...): the map, then the interface's two words */
+	c->arg_ws_header = 1;
+	c->arg_ws_w_itab = 2;
+	c->arg_ws_w_data = 3;
+	/* newproc1(...) *g */
+	c->ret_newproc_g = 1;
+}
+
+/* The link-time address of SYMBOL, a method whose address BPF compares with itab words; 0: none. */
+static uint64_t method_addr(struct analysis *a, const char *symbol)
+{
+	struct elf_symbol sym;
+
+	return find_func(a, symbol, &sym) ? 0 : sym.addr;
+}
+
+/* The link-time address SITE's entry is probed at; 0 when it is probed in its callers. */
+static uint64_t entry_addr(struct analysis *a, const struct probe_site *site)
+{
+	uint64_t addr;
+
+	if (!site->addr || site->nentry_calls ||
+	    elf_file__offset_to_addr(a->ef, site->entry_off, &addr))
+		return 0;
+	return addr;
+}
+
+/*
+ * Where a gRPC call's context is tied to its HEADERS frame: createHeaderFields' result (the
+ * header fields' slice, in AX where it has returned: an unexported method called directly) on
+ * the calling goroutine, and the writer goroutine's call of writeHeader for a client's new stream,
+ * in originateStream or, where that is inlined, in the client's header handler. A server's
+ * answers go through the same writeHeader: probing its entry would cost every RPC served two hits
+ * for nothing.
+ */
+static int find_grpc_context_sites(struct analysis *a, struct grpc_target *g)
+{
+	const char *writer = SYM_GRPC_ORIGINATE_STREAM;
+	struct elf_symbol write_header, sym;
+	int err;
+
+	err = find_site(a, SYM_GRPC_HEADER_FIELDS, &g->header_fields, true);
+	if (!err && target_site_policy == SITES_BEST)
+		err = plan_caller_ends(a->sp, &g->header_fields, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX);
+	if (!err)
+		err = find_func(a, SYM_GRPC_WRITE_HEADER, &write_header);
+	if (!err && find_func(a, writer, &sym))
+		writer = SYM_GRPC_CLIENT_HEADER_HANDLER;
+	if (!err)
+		err = find_site_kind(a, writer, &g->write_header, SITE_CALLS_TO, write_header.addr);
+	return err;
+}
+
+/*
+ * gRPC's probe sites, when the binary uses grpc-go. The server side needs handleStream's entry
+ * and the transport's status writer, where the RPC ends; the client side newClientStream,
+ * newAttemptLocked and the attempt's finish; outgoing context, find_grpc_context_sites(). A part
+ * missing leaves its side untraced (or without context), and the log says so.
+ */
+static void find_grpc_sites(struct analysis *a)
+{
+	struct grpc_target *g = &a->t->grpc;
+	const char *version = gobin__module_version(a->t->gobin, GRPC_MODULE);
+	const char *status_sym = SYM_GRPC_WRITE_STATUS;
+	const char *handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS;
+	struct elf_symbol sym;
+
+	g->server_steps = g->client_steps = -1;
+	if (!version)
+		return;
+	snprintf(g->version, sizeof(g->version), "%s", version);
+	if (find_func(a, status_sym, &sym))
+		status_sym = SYM_GRPC_WRITE_STATUS_OLD;
+	if (find_func(a, handler_status_sym, &sym))
+		handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS_OLD;
+	/*
+	 * The RPC ends where the transport writes its status: the entry of its writer, which the
+	 * kernel emulates, where handleStream's own end in its caller is followed by deferred
+	 * calls and a RET, single-stepped. A stream served through ServeHTTP (grpc-go's
+	 * serverHandlerTransport) has a status writer of its own, probed when it is linked.
+	 */
+	if (!find_func(a, SYM_GRPC_HANDLE_STREAM, &sym)) {
+		if (find_site(a, SYM_GRPC_HANDLE_STREAM, &g->handle_stream, false) ||
+		    find_site(a, status_sym, &g->write_status, false)) {
+			pr_warn("'%s' serves gRPC (grpc-go %s) but its server could not be "
+				"probed: no gRPC server spans",
+				a->t->path, version);
+			g->handle_stream.addr = g->write_status.addr = 0;
+		} else if (!find_func(a, handler_status_sym, &sym) &&
+			   find_site(a, handler_status_sym, &g->handler_write_status, false)) {
+			g->handler_write_status.addr = 0;
+		}
+	}
+	if (!find_func(a, SYM_GRPC_NEW_CLIENT_STREAM, &sym)) {
+		if (find_site(a, SYM_GRPC_NEW_CLIENT_STREAM, &g->new_stream, false) ||
+		    find_site(a, SYM_GRPC_NEW_ATTEMPT, &g->new_attempt, false) ||
+		    find_site(a, SYM_GRPC_ATTEMPT_FINISH, &g->attempt_finish, false)) {
+			pr_warn("'%s' makes gRPC calls (grpc-go %s) but its client could not be "
+				"probed: no gRPC client spans",
+				a->t->path, version);
+			g->new_stream.addr = g->new_attempt.addr = g->attempt_finish.addr = 0;
+		}
+	}
+	if (g->new_stream.addr && find_grpc_context_sites(a, g)) {
+		pr_warn("'%s': where grpc-go %s writes a call's headers was not found: gRPC calls "
+			"will not carry trace context",
+			a->t->path, version);
+		g->header_fields.addr = g->write_header.addr = 0;
+	}
+	g->fn_valuectx_value = method_addr(a, SYM_VALUECTX_VALUE);
+	g->fn_tcpaddr_network = method_addr(a, SYM_TCPADDR_NETWORK);
+	g->fn_status_error = method_addr(a, SYM_STATUS_ERROR);
+	g->fn_error_string = method_addr(a, SYM_ERROR_STRING);
+}
+
+/* A gRPC offset, or -1 when OFF or BASE is unknown: BASE is where the struct lies in another. */
+static int64_t nested(int64_t base, int64_t off)
+{
+	return base < 0 || off < 0 ? -1 : base + off;
+}
+
+/*
+ * gRPC's offsets (DWARF, else the grpc-go table) into the BPF config. A side whose required
+ * offsets are missing is not traced, and the log says so.
+ */
+static void pick_grpc_offsets(struct target *t, const struct offsets *grpc_tables)
+{
+	struct grpc_target *g = &t->grpc;
+	struct target_config *c = &t->cfg;
+	int64_t o[GRPC_FIELD__COUNT];
+	int64_t stream, status;
+	int err;
+
+	if (!g->handle_stream.addr && !g->new_stream.addr)
+		return;
+	err = grpc_offsets__for_binary(grpc_tables, t->path, t->gobin, o, g->offsets_desc,
+				       sizeof(g->offsets_desc));
+	if (err) {
+		pr_warn("'%s' uses grpc-go %s, whose struct layouts gospan does not know (no DWARF "
+			"and no offset table row): gRPC is not traced; 'make offsets' adds newer "
+			"releases",
+			t->path, g->version);
+		g->handle_stream.addr = g->write_status.addr = g->handler_write_status.addr = 0;
+		g->new_stream.addr = g->new_attempt.addr = g->attempt_finish.addr = 0;
+		g->header_fields.addr = g->write_header.addr = 0;
+		return;
+	}
+	g->offsets_source = g->offsets_desc;
+	/*
+	 * Newer releases hand handleStream a *ServerStream, which embeds the Stream: as a pointer
+	 * from 1.69 to 1.76, followed in BPF, and as a value since.
+	 */
+	c->grpc_stream_deref = o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR];
+	stream = c->grpc_stream_deref >= 0 ? 0 :
+		 o[GRPC_FIELD_SERVER_STREAM_STREAM] >= 0 ? o[GRPC_FIELD_SERVER_STREAM_STREAM] :
+							    0;
+	c->grpc_stream_method = nested(stream, o[GRPC_FIELD_STREAM_METHOD]);
+	c->grpc_stream_ctx = nested(stream, o[GRPC_FIELD_STREAM_CTX]);
+	if (o[GRPC_FIELD_HTTP2SERVER_PEER] >= 0) {
+		c->grpc_st_remote_addr = nested(o[GRPC_FIELD_HTTP2SERVER_PEER], o[GRPC_FIELD_PEER_ADDR]);
+		c->grpc_st_local_addr =
+			nested(o[GRPC_FIELD_HTTP2SERVER_PEER], o[GRPC_FIELD_PEER_LOCAL_ADDR]);
+	} else {
+		c->grpc_st_remote_addr = o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR];
+		c->grpc_st_local_addr = o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR];
+	}
+	c->grpc_status_proto = o[GRPC_FIELD_STATUS_S];
+	c->grpc_proto_code = o[GRPC_FIELD_SPB_CODE];
+	c->grpc_proto_message = o[GRPC_FIELD_SPB_MESSAGE];
+	c->grpc_error_status = o[GRPC_FIELD_ERROR_S];
+	c->grpc_attempt_cs = o[GRPC_FIELD_CSATTEMPT_CS];
+	c->grpc_cc_target = o[GRPC_FIELD_CLIENTCONN_TARGET];
+	c->tcpaddr_ip = t->offs[GO_FIELD_TCPADDR_IP];
+	c->tcpaddr_port = t->offs[GO_FIELD_TCPADDR_PORT];
+	c->valuectx_key = t->offs[GO_FIELD_VALUECTX_KEY];
+	c->valuectx_val = t->offs[GO_FIELD_VALUECTX_VAL];
+	if (c->tcpaddr_ip < 0 || c->tcpaddr_port < 0)
+		c->grpc_st_remote_addr = c->grpc_st_local_addr = -1;
+	status = c->grpc_status_proto >= 0 && c->grpc_proto_code >= 0 ? 0 : -1;
+	if (g->handle_stream.addr && (c->grpc_stream_method < 0 || status < 0)) {
+		pr_warn("'%s': no offsets for grpc-go %s's streams or statuses: no gRPC server "
+			"spans",
+			t->path, g->version);
+		g->handle_stream.addr = g->write_status.addr = g->handler_write_status.addr = 0;
+	}
+	if (g->new_stream.addr && (c->grpc_attempt_cs < 0 || status < 0 ||
+				   c->grpc_error_status < 0)) {
+		pr_warn("'%s': no offsets for grpc-go %s's client streams: no gRPC client spans",
+			t->path, g->version);
+		g->new_stream.addr = g->new_attempt.addr = g->attempt_finish.addr = 0;
+		g->header_fields.addr = g->write_header.addr = 0;
+	}
+}
+
+/* The single-stepped hits of SITE's call made from CALLER (0: any); SUCCESS: its error-free end. */
+static int steps_of(const struct probe_site *site, uint64_t caller, bool success)
+{
+	int steps = !site->entry_emulated;
+	size_t i;
+
+	for (i = 0; i < site->nends; i++)
+		if ((!caller || site->ends[i].caller == caller) &&
+		    (!success || site->ends[i].if_no_error))
+			return steps + !site->ends[i].emulated;
+	return steps + 1; /* a RET */
+}
+
+/* What target.server_steps and client_steps say. */
+static void count_steps(struct analysis *a)
+{
+	struct target *t = a->t;
+	struct elf_symbol serve = {};
+
+	t->server_steps = t->client_steps = -1;
+	if (t->serve_http.addr) {
+		find_func(a, SYM_CONN_SERVE, &serve);
+		t->server_steps = steps_of(&t->serve_http, serve.addr, false);
+	}
+	/* The request marker is a direct CALL: emulated. */
+	if (t->round_trip.addr)
+		t->client_steps = steps_of(&t->round_trip, 0, true);
+}
+
+/* The gRPC part of the BPF config: which sides run, and what identifies interface values. */
+static void fill_grpc_config(struct analysis *a)
+{
+	struct grpc_target *g = &a->t->grpc;
+	struct target_config *c = &a->t->cfg;
+
+	c->grpc_server = g->handle_stream.addr != 0;
+	c->grpc_client = g->new_stream.addr != 0;
+	c->fn_valuectx_value = g->fn_valuectx_value;
+	c->fn_tcpaddr_network = g->fn_tcpaddr_network;
+	c->fn_status_error = g->fn_status_error;
+	c->fn_error_string = g->fn_error_string;
+	c->grpc_server_entry_at = entry_addr(a, &g->handle_stream);
+	c->grpc_finish_at = entry_addr(a, &g->attempt_finish);
+	/* Entries are emulated or not; each side's calls pass each of its probes once. */
+	if (c->grpc_server)
+		g->server_steps = !g->handle_stream.entry_emulated + !g->write_status.entry_emulated;
+	if (c->grpc_client)
+		g->client_steps = !g->new_stream.entry_emulated +
+				  !g->new_attempt.entry_emulated +
+				  !g->attempt_finish.entry_emulated;
+}
+
+struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
+			       const struct module_tables *modules, bool need_http)
+{
+	struct analysis a = {};
+	struct elf_file *ef = NULL;
+	struct elf_symbol sym;
+	struct target *t;
+	const char *base;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	base = exe_name ? exe_name : strrchr(path, '/');
+	if (!exe_name)
+		base = base ? base + 1 : path;
+	t->path = strdup(path);
+	t->exe_name = strdup(base);
+	if (!t->path || !t->exe_name) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+
+	ef = elf_file__open(path);
+	if (!ef) {
+		err = -errno;
+		goto cleanup;
+	}
+	t->machine = elf_file__machine(ef);
+	t->pie = elf_file__is_pie(ef);
+	if (t->pie && elf_file__offset_to_addr(ef, 0, &t->link_base)) {
+		pr_err("cannot trace '%s': no loadable segment maps the start of the file", path);
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if (t->machine != EM_X86_64 && t->machine != EM_AARCH64) {
+		pr_err("cannot trace '%s': unsupported machine %u (amd64 and arm64 are supported)",
+		       path, t->machine);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+#if defined(__x86_64__)
+	if (t->machine != EM_X86_64) {
+#elif defined(__aarch64__)
+	if (t->machine != EM_AARCH64) {
+#else
+	if (1) {
+#endif
+		pr_err("cannot trace '%s': it is built for another architecture than this machine",
+		       path);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+
+	t->gobin = gobin__read(ef);
+	if (!t->gobin) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!t->gobin->major) {
+		pr_err("cannot trace '%s': built with '%s', not a Go release gospan can identify",
+		       path, t->gobin->go_version);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+	/* Before 1.17 Go passed arguments on the stack; the probes read registers. */
+	if (t->gobin->major != 1 || t->gobin->minor < 17) {
+		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register ABI)",
+		       path, t->gobin->go_version);
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+
+	a.t = t;
+	a.ef = ef;
+	a.has_symtab = elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
+					 &(uint64_t){ 0 }) != -ENOENT;
+	a.sp = site_planner__new(ef, NULL);
+	if (!a.sp) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = find_site(&a, SYM_SERVE_HTTP, &t->serve_http, true);
+	/*
+	 * Its callers: conn.serve for HTTP/1, whose next direct call (hijacked) follows the request
+	 * context's cancel, and the HTTP/2 wrappers, whose ends are their own return addresses.
+	 * Nothing in net/http makes a serverHandler an interface value at run time.
+	 */
+	if (!err && target_site_policy == SITES_BEST)
+		err = plan_caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
+				       AFTER_CALL_PASS_CALLS, -1);
+	find_grpc_sites(&a);
+	/* A worker without a server may still call databases: their spans start traces. */
+	if (datastores__find_sites(&a) == -ENOMEM) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (err == -ENOENT &&
+	    (!need_http || t->grpc.handle_stream.addr || datastores__any(&t->db))) {
+		/* A gRPC server, data store calls, or only the functions of a --functions file. */
+		pr_info("'%s' does not serve HTTP with net/http: only its %s traced", path,
+			t->grpc.handle_stream.addr ? "gRPC calls are" :
+			datastores__any(&t->db)	   ? "data store calls are" :
+						     "functions are");
+		t->serve_http.addr = 0;
+		err = 0;
+	} else if (err) {
+		if (err == -ENOENT)
+			pr_err("'%s' serves neither HTTP with net/http nor gRPC: nothing to trace",
+			       path);
+		goto cleanup;
+	}
+	/* Without gopanic a panicking handler is only noticed when gospan stops. */
+	if (find_site(&a, SYM_GOPANIC, &t->gopanic, false)) {
+		pr_warn("'%s' has no %s: panicking handlers will produce no span", path, SYM_GOPANIC);
+		t->gopanic.addr = 0;
+	}
+	find_client_sites(&a);
+	/* Handing spans to new goroutines needs g.parentGoid (Go 1.21+); checked after offsets. */
+	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true) ||
+	    (target_site_policy == SITES_BEST &&
+	     plan_caller_ends(a.sp, &t->newproc1, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX))) {
+		probe_site__release(&t->newproc1);
+		t->newproc1.addr = 0;
+	}
+	/* Data symbols are not in the function table: stripped binaries go without the itab. */
+	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
+		t->response_itab = sym.addr;
+	t->cfg.tls_g = tls_g_offset(&a);
+
+	err = pick_offsets(t, tables);
+	if (err)
+		goto cleanup;
+	if (t->offs[GO_FIELD_G_PARENT_GOID] < 0)
+		t->newproc1.addr = 0;
+	if (t->round_trip.addr && (t->offs[GO_FIELD_URL_SCHEME] < 0 ||
+				   t->offs[GO_FIELD_URL_HOST] < 0 ||
+				   t->offs[GO_FIELD_RESP_STATUS_CODE] < 0)) {
+		pr_warn("'%s': no offsets for the HTTP client's structs: no client spans", path);
+		t->round_trip.addr = 0;
+	}
+	fill_config(t);
+	pick_grpc_offsets(t, modules ? modules->grpc : NULL);
+	fill_grpc_config(&a);
+	err = datastores__configure(&a, modules);
+	if (err)
+		goto cleanup;
+	count_steps(&a);
+	site_planner__free(a.sp);
+	pclntab__close(a.pt);
+	elf_file__close(ef);
+	return t;
+
+cleanup:
+	site_planner__free(a.sp);
+	pclntab__close(a.pt);
+	if (ef)
+		elf_file__close(ef);
+	target__free(t);
+	errno = -err;
+	return NULL;
+}
+
+void target__free(struct target *t)
+{
+	if (!t)
+		return;
+	probe_site__release(&t->serve_http);
+	probe_site__release(&t->gopanic);
+	probe_site__release(&t->round_trip);
+	probe_site__release(&t->inject);
+	probe_site__release(&t->newproc1);
+	probe_site__release(&t->grpc.handle_stream);
+	probe_site__release(&t->grpc.write_status);
+	probe_site__release(&t->grpc.handler_write_status);
+	probe_site__release(&t->grpc.new_stream);
+	probe_site__release(&t->grpc.new_attempt);
+	probe_site__release(&t->grpc.attempt_finish);
+	probe_site__release(&t->grpc.header_fields);
+	probe_site__release(&t->grpc.write_header);
+	datastores__release(&t->db);
+	functions__release(t);
+	gobin__free(t->gobin);
+	free(t->path);
+	free(t->exe_name);
+	free(t);
+}

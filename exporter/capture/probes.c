@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libbpf glue. Every uprobe is a plain uprobe at a file offset (entry or a RET): never a
+ * uretprobe, which rewrites the return address on a stack Go may move. The attach cookie selects
+ * the target's offsets in the `targets` map, so one loaded object serves many binaries.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "analysis/disasm.h"
+#include "analysis/emulation.h"
+#include "analysis/functions.h"
+#include "http.skel.h"
+#include "core/log.h"
+#include "capture/probes.h"
+#include "analysis/sites.h"
+#include "analysis/target.h"
+#include "capture/uprobes.h"
+#include "capture/wire.h"
+
+/* Hold the ring buffer reader's wakeup until this much is unconsumed (1/4 of the buffer). */
+#define WAKE_FRACTION 4
+
+struct probes {
+	struct http_bpf *skel;
+	struct ring_buffer *rb;
+	struct uprobes *uprobes;
+	uint32_t ntargets;
+	uint32_t nfuncs; /* entries of the funcs map in use */
+	int ncpus;
+	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
+};
+
+/* While a load that may fail is tried (uprobe_multi programs): libbpf's complaints are debug. */
+static bool libbpf_quiet;
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	enum log_level l = level == LIBBPF_WARN && !libbpf_quiet ? LOG_WARN :
+			   level == LIBBPF_INFO ? LOG_DEBUG :
+						  LOG_DEBUG + 1;
+	char buf[1024];
+
+	if (l > log_get_level())
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	log_msg(l > LOG_DEBUG ? LOG_DEBUG : l, "libbpf: %s", buf);
+	return 0;
+}
+
+/* Opens and loads the BPF object into P->skel; MULTI: its uprobes as uprobe_multi programs. */
+static int open_and_load(struct probes *p, bool multi)
+{
+	p->skel = http_bpf__open();
+	if (!p->skel) {
+		pr_err("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	p->skel->rodata->wake_threshold =
+		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
+	if (multi)
+		uprobes__use_multi(p->skel->obj, p->skel->progs.calibrate);
+	return http_bpf__load(p->skel);
+}
+
+struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
+{
+	bool multi;
+	struct emulation emu;
+	struct probes *p;
+	int err;
+
+	libbpf_set_print(libbpf_log);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0) {
+		err = p->ncpus ? p->ncpus : -EINVAL;
+		pr_err("cannot count possible CPUs: %s", strerror(-err));
+		goto cleanup;
+	}
+	multi = !getenv("GOSPAN_UPROBE_MULTI") || strcmp(getenv("GOSPAN_UPROBE_MULTI"), "0");
+	libbpf_quiet = multi;
+	err = open_and_load(p, multi);
+	libbpf_quiet = false;
+	if (err && multi) {
+		/* A kernel before 6.6: plain uprobe links, one a probe. */
+		pr_debug("cannot load the uprobe programs as uprobe_multi programs (%s): using "
+			 "plain uprobe links",
+			 strerror(-err));
+		http_bpf__destroy(p->skel);
+		multi = false;
+		err = open_and_load(p, multi);
+	}
+	if (!err) {
+		p->uprobes = uprobes__new(multi);
+		err = p->uprobes ? 0 : -ENOMEM;
+	}
+	if (err) {
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
+		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+		goto cleanup;
+	}
+	/* Before any target is analysed: where its probes go depends on it. */
+	err = emulation__measure(p->skel->progs.calibrate, &emu);
+	if (!err)
+		err = emulation__override(&emu);
+	if (err)
+		pr_warn("cannot tell which instructions this kernel's uprobes emulate (%s): "
+			"assuming PUSH and long NOPs are", strerror(-err));
+	else
+		disasm__set_emulation(&emu);
+	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s",
+		 disasm__emulation()->push ? "yes" : "no",
+		 disasm__emulation()->long_nop ? "yes" : "no");
+	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), (ring_buffer_sample_fn)fn, ctx,
+				 NULL);
+	if (!p->rb) {
+		err = -errno;
+		pr_err("cannot open the ring buffer: %s", strerror(-err));
+		goto cleanup;
+	}
+	/* Spans do not need it: without it (the reason is said), calls carry no context out. */
+	if (propagate)
+		p->wire = wire__load(p->skel->obj);
+	return p;
+
+cleanup:
+	probes__destroy(p);
+	errno = -err;
+	return NULL;
+}
+
+/* What an end probe's program must know about its place (bpf/include/events.h). */
+static uint64_t end_cookie(const struct end_site *e, uint32_t c)
+{
+	uint64_t cookie = c;
+
+	if (e->in_caller)
+		cookie |= COOKIE_IN_CALLER;
+	if (e->result >= 0)
+		cookie |= (uint64_t)sites__slot_of(e->result) << COOKIE_RESULT_SHIFT;
+	return cookie;
+}
+
+/*
+ * The programs of one probed function: ENTRY at its entry, if given; AT_RETS at the RETs that
+ * stay, AT_ENDS at its other ends, SUCCESS (when given) at those that end only error-free calls.
+ * Nothing when the site's addr is 0. Counts what each probe costs in *N.
+ */
+struct site_progs {
+	struct bpf_program *entry, *at_rets, *at_ends, *success;
+};
+
+static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid, const char *path,
+		       const struct probe_site *site, uint32_t c, struct probe_counts *n)
+{
+	struct bpf_program *prog;
+	size_t i;
+	int err = 0;
+
+	if (!site->addr)
+		return 0;
+	/*
+	 * Ends first: a call that begins between the attach of its entry and of its ends would
+	 * never end, and the goroutine's next spans would be its children. An end without its
+	 * entry finds no call and does nothing.
+	 */
+	for (i = 0; !err && i < site->nrets; i++) {
+		err = uprobes__add(p->uprobes, sp->at_rets, path, pid, site->ret_offs[i], c, false);
+		n->stepped += !err;
+	}
+	for (i = 0; !err && i < site->nends; i++) {
+		const struct end_site *e = &site->ends[i];
+
+		prog = e->if_no_error && sp->success ? sp->success : sp->at_ends;
+		err = uprobes__add(p->uprobes, prog, path, pid, e->off, end_cookie(e, c), false);
+		*(e->emulated ? &n->emulated : &n->stepped) += !err;
+	}
+	for (i = 0; !err && sp->entry && i < site->nentry_calls; i++) {
+		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_calls[i],
+				   c | COOKIE_IN_CALLER, true);
+		n->emulated += !err;
+	}
+	if (!err && sp->entry && !site->nentry_calls) {
+		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_off, c, true);
+		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
+	}
+	return err;
+}
+
+/* T's function probes: each function's config in the funcs map, its entry and ends. */
+static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			    struct probe_counts *n)
+{
+	const struct site_progs progs = { .entry = p->skel->progs.func_entry,
+					   .at_rets = p->skel->progs.func_return,
+					   .at_ends = p->skel->progs.func_return };
+	uint32_t idx, cookie;
+	size_t i;
+	int err = 0;
+
+	if (p->nfuncs + t->nfuncs > MAX_FUNCS) {
+		pr_err("cannot trace the functions of '%s': %d functions at most in all", t->path,
+		       MAX_FUNCS);
+		return -E2BIG;
+	}
+	t->func_base = p->nfuncs;
+	for (i = 0; !err && i < t->nfuncs; i++) {
+		struct traced_func *f = &t->funcs[i];
+
+		idx = t->func_base + (uint32_t)i;
+		cookie = FUNC_COOKIE_BASE + idx;
+		f->cfg.target = c;
+		if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.funcs), &idx, &f->cfg, BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot store the config of '%s': %s", f->symbol, strerror(-err));
+			break;
+		}
+		err = attach_site(p, &progs, pid, t->path, &f->site, cookie, n);
+	}
+	if (!err)
+		p->nfuncs += (uint32_t)t->nfuncs;
+	return err;
+}
+
+int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
+		   uint32_t *cookie, struct probe_counts *n)
+{
+	const struct site_progs server = { .entry = p->skel->progs.serve_http_entry,
+					   .at_rets = p->skel->progs.serve_http_return,
+					   .at_ends = p->skel->progs.serve_http_return };
+	const struct site_progs panic = { .entry = p->skel->progs.go_panic };
+	const struct site_progs client = { .entry = p->skel->progs.client_entry,
+					   .at_rets = p->skel->progs.client_return,
+					   .at_ends = p->skel->progs.client_return,
+					   .success = p->skel->progs.client_success };
+	const struct site_progs marker = { .at_ends = p->skel->progs.mark_request };
+	const struct site_progs newg = { .at_rets = p->skel->progs.goroutine_created,
+					 .at_ends = p->skel->progs.goroutine_created };
+	const struct site_progs gclock = { .entry = p->skel->progs.go_casgstatus };
+	const struct site_progs rpc_server = { .entry = p->skel->progs.grpc_server_entry };
+	const struct site_progs rpc_status = { .entry = p->skel->progs.grpc_server_status };
+	const struct site_progs rpc_client = { .entry = p->skel->progs.grpc_client_entry };
+	const struct site_progs rpc_stream = { .entry = p->skel->progs.grpc_client_stream };
+	const struct site_progs rpc_finish = { .entry = p->skel->progs.grpc_client_end };
+	const struct site_progs rpc_fields = { .at_rets = p->skel->progs.grpc_header_fields,
+					       .at_ends = p->skel->progs.grpc_header_fields };
+	const struct site_progs rpc_header = { .at_ends = p->skel->progs.grpc_write_header };
+	const struct site_progs sql_call = { .entry = p->skel->progs.db_sql_entry,
+					     .at_rets = p->skel->progs.db_sql_end,
+					     .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_stmt_call = { .entry = p->skel->progs.db_sql_stmt_entry,
+						  .at_rets = p->skel->progs.db_sql_end,
+						  .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_begin = { .entry = p->skel->progs.db_sql_begin,
+					      .at_rets = p->skel->progs.db_sql_end,
+					      .at_ends = p->skel->progs.db_sql_end };
+	const struct site_progs sql_commit = { .entry = p->skel->progs.db_sql_commit,
+					       .at_rets = p->skel->progs.db_sql_tx_end,
+					       .at_ends = p->skel->progs.db_sql_tx_end };
+	const struct site_progs sql_rollback = { .entry = p->skel->progs.db_sql_rollback,
+						 .at_rets = p->skel->progs.db_sql_tx_end,
+						 .at_ends = p->skel->progs.db_sql_tx_end };
+	const struct site_progs sql_stmt = { .entry = p->skel->progs.db_sql_stmt };
+	const struct site_progs sql_prepare = { .entry = p->skel->progs.db_sql_prepare };
+	const struct site_progs pgx = { .entry = p->skel->progs.db_pgx_entry,
+					.at_rets = p->skel->progs.db_pgx_end,
+					.at_ends = p->skel->progs.db_pgx_end };
+	const struct site_progs pgx_batch = { .entry = p->skel->progs.db_pgx_batch_entry,
+					      .at_rets = p->skel->progs.db_pgx_end,
+					      .at_ends = p->skel->progs.db_pgx_end };
+	const struct site_progs redis = { .entry = p->skel->progs.db_redis_entry,
+					  .at_rets = p->skel->progs.db_redis_end,
+					  .at_ends = p->skel->progs.db_redis_end };
+	const struct site_progs redis_pipe = { .entry = p->skel->progs.db_redis_pipeline_entry,
+					       .at_rets = p->skel->progs.db_redis_end,
+					       .at_ends = p->skel->progs.db_redis_end };
+	const struct grpc_target *g = &t->grpc;
+	const struct db_target *d = &t->db;
+	size_t first = uprobes__mark(p->uprobes);
+	uint32_t c = p->ntargets;
+	int err;
+
+	memset(n, 0, sizeof(*n));
+	if (c >= MAX_TARGETS) {
+		pr_err("cannot trace '%s': already tracing %d binaries", t->path, MAX_TARGETS);
+		return -E2BIG;
+	}
+	err = bpf_map_update_elem(bpf_map__fd(p->skel->maps.targets), &c, &t->cfg, BPF_ANY);
+	if (err) {
+		err = -errno;
+		pr_err("cannot store the offsets of '%s': %s", t->path, strerror(-err));
+		return err;
+	}
+
+	err = attach_site(p, &server, pid, t->path, &t->serve_http, c, n);
+	err = err ?: attach_site(p, &panic, pid, t->path, &t->gopanic, c, n);
+	err = err ?: attach_site(p, &client, pid, t->path, &t->round_trip, c, n);
+	/* gRPC: the status writer and the stream's end before the calls' entries. */
+	err = err ?: attach_site(p, &rpc_status, pid, t->path, &g->write_status, c, n);
+	err = err ?: attach_site(p, &rpc_status, pid, t->path, &g->handler_write_status, c, n);
+	err = err ?: attach_site(p, &rpc_server, pid, t->path, &g->handle_stream, c, n);
+	err = err ?: attach_site(p, &rpc_finish, pid, t->path, &g->attempt_finish, c, n);
+	err = err ?: attach_site(p, &rpc_stream, pid, t->path, &g->new_attempt, c, n);
+	err = err ?: attach_site(p, &rpc_client, pid, t->path, &g->new_stream, c, n);
+	if (p->wire && g->new_stream.addr) {
+		err = err ?: attach_site(p, &rpc_header, pid, t->path, &g->write_header, c, n);
+		err = err ?: attach_site(p, &rpc_fields, pid, t->path, &g->header_fields, c, n);
+	}
+	if (p->wire && t->round_trip.addr)
+		err = err ?: attach_site(p, &marker, pid, t->path, &t->inject, c, n);
+	/* Data stores: statements' texts are noted before the calls that read them begin. */
+	err = err ?: attach_site(p, &sql_stmt, pid, t->path, &d->sql_stmt_query, c, n);
+	err = err ?: attach_site(p, &sql_stmt, pid, t->path, &d->sql_stmt_exec, c, n);
+	err = err ?: attach_site(p, &sql_prepare, pid, t->path, &d->sql_prepare, c, n);
+	err = err ?: attach_site(p, &sql_call, pid, t->path, &d->sql_query, c, n);
+	err = err ?: attach_site(p, &sql_call, pid, t->path, &d->sql_exec, c, n);
+	err = err ?: attach_site(p, &sql_stmt_call, pid, t->path, &d->sql_rows, c, n);
+	err = err ?: attach_site(p, &sql_stmt_call, pid, t->path, &d->sql_result, c, n);
+	err = err ?: attach_site(p, &sql_begin, pid, t->path, &d->sql_begin, c, n);
+	err = err ?: attach_site(p, &sql_commit, pid, t->path, &d->sql_commit, c, n);
+	err = err ?: attach_site(p, &sql_rollback, pid, t->path, &d->sql_rollback, c, n);
+	err = err ?: attach_site(p, &pgx, pid, t->path, &d->pgx_query, c, n);
+	err = err ?: attach_site(p, &pgx, pid, t->path, &d->pgx_exec, c, n);
+	err = err ?: attach_site(p, &pgx_batch, pid, t->path, &d->pgx_batch, c, n);
+	err = err ?: attach_site(p, &redis, pid, t->path, &d->redis_process, c, n);
+	err = err ?: attach_site(p, &redis_pipe, pid, t->path, &d->redis_pipeline, c, n);
+	err = err ?: attach_site(p, &redis_pipe, pid, t->path, &d->redis_tx_pipeline, c, n);
+	if (follow_goroutines)
+		err = err ?: attach_site(p, &newg, pid, t->path, &t->newproc1, c, n);
+	err = err ?: attach_functions(p, t, pid, c, n);
+	if (t->cfg.cpu_time)
+		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
+	err = err ?: uprobes__commit(p->uprobes);
+	if (err) {
+		/* All or nothing: an entry without its ends would only fill the in-flight map. */
+		uprobes__rollback(p->uprobes, first);
+		return err;
+	}
+	p->ntargets++;
+	*cookie = c;
+	return (int)(n->emulated + n->stepped);
+}
+
+int probes__poll(struct probes *p, int timeout_ms)
+{
+	int n, m;
+
+	/* Records come without wakeups, so a timeout is the normal way out of the wait. */
+	n = ring_buffer__poll(p->rb, timeout_ms);
+	if (n < 0 && n != -EINTR)
+		return n;
+	m = ring_buffer__consume(p->rb);
+	if (m < 0 && m != -EINTR)
+		return m;
+	return (n > 0 ? n : 0) + (m > 0 ? m : 0);
+}
+
+/* Sums the per-CPU counters 0..N-1 of the per-CPU array FD into OUT. */
+static int sum_percpu(struct probes *p, int fd, uint32_t n, uint64_t *out)
+{
+	uint64_t *vals;
+	uint32_t r;
+	int err = 0, cpu;
+
+	vals = calloc(p->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (r = 0; r < n; r++) {
+		out[r] = 0;
+		if (bpf_map_lookup_elem(fd, &r, vals)) {
+			err = -errno;
+			break;
+		}
+		for (cpu = 0; cpu < p->ncpus; cpu++)
+			out[r] += vals[cpu];
+	}
+	free(vals);
+	return err;
+}
+
+int probes__drops(struct probes *p, uint64_t out[DROP__COUNT])
+{
+	return sum_percpu(p, bpf_map__fd(p->skel->maps.drops), DROP__COUNT, out);
+}
+
+/*
+ * How many times PROG ran on the targets into *RUNS: 0 for a program that is not loaded, and for
+ * gospan's own start-up measurement, which is no probe of theirs.
+ */
+static int program_runs(struct probes *p, struct bpf_program *prog, uint64_t *runs)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	*runs = 0;
+	if (fd < 0 || prog == p->skel->progs.calibrate)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*runs = info.run_cnt;
+	return 0;
+}
+
+int probes__hits(struct probes *p, uint64_t *hits)
+{
+	struct bpf_program *prog;
+	uint64_t runs;
+	int err;
+
+	*hits = 0;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		err = program_runs(p, prog, &runs);
+		if (err)
+			return err;
+		*hits += runs;
+	}
+	return 0;
+}
+
+int probes__hits_by_program(struct probes *p, char *buf, size_t size)
+{
+	struct bpf_program *prog;
+	size_t len = 0;
+	uint64_t runs;
+	int err;
+
+	buf[0] = '\0';
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		err = program_runs(p, prog, &runs);
+		if (err)
+			return err;
+		if (runs && len < size)
+			len += snprintf(buf + len, size - len, "%s%s=%llu", len ? " " : "",
+					bpf_program__name(prog), (unsigned long long)runs);
+	}
+	return 0;
+}
+
+bool probes__can_propagate(const struct probes *p)
+{
+	return p->wire != NULL;
+}
+
+int probes__track_process(struct probes *p, pid_t pid, const struct target *t)
+{
+	if (!p->wire || (!t->round_trip.addr && !t->grpc.new_stream.addr))
+		return 0;
+	return wire__add_process(p->wire, pid, &t->cfg);
+}
+
+void probes__sync(struct probes *p)
+{
+	if (p->wire)
+		wire__sync(p->wire);
+}
+
+int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT])
+{
+	return sum_percpu(p, bpf_map__fd(p->skel->maps.propagation), PROP__COUNT, out);
+}
+
+int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns)
+{
+	struct goroutine_key key = { .pid = pid, .goid = goid };
+	int fd = bpf_map__fd(p->skel->maps.goroutines);
+	struct goroutine_state gs;
+
+	if (bpf_map_lookup_elem(fd, &key, &gs))
+		return -errno;
+	/* The goroutine may have moved on to a new call since: leave that one alone. */
+	if (gs.server.start_ns != start_ns)
+		return -ESTALE;
+	/*
+	 * The call's RET never ran, so neither did its restoring of the span the goroutine worked
+	 * for before: do it here, or the goroutine would go on naming a span that has ended.
+	 * Without one to go back to, the goroutine (whose connection the panic closed) is gone.
+	 */
+	if (!gs.server.has_prev) {
+		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	gs.active = gs.server.prev;
+	memset(&gs.server, 0, sizeof(gs.server));
+	if (bpf_map_update_elem(fd, &key, &gs, BPF_EXIST))
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
+void probes__detach(struct probes *p)
+{
+	uprobes__detach(p->uprobes);
+}
+
+void probes__destroy(struct probes *p)
+{
+	if (!p)
+		return;
+	uprobes__free(p->uprobes);
+	emulation__release();
+	wire__destroy(p->wire);
+	ring_buffer__free(p->rb);
+	http_bpf__destroy(p->skel);
+	free(p);
+}

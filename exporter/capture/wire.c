@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The socket-layer writer of outgoing trace context: see wire.h, and bpf/wire.bpf.c for what
+ * its programs do. The sockops program goes on each traced process's own cgroup (cgroup v2),
+ * so it runs only where traced processes are; it still adds only their sockets, picked by
+ * process in BPF. Its links and the sockhash live only as long as gospan's descriptors: when
+ * gospan exits, however it exits, the kernel detaches the programs and takes every socket out
+ * of the sockhash, and the traced service's connections carry on as plain TCP.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+#include "core/log.h"
+#include "capture/wire.h"
+#include "wire.skel.h"
+
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+/* The sockets of one process looked at when it is added: listeners tell client sockets apart. */
+#define MAX_SOCKETS 4096
+
+struct cgroup_link {
+	char *path;
+	struct bpf_link *link;
+};
+
+struct wire {
+	struct wire_bpf *skel;
+	char cgroup_mnt[PATH_MAX];  /* where the cgroup v2 hierarchy is mounted */
+	char cgroup_root[PATH_MAX]; /* the cgroup at the mount's top: see find_cgroup2() */
+	struct cgroup_link *cgroups;
+	size_t ncgroups;
+	pid_t *pids; /* processes added */
+	size_t npids, cap_pids;
+};
+
+/* The maps the two objects share (bpf/include/wire_maps.bpf.h), by name. */
+static const char *const shared_maps[] = { "traced",	   "pending",	 "tracestates",
+					   "propagation", "h2_marks", "h2_writers" };
+
+/*
+ * Where the cgroup v2 hierarchy is mounted (MNT), and which cgroup that mount shows at its top
+ * (ROOT), from /proc/self/mountinfo; -ENOENT if nowhere. ROOT is "/" on a host; where gospan
+ * runs in a cgroup namespace of its own (a Kubernetes pod with the host's /sys/fs/cgroup), it is
+ * a path like "/../.." that /proc/PID/cgroup paths are given against too.
+ */
+static int find_cgroup2(char *mnt, size_t mnt_size, char *root, size_t root_size)
+{
+	char line[4096], m[PATH_MAX], r[PATH_MAX], *sep;
+	int err = -ENOENT;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ..." */
+		sep = strstr(line, " - ");
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2)
+			continue;
+		if (strlen(m) >= mnt_size || strlen(r) >= root_size) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(mnt, m, strlen(m) + 1);
+		memcpy(root, r, strlen(r) + 1);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+const char *wire__cgroup_below(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return path + strspn(path, "/");
+	if (strncmp(path, root, n) || (path[n] && path[n] != '/'))
+		return NULL;
+	return path + n + strspn(path + n, "/");
+}
+
+struct wire *wire__load(struct bpf_object *http_obj)
+{
+	struct bpf_map *shared;
+	struct wire *w;
+	size_t i;
+	int err, fd;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	err = find_cgroup2(w->cgroup_mnt, sizeof(w->cgroup_mnt), w->cgroup_root,
+			   sizeof(w->cgroup_root));
+	if (err) {
+		pr_warn("outgoing trace context is off: no cgroup v2 hierarchy is mounted (a cgroup "
+			"v1-only host), and the socket-layer writer attaches to one; mount it, e.g. "
+			"'mount -t cgroup2 none /sys/fs/cgroup/unified'");
+		goto cleanup;
+	}
+	w->skel = wire_bpf__open();
+	if (!w->skel) {
+		err = -errno;
+		pr_warn("outgoing trace context is off: cannot open its BPF object: %s",
+			strerror(-err));
+		goto cleanup;
+	}
+	for (i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
+		shared = bpf_object__find_map_by_name(w->skel->obj, shared_maps[i]);
+		fd = bpf_object__find_map_fd_by_name(http_obj, shared_maps[i]);
+		err = !shared || fd < 0 ? -ENOENT : bpf_map__reuse_fd(shared, fd);
+		if (err) {
+			pr_warn("outgoing trace context is off: cannot share map '%s': %s",
+				shared_maps[i], strerror(-err));
+			goto cleanup;
+		}
+	}
+	err = wire_bpf__load(w->skel);
+	if (err) {
+		pr_warn("outgoing trace context is off: the kernel refused the socket-layer "
+			"programs (sockops, sk_msg, sockhash): %s%s",
+			strerror(-err),
+			err == -EPERM ? " (they need CAP_NET_ADMIN, or root)" :
+			err == -ESRCH || err == -ENOENT ?
+					" (they need the kernel's BTF, /sys/kernel/btf/vmlinux)" :
+					"");
+		goto cleanup;
+	}
+	/*
+	 * Attached to the map, not through a link: the map holds the program, and the kernel
+	 * releases both when the last descriptor of the map closes, at gospan's exit.
+	 */
+	if (bpf_prog_attach(bpf_program__fd(w->skel->progs.write_trace_context),
+			    bpf_map__fd(w->skel->maps.sockets), BPF_SK_MSG_VERDICT, 0)) {
+		err = -errno;
+		pr_warn("outgoing trace context is off: cannot attach the sk_msg program to its "
+			"sockhash: %s",
+			strerror(-err));
+		goto cleanup;
+	}
+	return w;
+
+cleanup:
+	wire__destroy(w);
+	errno = -err;
+	return NULL;
+}
+
+/* PID's cgroup v2 path below the hierarchy's root, from /proc/PID/cgroup's "0::" line. */
+static int process_cgroup(pid_t pid, char *out, size_t size)
+{
+	char path[64], line[PATH_MAX];
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line + 3) >= size) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(out, line + 3, strlen(line + 3) + 1);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+/* Attaches the sockops program to PID's cgroup, once per cgroup. */
+static int attach_cgroup(struct wire *w, pid_t pid)
+{
+	char rel[PATH_MAX], full[PATH_MAX * 2];
+	struct cgroup_link *links;
+	struct bpf_link *link;
+	const char *below;
+	size_t i;
+	int err, fd;
+
+	err = process_cgroup(pid, rel, sizeof(rel));
+	if (err) {
+		pr_warn("process %d: no cgroup v2 membership in /proc/%d/cgroup: its calls carry "
+			"no trace context",
+			(int)pid, (int)pid);
+		return err;
+	}
+	for (i = 0; i < w->ncgroups; i++)
+		if (!strcmp(w->cgroups[i].path, rel))
+			return 0;
+	below = wire__cgroup_below(rel, w->cgroup_root);
+	if (!below) {
+		pr_warn("process %d: its cgroup '%s' is not below '%s', the top of the cgroup v2 "
+			"mount at '%s': its calls carry no trace context (mount the host's cgroup "
+			"hierarchy where gospan runs)",
+			(int)pid, rel, w->cgroup_root, w->cgroup_mnt);
+		return -ENOENT;
+	}
+	snprintf(full, sizeof(full), "%s/%s", w->cgroup_mnt, below);
+	fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("process %d: cannot open its cgroup '%s': %s: its calls carry no trace "
+			"context",
+			(int)pid, full, strerror(-err));
+		return err;
+	}
+	link = bpf_program__attach_cgroup(w->skel->progs.track_client_sockets, fd);
+	err = link ? 0 : -errno;
+	close(fd);
+	if (err) {
+		pr_warn("process %d: cannot attach to its cgroup '%s': %s: its calls carry no "
+			"trace context",
+			(int)pid, full, strerror(-err));
+		return err;
+	}
+	links = realloc(w->cgroups, (w->ncgroups + 1) * sizeof(*links));
+	if (!links || !(links[w->ncgroups].path = strdup(rel))) {
+		if (links)
+			w->cgroups = links;
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	links[w->ncgroups].link = link;
+	w->cgroups = links;
+	w->ncgroups++;
+	pr_debug("socket-layer writer attached to cgroup '%s'", full);
+	return 0;
+}
+
+static int sockopt_int(int fd, int level, int name)
+{
+	socklen_t len = sizeof(int);
+	int v = -1;
+
+	if (getsockopt(fd, level, name, &v, &len))
+		return -1;
+	return v;
+}
+
+static int local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
+}
+
+struct open_socket {
+	int fd; /* our duplicate */
+	int port;
+};
+
+/*
+ * Adds PID's open client TCP connections to the sockhash: no sockops event comes for a
+ * connection established before the program was attached. Each socket is duplicated into
+ * gospan (pidfd_getfd), which the sockhash update needs, and closed again. A connection is a
+ * client's when its local port is none the process listens on.
+ */
+static int add_open_sockets(struct wire *w, pid_t pid)
+{
+	struct open_socket *est = NULL;
+	int listen_ports[64], nlisten = 0, nest = 0, added = 0, pidfd, fd, dup, i, j, err = 0;
+	char dir[64], link[320], target[64];
+	struct dirent *d;
+	__u64 cookie, sock;
+	socklen_t len;
+	DIR *fds = NULL;
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		err = -errno;
+		pr_warn("process %d: cannot open it (pidfd_open): %s: the connections it had open "
+			"before gospan came carry no trace context",
+			(int)pid, strerror(-err));
+		return err;
+	}
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	fds = opendir(dir);
+	if (!fds) {
+		err = -errno;
+		pr_warn("process %d: cannot list its open files in '%s': %s%s: the connections it "
+			"had open before gospan came carry no trace context",
+			(int)pid, dir, strerror(-err),
+			err == -EACCES ? " (another user's process: gospan needs CAP_DAC_READ_SEARCH)" :
+					 "");
+		goto cleanup;
+	}
+	est = calloc(MAX_SOCKETS, sizeof(*est));
+	if (!est) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while ((d = readdir(fds)) && nest < MAX_SOCKETS) {
+		ssize_t n;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", dir, d->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strncmp(target, "socket:", 7))
+			continue;
+		fd = atoi(d->d_name);
+		dup = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+		if (dup < 0) {
+			err = -errno;
+			pr_warn("process %d: cannot take a look at its socket %d: %s: its open "
+				"connections carry no trace context",
+				(int)pid, fd, strerror(-err));
+			goto cleanup;
+		}
+		if (sockopt_int(dup, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
+		    sockopt_int(dup, SOL_SOCKET, SO_PROTOCOL) != IPPROTO_TCP) {
+			close(dup);
+			continue;
+		}
+		if (sockopt_int(dup, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
+			if (nlisten < (int)(sizeof(listen_ports) / sizeof(listen_ports[0])))
+				listen_ports[nlisten++] = local_port(dup);
+			close(dup);
+			continue;
+		}
+		{
+			struct tcp_info ti;
+
+			len = sizeof(ti);
+			if (getsockopt(dup, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+			    ti.tcpi_state != TCP_ESTABLISHED) {
+				close(dup);
+				continue;
+			}
+		}
+		est[nest].fd = dup;
+		est[nest].port = local_port(dup);
+		nest++;
+	}
+	for (i = 0; i < nest; i++) {
+		bool server = false;
+
+		for (j = 0; j < nlisten; j++)
+			server |= listen_ports[j] == est[i].port;
+		len = sizeof(cookie);
+		if (server || getsockopt(est[i].fd, SOL_SOCKET, SO_COOKIE, &cookie, &len))
+			continue;
+		sock = (__u64)est[i].fd;
+		if (bpf_map_update_elem(bpf_map__fd(w->skel->maps.sockets), &cookie, &sock,
+					BPF_NOEXIST) &&
+		    errno != EEXIST) {
+			pr_warn("process %d: cannot track an open connection: %s", (int)pid,
+				strerror(errno));
+			continue;
+		}
+		added++;
+	}
+	if (added)
+		pr_info("process %d: %d open client connection%s tracked: %s HTTP/1 requests "
+			"and cleartext gRPC calls carry trace context",
+			(int)pid, added, added == 1 ? " is" : "s are", added == 1 ? "its" : "their");
+
+cleanup:
+	for (i = 0; est && i < nest; i++)
+		close(est[i].fd);
+	free(est);
+	if (fds)
+		closedir(fds);
+	close(pidfd);
+	return err;
+}
+
+static bool known_pid(const struct wire *w, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < w->npids; i++)
+		if (w->pids[i] == pid)
+			return true;
+	return false;
+}
+
+static int remember_pid(struct wire *w, pid_t pid)
+{
+	pid_t *pids;
+	size_t cap;
+
+	if (w->npids == w->cap_pids) {
+		cap = w->cap_pids ? w->cap_pids * 2 : 16;
+		pids = realloc(w->pids, cap * sizeof(*pids));
+		if (!pids)
+			return -ENOMEM;
+		w->pids = pids;
+		w->cap_pids = cap;
+	}
+	w->pids[w->npids++] = pid;
+	return 0;
+}
+
+/* Tracks PID; TP is its entry for `traced`, NULL when the client probe has put it there. */
+static int add_process(struct wire *w, pid_t pid, const struct traced_process *tp)
+{
+	__u32 key = (__u32)pid;
+	int err;
+
+	if (known_pid(w, pid))
+		return 0;
+	err = remember_pid(w, pid);
+	if (!err && tp &&
+	    bpf_map_update_elem(bpf_map__fd(w->skel->maps.traced), &key, tp, BPF_ANY))
+		err = -errno;
+	if (err) {
+		pr_warn("process %d: cannot track it for trace context: %s: its calls carry none",
+			(int)pid, strerror(-err));
+		return err;
+	}
+	/* The cgroup first: a connection made meanwhile is then announced by sockops. */
+	err = attach_cgroup(w, pid);
+	if (err)
+		return err;
+	return add_open_sockets(w, pid);
+}
+
+int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg)
+{
+	struct traced_process tp = { .g_goid = cfg->g_goid, .tls_g = cfg->tls_g };
+
+	return add_process(w, pid, &tp);
+}
+
+void wire__sync(struct wire *w)
+{
+	int fd = bpf_map__fd(w->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+	size_t i;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		add_process(w, (pid_t)key, NULL);
+	}
+	/* Processes that are gone: their entries would only keep the table full. */
+	for (i = 0; i < w->npids;) {
+		if (kill(w->pids[i], 0) && errno == ESRCH) {
+			key = (__u32)w->pids[i];
+			bpf_map_delete_elem(fd, &key);
+			w->pids[i] = w->pids[--w->npids];
+			continue;
+		}
+		i++;
+	}
+}
+
+void wire__destroy(struct wire *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->ncgroups; i++) {
+		bpf_link__destroy(w->cgroups[i].link);
+		free(w->cgroups[i].path);
+	}
+	free(w->cgroups);
+	free(w->pids);
+	wire_bpf__destroy(w->skel);
+	free(w);
+}

@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The span model: ids, resources and attributes. Every string that enters a span or a resource
+ * is made valid UTF-8 on the way in, because every one of them ends up in an OTLP string field
+ * and a receiver rejects the whole request over one bad byte; the bytes a probe captures from a
+ * target are whatever the target had in memory.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "model/span.h"
+
+#define UTF8_REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
+#define UTF8_REPLACEMENT_LEN 3
+
+/*
+ * Length of the well-formed sequence starting at S (at most AVAIL bytes), following the table
+ * of RFC 3629 section 4, which already excludes overlong forms, surrogates and code points
+ * above U+10FFFF. Returns 0 when the sequence is ill-formed and sets *BAD to how many bytes
+ * one U+FFFD replaces: the maximal prefix of a well-formed sequence, at least one byte, as
+ * Unicode recommends, so a lead byte followed by a valid character does not swallow it.
+ */
+static size_t utf8_seq_len(const unsigned char *s, size_t avail, size_t *bad)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t need, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 3;
+		if (c == 0xe0)
+			lo = 0xa0; /* below is overlong */
+		else if (c == 0xed)
+			hi = 0x9f; /* above is a UTF-16 surrogate */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 4;
+		if (c == 0xf0)
+			lo = 0x90; /* below is overlong */
+		else if (c == 0xf4)
+			hi = 0x8f; /* above is past U+10FFFF */
+	} else {
+		*bad = 1; /* a continuation byte, C0/C1 (always overlong) or F5..FF */
+		return 0;
+	}
+	for (i = 1; i < need; i++) {
+		if (i >= avail || s[i] < lo || s[i] > hi) {
+			*bad = i;
+			return 0;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return need;
+}
+
+/* How many bytes from S on (at most LEN) are ASCII; eight at a time while it can. */
+static size_t ascii_run(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+	uint64_t word;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&word, s + i, 8);
+		if (word & 0x8080808080808080ULL)
+			break;
+	}
+	while (i < len && s[i] < 0x80)
+		i++;
+	return i;
+}
+
+/*
+ * utf8_sanitize with the count of input bytes consumed, so that callers copying into a bounded
+ * arena can tell a complete copy from a cut one.
+ */
+static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size_t *consumed)
+{
+	const unsigned char *in = (const unsigned char *)src;
+	size_t r = 0, w = 0;
+
+	if (!cap) {
+		*consumed = 0;
+		return 0;
+	}
+	while (r < len) {
+		size_t bad = 0, n = ascii_run(in + r, len - r), out;
+		const char *from;
+
+		/* ASCII, nearly all a request holds, is copied a run at a time, cut where it fills. */
+		if (n) {
+			if (n > cap - 1 - w)
+				n = cap - 1 - w;
+			memcpy(dst + w, in + r, n);
+			w += n;
+			r += n;
+			if (w + 1 >= cap)
+				break;
+			continue;
+		}
+		n = utf8_seq_len(in + r, len - r, &bad);
+		from = n ? (const char *)in + r : UTF8_REPLACEMENT;
+		out = n ? n : UTF8_REPLACEMENT_LEN;
+
+		if (w + out + 1 > cap)
+			break;
+		memcpy(dst + w, from, out);
+		w += out;
+		r += n ? n : bad;
+	}
+	dst[w] = '\0';
+	*consumed = r;
+	return w;
+}
+
+size_t utf8_sanitize(char *dst, size_t cap, const char *src, size_t len)
+{
+	size_t consumed;
+
+	return utf8_copy(dst, cap, src, len, &consumed);
+}
+
+/* A malloc'ed, sanitized copy; the worst case is every byte becoming a three-byte U+FFFD. */
+static char *utf8_dup(const char *src)
+{
+	size_t len = strlen(src), consumed;
+	char *dst = malloc(len * UTF8_REPLACEMENT_LEN + 1);
+
+	if (!dst)
+		return NULL;
+	utf8_copy(dst, len * UTF8_REPLACEMENT_LEN + 1, src, len, &consumed);
+	return dst;
+}
+
+struct resource *resource__new(void)
+{
+	struct resource *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->refs = 1;
+	return r;
+}
+
+struct resource *resource__hold(struct resource *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+static struct attr *resource_find(const struct resource *r, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < r->nattrs; i++)
+		if (!strcmp(r->attrs[i].key, key))
+			return (struct attr *)&r->attrs[i];
+	return NULL;
+}
+
+/*
+ * The slot for KEY: the existing attribute, its old string value freed, or a new one with its
+ * own copy of the key. The caller sets type and value.
+ */
+static int resource_slot(struct resource *r, const char *key, struct attr **out)
+{
+	struct attr *a = resource_find(r, key);
+	char *k;
+
+	if (a) {
+		if (a->type == ATTR_STRING)
+			free((char *)a->s);
+		a->s = NULL;
+		*out = a;
+		return 0;
+	}
+	if (r->nattrs >= RESOURCE_MAX_ATTRS)
+		return -ENOSPC;
+	k = utf8_dup(key);
+	if (!k)
+		return -ENOMEM;
+	a = &r->attrs[r->nattrs++];
+	a->key = k;
+	a->type = ATTR_INT;
+	a->i = 0;
+	*out = a;
+	return 0;
+}
+
+int resource__set_str(struct resource *r, const char *key, const char *val)
+{
+	struct attr *a;
+	char *v;
+	int err;
+
+	if (!r || !key || !val)
+		return -EINVAL;
+	/* Copied first so that a failure leaves an existing value in place. */
+	v = utf8_dup(val);
+	if (!v)
+		return -ENOMEM;
+	err = resource_slot(r, key, &a);
+	if (err) {
+		free(v);
+		return err;
+	}
+	a->type = ATTR_STRING;
+	a->s = v;
+	return 0;
+}
+
+int resource__set_int(struct resource *r, const char *key, int64_t val)
+{
+	struct attr *a;
+	int err;
+
+	if (!r || !key)
+		return -EINVAL;
+	err = resource_slot(r, key, &a);
+	if (err)
+		return err;
+	a->type = ATTR_INT;
+	a->i = val;
+	return 0;
+}
+
+const struct attr *resource__get(const struct resource *r, const char *key)
+{
+	if (!r || !key)
+		return NULL;
+	return resource_find(r, key);
+}
+
+void resource__free(struct resource *r)
+{
+	size_t i;
+
+	if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (i = 0; i < r->nattrs; i++) {
+		free((char *)r->attrs[i].key);
+		if (r->attrs[i].type == ATTR_STRING)
+			free((char *)r->attrs[i].s);
+	}
+	free(r);
+}
+
+bool span__id_is_zero(const uint8_t *id, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (id[i])
+			return false;
+	return true;
+}
+
+int span__random_id(uint8_t *buf, size_t len)
+{
+	size_t got;
+	ssize_t n;
+
+	if (!buf || !len)
+		return -EINVAL;
+	/* An all-zero draw is rare for 8 or 16 bytes but must still be redrawn, not patched. */
+	do {
+		for (got = 0; got < len; got += n) {
+			n = getrandom(buf + got, len - got, 0);
+			if (n < 0) {
+				if (errno == EINTR) {
+					n = 0;
+					continue;
+				}
+				return -errno;
+			}
+		}
+	} while (span__id_is_zero(buf, len));
+	return 0;
+}
+
+/*
+ * A span with its head zeroed. The attribute table and the arena are not: nothing reads an
+ * attribute past nattrs or the arena past arena_used, and zeroing their 2.8 KiB for every span
+ * was 7% of gospan's CPU per exported span.
+ */
+struct span *span__alloc(void)
+{
+	struct span *s = malloc(sizeof(*s));
+
+	if (!s)
+		return NULL;
+	memset(s, 0, offsetof(struct span, attrs));
+	s->arena_used = 0;
+	s->arena_cap = SPAN_ARENA_SIZE;
+	return s;
+}
+
+/* Where *P points in S's arena, remembered in *OFF (SIZE_MAX: not in it). */
+static void arena_offset(const struct span *s, const char *p, size_t *off)
+{
+	uintptr_t a = (uintptr_t)s->arena, v = (uintptr_t)p;
+
+	*off = p && v >= a && v < a + s->arena_used ? v - a : SIZE_MAX;
+}
+
+/* *P made to point at offset OFF of S's arena, when OFF is an offset. */
+static void arena_rebase(const struct span *s, const char **p, size_t off)
+{
+	if (off != SIZE_MAX)
+		*p = s->arena + off;
+}
+
+struct span *span__shrink(struct span *s)
+{
+	size_t name, state, msg, key[SPAN_MAX_ATTRS], val[SPAN_MAX_ATTRS], i, size;
+	struct span *n;
+
+	if (!s)
+		return NULL;
+	size = offsetof(struct span, arena) + s->arena_used;
+	if (size + 64 >= sizeof(*s))
+		return s; /* nothing worth a copy */
+	/* Offsets, not addresses: once realloc moved the span, the old ones mean nothing. */
+	arena_offset(s, s->name, &name);
+	arena_offset(s, s->trace_state, &state);
+	arena_offset(s, s->status_msg, &msg);
+	for (i = 0; i < s->nattrs; i++) {
+		arena_offset(s, s->attrs[i].key, &key[i]);
+		arena_offset(s, s->attrs[i].type == ATTR_STRING ? s->attrs[i].s : NULL, &val[i]);
+	}
+	n = realloc(s, size);
+	if (!n)
+		return s;
+	n->arena_cap = n->arena_used;
+	arena_rebase(n, &n->name, name);
+	arena_rebase(n, &n->trace_state, state);
+	arena_rebase(n, &n->status_msg, msg);
+	for (i = 0; i < n->nattrs; i++) {
+		arena_rebase(n, &n->attrs[i].key, key[i]);
+		if (n->attrs[i].type == ATTR_STRING)
+			arena_rebase(n, &n->attrs[i].s, val[i]);
+	}
+	return n;
+}
+
+struct span *span__new(void)
+{
+	struct span *s = span__alloc();
+	int err;
+
+	if (!s)
+		return NULL;
+	err = span__random_id(s->trace_id, sizeof(s->trace_id));
+	if (!err)
+		err = span__random_id(s->span_id, sizeof(s->span_id));
+	if (err) {
+		free(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+void span__free(struct span *s)
+{
+	if (s && s->res_held)
+		resource__free((struct resource *)s->res);
+	free(s);
+}
+
+void span__set_resource(struct span *s, struct resource *r)
+{
+	if (s->res_held)
+		resource__free((struct resource *)s->res);
+	s->res = resource__hold(r);
+	s->res_held = true;
+}
+
+/*
+ * Copies STR into the arena as valid UTF-8. Valid input is copied byte for byte; invalid bytes
+ * grow into U+FFFD, and a copy that does not fit whole is refused rather than cut, so that a
+ * value never silently loses its end.
+ */
+const char *span__strndup(struct span *s, const char *str, size_t len)
+{
+	char *dst;
+	size_t w, consumed;
+
+	if (!s || (!str && len) || s->arena_used >= s->arena_cap)
+		return NULL;
+	dst = s->arena + s->arena_used;
+	w = utf8_copy(dst, s->arena_cap - s->arena_used, str, len, &consumed);
+	if (consumed < len)
+		return NULL;
+	s->arena_used += w + 1;
+	return dst;
+}
+
+int span__set_name(struct span *s, const char *name, size_t len)
+{
+	const char *p;
+
+	if (!s || (!name && len))
+		return -EINVAL;
+	p = span__strndup(s, name, len);
+	if (!p)
+		return -ENOSPC;
+	s->name = p;
+	return 0;
+}
+
+static struct attr *span_find(const struct span *s, const char *key)
+{
+	size_t i;
+
+	/*
+	 * Keys are mostly semconv.h's constants, the same pointer each time; a first byte that
+	 * differs settles most of the rest without a call to strcmp.
+	 */
+	for (i = 0; i < s->nattrs; i++) {
+		const char *k = s->attrs[i].key;
+
+		if (k == key || (k[0] == key[0] && !strcmp(k, key)))
+			return (struct attr *)&s->attrs[i];
+	}
+	return NULL;
+}
+
+/* The existing attribute for KEY or a new one; NULL when the span has no room left. */
+static struct attr *span_slot(struct span *s, const char *key)
+{
+	struct attr *a = span_find(s, key);
+
+	if (a)
+		return a;
+	if (s->nattrs >= SPAN_MAX_ATTRS)
+		return NULL;
+	a = &s->attrs[s->nattrs++];
+	a->key = key;
+	return a;
+}
+
+int span__set_str(struct span *s, const char *key, const char *val, size_t len)
+{
+	const char *v;
+	struct attr *a;
+
+	if (!s || !key || (!val && len))
+		return -EINVAL;
+	/* Checked before the copy so that a full attribute table does not use up the arena. */
+	a = span_find(s, key);
+	if (!a && s->nattrs >= SPAN_MAX_ATTRS)
+		return -ENOSPC;
+	v = span__strndup(s, val, len);
+	if (!v)
+		return -ENOSPC;
+	if (!a) {
+		a = &s->attrs[s->nattrs++];
+		a->key = key;
+	}
+	a->type = ATTR_STRING;
+	a->s = v;
+	return 0;
+}
+
+/* The slot for scalar KEY, typed; NULL with *ERR set when it cannot be had. */
+static struct attr *scalar_slot(struct span *s, const char *key, enum attr_type type, int *err)
+{
+	struct attr *a;
+
+	*err = -EINVAL;
+	if (!s || !key)
+		return NULL;
+	*err = -ENOSPC;
+	a = span_slot(s, key);
+	if (a)
+		a->type = type;
+	return a;
+}
+
+int span__set_int(struct span *s, const char *key, int64_t val)
+{
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_INT, &err);
+
+	if (!a)
+		return err;
+	a->i = val;
+	return 0;
+}
+
+int span__set_bool(struct span *s, const char *key, bool val)
+{
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_BOOL, &err);
+
+	if (!a)
+		return err;
+	a->b = val;
+	return 0;
+}
+
+int span__set_double(struct span *s, const char *key, double val)
+{
+	int err;
+	struct attr *a = scalar_slot(s, key, ATTR_DOUBLE, &err);
+
+	if (!a)
+		return err;
+	a->d = val;
+	return 0;
+}
+
+const struct attr *span__get(const struct span *s, const char *key)
+{
+	if (!s || !key)
+		return NULL;
+	return span_find(s, key);
+}
