@@ -31,7 +31,6 @@
 
 #include "analysis/dwarf.h"
 #include "core/log.h"
-#include "analysis/offsets.h"
 
 /*
  * Bounds that no real binary comes near (a large Go service has some 10^5 top-level DIEs in a few

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/offsets.h"
+#include "analysis/fields.h"
 
 /*
  * Reads the offsets of the members FIELDS names ("net/http.Request.Method", a member written
@@ -25,7 +25,7 @@
 int dwarf__read_fields(const char *path, const struct offsets_fields *fields, int64_t *out);
 
 /*
- * Reads the offsets of the fields in go_field_names[] (exporter/offsets.h) from PATH's DWARF.
+ * Reads the offsets of the fields in go_field_names[] (fields.h) from PATH's DWARF.
  * OUT[i] = byte offset of the member, or -1 when the binary's DWARF has no such struct/member.
  * 0 on success (at least runtime.g.goid found); -ENODATA when PATH has no DWARF (stripped,
  * -ldflags=-w); other negative errno on failure, logged: -ENOENT when the DWARF describes no
@@ -35,7 +35,7 @@ int dwarf__read_fields(const char *path, const struct offsets_fields *fields, in
 int dwarf__read_offsets(const char *path, int64_t out[GO_FIELD__COUNT]);
 
 /*
- * dwarf__read_fields() of the fields in grpc_field_names[] (exporter/offsets.h): a client has no
+ * dwarf__read_fields() of the fields in grpc_field_names[] (fields.h): a client has no
  * server transport, a Go binary without grpc-go none of them, and is no error.
  */
 int dwarf__read_grpc_offsets(const char *path, int64_t out[GRPC_FIELD__COUNT]);
