@@ -24,7 +24,6 @@
 #include "analysis/functions.h"
 #include "core/log.h"
 #include "analysis/pclntab.h"
-#include "model/semconv.h"
 #include "core/trusted_file.h"
 
 #define FILE_MAX_SIZE (1 << 20)
@@ -120,7 +119,7 @@ static bool valid_path(const char *s)
 {
 	bool start = true;
 
-	if (!*s)
+	if (!*s || strlen(s) > FUNC_ARG_PATH_MAX)
 		return false;
 	for (; *s; s++) {
 		if (*s == '.') {
@@ -149,9 +148,9 @@ static int parse_arg(struct func_decl *d, const cJSON *a, const char *origin, si
 	if (cJSON_IsString(a)) {
 		if (!valid_path(a->valuestring))
 			return refuse(origin, entry,
-				      "argument '%s' is not a name or a path like "
-				      "\"req.URL.Path\"",
-				      a->valuestring);
+				      "argument '%.*s' is not a name or a path like "
+				      "\"req.URL.Path\" of at most %d bytes",
+				      FUNC_ARG_PATH_MAX, a->valuestring, FUNC_ARG_PATH_MAX);
 		ad->path = strdup(a->valuestring);
 		if (!ad->path)
 			return -ENOMEM;
@@ -168,7 +167,10 @@ static int parse_arg(struct func_decl *d, const cJSON *a, const char *origin, si
 	pos = cJSON_GetObjectItemCaseSensitive(a, "position");
 	type = cJSON_GetObjectItemCaseSensitive(a, "type");
 	if (!cJSON_IsString(name) || !valid_path(name->valuestring))
-		return refuse(origin, entry, "an argument needs a \"name\"");
+		return refuse(origin, entry,
+			      "an argument needs a \"name\": a parameter name or a path, "
+			      "at most %d bytes",
+			      FUNC_ARG_PATH_MAX);
 	if (pos || type) {
 		if (!cJSON_IsNumber(pos) || pos->valuedouble < 1 ||
 		    pos->valuedouble > MAX_PARAMS_DECL || pos->valuedouble != (int)pos->valuedouble)
@@ -758,11 +760,9 @@ static void plan_args(struct target *t, struct traced_func *f, struct pick *pk, 
 		}
 		ta->type = type;
 		ta->size = size;
-		ta->key = malloc(strlen(GOSPAN_ARG_PREFIX) + strlen(ad->path) + 1);
-		if (!ta->key)
+		ta->path = strdup(ad->path);
+		if (!ta->path)
 			continue;
-		strcpy(ta->key, GOSPAN_ARG_PREFIX);
-		strcat(ta->key, ad->path);
 		f->cfg.nargs++;
 	}
 }
@@ -835,7 +835,7 @@ void functions__release(struct target *t)
 		free(t->funcs[i].name);
 		probe_site__release(&t->funcs[i].site);
 		for (j = 0; j < MAX_FUNC_ARGS; j++)
-			free(t->funcs[i].args[j].key);
+			free(t->funcs[i].args[j].path);
 	}
 	free(t->funcs);
 	t->funcs = NULL;

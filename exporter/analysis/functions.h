@@ -19,6 +19,8 @@
 /* A pattern matches at most this many functions unless its entry says "max". */
 #define FUNCTIONS_DEFAULT_MAX_MATCHES 64
 #define FUNCTIONS_MAX_ENTRIES 256
+/* Bytes of an argument's name or path: an attribute key longer than this is a mistake. */
+#define FUNC_ARG_PATH_MAX 128
 
 /* Argument types: what a value is formatted as, and how many registers it takes. */
 enum go_type {
@@ -66,9 +68,9 @@ struct functions {
 	bool cpu_time; /* set by main from --cpu-time, not by the file */
 };
 
-/* How one recorded argument is formatted: attribute key, type, and whether it was cut. */
+/* How one recorded argument is formatted: what the file names it by, and its type. */
 struct traced_arg {
-	char *key; /* "gospan.arg.<path>" */
+	char *path; /* "key", "o.Customer.Name": the span model makes the attribute key of it */
 	enum go_type type;
 	unsigned size;
 };

@@ -577,15 +577,24 @@ static void on_panic(struct records *r, const struct go_panic *e)
 		p->held = !r->opts.hold(r->opts.ctx);
 }
 
-/* Sets the attribute of argument A, formatted as its declared type. */
+/* Sets the attribute of argument A, gospan.arg.<its path>, formatted as its declared type. */
 static void set_arg(struct span *s, const struct traced_arg *a, const struct func_arg_value *v)
 {
-	const char *key = a->key ? span__strndup(s, a->key, strlen(a->key)) : NULL;
 	unsigned bits = a->size >= 1 && a->size < 8 ? a->size * 8 : 64;
 	uint64_t w = v->word;
+	const char *key;
+	char buf[256];
 	float f32;
+	int n;
 
-	if (!key || !v->ok)
+	if (!a->path || !v->ok)
+		return;
+	/* The functions file bounds paths well below this (FUNC_ARG_PATH_MAX). */
+	n = snprintf(buf, sizeof(buf), "%s%s", GOSPAN_ARG_PREFIX, a->path);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return;
+	key = span__strndup(s, buf, (size_t)n);
+	if (!key)
 		return;
 	if (bits < 64)
 		w &= (1ULL << bits) - 1;

@@ -115,6 +115,8 @@ static void expect_refused(const char *json, const char *want)
 
 static void test_functions__refuses_with_a_reason(void **state)
 {
+	struct functions *fs;
+
 	(void)state;
 	expect_refused("{\"functions\": [", "invalid functions file 'test.json': not JSON");
 	expect_refused("[]", "expected {\"functions\": [...]}");
@@ -139,6 +141,28 @@ static void test_functions__refuses_with_a_reason(void **state)
 		       "argument 'req..URL' is not a name or a path");
 	expect_refused("{\"functions\": [{\"symbol\": \"a\", \"args\": [3]}]}",
 		       "an argument is a string");
+	{
+		char json[256], path[FUNC_ARG_PATH_MAX + 2];
+
+		/* The longest path is taken; one byte more is refused, naming the bound. */
+		memset(path, 'a', sizeof(path) - 1);
+		path[sizeof(path) - 2] = '\0';
+		snprintf(json, sizeof(json),
+			 "{\"functions\": [{\"symbol\": \"a\", \"args\": "
+			 "[\"%s\"]}]}",
+			 path);
+		fs = parse(json);
+		assert_non_null(fs);
+		assert_string_equal(fs->decls[0].args[0].path, path);
+		functions__free(fs);
+		path[sizeof(path) - 2] = 'a';
+		path[sizeof(path) - 1] = '\0';
+		snprintf(json, sizeof(json),
+			 "{\"functions\": [{\"symbol\": \"a\", \"args\": "
+			 "[{\"name\": \"%s\"}]}]}",
+			 path);
+		expect_refused(json, "a parameter name or a path, at most 128 bytes");
+	}
 	expect_refused("{\"functions\": [{\"symbol\": \"a\", \"args\": [{\"name\": \"x\", "
 		       "\"position\": 2, \"type\": \"int\"}]}]}",
 		       "argument 'x' at position 2: the types of the parameters before it");
@@ -373,7 +397,7 @@ static void test_functions__resolves_with_dwarf(void **state)
 	assert_int_equal(a[3].reg, 5);
 	assert_int_equal(a[3].size, 1);
 	assert_int_equal(f->args[3].type, GO_TYPE_INT);
-	assert_string_equal(f->args[3].key, "gospan.arg.level");
+	assert_string_equal(f->args[3].path, "level");
 
 	/* Paths: Order{ID int64 @0, Customer *Customer @8, Express bool @16},
 	 * Customer{Name string @0, Tier int32 @16}. */
@@ -455,7 +479,7 @@ static void test_functions__resolves_stripped_by_position(void **state)
 	assert_int_equal(f->cfg.nargs, 1);
 	assert_int_equal(f->cfg.args[0].kind, FUNC_ARG_REG);
 	assert_int_equal(f->cfg.args[0].reg, 5);
-	assert_string_equal(f->args[0].key, "gospan.arg.level");
+	assert_string_equal(f->args[0].path, "level");
 	/* --cpu-time found casgstatus in the function table. */
 	assert_int_equal(t->cfg.cpu_time, 1);
 	assert_non_null(find(t, "runtime.casgstatus"));
