@@ -140,11 +140,6 @@ static void drop(struct records *r, struct pending *p, enum records_drop why)
 	pending_free(p);
 }
 
-
-
-
-
-
 static bool known_method(const char *m)
 {
 	static const char *const methods[] = { "GET",	  "HEAD",    "POST",  "PUT",  "DELETE",
@@ -231,6 +226,22 @@ static void set_end(struct span *s, uint64_t start_mono, uint64_t end_mono)
 	s->end_ns = s->start_ns + (end_mono > start_mono ? end_mono - start_mono : 0);
 }
 
+/*
+ * The one way a call's span is finished, whatever its kind: its on-CPU time when the end record
+ * carries one (CPU_NS ~0: not measured), the panic it may have outlived, and the span handed on,
+ * into the place held for it since that panic if there is one. P is freed; the span is gone on.
+ */
+static void finish(struct records *r, struct pending *p, uint64_t cpu_ns)
+{
+	if (cpu_ns != ~0ULL)
+		span__set_int(p->span, GOSPAN_CPU_TIME_NS, (int64_t)cpu_ns);
+	if (p->panic_ns)
+		r->stats.panics_held--;
+	emit(r, p->span, p->held);
+	p->span = NULL;
+	pending_free(p);
+}
+
 /* A panicked call that did not return: the request failed at the panic. */
 static void finish_panicked(struct records *r, struct pending *p)
 {
@@ -244,10 +255,7 @@ static void finish_panicked(struct records *r, struct pending *p)
 	if (r->opts.forget)
 		r->opts.forget(r->opts.ctx, p->pid, p->goid, p->start_ns);
 	r->stats.panics++;
-	r->stats.panics_held--;
-	emit(r, s, p->held);
-	p->span = NULL;
-	pending_free(p);
+	finish(r, p, ~0ULL);
 }
 
 /*
@@ -457,15 +465,8 @@ static void on_end(struct records *r, const struct http_server_end *e)
 	}
 
 	set_route_and_name(s, p->method, e->pattern, e->pattern_len);
-	if (e->cpu_ns != ~0ULL)
-		span__set_int(s, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
-
 	/* A panic recovered inside the handler: the call returned as any other. */
-	if (p->panic_ns)
-		r->stats.panics_held--;
-	emit(r, s, p->held);
-	p->span = NULL;
-	pending_free(p);
+	finish(r, p, e->cpu_ns);
 }
 
 /*
@@ -553,9 +554,7 @@ static void on_client_end(struct records *r, const struct http_client_end *e)
 			span__set_str(s, SC_ERROR_TYPE, code, strlen(code));
 		}
 	}
-	emit(r, s, false);
-	p->span = NULL;
-	pending_free(p);
+	finish(r, p, ~0ULL);
 }
 
 /*
@@ -700,11 +699,7 @@ static void on_func_end(struct records *r, const struct func_end *e)
 		return;
 	}
 	set_end(found->span, found->start_ns, e->end_ns);
-	if (e->cpu_ns != ~0ULL)
-		span__set_int(found->span, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
-	emit(r, found->span, false);
-	found->span = NULL;
-	pending_free(found);
+	finish(r, found, e->cpu_ns);
 }
 
 /* gRPC status codes by number, as the conventions and grpc-go spell them. */
@@ -816,21 +811,14 @@ static void on_grpc_server_start(struct records *r, const struct grpc_server_sta
 
 static void on_grpc_server_end(struct records *r, const struct grpc_server_end *e)
 {
-	struct pending *p;
-	struct span *s;
+	struct pending *p = close_call(r, &e->hdr, CALL_RPC_SERVER, e->end_ns);
 
-	p = close_call(r, &e->hdr, CALL_RPC_SERVER, e->end_ns);
 	if (!p)
 		return;
-	s = p->span;
 	/* No status written: the stream was reset (the client went away) before one could be. */
 	if (e->code >= 0)
-		set_grpc_status(s, e->code, e->message, e->message_len, true);
-	if (e->cpu_ns != ~0ULL)
-		span__set_int(s, GOSPAN_CPU_TIME_NS, (int64_t)e->cpu_ns);
-	emit(r, s, false);
-	p->span = NULL;
-	pending_free(p);
+		set_grpc_status(p->span, e->code, e->message, e->message_len, true);
+	finish(r, p, e->cpu_ns);
 }
 
 /*
@@ -880,9 +868,7 @@ static void on_grpc_client_end(struct records *r, const struct grpc_client_end *
 	if (!p)
 		return;
 	set_grpc_status(p->span, e->code, e->message, e->message_len, false);
-	emit(r, p->span, false);
-	p->span = NULL;
-	pending_free(p);
+	finish(r, p, ~0ULL);
 }
 
 /* A data store call: one record, the whole span (it has no children). */

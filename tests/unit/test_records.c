@@ -239,6 +239,130 @@ static int64_t int_attr(const struct span *s, const char *key)
 	return a->i;
 }
 
+/* Every kind of call, by the records BPF sends for it. */
+enum call_kind {
+	K_HTTP_SERVER,
+	K_HTTP_CLIENT,
+	K_FUNCTION,
+	K_GRPC_SERVER,
+	K_GRPC_CLIENT,
+	K__COUNT,
+};
+
+union start_record {
+	struct record_header hdr;
+	struct http_server_start http_server;
+	struct http_client_start http_client;
+	struct func_start function;
+	struct grpc_server_start grpc_server;
+	struct grpc_client_start grpc_client;
+};
+
+union end_record {
+	struct record_header hdr;
+	struct http_server_end http_server;
+	struct http_client_end http_client;
+	struct func_end function;
+	struct grpc_server_end grpc_server;
+	struct grpc_client_end grpc_client;
+};
+
+/* Each kind's records, and where its end record has the end time and the on-CPU time (0: none). */
+#define KIND(start_rec, end_rec, cpu)                                                              \
+	sizeof(struct start_rec), sizeof(struct end_rec), offsetof(struct end_rec, end_ns), cpu
+static const struct {
+	uint32_t start, end;
+	size_t start_size, end_size, end_at, cpu_at;
+} kinds[K__COUNT] = {
+	[K_HTTP_SERVER] = { EVENT_HTTP_SERVER_START, EVENT_HTTP_SERVER_END,
+			    KIND(http_server_start, http_server_end,
+				 offsetof(struct http_server_end, cpu_ns)) },
+	[K_HTTP_CLIENT] = { EVENT_HTTP_CLIENT_START, EVENT_HTTP_CLIENT_END,
+			    KIND(http_client_start, http_client_end, 0) },
+	[K_FUNCTION] = { EVENT_FUNC_START, EVENT_FUNC_END,
+			 KIND(func_start, func_end, offsetof(struct func_end, cpu_ns)) },
+	[K_GRPC_SERVER] = { EVENT_GRPC_SERVER_START, EVENT_GRPC_SERVER_END,
+			    KIND(grpc_server_start, grpc_server_end,
+				 offsetof(struct grpc_server_end, cpu_ns)) },
+	[K_GRPC_CLIENT] = { EVENT_GRPC_CLIENT_START, EVENT_GRPC_CLIENT_END,
+			    KIND(grpc_client_start, grpc_client_end, 0) },
+};
+#undef KIND
+
+/* Sends the start of a call of kind K on GOID at START, its trace sampled when SAMPLED. */
+static void send_kind_start(struct fixture *f, enum call_kind k, uint64_t goid, uint64_t start,
+			    bool sampled)
+{
+	union start_record e = {};
+	struct span_ids *ids = k == K_HTTP_SERVER ? &e.http_server.ids :
+			       k == K_HTTP_CLIENT ? &e.http_client.ids :
+			       k == K_FUNCTION	  ? &e.function.ids :
+			       k == K_GRPC_SERVER ? &e.grpc_server.ids :
+						    &e.grpc_client.ids;
+
+	e.hdr.type = kinds[k].start;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	e.http_server.cookie = COOKIE;
+	e.http_client.cookie = COOKIE;
+	e.function.cookie = COOKIE;
+	e.grpc_server.cookie = COOKIE;
+	e.grpc_client.cookie = COOKIE;
+	memset(ids->trace_id, 0xab, sizeof(ids->trace_id));
+	memcpy(ids->span_id, &start, sizeof(start));
+	ids->flags = sampled;
+	assert_int_equal(records__handle(f->r, &e, kinds[k].start_size), 0);
+}
+
+/* Sends the end at END of the call of kind K on GOID that began at START, with CPU_NS. */
+static void send_kind_end(struct fixture *f, enum call_kind k, uint64_t goid, uint64_t start,
+			  uint64_t end, uint64_t cpu_ns)
+{
+	union end_record e = {};
+
+	e.hdr.type = kinds[k].end;
+	e.hdr.pid = getpid();
+	e.hdr.goid = goid;
+	e.hdr.start_ns = start;
+	memcpy((char *)&e + kinds[k].end_at, &end, sizeof(end));
+	if (kinds[k].cpu_at)
+		memcpy((char *)&e + kinds[k].cpu_at, &cpu_ns, sizeof(cpu_ns));
+	e.grpc_server.code = k == K_GRPC_SERVER ? -1 : 0; /* no status written */
+	assert_int_equal(records__handle(f->r, &e, kinds[k].end_size), 0);
+}
+
+/*
+ * Every kind of call ends through one tail: its duration, its on-CPU time where the end record
+ * carries one (HTTP and gRPC servers, functions), counted as a span, or as not sampled and not
+ * exported, and no longer in flight.
+ */
+static void test_records__every_kind_ends_the_same_way(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+	enum call_kind k;
+
+	for (k = 0; k < K__COUNT; k++) {
+		send_kind_start(f, k, 10 + k, 1000, true);
+		send_kind_end(f, k, 10 + k, 1000, 1700, 333);
+		send_kind_start(f, k, 20 + k, 2000, false);
+		send_kind_end(f, k, 20 + k, 2000, 2500, 333);
+		assert_int_equal(f->nspans, k + 1);
+		assert_int_equal(f->spans[k]->end_ns - f->spans[k]->start_ns, 700);
+		if (kinds[k].cpu_at)
+			assert_int_equal(int_attr(f->spans[k], GOSPAN_CPU_TIME_NS), 333);
+		else
+			assert_null(span__get(f->spans[k], GOSPAN_CPU_TIME_NS));
+		assert_false(f->came_held[k]);
+	}
+	records__stats(f->r, &st);
+	assert_int_equal(st.spans, K__COUNT);
+	assert_int_equal(st.unsampled, K__COUNT);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.panics_held, 0);
+}
+
 static void test_records__start_end_make_one_span(void **state)
 {
 	struct fixture *f = *state;
@@ -931,6 +1055,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_records__clock_step_does_not_change_durations,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__every_kind_ends_the_same_way, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_records__start_end_make_one_span, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
