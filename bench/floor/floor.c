@@ -272,11 +272,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--sites") && i + 1 < argc) {
 			i++;
 			if (!strcmp(argv[i], "gospan")) {
-				target_site_policy = SITES_BEST;
+				site_planner_policy = SITES_BEST;
 			} else if (!strcmp(argv[i], "push-rets")) {
-				target_site_policy = SITES_PUSH_RETS;
+				site_planner_policy = SITES_PUSH_RETS;
 			} else if (!strcmp(argv[i], "first-rets")) {
-				target_site_policy = SITES_FIRST_RETS;
+				site_planner_policy = SITES_FIRST_RETS;
 			} else {
 				usage(stderr);
 				return 2;

@@ -1,35 +1,51 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What target.c lends the analyses of the libraries a service uses (datastores.c): the binary
- * being read, and the ways to find functions and plan their probe sites.
+ * One reading of a Go binary, shared by the analyses of what it runs (target.c for net/http and
+ * gRPC, datastores.c for data store clients): the binary opened once, its functions found by
+ * name with or without .symtab, and their probe sites planned.
  */
 #ifndef GOSPAN_ANALYSIS_H
 #define GOSPAN_ANALYSIS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "analysis/elf.h"
-#include "analysis/target.h"
+#include "analysis/planner.h"
 
+struct gobin;
 struct pclntab;
 
-/* One target__analyse() run. */
 struct analysis {
-	struct target *t;
+	const char *path; /* the binary, for messages */
+	uint16_t machine;
+	const struct gobin *gobin;
 	struct elf_file *ef;
 	bool has_symtab;
 	struct pclntab *pt; /* opened when the first symbol is looked up in a stripped binary */
 	struct site_planner *sp;
 };
 
+/*
+ * Starts reading EF, the binary at PATH whose buildinfo is GB (both kept by the caller, and
+ * outliving A). -ENOMEM on failure. analysis__release() frees what it opened.
+ */
+int analysis__init(struct analysis *a, struct elf_file *ef, const char *path,
+		   const struct gobin *gb);
+void analysis__release(struct analysis *a);
+
 /* The function NAME: in .symtab when the binary has one, else in Go's function table. */
 int analysis__find_func(struct analysis *a, const char *name, struct elf_symbol *sym);
 
 /*
- * SITE for the function SYMBOL (target__probe_sites' KIND and CALLEE). -ENOENT, quietly, when
- * the binary has no such function; other failures are logged.
+ * SITE for the function SYMBOL (site_planner__probe_sites' KIND and CALLEE). A missing symbol
+ * returns its error, quietly: the caller knows what it means; other failures are logged.
  */
+int analysis__site(struct analysis *a, const char *symbol, struct probe_site *site,
+		   enum site_kind kind, uint64_t callee);
+
+/* analysis__site(), but -ENOENT for any missing symbol, whatever the lookup's own error. */
 int analysis__find_site(struct analysis *a, const char *symbol, struct probe_site *site,
 			enum site_kind kind, uint64_t callee);
 

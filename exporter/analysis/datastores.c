@@ -15,8 +15,8 @@
 #include "analysis/gobin.h"
 #include "core/log.h"
 #include "analysis/offsets.h"
+#include "analysis/planner.h"
 #include "analysis/sites.h"
-#include "analysis/target.h"
 
 #define SQL_QUERY "database/sql.ctxDriverQuery"
 #define SQL_EXEC "database/sql.ctxDriverExec"
@@ -214,21 +214,9 @@ static int find_call(struct analysis *a, const char *symbol, struct probe_site *
 	int err;
 
 	err = analysis__find_site(a, symbol, site, SITE_RETS, 0);
-	if (!err && target_site_policy == SITES_BEST)
+	if (!err && site_planner_policy == SITES_BEST)
 		err = analysis__caller_ends(a, site, find_flags, AFTER_CALL_KEEP_PAIR, result_reg);
 	return err;
-}
-
-/* Single-stepped hits of one call of SITE: its entry's, and its costliest end's. */
-static int call_steps(const struct probe_site *site)
-{
-	int ends = site->nrets ? 1 : 0;
-	size_t i;
-
-	for (i = 0; i < site->nends; i++)
-		if (!site->ends[i].emulated)
-			ends = 1;
-	return !site->entry_emulated + ends;
 }
 
 static void drop_sites(struct probe_site **sites, size_t n)
@@ -289,14 +277,14 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
 	if (err) {
 		pr_warn("'%s' uses database/sql, but where it calls its driver could not be "
 			"probed (%s): no SQL spans",
-			a->t->path, strerror(-err));
+			a->path, strerror(-err));
 		drop_sites(all, sizeof(all) / sizeof(all[0]));
 		return 0;
 	}
 	if (d->sql_query.addr)
-		d->sql_steps = call_steps(&d->sql_query);
+		d->sql_steps = probe_site__steps(&d->sql_query, 0, false);
 	else if (d->sql_exec.addr)
-		d->sql_steps = call_steps(&d->sql_exec);
+		d->sql_steps = probe_site__steps(&d->sql_exec, 0, false);
 	return 0;
 }
 
@@ -305,7 +293,7 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 {
 	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
 	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
-	const char *version = gobin__module_version(a->t->gobin, PGX_MODULE);
+	const char *version = gobin__module_version(a->gobin, PGX_MODULE);
 	size_t i;
 	int err = 0;
 
@@ -324,13 +312,13 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 	if (err) {
 		pr_warn("'%s' uses pgx %s, but its Conn's methods could not be probed (%s): no pgx "
 			"spans",
-			a->t->path, version, strerror(-err));
+			a->path, version, strerror(-err));
 		drop_sites(sites, sizeof(sites) / sizeof(sites[0]));
 		return 0;
 	}
 	for (i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
 		if (sites[i]->addr) {
-			d->pgx_steps = call_steps(sites[i]);
+			d->pgx_steps = probe_site__steps(sites[i], 0, false);
 			break;
 		}
 	}
@@ -339,7 +327,7 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 
 static int find_redis_sites(struct analysis *a, struct db_target *d)
 {
-	const char *version = gobin__module_version(a->t->gobin, REDIS_MODULE);
+	const char *version = gobin__module_version(a->gobin, REDIS_MODULE);
 	int err;
 
 	if (!version)
@@ -353,7 +341,7 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	if (err) {
 		pr_warn("'%s' uses go-redis %s, but its command processor was not found: no "
 			"Redis spans",
-			a->t->path, version);
+			a->path, version);
 		drop_sites((struct probe_site *[]){ &d->redis_process }, 1);
 		return 0;
 	}
@@ -364,13 +352,12 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	err = analysis__find_site(a, REDIS_TX_PIPELINE, &d->redis_tx_pipeline, SITE_RETS, 0);
 	if (err == -ENOMEM)
 		return err;
-	d->redis_steps = call_steps(&d->redis_process);
+	d->redis_steps = probe_site__steps(&d->redis_process, 0, false);
 	return 0;
 }
 
-int datastores__find_sites(struct analysis *a)
+int datastores__find_sites(struct analysis *a, struct db_target *d)
 {
-	struct db_target *d = &a->t->db;
 	int err;
 
 	d->sql_steps = d->pgx_steps = d->redis_steps = -1;
@@ -410,24 +397,23 @@ static bool module_offsets(struct analysis *a, const struct offsets *table, cons
 
 	for (i = 0; i < count; i++)
 		out[i] = -1;
-	err = module_offsets__for_binary(table, module, a->t->path, a->t->gobin, out, desc,
+	err = module_offsets__for_binary(table, module, a->path, a->gobin, out, desc,
 					 desc_len);
 	if (err) {
 		pr_warn("'%s' uses %s %s, whose struct layouts gospan does not know (no DWARF and "
 			"no offset table row): %s; 'make offsets' adds newer releases",
-			a->t->path, module, version, what);
+			a->path, module, version, what);
 		return false;
 	}
 	return true;
 }
 
-int datastores__configure(struct analysis *a, const struct module_tables *modules)
+int datastores__configure(struct analysis *a, struct db_target *d, const int64_t *go_offs,
+			  const struct module_tables *modules, struct target_config *c)
 {
-	struct db_target *d = &a->t->db;
-	struct target_config *c = &a->t->cfg;
 	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT];
 
-	c->sql_stmt_query = a->t->offs[GO_FIELD_SQL_STMT_QUERY];
+	c->sql_stmt_query = go_offs[GO_FIELD_SQL_STMT_QUERY];
 	c->pgx_conn_config = c->pgx_config_host = c->pgx_config_port = -1;
 	c->pgx_batch_queries = c->pgx_query_sql = -1;
 	c->redis_client_opt = c->redis_opt_addr = c->redis_cmd_args = -1;
@@ -436,7 +422,7 @@ int datastores__configure(struct analysis *a, const struct module_tables *module
 		/* Every other part works; prepared statements would have no text. */
 		pr_warn("'%s': no offset for database/sql's Stmt.query: prepared statements' spans "
 			"will have no query text",
-			a->t->path);
+			a->path);
 	}
 	if (datastores__pgx(d) &&
 	    module_offsets(a, modules ? modules->pgx : NULL, PGX_MODULE, d->pgx_version, pgx,

@@ -826,22 +826,6 @@ static size_t pick_functions(const struct functions *fs, const struct target *t,
 	return n;
 }
 
-void functions__release(struct target *t)
-{
-	size_t i, j;
-
-	for (i = 0; i < t->nfuncs; i++) {
-		free(t->funcs[i].symbol);
-		free(t->funcs[i].name);
-		probe_site__release(&t->funcs[i].site);
-		for (j = 0; j < MAX_FUNC_ARGS; j++)
-			free(t->funcs[i].args[j].path);
-	}
-	free(t->funcs);
-	t->funcs = NULL;
-	t->nfuncs = 0;
-}
-
 int functions__resolve(const struct functions *fs, struct target *t)
 {
 	struct symbols s = {};
@@ -862,7 +846,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 	if (fs->cpu_time) {
 		const struct sym_entry *c = find_symbol(&s, SYM_CASGSTATUS);
 
-		if (c && !target__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0, &t->casgstatus,
+		if (c && !site_planner__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0, &t->casgstatus,
 					       why, sizeof(why))) {
 			t->casgstatus.symbol = SYM_CASGSTATUS;
 			t->cfg.cpu_time = 1;
@@ -930,7 +914,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 			goto cleanup;
 		}
 		f->site.symbol = f->symbol;
-		err = target__probe_sites(s.sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0,
+		err = site_planner__probe_sites(s.sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0,
 					  &f->site, why, sizeof(why));
 		if (err) {
 			pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol,
@@ -964,6 +948,6 @@ cleanup:
 	if (s.ef)
 		close_symbols(&s);
 	if (err)
-		functions__release(t);
+		target__release_funcs(t);
 	return err;
 }

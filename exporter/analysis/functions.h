@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "events.h"
+#include "analysis/gotype.h"
 #include "analysis/target.h"
 
 /* A pattern matches at most this many functions unless its entry says "max". */
@@ -21,21 +22,6 @@
 #define FUNCTIONS_MAX_ENTRIES 256
 /* Bytes of an argument's name or path: an attribute key longer than this is a mistake. */
 #define FUNC_ARG_PATH_MAX 128
-
-/* Argument types: what a value is formatted as, and how many registers it takes. */
-enum go_type {
-	GO_TYPE_NONE = 0,
-	GO_TYPE_BOOL,
-	GO_TYPE_INT,	 /* signed integers, SIZE bytes */
-	GO_TYPE_UINT,	 /* unsigned integers and uintptr */
-	GO_TYPE_FLOAT,	 /* float32 (SIZE 4), float64 */
-	GO_TYPE_COMPLEX, /* complex64, complex128: two float registers */
-	GO_TYPE_STRING,	 /* two integer registers (pointer, length) */
-	GO_TYPE_POINTER, /* pointers, maps, chans, funcs, unsafe.Pointer: one integer register */
-	GO_TYPE_SLICE,	 /* three integer registers */
-	GO_TYPE_IFACE,	 /* two integer registers */
-	GO_TYPE_STACK,	 /* anything the register ABI passes on the stack (arrays of 2+) */
-};
 
 /* One argument to record, as the file gives it. */
 struct func_arg_decl {
@@ -68,22 +54,6 @@ struct functions {
 	bool cpu_time; /* set by main from --cpu-time, not by the file */
 };
 
-/* How one recorded argument is formatted: what the file names it by, and its type. */
-struct traced_arg {
-	char *path; /* "key", "o.Customer.Name": the span model makes the attribute key of it */
-	enum go_type type;
-	unsigned size;
-};
-
-/* One function to probe in one target. */
-struct traced_func {
-	char *symbol;
-	char *name; /* the span name: the symbol without its package directories */
-	struct probe_site site;
-	struct func_config cfg; /* cfg.target is set at attach */
-	struct traced_arg args[MAX_FUNC_ARGS];
-};
-
 /*
  * Parses the JSON in BUF (LEN bytes); ORIGIN names it in messages. NULL with errno EINVAL when it
  * is not a valid functions file (the reason logged, with the entry it is about), ENOMEM.
@@ -99,8 +69,6 @@ void functions__free(struct functions *fs);
  * that cannot be read. 0 on success, also when nothing matched; negative errno on failure.
  */
 int functions__resolve(const struct functions *fs, struct target *t);
-/* Frees what functions__resolve put in T. */
-void functions__release(struct target *t);
 
 /* Go's internal register ABI for one parameter list (exposed for tests). */
 struct abi_param {

@@ -16,6 +16,12 @@
 
 struct offsets;
 
+/* The offset tables of the libraries gospan knows, for target__analyse; any may be NULL. */
+struct module_tables {
+	const struct offsets *grpc, *pgx, *redis;
+};
+
+
 /*
  * Parses a table (JSON text of LEN bytes) that lists FIELDS. NULL with errno set when malformed;
  * the reason is logged.

@@ -12,10 +12,11 @@
 
 #include "analysis/analysis.h"
 #include "analysis/datastores.h"
+#include "analysis/planner.h"
+#include "analysis/sites.h"
 #include "analysis/disasm.h"
 #include "analysis/dwarf.h"
 #include "analysis/elf.h"
-#include "analysis/functions.h"
 #include "analysis/gobin.h"
 #include "core/log.h"
 #include "analysis/pclntab.h"
@@ -78,324 +79,6 @@ static const enum go_field required_fields[] = {
 	GO_FIELD_REQ_TLS,	GO_FIELD_REQ_CONTENT_LENGTH, GO_FIELD_URL_PATH,
 	GO_FIELD_RESPONSE_STATUS,
 };
-
-/* What one analysis reads from the binary, opened once. */
-enum site_policy target_site_policy = SITES_BEST;
-
-/* A function's extent, for finding which one holds an address. */
-struct func_span {
-	uint64_t addr, size;
-};
-
-struct site_planner {
-	struct elf_file *ef;
-	uint16_t machine;
-	struct pclntab *pt;
-	struct func_span *funcs; /* sorted by address; built on first use */
-	size_t nfuncs;
-	struct code_map cm;
-	int cm_err; /* 1: not yet built */
-};
-
-struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt)
-{
-	struct site_planner *sp = calloc(1, sizeof(*sp));
-
-	if (!sp)
-		return NULL;
-	sp->ef = ef;
-	sp->machine = elf_file__machine(ef);
-	sp->pt = pt;
-	sp->cm_err = 1;
-	return sp;
-}
-
-void site_planner__free(struct site_planner *sp)
-{
-	if (!sp)
-		return;
-	free(sp->funcs);
-	free(sp);
-}
-
-static int cmp_span(const void *a, const void *b)
-{
-	const struct func_span *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int func_at(void *ctx, uint64_t addr, struct elf_symbol *sym)
-{
-	struct site_planner *sp = ctx;
-	size_t lo = 0, hi = sp->nfuncs, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (sp->funcs[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= sp->funcs[lo - 1].addr + sp->funcs[lo - 1].size)
-		return -ENOENT;
-	sym->addr = sp->funcs[lo - 1].addr;
-	sym->size = sp->funcs[lo - 1].size;
-	return 0;
-}
-
-/* The code map of SP's binary: its text, and its functions by address (symtab or pclntab). */
-static int planner_code_map(struct site_planner *sp)
-{
-	const struct sym_entry *syms;
-	struct elf_symbol text_sym;
-	size_t n, i;
-	const void *text;
-
-	if (sp->cm_err != 1)
-		return sp->cm_err;
-	sp->cm_err = -ENOENT;
-	n = elf_file__symbols(sp->ef, &syms);
-	if (!n && sp->pt)
-		n = pclntab__functions(sp->pt, &syms);
-	if (!n)
-		return sp->cm_err;
-	sp->funcs = calloc(n, sizeof(*sp->funcs));
-	if (!sp->funcs)
-		return sp->cm_err = -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (!syms[i].is_func || !syms[i].size)
-			continue;
-		sp->funcs[sp->nfuncs].addr = syms[i].addr;
-		sp->funcs[sp->nfuncs++].size = syms[i].size;
-	}
-	qsort(sp->funcs, sp->nfuncs, sizeof(*sp->funcs), cmp_span);
-	if (elf_file__section(sp->ef, ".text", &text, &sp->cm.text_len, &sp->cm.text_addr))
-		return sp->cm_err;
-	sp->cm.text = text;
-	sp->cm.ef = sp->ef;
-	sp->cm.machine = sp->machine;
-	sp->cm.func_at = func_at;
-	sp->cm.ctx = sp;
-	if (!elf_file__find_symbol(sp->ef, "runtime.text", &text_sym))
-		sp->cm.text_base = text_sym.addr;
-	else if (sp->pt)
-		sp->cm.text_base = pclntab__text_start(sp->pt);
-	return sp->cm_err = 0;
-}
-
-/*
- * Finds a function by name: in .symtab when the binary has one, else in the function table the
- * Go runtime itself needs, which survives -ldflags=-s.
- */
-static int find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
-{
-	if (a->has_symtab)
-		return elf_file__find_symbol(a->ef, name, sym);
-	if (!a->pt) {
-		a->pt = pclntab__open(a->ef);
-		if (!a->pt)
-			return -errno;
-		a->sp->pt = a->pt;
-	}
-	return pclntab__find_func(a->pt, name, sym);
-}
-
-void probe_site__release(struct probe_site *s)
-{
-	free(s->ret_offs);
-	free(s->ends);
-	free(s->entry_calls);
-	s->ret_offs = NULL;
-	s->ends = NULL;
-	s->entry_calls = NULL;
-	s->nrets = s->nends = s->nentry_calls = 0;
-}
-
-/* Turns the code addresses of SITE's ends into file offsets. */
-static int ends_to_offsets(struct site_planner *sp, struct probe_site *site)
-{
-	size_t i;
-	int err;
-
-	for (i = 0; i < site->nends; i++) {
-		err = elf_file__addr_to_offset(sp->ef, site->ends[i].off, &site->ends[i].off);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/*
- * Replaces SITE's RET probes by end sites in its callers, when every call of it is a direct call
- * (FIND_FLAGS, AFTER_FLAGS, RESULT_REG: see sites.h). Otherwise the RETs stay, and why is noted.
- */
-static int plan_caller_ends(struct site_planner *sp, struct probe_site *site,
-			    unsigned int find_flags, unsigned int after_flags, int result_reg)
-{
-	struct call_site *calls = NULL;
-	size_t n = 0, i;
-	int err;
-
-	err = planner_code_map(sp);
-	if (!err)
-		err = sites__find_calls(&sp->cm, site->addr, find_flags, &calls, &n);
-	if (err == -ENOMEM)
-		return err;
-	if (err) {
-		site->rets_why = err == -EOPNOTSUPP ? "not amd64" :
-				 "called indirectly or as a tail call";
-		return 0;
-	}
-	site->ends = calloc(n, sizeof(*site->ends));
-	if (!site->ends) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (i = 0; i < n; i++)
-		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, result_reg,
-				  &site->ends[i]);
-	site->nends = n;
-	err = ends_to_offsets(sp, site);
-	if (!err && !site->entry_emulated && (find_flags & FIND_CALLS_ENTRY_IN_CALLERS)) {
-		site->entry_calls = calloc(n, sizeof(*site->entry_calls));
-		err = site->entry_calls ? 0 : -ENOMEM;
-		for (i = 0; !err && i < n; i++) {
-			const struct insns *ins = &calls[i].ins;
-
-			err = elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[calls[i].ret_idx - 1].off,
-						       &site->entry_calls[i]);
-		}
-		site->nentry_calls = err ? 0 : n;
-	}
-	if (err) {
-		probe_site__release(site);
-		goto cleanup;
-	}
-	free(site->ret_offs);
-	site->ret_offs = NULL;
-	site->nrets = 0;
-cleanup:
-	sites__free_calls(calls, n);
-	return err;
-}
-
-int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
-			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
-			size_t why_len)
-{
-	uint8_t *code = NULL;
-	uint64_t start_off;
-	size_t i;
-	int err;
-
-	site->addr = addr;
-	site->ret_offs = NULL;
-	site->nrets = 0;
-	site->ends = NULL;
-	site->nends = 0;
-	site->entry_calls = NULL;
-	site->nentry_calls = 0;
-	site->rets_why = NULL;
-	if (!size) {
-		snprintf(why, why_len, "its symbol has no size");
-		return -ENODATA;
-	}
-	err = elf_file__addr_to_offset(sp->ef, addr, &start_off);
-	if (err) {
-		snprintf(why, why_len, "address 0x%llx is not in a loadable segment",
-			 (unsigned long long)addr);
-		return err;
-	}
-	code = malloc(size);
-	if (!code) {
-		snprintf(why, why_len, "no memory for its code");
-		return -ENOMEM;
-	}
-	err = elf_file__read_addr(sp->ef, addr, code, size);
-	if (err) {
-		snprintf(why, why_len, "its code cannot be read: %s", strerror(-err));
-		goto cleanup;
-	}
-	err = disasm__entry_site(sp->machine, code, size, addr, &site->entry_off,
-				 &site->entry_emulated);
-	if (err) {
-		snprintf(why, why_len, "no place for its entry probe: %s", strerror(-err));
-		goto cleanup;
-	}
-	if (target_site_policy == SITES_FIRST_RETS) {
-		site->entry_off = 0;
-		site->entry_emulated = false;
-	}
-	site->entry_off += start_off;
-	if (kind == SITE_ENTRY)
-		goto cleanup;
-	if (kind == SITE_CALLS_TO)
-		err = disasm__find_calls(sp->machine, code, size, addr, callee, &site->ret_offs,
-					 &site->nrets);
-	else
-		err = disasm__find_rets(sp->machine, code, size, addr, &site->ret_offs,
-					&site->nrets);
-	if (err) {
-		if (err != -ENOENT)
-			snprintf(why, why_len, "%s", strerror(-err));
-		else if (kind != SITE_CALLS_TO)
-			snprintf(why, why_len, "no return instruction in its code");
-		else
-			snprintf(why, why_len, "no call to that function in its code");
-		goto cleanup;
-	}
-	/* disasm gives offsets from the function start; uprobes want file offsets. */
-	for (i = 0; i < site->nrets; i++)
-		site->ret_offs[i] += start_off;
-	if (kind == SITE_CALLS_TO) {
-		/* Direct CALLs, which every kernel emulates: ends that are not RETs. */
-		site->ends = calloc(site->nrets, sizeof(*site->ends));
-		if (!site->ends) {
-			err = -ENOMEM;
-			snprintf(why, why_len, "%s", strerror(-err));
-			goto cleanup;
-		}
-		for (i = 0; i < site->nrets; i++) {
-			site->ends[i].off = site->ret_offs[i];
-			site->ends[i].caller = addr;
-			site->ends[i].emulated = true;
-			site->ends[i].result = -1;
-		}
-		site->nends = site->nrets;
-		free(site->ret_offs);
-		site->ret_offs = NULL;
-		site->nrets = 0;
-	}
-	if (kind == SITE_ENDS && target_site_policy == SITES_BEST) {
-		err = plan_caller_ends(sp, site, FIND_CALLS_ENTRY_IN_CALLERS, 0, -1);
-		if (err)
-			snprintf(why, why_len, "%s", strerror(-err));
-	}
-cleanup:
-	free(code);
-	if (err)
-		probe_site__release(site);
-	return err;
-}
-
-static int find_site_kind(struct analysis *a, const char *symbol, struct probe_site *site,
-			  enum site_kind kind, uint64_t callee)
-{
-	struct elf_symbol sym;
-	char why[128];
-	int err;
-
-	site->symbol = symbol;
-	err = find_func(a, symbol, &sym);
-	if (err)
-		return err; /* the caller knows what a missing symbol means */
-	err = target__probe_sites(a->sp, sym.addr, sym.size, kind, callee, site, why,
-				  sizeof(why));
-	if (err)
-		pr_err("cannot probe '%s' in '%s': %s", symbol, a->t->path, why);
-	return err;
-}
 
 /*
  * The offsets: from the binary's own DWARF when it has some (exact for whatever Go built it,
@@ -470,17 +153,17 @@ static int plan_success_end(struct analysis *a, struct probe_site *site, const c
 	uint64_t off;
 	int err;
 
-	if (target_site_policy != SITES_BEST)
+	if (site_planner_policy != SITES_BEST)
 		return 0;
 	site->rets_why = "its way out is not one test of an inner call's error";
-	if (find_func(a, SYM_ROUND_TRIP, &fn) || find_func(a, inner, &callee))
+	if (analysis__find_func(a, SYM_ROUND_TRIP, &fn) || analysis__find_func(a, inner, &callee))
 		return 0;
 	code = malloc(fn.size);
 	if (!code)
 		return -ENOMEM;
 	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
 	if (!err)
-		err = disasm__decode(a->t->machine, code, fn.size, fn.addr, &ins);
+		err = disasm__decode(a->machine, code, fn.size, fn.addr, &ins);
 	if (err) {
 		err = err == -ENOMEM ? err : 0;
 		goto cleanup;
@@ -503,7 +186,7 @@ static int plan_success_end(struct analysis *a, struct probe_site *site, const c
 	}
 	site->ends[0] = end;
 	site->nends = 1;
-	err = ends_to_offsets(a->sp, site);
+	err = site_planner__ends_to_offsets(a->sp, site);
 	if (err)
 		goto cleanup;
 	/* Keep the RETs the error-free branch does not reach. */
@@ -534,52 +217,15 @@ cleanup:
 static int find_site(struct analysis *a, const char *symbol, struct probe_site *site,
 		     bool want_rets)
 {
-	return find_site_kind(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
-}
-
-int analysis__find_func(struct analysis *a, const char *name, struct elf_symbol *sym)
-{
-	return find_func(a, name, sym);
-}
-
-int analysis__find_site(struct analysis *a, const char *symbol, struct probe_site *site,
-			enum site_kind kind, uint64_t callee)
-{
-	struct elf_symbol sym;
-
-	if (find_func(a, symbol, &sym))
-		return -ENOENT;
-	return find_site_kind(a, symbol, site, kind, callee);
-}
-
-int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned int find_flags,
-			  unsigned int after_flags, int result_reg)
-{
-	return plan_caller_ends(a->sp, site, find_flags, after_flags, result_reg);
-}
-
-size_t analysis__functions(struct analysis *a, const struct sym_entry **out)
-{
-	struct elf_symbol sym;
-
-	if (a->has_symtab)
-		return elf_file__symbols(a->ef, out);
-	/* Opens the function table, which a lookup does on first use. */
-	find_func(a, "runtime.main", &sym);
-	if (!a->pt) {
-		*out = NULL;
-		return 0;
-	}
-	return pclntab__functions(a->pt, out);
+	return analysis__site(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
 }
 
 /*
  * The client side: optional, a service may make no HTTP calls. Without the injection point or
  * the *bufio.Writer itab, client spans are still made but carry no trace context out.
  */
-static void find_client_sites(struct analysis *a)
+static void find_client_sites(struct analysis *a, struct target *t)
 {
-	struct target *t = a->t;
 	struct elf_symbol callee, sym;
 
 	if (find_site(a, SYM_ROUND_TRIP, &t->round_trip, true) ||
@@ -588,8 +234,8 @@ static void find_client_sites(struct analysis *a)
 		t->round_trip.addr = 0;
 		return;
 	}
-	if (find_func(a, SYM_WRITE_SUBSET, &callee) ||
-	    find_site_kind(a, SYM_REQUEST_WRITE, &t->inject, SITE_CALLS_TO, callee.addr)) {
+	if (analysis__find_func(a, SYM_WRITE_SUBSET, &callee) ||
+	    analysis__site(a, SYM_REQUEST_WRITE, &t->inject, SITE_CALLS_TO, callee.addr)) {
 		pr_warn("'%s': the place where requests are written was not found: client calls "
 			"will not carry trace context",
 			t->path);
@@ -751,7 +397,7 @@ static uint64_t method_addr(struct analysis *a, const char *symbol)
 {
 	struct elf_symbol sym;
 
-	return find_func(a, symbol, &sym) ? 0 : sym.addr;
+	return analysis__find_func(a, symbol, &sym) ? 0 : sym.addr;
 }
 
 /* The link-time address SITE's entry is probed at; 0 when it is probed in its callers. */
@@ -780,14 +426,14 @@ static int find_grpc_context_sites(struct analysis *a, struct grpc_target *g)
 	int err;
 
 	err = find_site(a, SYM_GRPC_HEADER_FIELDS, &g->header_fields, true);
-	if (!err && target_site_policy == SITES_BEST)
-		err = plan_caller_ends(a->sp, &g->header_fields, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX);
+	if (!err && site_planner_policy == SITES_BEST)
+		err = site_planner__caller_ends(a->sp, &g->header_fields, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX);
 	if (!err)
-		err = find_func(a, SYM_GRPC_WRITE_HEADER, &write_header);
-	if (!err && find_func(a, writer, &sym))
+		err = analysis__find_func(a, SYM_GRPC_WRITE_HEADER, &write_header);
+	if (!err && analysis__find_func(a, writer, &sym))
 		writer = SYM_GRPC_CLIENT_HEADER_HANDLER;
 	if (!err)
-		err = find_site_kind(a, writer, &g->write_header, SITE_CALLS_TO, write_header.addr);
+		err = analysis__site(a, writer, &g->write_header, SITE_CALLS_TO, write_header.addr);
 	return err;
 }
 
@@ -797,10 +443,9 @@ static int find_grpc_context_sites(struct analysis *a, struct grpc_target *g)
  * newAttemptLocked and the attempt's finish; outgoing context, find_grpc_context_sites(). A part
  * missing leaves its side untraced (or without context), and the log says so.
  */
-static void find_grpc_sites(struct analysis *a)
+static void find_grpc_sites(struct analysis *a, struct grpc_target *g)
 {
-	struct grpc_target *g = &a->t->grpc;
-	const char *version = gobin__module_version(a->t->gobin, GRPC_MODULE);
+	const char *version = gobin__module_version(a->gobin, GRPC_MODULE);
 	const char *status_sym = SYM_GRPC_WRITE_STATUS;
 	const char *handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS;
 	struct elf_symbol sym;
@@ -809,9 +454,9 @@ static void find_grpc_sites(struct analysis *a)
 	if (!version)
 		return;
 	snprintf(g->version, sizeof(g->version), "%s", version);
-	if (find_func(a, status_sym, &sym))
+	if (analysis__find_func(a, status_sym, &sym))
 		status_sym = SYM_GRPC_WRITE_STATUS_OLD;
-	if (find_func(a, handler_status_sym, &sym))
+	if (analysis__find_func(a, handler_status_sym, &sym))
 		handler_status_sym = SYM_GRPC_HANDLER_WRITE_STATUS_OLD;
 	/*
 	 * The RPC ends where the transport writes its status: the entry of its writer, which the
@@ -819,32 +464,32 @@ static void find_grpc_sites(struct analysis *a)
 	 * calls and a RET, single-stepped. A stream served through ServeHTTP (grpc-go's
 	 * serverHandlerTransport) has a status writer of its own, probed when it is linked.
 	 */
-	if (!find_func(a, SYM_GRPC_HANDLE_STREAM, &sym)) {
+	if (!analysis__find_func(a, SYM_GRPC_HANDLE_STREAM, &sym)) {
 		if (find_site(a, SYM_GRPC_HANDLE_STREAM, &g->handle_stream, false) ||
 		    find_site(a, status_sym, &g->write_status, false)) {
 			pr_warn("'%s' serves gRPC (grpc-go %s) but its server could not be "
 				"probed: no gRPC server spans",
-				a->t->path, version);
+				a->path, version);
 			g->handle_stream.addr = g->write_status.addr = 0;
-		} else if (!find_func(a, handler_status_sym, &sym) &&
+		} else if (!analysis__find_func(a, handler_status_sym, &sym) &&
 			   find_site(a, handler_status_sym, &g->handler_write_status, false)) {
 			g->handler_write_status.addr = 0;
 		}
 	}
-	if (!find_func(a, SYM_GRPC_NEW_CLIENT_STREAM, &sym)) {
+	if (!analysis__find_func(a, SYM_GRPC_NEW_CLIENT_STREAM, &sym)) {
 		if (find_site(a, SYM_GRPC_NEW_CLIENT_STREAM, &g->new_stream, false) ||
 		    find_site(a, SYM_GRPC_NEW_ATTEMPT, &g->new_attempt, false) ||
 		    find_site(a, SYM_GRPC_ATTEMPT_FINISH, &g->attempt_finish, false)) {
 			pr_warn("'%s' makes gRPC calls (grpc-go %s) but its client could not be "
 				"probed: no gRPC client spans",
-				a->t->path, version);
+				a->path, version);
 			g->new_stream.addr = g->new_attempt.addr = g->attempt_finish.addr = 0;
 		}
 	}
 	if (g->new_stream.addr && find_grpc_context_sites(a, g)) {
 		pr_warn("'%s': where grpc-go %s writes a call's headers was not found: gRPC calls "
 			"will not carry trace context",
-			a->t->path, version);
+			a->path, version);
 		g->header_fields.addr = g->write_header.addr = 0;
 	}
 	g->fn_valuectx_value = method_addr(a, SYM_VALUECTX_VALUE);
@@ -932,40 +577,26 @@ static void pick_grpc_offsets(struct target *t, const struct offsets *grpc_table
 	}
 }
 
-/* The single-stepped hits of SITE's call made from CALLER (0: any); SUCCESS: its error-free end. */
-static int steps_of(const struct probe_site *site, uint64_t caller, bool success)
-{
-	int steps = !site->entry_emulated;
-	size_t i;
-
-	for (i = 0; i < site->nends; i++)
-		if ((!caller || site->ends[i].caller == caller) &&
-		    (!success || site->ends[i].if_no_error))
-			return steps + !site->ends[i].emulated;
-	return steps + 1; /* a RET */
-}
-
 /* What target.server_steps and client_steps say. */
-static void count_steps(struct analysis *a)
+static void count_steps(struct analysis *a, struct target *t)
 {
-	struct target *t = a->t;
 	struct elf_symbol serve = {};
 
 	t->server_steps = t->client_steps = -1;
 	if (t->serve_http.addr) {
-		find_func(a, SYM_CONN_SERVE, &serve);
-		t->server_steps = steps_of(&t->serve_http, serve.addr, false);
+		analysis__find_func(a, SYM_CONN_SERVE, &serve);
+		t->server_steps = probe_site__steps(&t->serve_http, serve.addr, false);
 	}
 	/* The request marker is a direct CALL: emulated. */
 	if (t->round_trip.addr)
-		t->client_steps = steps_of(&t->round_trip, 0, true);
+		t->client_steps = probe_site__steps(&t->round_trip, 0, true);
 }
 
 /* The gRPC part of the BPF config: which sides run, and what identifies interface values. */
-static void fill_grpc_config(struct analysis *a)
+static void fill_grpc_config(struct analysis *a, struct target *t)
 {
-	struct grpc_target *g = &a->t->grpc;
-	struct target_config *c = &a->t->cfg;
+	struct grpc_target *g = &t->grpc;
+	struct target_config *c = &t->cfg;
 
 	c->grpc_server = g->handle_stream.addr != 0;
 	c->grpc_client = g->new_stream.addr != 0;
@@ -1057,27 +688,21 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		goto cleanup;
 	}
 
-	a.t = t;
-	a.ef = ef;
-	a.has_symtab = elf_file__section(ef, ".symtab", &(const void *){ NULL }, &(size_t){ 0 },
-					 &(uint64_t){ 0 }) != -ENOENT;
-	a.sp = site_planner__new(ef, NULL);
-	if (!a.sp) {
-		err = -ENOMEM;
+	err = analysis__init(&a, ef, t->path, t->gobin);
+	if (err)
 		goto cleanup;
-	}
 	err = find_site(&a, SYM_SERVE_HTTP, &t->serve_http, true);
 	/*
 	 * Its callers: conn.serve for HTTP/1, whose next direct call (hijacked) follows the request
 	 * context's cancel, and the HTTP/2 wrappers, whose ends are their own return addresses.
 	 * Nothing in net/http makes a serverHandler an interface value at run time.
 	 */
-	if (!err && target_site_policy == SITES_BEST)
-		err = plan_caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
+	if (!err && site_planner_policy == SITES_BEST)
+		err = site_planner__caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
 				       AFTER_CALL_PASS_CALLS, -1);
-	find_grpc_sites(&a);
+	find_grpc_sites(&a, &t->grpc);
 	/* A worker without a server may still call databases: their spans start traces. */
-	if (datastores__find_sites(&a) == -ENOMEM) {
+	if (datastores__find_sites(&a, &t->db) == -ENOMEM) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -1101,11 +726,11 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		pr_warn("'%s' has no %s: panicking handlers will produce no span", path, SYM_GOPANIC);
 		t->gopanic.addr = 0;
 	}
-	find_client_sites(&a);
+	find_client_sites(&a, t);
 	/* Handing spans to new goroutines needs g.parentGoid (Go 1.21+); checked after offsets. */
 	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true) ||
-	    (target_site_policy == SITES_BEST &&
-	     plan_caller_ends(a.sp, &t->newproc1, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX))) {
+	    (site_planner_policy == SITES_BEST &&
+	     site_planner__caller_ends(a.sp, &t->newproc1, FIND_CALLS_NOT_DYNAMIC, 0, X86_AX))) {
 		probe_site__release(&t->newproc1);
 		t->newproc1.addr = 0;
 	}
@@ -1127,19 +752,17 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	}
 	fill_config(t);
 	pick_grpc_offsets(t, modules ? modules->grpc : NULL);
-	fill_grpc_config(&a);
-	err = datastores__configure(&a, modules);
+	fill_grpc_config(&a, t);
+	err = datastores__configure(&a, &t->db, t->offs, modules, &t->cfg);
 	if (err)
 		goto cleanup;
-	count_steps(&a);
-	site_planner__free(a.sp);
-	pclntab__close(a.pt);
+	count_steps(&a, t);
+	analysis__release(&a);
 	elf_file__close(ef);
 	return t;
 
 cleanup:
-	site_planner__free(a.sp);
-	pclntab__close(a.pt);
+	analysis__release(&a);
 	if (ef)
 		elf_file__close(ef);
 	target__free(t);
@@ -1165,9 +788,25 @@ void target__free(struct target *t)
 	probe_site__release(&t->grpc.header_fields);
 	probe_site__release(&t->grpc.write_header);
 	datastores__release(&t->db);
-	functions__release(t);
+	target__release_funcs(t);
 	gobin__free(t->gobin);
 	free(t->path);
 	free(t->exe_name);
 	free(t);
+}
+
+void target__release_funcs(struct target *t)
+{
+	size_t i, j;
+
+	for (i = 0; i < t->nfuncs; i++) {
+		free(t->funcs[i].symbol);
+		free(t->funcs[i].name);
+		probe_site__release(&t->funcs[i].site);
+		for (j = 0; j < MAX_FUNC_ARGS; j++)
+			free(t->funcs[i].args[j].path);
+	}
+	free(t->funcs);
+	t->funcs = NULL;
+	t->nfuncs = 0;
 }

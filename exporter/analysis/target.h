@@ -12,35 +12,27 @@
 #include <stdint.h>
 
 #include "events.h"
+#include "analysis/datastores.h"
+#include "analysis/gotype.h"
 #include "analysis/offsets.h"
-#include "analysis/sites.h"
+#include "analysis/planner.h"
 
 struct gobin;
-struct traced_func;
 
-/*
- * One probed function: a uprobe at ENTRY_OFF, and its ends: one at each RET_OFFS[i] that must
- * stay (always single-stepped), one at each ENDS[i], in its callers or after its main inner call
- * (sites.h). All file offsets.
- */
-struct probe_site {
-	const char *symbol;
-	uint64_t addr; /* link-time address of the function */
-	uint64_t entry_off;
-	bool entry_emulated;
-	/*
-	 * When its own entry would be single-stepped (a function without Go's stack check, whose
-	 * first instruction the kernel does not emulate) and every call of it is a direct CALL:
-	 * the entry probes go on those CALLs instead, in its callers, and ENTRY_OFF is not probed.
-	 */
-	uint64_t *entry_calls;
-	size_t nentry_calls;
-	uint64_t *ret_offs;
-	size_t nrets;
-	struct end_site *ends;
-	size_t nends;
-	/* Why the RETs stay, when they do and ends were wanted: for --verbose. NULL otherwise. */
-	const char *rets_why;
+/* How one recorded argument is formatted: what the file names it by, and its type. */
+struct traced_arg {
+	char *path; /* "key", "o.Customer.Name": the span model makes the attribute key of it */
+	enum go_type type;
+	unsigned size;
+};
+
+/* One function to probe in one target. */
+struct traced_func {
+	char *symbol;
+	char *name; /* the span name: the symbol without its package directories */
+	struct probe_site site;
+	struct func_config cfg; /* cfg.target is set at attach */
+	struct traced_arg args[MAX_FUNC_ARGS];
 };
 
 
@@ -64,46 +56,6 @@ struct grpc_target {
 	/* Link-time addresses of the methods that identify interface values (events.h). */
 	uint64_t fn_valuectx_value, fn_tcpaddr_network, fn_status_error, fn_error_string;
 	int server_steps, client_steps; /* as target.server_steps; -1: not traced */
-};
-
-/* A driver's or a library's method, by its link-time address, and what it says. */
-struct db_method {
-	uint64_t addr;
-	const char *what; /* db.system.name of a driver's method; an error's Go type (%T) */
-};
-
-/*
- * Data store clients in a binary (datastores.c). Each probe_site's addr is 0 when that part is
- * not traced.
- */
-struct db_target {
-	/* database/sql: where calls reach the driver, and where prepared statements are noted. */
-	struct probe_site sql_query, sql_exec;	  /* ctxDriverQuery, ctxDriverExec */
-	struct probe_site sql_rows, sql_result;	  /* rowsiFromStatement, resultFromStatement */
-	struct probe_site sql_stmt_query, sql_stmt_exec; /* (*Stmt).QueryContext, ExecContext: entry */
-	struct probe_site sql_prepare;		  /* ctxDriverPrepare: entry */
-	struct probe_site sql_begin;		  /* ctxDriverBegin */
-	struct probe_site sql_commit, sql_rollback; /* (*Tx).Commit, (*Tx).rollback */
-	/* pgx v5 (github.com/jackc/pgx/v5): (*Conn).Query, Exec, SendBatch */
-	char pgx_version[32];
-	char pgx_offsets[48]; /* "DWARF", "table v5.7.0" */
-	struct probe_site pgx_query, pgx_exec, pgx_batch;
-	/* go-redis v9: (*baseClient).process and the pipelines' processors */
-	char redis_version[32];
-	char redis_offsets[48];
-	struct probe_site redis_process, redis_pipeline, redis_tx_pipeline;
-	/* Sorted by address: the drivers' methods that name a database, errors' Error methods. */
-	struct db_method *drivers;
-	size_t ndrivers;
-	struct db_method *errors;
-	size_t nerrors;
-	/* Single-stepped hits of one call; -1: not traced. */
-	int sql_steps, pgx_steps, redis_steps;
-};
-
-/* The offset tables of the libraries gospan knows, for target__analyse; any may be NULL. */
-struct module_tables {
-	const struct offsets *grpc, *pgx, *redis;
 };
 
 struct target {
@@ -146,43 +98,7 @@ struct target {
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
 			       const struct module_tables *modules, bool need_http);
 void target__free(struct target *t);
-
-struct elf_file;
-struct pclntab;
-struct site_planner;
-
-/*
- * Where probes go in the binary EF (whose Go function table PT, may be NULL, is used when it has
- * no .symtab). NULL with errno set on failure.
- */
-struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt);
-void site_planner__free(struct site_planner *sp);
-
-/* What target__probe_sites() finds in a function besides its entry. */
-enum site_kind {
-	SITE_ENTRY,    /* the entry only */
-	SITE_RETS,     /* the entry and every return */
-	SITE_ENDS,     /* the entry and its ends: in its callers where all are known, else RETs */
-	SITE_CALLS_TO, /* the entry and the direct calls to CALLEE (in ret_offs) */
-};
-
-/* Where the RETs go instead, for bench/floor's rows: what peers and older gospans probed. */
-enum site_policy {
-	SITES_BEST,	   /* emulated sites wherever they can be shown right */
-	SITES_PUSH_RETS,   /* gospan before: the entry past the stack check, every RET */
-	SITES_FIRST_RETS,  /* the first instruction and every RET (other uprobe tracers) */
-};
-extern enum site_policy target_site_policy;
-
-/*
- * The probe sites of the function at link-time address ADDR, SIZE bytes long: SITE's entry_off
- * (see disasm__entry_site) and, by KIND, ret_offs and ends, all file offsets. SITE->symbol is
- * left to the caller. On failure, a negative errno (-ENODATA: no size; -ENOENT: no return or call
- * found) and WHY says which step failed, for the caller's message at the caller's severity.
- */
-int target__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
-			enum site_kind kind, uint64_t callee, struct probe_site *site, char *why,
-			size_t why_len);
-void probe_site__release(struct probe_site *s);
+/* Frees T's function probes (what functions__resolve put in T) and leaves it none. */
+void target__release_funcs(struct target *t);
 
 #endif

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Site planning: turns a function's address and size into its probe sites, the file offsets
+ * uprobes take. Its entry where the kernel emulates the instruction when it can, its RETs, and,
+ * where every call of it is a direct call, ends in its callers instead of its RETs (sites.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/disasm.h"
+#include "analysis/elf.h"
+#include "analysis/pclntab.h"
+#include "analysis/planner.h"
+#include "analysis/sites.h"
+
+enum site_policy site_planner_policy = SITES_BEST;
+
+/* A function's extent, for finding which one holds an address. */
+struct func_span {
+	uint64_t addr, size;
+};
+
+struct site_planner {
+	struct elf_file *ef;
+	uint16_t machine;
+	struct pclntab *pt;
+	struct func_span *funcs; /* sorted by address; built on first use */
+	size_t nfuncs;
+	struct code_map cm;
+	int cm_err; /* 1: not yet built */
+};
+
+struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt)
+{
+	struct site_planner *sp = calloc(1, sizeof(*sp));
+
+	if (!sp)
+		return NULL;
+	sp->ef = ef;
+	sp->machine = elf_file__machine(ef);
+	sp->pt = pt;
+	sp->cm_err = 1;
+	return sp;
+}
+
+void site_planner__set_pclntab(struct site_planner *sp, struct pclntab *pt)
+{
+	sp->pt = pt;
+}
+
+void site_planner__free(struct site_planner *sp)
+{
+	if (!sp)
+		return;
+	free(sp->funcs);
+	free(sp);
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct func_span *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int func_at(void *ctx, uint64_t addr, struct elf_symbol *sym)
+{
+	struct site_planner *sp = ctx;
+	size_t lo = 0, hi = sp->nfuncs, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sp->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= sp->funcs[lo - 1].addr + sp->funcs[lo - 1].size)
+		return -ENOENT;
+	sym->addr = sp->funcs[lo - 1].addr;
+	sym->size = sp->funcs[lo - 1].size;
+	return 0;
+}
+
+/* The code map of SP's binary: its text, and its functions by address (symtab or pclntab). */
+static int planner_code_map(struct site_planner *sp)
+{
+	const struct sym_entry *syms;
+	struct elf_symbol text_sym;
+	size_t n, i;
+	const void *text;
+
+	if (sp->cm_err != 1)
+		return sp->cm_err;
+	sp->cm_err = -ENOENT;
+	n = elf_file__symbols(sp->ef, &syms);
+	if (!n && sp->pt)
+		n = pclntab__functions(sp->pt, &syms);
+	if (!n)
+		return sp->cm_err;
+	sp->funcs = calloc(n, sizeof(*sp->funcs));
+	if (!sp->funcs)
+		return sp->cm_err = -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!syms[i].is_func || !syms[i].size)
+			continue;
+		sp->funcs[sp->nfuncs].addr = syms[i].addr;
+		sp->funcs[sp->nfuncs++].size = syms[i].size;
+	}
+	qsort(sp->funcs, sp->nfuncs, sizeof(*sp->funcs), cmp_span);
+	if (elf_file__section(sp->ef, ".text", &text, &sp->cm.text_len, &sp->cm.text_addr))
+		return sp->cm_err;
+	sp->cm.text = text;
+	sp->cm.ef = sp->ef;
+	sp->cm.machine = sp->machine;
+	sp->cm.func_at = func_at;
+	sp->cm.ctx = sp;
+	if (!elf_file__find_symbol(sp->ef, "runtime.text", &text_sym))
+		sp->cm.text_base = text_sym.addr;
+	else if (sp->pt)
+		sp->cm.text_base = pclntab__text_start(sp->pt);
+	return sp->cm_err = 0;
+}
+
+void probe_site__release(struct probe_site *s)
+{
+	free(s->ret_offs);
+	free(s->ends);
+	free(s->entry_calls);
+	s->ret_offs = NULL;
+	s->ends = NULL;
+	s->entry_calls = NULL;
+	s->nrets = s->nends = s->nentry_calls = 0;
+}
+
+int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < site->nends; i++) {
+		err = elf_file__addr_to_offset(sp->ef, site->ends[i].off, &site->ends[i].off);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,
+			      unsigned int find_flags, unsigned int after_flags, int result_reg)
+{
+	struct call_site *calls = NULL;
+	size_t n = 0, i;
+	int err;
+
+	err = planner_code_map(sp);
+	if (!err)
+		err = sites__find_calls(&sp->cm, site->addr, find_flags, &calls, &n);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		site->rets_why = err == -EOPNOTSUPP ? "not amd64" :
+				 "called indirectly or as a tail call";
+		return 0;
+	}
+	site->ends = calloc(n, sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		sites__after_call(&calls[i].ins, calls[i].ret_idx, after_flags, result_reg,
+				  &site->ends[i]);
+	site->nends = n;
+	err = site_planner__ends_to_offsets(sp, site);
+	if (!err && !site->entry_emulated && (find_flags & FIND_CALLS_ENTRY_IN_CALLERS)) {
+		site->entry_calls = calloc(n, sizeof(*site->entry_calls));
+		err = site->entry_calls ? 0 : -ENOMEM;
+		for (i = 0; !err && i < n; i++) {
+			const struct insns *ins = &calls[i].ins;
+
+			err = elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[calls[i].ret_idx - 1].off,
+						       &site->entry_calls[i]);
+		}
+		site->nentry_calls = err ? 0 : n;
+	}
+	if (err) {
+		probe_site__release(site);
+		goto cleanup;
+	}
+	free(site->ret_offs);
+	site->ret_offs = NULL;
+	site->nrets = 0;
+cleanup:
+	sites__free_calls(calls, n);
+	return err;
+}
+
+int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
+			      enum site_kind kind, uint64_t callee, struct probe_site *site,
+			      char *why, size_t why_len)
+{
+	uint8_t *code = NULL;
+	uint64_t start_off;
+	size_t i;
+	int err;
+
+	site->addr = addr;
+	site->ret_offs = NULL;
+	site->nrets = 0;
+	site->ends = NULL;
+	site->nends = 0;
+	site->entry_calls = NULL;
+	site->nentry_calls = 0;
+	site->rets_why = NULL;
+	if (!size) {
+		snprintf(why, why_len, "its symbol has no size");
+		return -ENODATA;
+	}
+	err = elf_file__addr_to_offset(sp->ef, addr, &start_off);
+	if (err) {
+		snprintf(why, why_len, "address 0x%llx is not in a loadable segment",
+			 (unsigned long long)addr);
+		return err;
+	}
+	code = malloc(size);
+	if (!code) {
+		snprintf(why, why_len, "no memory for its code");
+		return -ENOMEM;
+	}
+	err = elf_file__read_addr(sp->ef, addr, code, size);
+	if (err) {
+		snprintf(why, why_len, "its code cannot be read: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = disasm__entry_site(sp->machine, code, size, addr, &site->entry_off,
+				 &site->entry_emulated);
+	if (err) {
+		snprintf(why, why_len, "no place for its entry probe: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (site_planner_policy == SITES_FIRST_RETS) {
+		site->entry_off = 0;
+		site->entry_emulated = false;
+	}
+	site->entry_off += start_off;
+	if (kind == SITE_ENTRY)
+		goto cleanup;
+	if (kind == SITE_CALLS_TO)
+		err = disasm__find_calls(sp->machine, code, size, addr, callee, &site->ret_offs,
+					 &site->nrets);
+	else
+		err = disasm__find_rets(sp->machine, code, size, addr, &site->ret_offs,
+					&site->nrets);
+	if (err) {
+		if (err != -ENOENT)
+			snprintf(why, why_len, "%s", strerror(-err));
+		else if (kind != SITE_CALLS_TO)
+			snprintf(why, why_len, "no return instruction in its code");
+		else
+			snprintf(why, why_len, "no call to that function in its code");
+		goto cleanup;
+	}
+	/* disasm gives offsets from the function start; uprobes want file offsets. */
+	for (i = 0; i < site->nrets; i++)
+		site->ret_offs[i] += start_off;
+	if (kind == SITE_CALLS_TO) {
+		/* Direct CALLs, which every kernel emulates: ends that are not RETs. */
+		site->ends = calloc(site->nrets, sizeof(*site->ends));
+		if (!site->ends) {
+			err = -ENOMEM;
+			snprintf(why, why_len, "%s", strerror(-err));
+			goto cleanup;
+		}
+		for (i = 0; i < site->nrets; i++) {
+			site->ends[i].off = site->ret_offs[i];
+			site->ends[i].caller = addr;
+			site->ends[i].emulated = true;
+			site->ends[i].result = -1;
+		}
+		site->nends = site->nrets;
+		free(site->ret_offs);
+		site->ret_offs = NULL;
+		site->nrets = 0;
+	}
+	if (kind == SITE_ENDS && site_planner_policy == SITES_BEST) {
+		err = site_planner__caller_ends(sp, site, FIND_CALLS_ENTRY_IN_CALLERS, 0, -1);
+		if (err)
+			snprintf(why, why_len, "%s", strerror(-err));
+	}
+cleanup:
+	free(code);
+	if (err)
+		probe_site__release(site);
+	return err;
+}
+
+int probe_site__steps(const struct probe_site *site, uint64_t caller, bool success)
+{
+	int steps = !site->entry_emulated, worst;
+	size_t i;
+
+	if (!caller && !success) {
+		/* Any call: its costliest way out, a RET or an end the kernel single-steps. */
+		worst = site->nrets ? 1 : 0;
+		for (i = 0; i < site->nends; i++)
+			if (!site->ends[i].emulated)
+				worst = 1;
+		return steps + worst;
+	}
+	for (i = 0; i < site->nends; i++)
+		if ((!caller || site->ends[i].caller == caller) &&
+		    (!success || site->ends[i].if_no_error))
+			return steps + !site->ends[i].emulated;
+	return steps + 1; /* a RET */
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Site planning: where the probes of one function go (planner.c). A probe_site is what the
+ * capture side attaches: file offsets of an entry and of the ends of each call.
+ */
+#ifndef GOSPAN_PLANNER_H
+#define GOSPAN_PLANNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/sites.h"
+
+struct elf_file;
+struct pclntab;
+struct site_planner;
+
+/*
+ * One probed function: a uprobe at ENTRY_OFF, and its ends: one at each RET_OFFS[i] that must
+ * stay (always single-stepped), one at each ENDS[i], in its callers or after its main inner call
+ * (sites.h). All file offsets.
+ */
+struct probe_site {
+	const char *symbol;
+	uint64_t addr; /* link-time address of the function */
+	uint64_t entry_off;
+	bool entry_emulated;
+	/*
+	 * When its own entry would be single-stepped (a function without Go's stack check, whose
+	 * first instruction the kernel does not emulate) and every call of it is a direct CALL:
+	 * the entry probes go on those CALLs instead, in its callers, and ENTRY_OFF is not probed.
+	 */
+	uint64_t *entry_calls;
+	size_t nentry_calls;
+	uint64_t *ret_offs;
+	size_t nrets;
+	struct end_site *ends;
+	size_t nends;
+	/* Why the RETs stay, when they do and ends were wanted: for --verbose. NULL otherwise. */
+	const char *rets_why;
+};
+
+/*
+ * Where probes go in the binary EF (whose Go function table PT, may be NULL, is used when it has
+ * no .symtab). NULL with errno set on failure.
+ */
+struct site_planner *site_planner__new(struct elf_file *ef, struct pclntab *pt);
+/* The Go function table to use from now on, opened after SP was made (a stripped binary). */
+void site_planner__set_pclntab(struct site_planner *sp, struct pclntab *pt);
+void site_planner__free(struct site_planner *sp);
+
+/* What site_planner__probe_sites() finds in a function besides its entry. */
+enum site_kind {
+	SITE_ENTRY,    /* the entry only */
+	SITE_RETS,     /* the entry and every return */
+	SITE_ENDS,     /* the entry and its ends: in its callers where all are known, else RETs */
+	SITE_CALLS_TO, /* the entry and the direct calls to CALLEE (in ret_offs) */
+};
+
+/* Where the RETs go instead, for bench/floor's rows: what peers and older gospans probed. */
+enum site_policy {
+	SITES_BEST,	   /* emulated sites wherever they can be shown right */
+	SITES_PUSH_RETS,   /* gospan before: the entry past the stack check, every RET */
+	SITES_FIRST_RETS,  /* the first instruction and every RET (other uprobe tracers) */
+};
+extern enum site_policy site_planner_policy;
+
+/*
+ * The probe sites of the function at link-time address ADDR, SIZE bytes long: SITE's entry_off
+ * (see disasm__entry_site) and, by KIND, ret_offs and ends, all file offsets. SITE->symbol is
+ * left to the caller. On failure, a negative errno (-ENODATA: no size; -ENOENT: no return or call
+ * found) and WHY says which step failed, for the caller's message at the caller's severity.
+ */
+int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
+			      enum site_kind kind, uint64_t callee, struct probe_site *site,
+			      char *why, size_t why_len);
+
+/*
+ * Replaces SITE's RET probes by end sites in its callers, when every call of it is a direct call
+ * (FIND_FLAGS, AFTER_FLAGS, RESULT_REG: see sites.h). Otherwise the RETs stay, and why is noted
+ * in SITE->rets_why. Negative errno only when the plan could not be made (-ENOMEM).
+ */
+int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,
+			      unsigned int find_flags, unsigned int after_flags, int result_reg);
+
+/* Turns the code addresses of SITE's ends into file offsets. */
+int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
+
+void probe_site__release(struct probe_site *s);
+
+/*
+ * The single-stepped hits (two traps each) of one call of SITE: made from CALLER, or through its
+ * error-free end (SUCCESS), on the first end that fits, else a RET; with neither, the costliest
+ * way out of any call.
+ */
+int probe_site__steps(const struct probe_site *site, uint64_t caller, bool success);
+
+#endif
