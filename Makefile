@@ -98,7 +98,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test unit e2e demo offsets fmt clean bench soak compat
+.PHONY: all deps test layering unit e2e demo offsets fmt clean bench soak compat
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -203,7 +203,12 @@ E2E_SKIP := $(if $(filter 1,$(SANITIZE)),--ignore=tests/e2e/test_go_versions.py 
 e2e: $(OUTPUT)/gospan
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra tests/e2e $(E2E_SKIP) $(PYTEST_ARGS)
 
+# exporter/'s parts depend on each other one way only, and no module includes itself round a loop.
+layering:
+	$(Q)$(PYTHON) tests/include_graph.py
+
 test: deps
+	$(Q)$(MAKE) --no-print-directory layering
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)if [ "$$CI" = true ] && [ "$(SANITIZE)" != 1 ]; then \
