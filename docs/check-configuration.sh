@@ -1,6 +1,6 @@
 #!/bin/sh
 # Lists every setting `gospan --help` prints that docs/configuration.md does not mention, and exits
-# 1 when there is one. Run after adding a setting to exporter/config.c:
+# 1 when there is one. Run after adding a setting to exporter/core/config.c:
 #
 #   docs/check-configuration.sh [path/to/gospan]     (default: build/gospan)
 set -eu

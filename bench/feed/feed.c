@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 	}
 	err = bpf_map__reuse_fd(skel->maps.events, ring);
 	if (!err) {
-		/* gospan's own threshold: a quarter of the buffer (exporter/probes.c). */
+		/* gospan's own threshold: a quarter of the buffer (exporter/capture/probes.c). */
 		skel->rodata->wake_threshold = bpf_map__max_entries(skel->maps.events) / 4;
 		err = feed_bpf__load(skel);
 	}

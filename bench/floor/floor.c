@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench/floor: the benchmark's calibration. It analyses a Go process with gospan's own target
- * analysis (exporter/target.c and the modules under it, linked from libgospan.a) and attaches
+ * analysis (exporter/analysis/target.c and the modules under it, linked from libgospan.a) and attaches
  * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and ends,
  * runtime.gopanic, (*Transport).roundTrip's entry and ends, the call site where requests are
  * marked for the socket-layer writer, runtime.newproc1's ends with --follow-goroutines.
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
 		printf("floor: attached: pid %d, cost model, %zu probes\n", (int)pid, f.nlinks);
 		goto run;
 	}
-	/* The order and the sites of probes__attach() in exporter/probes.c. */
+	/* The order and the sites of probes__attach() in exporter/capture/probes.c. */
 	inject = t->round_trip.addr != 0;
 	pr = &f.skel->progs;
 	err = attach_site(&f, pr->floor_serve_entry, pr->floor_serve_return, pid, path,

@@ -57,7 +57,7 @@ func (f field) dwarfMember() (string, bool) {
 }
 
 // goFields is the one list of what gospan reads from Go's own structs, in the order of
-// go_field_names[] in exporter/offsets.c. A member a release does not have (Request.Pattern
+// go_field_names[] in exporter/analysis/fields.c. A member a release does not have (Request.Pattern
 // before 1.23, Request.pat and the pattern type before 1.22) is left out of that release's table
 // rather than treated as an error.
 var goFields = []field{
@@ -128,7 +128,7 @@ const (
 )
 
 // grpcFields is the one list of what gospan reads from grpc-go's structs, in the order of
-// grpc_field_names[] in exporter/offsets.c.
+// grpc_field_names[] in exporter/analysis/fields.c.
 var grpcFields = []field{
 	{grpcTransport + ".Stream", "method"},
 	{grpcTransport + ".Stream", "ctx"},
@@ -185,7 +185,7 @@ const (
 )
 
 // pgxFields is the one list of what gospan reads from pgx v5's structs, in the order of
-// pgx_field_names[] in exporter/offsets.c: the connection's configuration (a *ConnConfig, which
+// pgx_field_names[] in exporter/analysis/fields.c: the connection's configuration (a *ConnConfig, which
 // embeds pgconn.Config by value) for the server's host and port, and a batch's queued queries
 // with their SQL text. Early v5 releases kept both unexported (Batch.queuedQueries,
 // QueuedQuery.query); a release has one name or the other, and the table lists both.
@@ -218,7 +218,7 @@ var pgxMust = []string{pgxPkg + ".Conn", pgxPkg + ".ConnConfig", pgconnPkg + ".C
 const redisPkg = "github.com/redis/go-redis/v9"
 
 // redisFields is the one list of what gospan reads from go-redis v9's structs, in the order of
-// redis_field_names[] in exporter/offsets.c: a client's options (for the server's address) and
+// redis_field_names[] in exporter/analysis/fields.c: a client's options (for the server's address) and
 // a command's arguments, its name first.
 var redisFields = []field{
 	{redisPkg + ".baseClient", "opt"},

@@ -771,7 +771,7 @@ def test_runtime_packages_cover_every_shared_library(gospan_image):
     for soname, path in ldd.items():
         pkg = _owning_package(path)
         assert pkg in closure, f"{soname} comes from {pkg}, which the runtime stage lacks"
-    # Libraries gospan opens itself (dlopen: capstone, exporter/disasm.c) are named in the binary
+    # Libraries gospan opens itself (dlopen: capstone, exporter/analysis/disasm.c) are named in the binary
     # as strings, not in NEEDED: the runtime stage must have them too.
     cache = _run(["ldconfig", "-p"], "ldconfig")
     opened = set(re.findall(rb"(lib[a-z0-9_+-]+\.so\.\d+)\x00", binary.read_bytes()))

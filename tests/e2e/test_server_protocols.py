@@ -2,7 +2,7 @@
 over TLS, and cleartext HTTP/2 (Go 1.24's Server.Protocols). Each reaches ServeHTTP by another
 caller ((*conn).serve, or the HTTP/2 server through initALPNRequest or
 unencryptedHTTP2Request), and gospan ends each request where its caller gets control back
-(exporter/sites.c): every caller must have its end, or those requests would never end.
+(exporter/analysis/sites.c): every caller must have its end, or those requests would never end.
 
 The servers are tests/e2e/wiremix's (-servers), which echo what arrived; curl makes the
 requests, with the protocol forced.

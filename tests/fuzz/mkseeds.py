@@ -40,7 +40,7 @@ SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_COMPRESSED = 0x2, 0x800
 PT_LOAD = 1
 
-# Structs whose members gospan reads (exporter/offsets.c, go_field_names).
+# Structs whose members gospan reads (exporter/analysis/fields.c, go_field_names).
 WANTED_STRUCTS = {
     "runtime.g", "net/http.Request", "net/http.pattern", "net/url.URL", "net/http.response",
     "net/http.Response", "bufio.Writer", "runtime.hmap", "internal/runtime/maps.Map",
