@@ -75,12 +75,24 @@ endif
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(OUTPUT) -Ibpf/include -I/usr/include/$(MULTIARCH) $(BPF_EXTRA)
 
+# Each bpf/*.bpf.c compiles on its own (bpf/parts/); bpftool's static linker joins the parts into
+# the objects user space loads, a skeleton each. BPF_LINK_<object> lists an object's parts, those
+# that define maps first: libbpf 1.1's linker gives a map declared extern before its definition
+# the wrong place in the object's BTF, and libbpf then cannot open the object. The uprobes make
+# one object, whose programs share maps; the socket-layer writer (wire) is another, loaded only
+# where the kernel has what it needs, and wire_maps is linked into both.
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
-SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+BPF_LINKED := http wire
+BPF_LINK_http := ring wire_maps http
+BPF_LINK_wire := wire_maps wire
+BPF_UNLINKED := $(filter-out $(foreach o,$(BPF_LINKED),$(BPF_LINK_$(o))),\
+	$(patsubst bpf/%.bpf.c,%,$(BPF_SRCS)))
+$(if $(BPF_UNLINKED),$(error bpf/$(firstword $(BPF_UNLINKED)).bpf.c is in no BPF_LINK_ list))
+BPF_OBJS := $(patsubst %,$(OUTPUT)/bpf/%.bpf.o,$(BPF_LINKED))
+SKELS := $(patsubst %,$(OUTPUT)/%.skel.h,$(BPF_LINKED))
 # The other architecture's BPF objects, built on every host so both stay compilable.
 OTHER_ARCH := $(if $(filter x86,$(ARCH)),arm64,x86)
-OTHER_BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/$(OTHER_ARCH)/%.bpf.o,$(BPF_SRCS))
+OTHER_BPF_OBJS := $(patsubst %,$(OUTPUT)/bpf/$(OTHER_ARCH)/%.bpf.o,$(BPF_LINKED))
 
 PROTOS := $(shell find proto -name '*.proto' 2>/dev/null | sort)
 PB_SRCS := $(patsubst proto/%.proto,$(OUTPUT)/proto/%.pb-c.c,$(PROTOS))
@@ -134,16 +146,25 @@ deps:
 
 # ---- BPF ------------------------------------------------------------------------------------
 
-$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h) | $(OUTPUT)/bpf
+$(OUTPUT)/bpf/parts/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h)
 	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-	$(Q)llvm-strip -g $@
 
-$(OUTPUT)/bpf/$(OTHER_ARCH)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h)
+$(OUTPUT)/bpf/$(OTHER_ARCH)/parts/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/include/*.h)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(filter-out -D__TARGET_ARCH_$(ARCH),$(BPF_CFLAGS)) -D__TARGET_ARCH_$(OTHER_ARCH) \
 		-c $< -o $@
+
+# The linker leaves the parts' DWARF out: the skeleton embeds the object without it.
+$(foreach o,$(BPF_LINKED),$(eval $(OUTPUT)/bpf/$(o).bpf.o: \
+	$(BPF_LINK_$(o):%=$(OUTPUT)/bpf/parts/%.bpf.o)))
+$(foreach o,$(BPF_LINKED),$(eval $(OUTPUT)/bpf/$(OTHER_ARCH)/$(o).bpf.o: \
+	$(BPF_LINK_$(o):%=$(OUTPUT)/bpf/$(OTHER_ARCH)/parts/%.bpf.o)))
+$(BPF_OBJS) $(OTHER_BPF_OBJS):
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -337,10 +358,15 @@ $(BENCH_FLOOR): bench/floor/floor.c $(BENCH_SKELS) $(SKELS) $(OUTPUT)/libgospan.
 # bench/feed: records written into a running gospan's ring buffer by a test-run BPF program.
 BENCH_FEED := $(BENCH_OUT)/feed
 
-$(BENCH_OUT)/feed.bpf.o: bench/feed/feed.bpf.c bench/feed/feed.h bpf/include/events.h
+$(BENCH_OUT)/parts/feed.bpf.o: bench/feed/feed.bpf.c bench/feed/feed.h bpf/include/events.h \
+		bpf/include/ring.bpf.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_OUT)/feed.bpf.o: $(OUTPUT)/bpf/parts/ring.bpf.o $(BENCH_OUT)/parts/feed.bpf.o
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
 
 $(BENCH_OUT)/feed.skel.h: $(BENCH_OUT)/feed.bpf.o
 	$(call msg,GEN-SKEL,$@)

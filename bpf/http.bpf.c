@@ -18,18 +18,11 @@
 #include "events.h"
 #include "go_map.bpf.h"
 #include "go_types.bpf.h"
+#include "ring.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* Unconsumed bytes at which a submit wakes the reader; below it the reader polls on a timer. */
-const volatile __u64 wake_threshold = 1 << 20;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 2 << 20);
-} events SEC(".maps");
 
 /* Per-target offsets and register slots; the attach cookie is the index. */
 struct {
@@ -174,14 +167,6 @@ static __always_inline void count_drop(__u32 reason)
 
 	if (cnt)
 		*cnt += 1;
-}
-
-/* No wakeup per record: the wakeup costs more than the rest of the probe. */
-static __always_inline __u64 submit_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_threshold ?
-		       BPF_RB_FORCE_WAKEUP :
-		       BPF_RB_NO_WAKEUP;
 }
 
 /* Finds this probe's target config and the current goroutine's key; false if unusable. */

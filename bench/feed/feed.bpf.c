@@ -8,22 +8,17 @@
  * The records copy a template user space fills (one real-looking request), and differ where
  * gospan tells calls apart: times, ids and goroutine ids, taken in turn from CONNS of them as a
  * server's keep-alive connections would.
+ *
+ * Linked with bpf/ring.bpf.c, gospan's own ring buffer and wakeup threshold (ring.bpf.h): user
+ * space replaces the buffer with the running gospan's (bpf_map__reuse_fd) before load.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 #include "feed.h"
+#include "ring.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* As bpf/http.bpf.c: a submit wakes the reader only once this much is waiting. */
-const volatile __u64 wake_threshold = 1 << 20;
-
-/* Replaced by gospan's ring buffer before load (bpf_map__reuse_fd). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 2 << 20);
-} events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -42,13 +37,6 @@ struct loop_ctx {
 	__u32 written;
 	__u32 full;
 };
-
-static __always_inline __u64 submit_flags(void)
-{
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_threshold ?
-		       BPF_RB_FORCE_WAKEUP :
-		       BPF_RB_NO_WAKEUP;
-}
 
 static int one_span(__u32 i, struct loop_ctx *c)
 {
