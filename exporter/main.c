@@ -304,6 +304,14 @@ static void forget_call(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_n
 	probes__forget(app->probes, pid, goid, start_ns);
 }
 
+static int call_in_flight(void *ctx, uint32_t type, uint32_t pid, uint64_t goid,
+			  uint64_t start_ns)
+{
+	struct app *app = ctx;
+
+	return probes__in_flight(app->probes, type, pid, goid, start_ns);
+}
+
 static int start_exporter(struct app *app)
 {
 	const struct config *cfg = &app->cfg;
@@ -772,10 +780,12 @@ int main(int argc, char **argv)
 		.hold = hold_place,
 		.submit_held = submit_held,
 		.forget = forget_call,
+		.in_flight = call_in_flight,
 		.ctx = &app,
 		.panic_grace_ns = PANIC_GRACE_NS,
 		.db_query_text = app.cfg.db_query_text,
 		.max_pending = 65536,
+		.max_pending_age_ns = (uint64_t)app.cfg.max_pending_age_s * 1000000000ULL,
 	});
 	if (!app.processes || !app.records) {
 		err = -ENOMEM;

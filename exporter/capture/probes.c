@@ -498,6 +498,28 @@ int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start
 	return 0;
 }
 
+int probes__in_flight(struct probes *p, uint32_t type, uint32_t pid, uint64_t goid,
+		      uint64_t start_ns)
+{
+	struct goroutine_key key = { .pid = pid, .goid = goid };
+	struct goroutine_state gs;
+	struct client_call cc;
+	int err;
+
+	/* Read, never written: a copy torn by the goroutine's own probe only delays the answer. */
+	switch (type) {
+	case EVENT_HTTP_SERVER_START:
+		err = bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.goroutines), &key, &gs);
+		return err ? (errno == ENOENT ? 0 : -errno) : gs.server.start_ns == start_ns;
+	case EVENT_HTTP_CLIENT_START:
+		err = bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.client_calls), &key, &cc);
+		return err ? (errno == ENOENT ? 0 : -errno) : cc.start_ns == start_ns;
+	default:
+		/* Function frames and gRPC calls: kept in shapes events.h does not share. */
+		return -EOPNOTSUPP;
+	}
+}
+
 void probes__detach(struct probes *p)
 {
 	uprobes__detach(p->uprobes);

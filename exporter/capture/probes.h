@@ -68,6 +68,13 @@ int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
  * goroutine goes back to the span it worked for before, or its entry goes.
  */
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns);
+/*
+ * Whether BPF still holds the call of goroutine GOID in PID that began at START_NS, whose start
+ * record was of TYPE: 1 yes, 0 no (it ended unseen, or its entry was evicted), -EOPNOTSUPP for
+ * the kinds of call it cannot tell (functions, gRPC), another negative errno on failure.
+ */
+int probes__in_flight(struct probes *p, uint32_t type, uint32_t pid, uint64_t goid,
+		      uint64_t start_ns);
 /* Removes every uprobe; the ring buffer stays readable so nothing already captured is lost. */
 void probes__detach(struct probes *p);
 /* Detaches everything and unloads. */

@@ -33,6 +33,7 @@ const char *const records_drop_names[RECORDS_DROP__COUNT] = {
 	[RECORDS_DROP_NO_PROCESS] = "unknown_process",
 	[RECORDS_DROP_NO_MEMORY] = "out_of_memory",
 	[RECORDS_DROP_TOO_MANY_PENDING] = "too_many_in_flight",
+	[RECORDS_DROP_END_LOST] = "end_lost",
 	[RECORDS_DROP_UNFINISHED] = "in_flight_at_exit",
 };
 
@@ -44,12 +45,20 @@ enum call_kind {
 	CALL_RPC_CLIENT, /* gRPC calls: a goroutine may hold several streams open at once */
 };
 
+/* The type of each kind's start record, for opts.in_flight. */
+static const uint32_t start_types[] = {
+	[CALL_SERVER] = EVENT_HTTP_SERVER_START,	[CALL_CLIENT] = EVENT_HTTP_CLIENT_START,
+	[CALL_FUNCTION] = EVENT_FUNC_START,		[CALL_RPC_SERVER] = EVENT_GRPC_SERVER_START,
+	[CALL_RPC_CLIENT] = EVENT_GRPC_CLIENT_START,
+};
+
 struct pending {
 	uint32_t pid;
 	enum call_kind kind; /* a goroutine can be in a server call and a client call at once */
 	uint64_t goid;
 	uint64_t start_ns; /* monotonic, from the record: names the call */
 	uint64_t panic_ns; /* monotonic; 0 = no panic seen */
+	uint64_t aged_from_ns; /* monotonic: its start, or when BPF last said it still held it */
 	bool held;	   /* its span has a place held in the export queue (opts.hold) */
 	char method[MAX_METHOD_LEN + 1];
 	bool http1; /* served by net/http's own HTTP/1 connection code */
@@ -332,6 +341,7 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	p->goid = h->goid;
 	p->kind = kind;
 	p->start_ns = h->start_ns;
+	p->aged_from_ns = h->start_ns;
 	p->span = s;
 	p->proc = proc;
 
@@ -971,6 +981,28 @@ malformed:
 	return 0;
 }
 
+/*
+ * Whether P's end was lost: it has been in flight past the bound, and BPF no longer holds it (the
+ * ring buffer was full at its end, its entry was evicted) or cannot say. Dropped, not exported:
+ * when it ended is not known, and a span with an end made up here (the sweep's time, minutes
+ * late) would put a false latency into every percentile built from the spans, and an error
+ * status a failure the service may never have had. A panicked call has its own, shorter, grace.
+ */
+static bool end_lost(struct records *r, struct pending *p, uint64_t now_ns)
+{
+	uint64_t bound = r->opts.max_pending_age_ns;
+
+	if (!bound || p->panic_ns || now_ns < p->aged_from_ns || now_ns - p->aged_from_ns < bound)
+		return false;
+	if (r->opts.in_flight && r->opts.in_flight(r->opts.ctx, start_types[p->kind], p->pid,
+						   p->goid, p->start_ns) > 0) {
+		/* Long, not lost (a WebSocket, a stream): asked again a bound from now. */
+		p->aged_from_ns = now_ns;
+		return false;
+	}
+	return true;
+}
+
 static void sweep(struct records *r, uint64_t now_ns, bool final)
 {
 	struct pending **pp, *p;
@@ -982,8 +1014,9 @@ static void sweep(struct records *r, uint64_t now_ns, bool final)
 			bool gone = !final && kill(p->pid, 0) && errno == ESRCH;
 			bool expired = p->panic_ns && (final || gone ||
 						       now_ns - p->panic_ns >= r->opts.panic_grace_ns);
+			bool lost = !expired && !gone && !final && end_lost(r, p, now_ns);
 
-			if (!expired && !gone && !final) {
+			if (!expired && !gone && !final && !lost) {
 				pp = &p->next;
 				continue;
 			}
@@ -992,7 +1025,10 @@ static void sweep(struct records *r, uint64_t now_ns, bool final)
 			if (expired)
 				finish_panicked(r, p);
 			else
-				drop(r, p, final ? RECORDS_DROP_UNFINISHED : RECORDS_DROP_PROCESS_EXITED);
+				drop(r, p,
+				     final ? RECORDS_DROP_UNFINISHED :
+				     lost  ? RECORDS_DROP_END_LOST :
+					     RECORDS_DROP_PROCESS_EXITED);
 		}
 	}
 }

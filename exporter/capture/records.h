@@ -26,6 +26,7 @@ enum records_drop {
 	RECORDS_DROP_NO_PROCESS,     /* its process could not be identified */
 	RECORDS_DROP_NO_MEMORY,
 	RECORDS_DROP_TOO_MANY_PENDING, /* more calls in flight than the pending bound */
+	RECORDS_DROP_END_LOST,	       /* in flight past max_pending_age_ns: its end never came */
 	RECORDS_DROP_UNFINISHED,       /* still in flight when gospan stopped */
 	RECORDS_DROP__COUNT,
 };
@@ -54,17 +55,31 @@ struct records_opts {
 	void (*submit_held)(void *ctx, struct span *s);
 	/* Removes a call's in-flight BPF state (probes__forget). */
 	void (*forget)(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns);
+	/*
+	 * Optional: whether BPF still holds the call of (PID, GOID) that began at START_NS, whose
+	 * start record was of TYPE (probes__in_flight): 1 yes, 0 no, negative errno when it cannot
+	 * tell. A call it still holds is not lost, only long (a WebSocket, a stream).
+	 */
+	int (*in_flight)(void *ctx, uint32_t type, uint32_t pid, uint64_t goid, uint64_t start_ns);
 	void *ctx;
 	uint64_t panic_grace_ns; /* how long a panicked call may still return normally */
 	int db_query_text;	 /* enum db_query_text: what data store spans keep of a query */
 	size_t max_pending;
+	/*
+	 * A call in flight this long whose end BPF no longer holds (or cannot say) is ended as
+	 * lost: dropped and counted (RECORDS_DROP_END_LOST). 0: never.
+	 */
+	uint64_t max_pending_age_ns;
 };
 
 struct records *records__new(const struct records_opts *opts);
 void records__free(struct records *r);
 /* The ring-buffer callback. Always returns 0: a bad record is counted, never fatal. */
 int records__handle(void *r, const void *data, size_t size);
-/* Finishes panicked calls past their grace and drops calls of exited processes. NOW is monotonic. */
+/*
+ * Finishes panicked calls past their grace, drops calls of exited processes and calls whose end
+ * was lost (opts.max_pending_age_ns). NOW is monotonic, the clock of the records' times.
+ */
 void records__tick(struct records *r, uint64_t now_ns);
 /* Whether a call of process PID is still open (its span not finished). */
 bool records__has_calls(const struct records *r, pid_t pid);

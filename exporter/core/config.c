@@ -37,6 +37,7 @@ enum setting_id {
 	S_FUNCTIONS,
 	S_CPU_TIME,
 	S_DB_QUERY_TEXT,
+	S_MAX_PENDING_AGE,
 	S_HELP,
 	S_VERSION,
 	S_SERVICE_NAME,
@@ -111,6 +112,8 @@ static int parse_db_query_text(struct config *cfg, enum setting_id id, const cha
 			       const char *val);
 static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val);
+static int parse_pending_age(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val);
 static int parse_endpoint(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val);
 static int parse_protocol(struct config *cfg, enum setting_id id, const char *name,
@@ -153,6 +156,10 @@ static const struct setting settings[S__COUNT] = {
 				      "sanitized (every literal value replaced by ?), raw (as sent, "
 				      "secrets included) or none",
 			      .parse = parse_db_query_text },
+	[S_MAX_PENDING_AGE] = { .env = "GOSPAN_MAX_PENDING_AGE", .opt = "max-pending-age",
+				.def = "600", .parse = parse_pending_age,
+				.help = "seconds a call may stay open, unless its probes still hold "
+					"it, before its end counts as lost (end_lost); 0: never" },
 	[S_HELP] = { .opt = "help", .short_opt = 'h', .help = "this help", .parse = parse_flag,
 		     .flag = true },
 	[S_VERSION] = { .opt = "version", .help = "print the version", .parse = parse_flag,
@@ -692,6 +699,14 @@ static int parse_db_query_text(struct config *cfg, enum setting_id id, const cha
 	else
 		return refuse(name, val, "expected sanitized, raw or none");
 	return 0;
+}
+
+static int parse_pending_age(struct config *cfg, enum setting_id id, const char *name,
+			     const char *val)
+{
+	(void)id;
+	/* A week at most: past that a typo (ms for s) is likelier than a call that long. */
+	return parse_long(name, val, 0, 7L * 24 * 3600, &cfg->max_pending_age_s);
 }
 
 static int parse_exporter(struct config *cfg, enum setting_id id, const char *name,

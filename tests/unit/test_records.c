@@ -32,6 +32,7 @@
 #define MAX_SPANS 16
 #define COOKIE 3
 #define GRACE_NS 1000000000ULL
+#define MAX_AGE_NS (600 * 1000000000ULL)
 
 static struct target *target;
 static struct offsets *tables;
@@ -48,6 +49,9 @@ struct fixture {
 	int holds;	 /* places held and not yet filled */
 	int forgotten;
 	uint64_t forgot_start;
+	int in_flight;	 /* what in_flight() answers */
+	int asked;	 /* how many times it was asked */
+	uint32_t asked_type; /* the start record type it was last asked about */
 };
 
 static void collect(void *ctx, struct span *s)
@@ -85,6 +89,18 @@ static void forget(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
 	(void)goid;
 	f->forgotten++;
 	f->forgot_start = start_ns;
+}
+
+static int in_flight(void *ctx, uint32_t type, uint32_t pid, uint64_t goid, uint64_t start_ns)
+{
+	struct fixture *f = ctx;
+
+	(void)pid;
+	(void)goid;
+	(void)start_ns;
+	f->asked++;
+	f->asked_type = type;
+	return f->in_flight;
 }
 
 static int group_setup(void **state)
@@ -135,9 +151,11 @@ static int setup(void **state)
 		.hold = hold,
 		.submit_held = collect_held,
 		.forget = forget,
+		.in_flight = in_flight,
 		.ctx = f,
 		.panic_grace_ns = GRACE_NS,
 		.max_pending = 4,
+		.max_pending_age_ns = MAX_AGE_NS,
 	});
 	*state = f;
 	return f->r ? 0 : -1;
@@ -361,6 +379,90 @@ static void test_records__every_kind_ends_the_same_way(void **state)
 	assert_int_equal(st.unsampled, K__COUNT);
 	assert_int_equal(st.pending, 0);
 	assert_int_equal(st.panics_held, 0);
+}
+
+/*
+ * A call whose end never comes (the ring buffer was full at its RET, its BPF entry was evicted)
+ * is ended as lost once it has been in flight for the bound, whatever its kind, and counted; the
+ * pending table has room again for new calls. The clock is the test's: records__tick's NOW.
+ */
+static void test_records__lost_ends_are_ended_after_the_bound(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+	enum call_kind k;
+	uint64_t g;
+
+	f->in_flight = 0; /* BPF no longer holds any of them */
+	for (k = 0; k < K__COUNT; k++) {
+		send_kind_start(f, k, 1, 1000, true);
+		records__tick(f->r, 1000 + MAX_AGE_NS - 1);
+		records__stats(f->r, &st);
+		assert_int_equal(st.pending, 1); /* not yet */
+		records__tick(f->r, 1000 + MAX_AGE_NS);
+		records__stats(f->r, &st);
+		assert_int_equal(st.pending, 0);
+		assert_int_equal(st.dropped[RECORDS_DROP_END_LOST], k + 1);
+		/* Its end, should it come after all, finds no call: counted, not exported. */
+		send_kind_end(f, k, 1, 1000, 2000 + MAX_AGE_NS, ~0ULL);
+	}
+	assert_int_equal(f->nspans, 0);
+	records__stats(f->r, &st);
+	assert_int_equal(st.dropped[RECORDS_DROP_NO_START], K__COUNT);
+
+	/* A full table refuses new calls until the lost ones age out, then takes them again. */
+	for (g = 1; g <= 5; g++)
+		send_kind_start(f, K_HTTP_SERVER, g, 5000, true);
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 4);
+	assert_int_equal(st.dropped[RECORDS_DROP_TOO_MANY_PENDING], 1);
+	records__tick(f->r, 5000 + MAX_AGE_NS);
+	send_kind_start(f, K_HTTP_SERVER, 9, 6000 + MAX_AGE_NS, true);
+	send_kind_end(f, K_HTTP_SERVER, 9, 6000 + MAX_AGE_NS, 7000 + MAX_AGE_NS, ~0ULL);
+	assert_int_equal(f->nspans, 1);
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.dropped[RECORDS_DROP_END_LOST], K__COUNT + 4);
+}
+
+/*
+ * A call BPF still holds is long, not lost (a WebSocket, a gRPC stream): it stays, and is asked
+ * about again only a bound later. A panicked call keeps its own, shorter, grace.
+ */
+static void test_records__long_calls_bpf_holds_stay(void **state)
+{
+	struct fixture *f = *state;
+	struct records_stats st;
+
+	f->in_flight = 1;
+	send_kind_start(f, K_HTTP_SERVER, 1, 1000, true);
+	records__tick(f->r, 1000 + MAX_AGE_NS);
+	assert_int_equal(f->asked, 1);
+	assert_int_equal(f->asked_type, EVENT_HTTP_SERVER_START);
+	records__tick(f->r, 1000 + MAX_AGE_NS + MAX_AGE_NS / 2);
+	assert_int_equal(f->asked, 1);
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 1);
+	/* Ended an hour on, it is a span like any other. */
+	send_kind_end(f, K_HTTP_SERVER, 1, 1000, 1000 + 6 * MAX_AGE_NS, ~0ULL);
+	assert_int_equal(f->nspans, 1);
+	assert_int_equal(f->spans[0]->end_ns - f->spans[0]->start_ns, 6 * MAX_AGE_NS);
+
+	/* When BPF cannot tell (another kind of call), the bound decides. */
+	f->in_flight = -EOPNOTSUPP;
+	send_kind_start(f, K_FUNCTION, 2, 1000, true);
+	records__tick(f->r, 1000 + MAX_AGE_NS);
+	records__stats(f->r, &st);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(st.dropped[RECORDS_DROP_END_LOST], 1);
+
+	/* A panicked call is finished at its grace, long before the bound, asked nothing. */
+	f->asked = 0;
+	send_start(f, 3, 1000, "GET", "/p", "127.0.0.1:1");
+	send_panic(f, 3, 1000, 2000, "/p");
+	records__tick(f->r, 2000 + GRACE_NS);
+	assert_int_equal(f->nspans, 2);
+	assert_int_equal(f->asked, 0);
 }
 
 static void test_records__start_end_make_one_span(void **state)
@@ -1056,6 +1158,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__clock_step_does_not_change_durations,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__every_kind_ends_the_same_way, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_records__lost_ends_are_ended_after_the_bound,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__long_calls_bpf_holds_stay, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__start_end_make_one_span, setup,
 						teardown),
