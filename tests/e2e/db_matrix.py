@@ -22,25 +22,23 @@ Builds are datastores.build_dbmix()'s: <cache>/dbmix-<hash of tests/e2e/dbmix>/<
 
 Run as a program it lists the cells, `python3 tests/e2e/db_matrix.py [--full]`, or rewrites the
 data store section of COMPATIBILITY.md from the results a run saved (for a run cut short):
-`python3 tests/e2e/db_matrix.py --page build/e2e/db-versions-full.json ["a note"]`.
+`python3 tests/e2e/db_matrix.py --page build/e2e/db-versions-full.json ["a note"]`. What it
+shares with the grpc-go matrix (grpc_matrix.py) is matrix.py's.
 """
 
 import json
-import os
 import platform
-import re
-import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
+import matrix
 from datastores import build_dbmix
-from grpc_matrix import go_version, parse
+from matrix import FLAVOURS, parse, shown_result, tally
 from test_go_versions import DEBIAN_GO as GO_DEBIAN
 from test_go_versions import VERSIONS as GO_VERSIONS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = matrix.REPO
 OFFSETS = REPO / "offsets"
 DEBIAN_GO = str(GO_DEBIAN["1.19.8"])
 PQ_DEFAULT = "v1.10.9"  # build.sh's, when no --pq is given
@@ -52,12 +50,6 @@ LIBS = {
 MODULES = {"pgx": "github.com/jackc/pgx/v5", "redis": "github.com/redis/go-redis/v9"}
 TABLES = {"pgx": OFFSETS / "pgx_offsets.json", "redis": OFFSETS / "redis_offsets.json"}
 
-# name -> (go build flags, what it means)
-FLAVOURS = {
-    "plain": ([], "go build"),
-    "stripped": (["-ldflags=-s -w"], "-ldflags='-s -w': no symbol table, no DWARF"),
-    "pie": (["-buildmode=pie"], "-buildmode=pie: loaded at a random address"),
-}
 SQL_FLAVOURS = ["plain", "stripped", "pie"]
 MODULE_FLAVOURS = ["plain", "stripped", "pie"]
 
@@ -114,20 +106,10 @@ def layout_edges(lib):
     return {"v" + v for v in edges}
 
 
-def _go_env():
-    env = {k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS")}
-    env.update(GOTOOLCHAIN="local", GOFLAGS="-mod=mod")
-    return env
-
-
 def module_releases(lib):
     """Every minor's latest patch of the module (the proxy's list, and the table's releases for
     the minors the list leaves out), plus the table's layout edges; sorted."""
-    res = subprocess.run(["go", "list", "-m", "-versions", MODULES[lib]], capture_output=True,
-                         text=True, timeout=300, env=_go_env(), cwd="/")
-    if res.returncode != 0:
-        raise RuntimeError(f"go list -m -versions {MODULES[lib]} failed:\n{res.stderr}")
-    listed = [v for v in res.stdout.split()[1:] if re.fullmatch(r"v\d+\.\d+\.\d+", v)]
+    listed = matrix.module_releases(MODULES[lib])
     latest = {}
     for v in listed + ["v" + v for v in table(lib)["versions"]]:
         p = parse(v)
@@ -175,38 +157,25 @@ def build(cell):
     return binary
 
 
-def toolchain_label(cell):
-    lib, release, toolchain, _ = cell
-    v = go_version(toolchain)
-    return f"{v} (Debian)" if "/" in toolchain else v
-
-
 # ---- the data store section of COMPATIBILITY.md ------------------------------------------------
 
-PAGE = REPO / "COMPATIBILITY.md"
 BEGIN = "<!-- BEGIN data stores: written by tests/e2e/test_db_versions.py (make compat) -->"
 END = "<!-- END data stores -->"
+# A cell's fields in a row of the results a run saves (test_db_versions.py).
+FIELDS = ("lib", "release", "requested", "flavour")
 
 
-def rewrite_section(text, page=PAGE):
-    """Replaces the data store section of PAGE (between BEGIN and END) with TEXT, or appends it
-    at the end; the rest of the page (the Go section of test_go_versions.py, the gRPC section of
-    test_grpc_versions.py) is kept as it is."""
-    old = page.read_text() if page.exists() else ""
-    section = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + ("\n\n" if old else "") + section
-    page.write_text(new)
+def rewrite_section(text, page=matrix.PAGE):
+    """Replaces the data store section of PAGE with TEXT, or appends it at the end; the rest of
+    the page (the Go section of test_go_versions.py, the gRPC section of test_grpc_versions.py)
+    is kept as it is."""
+    matrix.rewrite_section(text, BEGIN, END, page)
 
 
 def load_results(path):
     """The results a run wrote (test_db_versions.py: $GOSPAN_BUILD/e2e/db-versions-full.json),
     keyed by cell."""
-    rows = json.loads(Path(path).read_text())
-    return {(r["lib"], r["release"], r["requested"], r["flavour"]): r for r in rows}
+    return matrix.load_results(path, FIELDS)
 
 
 def page_text(results, cells, kernel=None, note=None):
@@ -217,13 +186,7 @@ def page_text(results, cells, kernel=None, note=None):
     fails = {}
 
     def result(c):
-        r = results.get(c)
-        if not r:
-            return "not run"
-        if r["result"] == "FAILED":
-            fails[c] = r
-            return "FAILED"
-        return r["result"]
+        return shown_result(results, c, fails)
 
     def steps(cs):
         """Per flavour slot (None: a flavour the cell list lacks)."""
@@ -244,20 +207,13 @@ def page_text(results, cells, kernel=None, note=None):
         shown = seen[:1] if len(set(seen)) == 1 else seen
         return " / ".join(", ".join(f"`{s}`" for s in p) for p in shown)
 
-    ran = [c for c in cells if c in results]
-    ok = [c for c in ran if results[c]["result"].startswith("verified")]
     by_lib = {lib: [c for c in cells if c[0] == lib] for lib in LIBS}
 
     def releases(lib):
         return sorted({c[1] for c in by_lib[lib]}, key=parse)
 
     def count(lib):
-        cs = by_lib[lib]
-        good = [c for c in cs if c in results and results[c]["result"].startswith("verified")]
-        bad = [c for c in cs if c in results and c not in good]
-        return (f"{len(cs)} cells, {len(good)} verified" + (f", {len(bad)} failed" if bad else "")
-                + (f", {len(cs) - len(good) - len(bad)} not run"
-                   if len(cs) > len(good) + len(bad) else ""))
+        return tally(by_lib[lib], results)
 
     def para(text):
         return textwrap.wrap(text, 95, break_on_hyphens=False)
@@ -301,9 +257,7 @@ def page_text(results, cells, kernel=None, note=None):
         "go-redis's on their functions' RETs (`RETs kept: wanted` in gospan's `--verbose` "
         "lines), which it single-steps.")
     lines += ["", f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: "
-              f"{len(cells)} cells, {len(ok)} verified"
-              + (f", {len(ran) - len(ok)} failed" if len(ran) > len(ok) else "")
-              + (f", {len(cells) - len(ran)} not run" if len(cells) > len(ran) else "") + "."]
+              f"{tally(cells, results)}."]
     if note:
         lines += [""] + para(note)
 
@@ -371,13 +325,4 @@ def page_text(results, cells, kernel=None, note=None):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[:1] == ["--page"]:
-        # --page RESULTS.json [NOTE]: the section from a saved run of the full matrix.
-        res = load_results(args[1])
-        cells = full_cells()
-        cells += [c for c in slice_cells() if c not in cells]
-        rewrite_section(page_text(res, cells, note=args[2] if len(args) > 2 else None))
-        sys.exit(0)
-    for c in full_cells() if "--full" in args else slice_cells():
-        print(cell_id(c))
+    sys.exit(matrix.main(sys.argv[1:], sys.modules[__name__], FIELDS, cell_id))

@@ -14,11 +14,11 @@ toolchain really is (`go env GOVERSION`), so a newer installed Go is never mista
 
 Run as a program it lists the cells, `python3 tests/e2e/grpc_matrix.py [--full]`, or rewrites
 the gRPC section of COMPATIBILITY.md from the results a run saved (for a run cut short):
-`python3 tests/e2e/grpc_matrix.py --page build/e2e/grpc-versions-full.json ["a note"]`.
+`python3 tests/e2e/grpc_matrix.py --page build/e2e/grpc-versions-full.json ["a note"]`. What
+it shares with the data store matrix (db_matrix.py) is matrix.py's.
 """
 
 import fcntl
-import hashlib
 import json
 import os
 import platform
@@ -29,7 +29,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+import matrix
+# go_version: datastores.py and db_matrix.py take it from here
+from matrix import go_env, go_version, parse, shown_result, tally, toolchain_label  # noqa: F401
+
+REPO = matrix.REPO
 GRPCMIX = REPO / "tests" / "e2e" / "grpcmix"
 BUILD_SH = GRPCMIX / "build.sh"
 DEBIAN_GO = "/usr/lib/go-1.19/bin/go"
@@ -38,9 +42,7 @@ BUILD_TIMEOUT = 1800
 
 # name -> (go build flags, what it means)
 FLAVOURS = {
-    "plain": ([], "go build"),
-    "stripped": (["-ldflags=-s -w"], "-ldflags='-s -w': no symbol table, no DWARF"),
-    "pie": (["-buildmode=pie"], "-buildmode=pie: loaded at a random address"),
+    **matrix.FLAVOURS,
     "stripped-pie": (["-buildmode=pie", "-ldflags=-s -w"],
                      "-buildmode=pie -ldflags='-s -w': the offset table and the PIE load bias"),
 }
@@ -65,72 +67,20 @@ SLICE = [
 ]
 
 
-def parse(v):
-    """(1, 50, 1) from "v1.50.1", "go1.50.1", "1.50"; pre-release suffixes dropped."""
-    v = re.sub(r"^(v|go)", "", v).split("-")[0]
-    return tuple(int(x) for x in v.split("."))
-
-
 def cache_dir():
-    if os.environ.get("GOSPAN_GRPCMIX_CACHE"):
-        return Path(os.environ["GOSPAN_GRPCMIX_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gospan"
+    return matrix.cache_dir("GOSPAN_GRPCMIX_CACHE")
 
 
 def source_hash():
     """What the builds depend on in this tree: grpcmix's programs, go.mod and build.sh."""
-    h = hashlib.sha256()
-    for p in sorted(GRPCMIX.rglob("*")):
-        if p.is_file() and p.name != "README.md":
-            h.update(str(p.relative_to(GRPCMIX)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
-
-
-def _go_env(toolchain="local"):
-    env = {k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS")}
-    env.update(GOTOOLCHAIN=toolchain, GOFLAGS="-mod=mod")
-    return env
-
-
-def _go_command(toolchain):
-    """(argv0, GOTOOLCHAIN) of a toolchain as build.sh takes it."""
-    return (toolchain, "local") if "/" in toolchain else ("go", toolchain)
-
-
-_GOVERSION = {}
-
-
-def go_version(toolchain):
-    """The Go release TOOLCHAIN is, "go1.26.8"; fetches a go1.X.Y through the module proxy."""
-    if toolchain not in _GOVERSION:
-        go, tc = _go_command(toolchain)
-        res = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True,
-                             timeout=900, env=_go_env(tc), cwd="/")
-        if res.returncode != 0 or not res.stdout.startswith("go"):
-            raise RuntimeError(f"cannot run Go toolchain '{toolchain}':\n{res.stderr}")
-        _GOVERSION[toolchain] = res.stdout.strip()
-    return _GOVERSION[toolchain]
-
-
-def toolchain_label(toolchain):
-    """How a toolchain is named in a cache key and on the page: its release, plus "(Debian)" for
-    a go command given by path."""
-    v = go_version(toolchain)
-    return f"{v} (Debian)" if "/" in toolchain else v
+    return matrix.source_hash(GRPCMIX)
 
 
 def releases():
     """The latest patch of every grpc-go minor from 1.50 on, as the module proxy lists them
     (`go list -m -versions` leaves retracted releases out; -dev pre-releases are skipped)."""
-    res = subprocess.run(["go", "list", "-m", "-versions", "google.golang.org/grpc"],
-                         capture_output=True, text=True, timeout=300, env=_go_env(), cwd="/")
-    if res.returncode != 0:
-        raise RuntimeError(f"go list -m -versions google.golang.org/grpc failed:\n{res.stderr}")
     latest = {}
-    for v in res.stdout.split()[1:]:
-        if "-" in v or not re.fullmatch(r"v\d+\.\d+\.\d+", v):
-            continue
+    for v in matrix.module_releases("google.golang.org/grpc"):
         major, minor, patch = parse(v)
         if major == 1 and minor >= OLDEST_MINOR:
             latest[minor] = max(latest.get(minor, (0, 0, 0)), (major, minor, patch))
@@ -140,7 +90,7 @@ def releases():
 def go_directive(version):
     """The go directive of grpc-go VERSION's own go.mod, "1.17"."""
     res = subprocess.run(["go", "mod", "download", "-json", f"google.golang.org/grpc@{version}"],
-                         capture_output=True, text=True, timeout=300, env=_go_env(), cwd="/")
+                         capture_output=True, text=True, timeout=300, env=go_env(), cwd="/")
     if res.returncode != 0:
         raise RuntimeError(f"cannot download grpc-go {version}:\n{res.stderr}{res.stdout}")
     gomod = Path(json.loads(res.stdout)["GoMod"]).read_text()
@@ -210,7 +160,7 @@ def build(version, toolchain, flavour):
         for _ in range(3):
             res = subprocess.run([str(BUILD_SH), version, used, str(tmp),
                                   *FLAVOURS[flavour][0]], capture_output=True, text=True,
-                                 timeout=BUILD_TIMEOUT, env=_go_env())
+                                 timeout=BUILD_TIMEOUT, env=go_env())
             m = re.search(r"requires go >= (1\.\d+(?:\.\d+)?)", res.stderr)
             if res.returncode == 0 or not m:
                 break
@@ -230,29 +180,22 @@ def build(version, toolchain, flavour):
 
 # ---- the gRPC section of COMPATIBILITY.md -------------------------------------------------------
 
-PAGE = REPO / "COMPATIBILITY.md"
 BEGIN = "<!-- BEGIN grpc-go: written by tests/e2e/test_grpc_versions.py (make compat) -->"
 END = "<!-- END grpc-go -->"
+# A cell's fields in a row of the results a run saves (test_grpc_versions.py).
+FIELDS = ("grpc", "requested", "flavour")
 
 
-def rewrite_section(text, page=PAGE):
-    """Replaces the gRPC section of PAGE (between BEGIN and END) with TEXT, or appends it; the
-    rest of the page (the Go section, which test_go_versions.py writes) is kept as it is."""
-    old = page.read_text() if page.exists() else ""
-    section = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + ("\n\n" if old else "") + section
-    page.write_text(new)
+def rewrite_section(text, page=matrix.PAGE):
+    """Replaces the gRPC section of PAGE with TEXT, or appends it; the rest of the page (the Go
+    section, which test_go_versions.py writes) is kept as it is."""
+    matrix.rewrite_section(text, BEGIN, END, page)
 
 
 def load_results(path):
     """The results a run wrote (test_grpc_versions.py: $GOSPAN_BUILD/e2e/grpc-versions-full.json),
     keyed by cell."""
-    rows = json.loads(Path(path).read_text())
-    return {(r["grpc"], r["requested"], r["flavour"]): r for r in rows}
+    return matrix.load_results(path, FIELDS)
 
 
 def _per_rpc(n):
@@ -282,13 +225,7 @@ def page_text(results, cells, kernel=None, note=None):
     fails = {}
 
     def result(c):
-        r = results.get(c)
-        if not r:
-            return "not run"
-        if r["result"] == "FAILED":
-            fails[c] = r
-            return "FAILED"
-        return r["result"]
+        return shown_result(results, c, fails)
 
     def label(v, tc):
         for f in FLAVOURS:
@@ -308,8 +245,6 @@ def page_text(results, cells, kernel=None, note=None):
                 return results[(v, tc, f)]["hits"]
         return {}
 
-    ran = [c for c in cells if c in results]
-    ok = [c for c in ran if results[c]["result"].startswith("verified")]
     versions = sorted({v for v, _, _ in cells}, key=parse)
     lines = [
         "## gRPC (grpc-go)",
@@ -332,9 +267,7 @@ def page_text(results, cells, kernel=None, note=None):
         "binary, \"verified (table vX)\" from the row of `offsets/grpc_offsets.json` for X.",
         "",
         f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: grpc-go "
-        f"{versions[0]} to {versions[-1]}, {len(cells)} cells, {len(ok)} verified"
-        + (f", {len(ran) - len(ok)} failed" if len(ran) > len(ok) else "")
-        + (f", {len(cells) - len(ran)} not run" if len(cells) > len(ran) else "") + ".",
+        f"{versions[0]} to {versions[-1]}, {tally(cells, results)}.",
         "Every grpc-go minor from v1.50 to the newest release the Go module proxy serves (its",
         "latest patch; `-dev` pre-releases and retracted releases left out), built with the",
         "installed Go and with the oldest Go the release's go.mod allows: Debian's Go 1.19",
@@ -392,14 +325,4 @@ def page_text(results, cells, kernel=None, note=None):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[:1] == ["--page"]:
-        # --page RESULTS.json [NOTE]: the gRPC section from a saved run of the full matrix.
-        res = load_results(args[1])
-        cells = full_cells()
-        cells += [c for c in slice_cells() if c not in cells]
-        rewrite_section(page_text(res, cells, note=args[2] if len(args) > 2 else None))
-        sys.exit(0)
-    cells = full_cells() if "--full" in args else slice_cells()
-    for v, tc, f in cells:
-        print(v, tc, f)
+    sys.exit(matrix.main(sys.argv[1:], sys.modules[__name__], FIELDS, lambda c: " ".join(c)))

@@ -29,26 +29,22 @@ section of COMPATIBILITY.md. Every run writes its results, cell by cell, to
 $GOSPAN_BUILD/e2e/db-versions-full.json (GOSPAN_COMPAT=1) or db-versions-slice.json.
 """
 
-import json
-import os
 import re
 import secrets
 import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import db_matrix
+import matrix
 from conftest import (BUILD, STATUS_ERROR, STATUS_UNSET, STOP_TIMEOUT, Service, _clean_env,
                       perform, wait_until)
 
-COMPAT = os.environ.get("GOSPAN_COMPAT", "").strip() in ("1", "true", "yes")
 # Two builds at a time: most of a build is its serial steps (go mod tidy, the link).
 BUILD_JOBS = 2
-RESULTS_FILE = "db-versions-full.json" if COMPAT else "db-versions-slice.json"
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SPAN_TIMEOUT = 15.0
 PREPARED_N = 5
@@ -69,18 +65,11 @@ SQL_PROBED = ["ctxDriverQuery", "ctxDriverExec", "rowsiFromStatement", "ctxDrive
               "(*Stmt).QueryContext", "ctxDriverBegin", "(*Tx).Commit"]
 
 
-def _cases():
-    if not COMPAT:
-        return db_matrix.slice_cells()
-    cells = db_matrix.full_cells()
-    return cells + [c for c in db_matrix.slice_cells() if c not in cells]
+CASES = matrix.cases(db_matrix.full_cells, db_matrix.slice_cells)
 
-
-CASES = _cases()
-
-# cell -> {"result", "toolchain", "steps", "source", "probed", "why"}
-RESULTS = {}
-SAVE = threading.RLock()
+# cell -> {"result", "toolchain", "steps", "source", "probed", "why"}; the full matrix's kept
+# apart from the slice's.
+RESULTS = matrix.Results("db-versions", db_matrix.FIELDS, BUILD, why_width=400)
 # Held by the cell whose service is being traced and answering requests.
 ACTIVE = threading.Lock()
 # Cells in progress at once: one active, the one before it exiting (the kernel removed one
@@ -92,15 +81,7 @@ RUN_JOBS = 2
 def builds(request, bpf_ready):
     """cell -> future of db_matrix.build(cell): every selected cell built in order in the
     background, so the builds overlap the runs of the cells before them."""
-    selected = [item.callspec.params["cell"] for item in request.session.items
-                if item.module.__name__ == __name__ and hasattr(item, "callspec")
-                and "cell" in item.callspec.params]
-    pool = ThreadPoolExecutor(max_workers=BUILD_JOBS)
-    futures = {c: pool.submit(db_matrix.build, c) for c in dict.fromkeys(selected)}
-    yield futures
-    for f in futures.values():
-        f.cancel()
-    pool.shutdown(wait=True)
+    yield from matrix.in_background(db_matrix.build, matrix.selected_cells(request), BUILD_JOBS)
 
 
 class Requests:
@@ -371,15 +352,6 @@ def check_probed(cell, stderr, binary):
     return mine
 
 
-def _save():
-    with SAVE:
-        out = BUILD / "e2e"
-        out.mkdir(parents=True, exist_ok=True)
-        rows = [dict(lib=lib, release=rel, requested=tc, flavour=f, **r)
-                for (lib, rel, tc, f), r in RESULTS.items()]
-        (out / RESULTS_FILE).write_text(json.dumps(rows, indent=1) + "\n")
-
-
 def finish(g):
     """GOSPAN's exit status once it has exited after the SIGTERM it was sent (Gospan.stop()
     would send another), with all its output read."""
@@ -404,13 +376,10 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd):
     links, 4 to 6 s with a plain link per probe), overlaps the next cell's run."""
     lib, release, toolchain, flavour = cell
     where = db_matrix.cell_id(cell)
-    rec = {"result": "FAILED", "why": "did not finish"}
-    with SAVE:
-        RESULTS[cell] = rec
-    try:
+    with RESULTS.record(cell) as rec:
         binary = build.result()
-        built_with = db_matrix.go_version(toolchain)
-        rec["toolchain"] = db_matrix.toolchain_label(cell)
+        built_with = matrix.go_version(toolchain)
+        rec["toolchain"] = matrix.toolchain_label(toolchain)
         if lib == "sql":
             assert built_with == release, (where, built_with)
         args = ("-pg", pg.dsn) + (("-redis", rd.addr) if lib == "redis" else ())
@@ -449,27 +418,14 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd):
         # every call a span: nothing dropped, nothing left in flight
         assert " dropped 0;" in summary and " in flight 0," in summary, f"{where}: {summary}"
         rec["result"] = f"verified ({source})"
-        rec.pop("why")
-    except BaseException as e:
-        rec["why"] = str(e).splitlines()[0][:400] if str(e) else type(e).__name__
-        raise
-    finally:
-        _save()
 
 
 @pytest.fixture(scope="module")
 def runs(request, builds, start_gospan, otlp_receiver, postgres_server, redis_server):
     """cell -> future of run_cell(cell), every selected cell submitted in order."""
-    selected = [item.callspec.params["cell"] for item in request.session.items
-                if item.module.__name__ == __name__ and hasattr(item, "callspec")
-                and "cell" in item.callspec.params]
-    pool = ThreadPoolExecutor(max_workers=RUN_JOBS)
-    futures = {c: pool.submit(run_cell, c, builds[c], start_gospan, otlp_receiver,
-                              postgres_server, redis_server) for c in dict.fromkeys(selected)}
-    yield futures
-    for f in futures.values():
-        f.cancel()
-    pool.shutdown(wait=True)
+    def run(c):
+        return run_cell(c, builds[c], start_gospan, otlp_receiver, postgres_server, redis_server)
+    yield from matrix.in_background(run, matrix.selected_cells(request), RUN_JOBS)
 
 
 @pytest.mark.parametrize("cell", CASES, ids=[db_matrix.cell_id(c) for c in CASES])
@@ -479,12 +435,4 @@ def test_db_version_is_traced(cell, runs):
 
 @pytest.fixture(scope="module", autouse=True)
 def _write_compatibility():
-    t0 = time.monotonic()
-    yield
-    if not COMPAT or any(c not in RESULTS for c in CASES):
-        return  # the slice, or a partial run (-k), leaves the record of the full matrix alone
-    took = (time.monotonic() - t0) / 60
-    db_matrix.rewrite_section(db_matrix.page_text(RESULTS, CASES, note=(
-        f"This run took {took:.0f} minutes on {os.cpu_count()} CPUs and built "
-        f"{len(db_matrix.BUILT)} of its {len(CASES)} cells; the others were cached "
-        f"(~/.cache/gospan/dbmix-*).")))
+    yield from matrix.write_compatibility(db_matrix, RESULTS, CASES, "dbmix-*")

@@ -37,21 +37,18 @@ import platform
 import re
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import grpc_matrix
+import matrix
 from conftest import (BUILD, CI, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
                       trace_context_counters, trace_context_unavailable)
 from test_grpc import (HAND_PARENT_ID, HAND_TRACE_ID, WINDOW_SLACK_NS, check_client_span,
                        check_server_span, in_window, rpc_name)
 
-COMPAT = os.environ.get("GOSPAN_COMPAT", "").strip() in ("1", "true", "yes")
-BUILD_JOBS = 2 if COMPAT else 1
-# Where a run leaves its results: the full matrix's are kept apart from the slice's.
-RESULTS_FILE = "grpc-versions-full.json" if COMPAT else "grpc-versions-slice.json"
+BUILD_JOBS = 2 if matrix.COMPAT else 1
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SCENARIOS = ["unary_ok", "unary_error", "server_stream", "bidi", "with_traceparent"]
 UNARY_ERROR_CODES = {2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
@@ -62,22 +59,16 @@ ATTACH_RE = re.compile(
 NO_PROPAGATION = trace_context_unavailable()
 
 
-def _cases():
-    if not COMPAT:
-        return grpc_matrix.slice_cells()
-    cells = grpc_matrix.full_cells()
-    return cells + [c for c in grpc_matrix.slice_cells() if c not in cells]
-
-
 def _tc_id(tc):
     return "debian-go1.19" if tc == grpc_matrix.DEBIAN_GO else tc
 
 
-CASES = _cases()
+CASES = matrix.cases(grpc_matrix.full_cells, grpc_matrix.slice_cells)
 IDS = [f"{v}-{_tc_id(tc)}-{f}" for v, tc, f in CASES]
 
-# (version, toolchain, flavour) -> {"result", "toolchain", "steps", "hits", "why"}
-RESULTS = {}
+# (version, toolchain, flavour) -> {"result", "toolchain", "steps", "hits", "why"}; the full
+# matrix's kept apart from the slice's.
+RESULTS = matrix.Results("grpc-versions", grpc_matrix.FIELDS, BUILD, why_width=300)
 
 
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
@@ -123,15 +114,8 @@ def builds(request, bpf_ready):
     background, so the builds (the slow part) overlap the runs of the cells before. One build at
     a time for the slice; two for the full matrix, where a build's serial steps (tidy, links)
     would otherwise leave a core idle."""
-    selected = [item.callspec.params["cell"] for item in request.session.items
-                if item.module.__name__ == __name__ and hasattr(item, "callspec")
-                and "cell" in item.callspec.params]
-    pool = ThreadPoolExecutor(max_workers=BUILD_JOBS)
-    futures = {c: pool.submit(grpc_matrix.build, *c) for c in dict.fromkeys(selected)}
-    yield futures
-    for f in futures.values():
-        f.cancel()
-    pool.shutdown(wait=True)
+    yield from matrix.in_background(lambda c: grpc_matrix.build(*c),
+                                    matrix.selected_cells(request), BUILD_JOBS)
 
 
 def probe_hits(stderr):
@@ -234,13 +218,6 @@ def check_cell(calls, spans, client, server, where, gospan_err):
     assert {c["code"] for c in calls if c["scenario"] == "unary_error"} == UNARY_ERROR_CODES
 
 
-def _save():
-    out = BUILD / "e2e"
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [dict(grpc=v, requested=tc, flavour=f, **r) for (v, tc, f), r in RESULTS.items()]
-    (out / RESULTS_FILE).write_text(json.dumps(rows, indent=1) + "\n")
-
-
 @pytest.mark.parametrize("cell", CASES, ids=IDS)
 def test_grpc_version_is_traced(cell, builds, start_gospan, otlp_receiver, bpf_stats):
     version, toolchain, flavour = cell
@@ -248,8 +225,7 @@ def test_grpc_version_is_traced(cell, builds, start_gospan, otlp_receiver, bpf_s
         # Every check here follows the context the call carried; test_grpc.py covers the rest.
         assert not CI, NO_PROPAGATION
         pytest.skip(NO_PROPAGATION)
-    rec = RESULTS[cell] = {"result": "FAILED", "why": "did not finish"}
-    try:
+    with RESULTS.record(cell) as rec:
         server_bin, client_bin, built_with = builds[cell].result()
         rec["toolchain"] = built_with
         where = f"grpc-go {version} {built_with} {flavour}"
@@ -314,22 +290,8 @@ def test_grpc_version_is_traced(cell, builds, start_gospan, otlp_receiver, bpf_s
         assert steps["server"][0] == 0 and steps["client"][1] == 0, (
             f"{where}: single-stepped probes on an RPC's path: {lines}")
         rec["result"] = f"verified ({sources['server']})"
-        rec.pop("why")
-    except BaseException as e:
-        rec["why"] = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
-        raise
-    finally:
-        _save()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _write_compatibility():
-    t0 = time.monotonic()
-    yield
-    if not COMPAT or any(c not in RESULTS for c in CASES):
-        return  # the slice, or a partial run (-k), leaves the record of the full matrix alone
-    took = (time.monotonic() - t0) / 60
-    grpc_matrix.rewrite_section(grpc_matrix.page_text(RESULTS, CASES, note=(
-        f"This run took {took:.0f} minutes on {os.cpu_count()} CPUs and built "
-        f"{len(grpc_matrix.BUILT)} of its {len(CASES)} cells; the others were cached "
-        f"(~/.cache/gospan/grpcmix-*).")))
+    yield from matrix.write_compatibility(grpc_matrix, RESULTS, CASES, "grpcmix-*")

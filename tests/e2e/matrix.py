@@ -1,0 +1,257 @@
+"""What the release matrices share: grpc-go's (grpc_matrix.py, test_grpc_versions.py) and the data
+stores' (db_matrix.py, test_db_versions.py). A matrix is a list of cells, tuples naming what one
+build is made of (a library release, a Go toolchain, a build flavour); each family module says
+which cells there are and how one is built, this one how they are run and recorded:
+
+- Go toolchains named as the build scripts take them (grpcmix/build.sh, dbmix/build.sh):
+  "local", "go1.X.Y" (through the module proxy) or the path of a go command; go_version() says
+  which release one really is.
+- The build cache: <cache>/<program>-<hash of its sources>/..., where <cache> is the family's
+  environment variable, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan.
+- The cells a run takes (COMPAT: GOSPAN_COMPAT=1, `make compat`, runs the full matrix and the
+  slice; else the slice CI runs), built and run in the background in order, and the record of
+  each, saved after every cell to $GOSPAN_BUILD/e2e/<name>-full.json or -slice.json.
+- The family's section of COMPATIBILITY.md, between its BEGIN and END comments, and the command
+  line that lists the cells or rewrites the section from a saved run.
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = REPO / "COMPATIBILITY.md"
+COMPAT = os.environ.get("GOSPAN_COMPAT", "").strip() in ("1", "true", "yes")
+
+# name -> (go build flags, what it means)
+FLAVOURS = {
+    "plain": ([], "go build"),
+    "stripped": (["-ldflags=-s -w"], "-ldflags='-s -w': no symbol table, no DWARF"),
+    "pie": (["-buildmode=pie"], "-buildmode=pie: loaded at a random address"),
+}
+
+
+# ---- Go toolchains and modules ------------------------------------------------------------------
+
+
+def parse(v):
+    """(1, 50, 1) from "v1.50.1", "go1.50.1", "1.50"; pre-release suffixes dropped."""
+    v = re.sub(r"^(v|go)", "", v).split("-")[0]
+    return tuple(int(x) for x in v.split("."))
+
+
+def go_env(toolchain="local"):
+    """The environment of a go command that runs TOOLCHAIN (GOTOOLCHAIN): the caller's, without
+    GOROOT and GOFLAGS."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS")}
+    env.update(GOTOOLCHAIN=toolchain, GOFLAGS="-mod=mod")
+    return env
+
+
+def _go_command(toolchain):
+    """(argv0, GOTOOLCHAIN) of a toolchain as the build scripts take it."""
+    return (toolchain, "local") if "/" in toolchain else ("go", toolchain)
+
+
+_GOVERSION = {}
+
+
+def go_version(toolchain):
+    """The Go release TOOLCHAIN is, "go1.26.8"; fetches a go1.X.Y through the module proxy."""
+    if toolchain not in _GOVERSION:
+        go, tc = _go_command(toolchain)
+        res = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True,
+                             timeout=900, env=go_env(tc), cwd="/")
+        if res.returncode != 0 or not res.stdout.startswith("go"):
+            raise RuntimeError(f"cannot run Go toolchain '{toolchain}':\n{res.stderr}")
+        _GOVERSION[toolchain] = res.stdout.strip()
+    return _GOVERSION[toolchain]
+
+
+def toolchain_label(toolchain):
+    """How a toolchain is named in a cache key and on the page: its release, plus "(Debian)" for
+    a go command given by path."""
+    v = go_version(toolchain)
+    return f"{v} (Debian)" if "/" in toolchain else v
+
+
+def module_releases(module):
+    """The releases vX.Y.Z of MODULE the module proxy lists (`go list -m -versions` leaves
+    retracted releases out; pre-releases are skipped), in its order."""
+    res = subprocess.run(["go", "list", "-m", "-versions", module], capture_output=True,
+                         text=True, timeout=300, env=go_env(), cwd="/")
+    if res.returncode != 0:
+        raise RuntimeError(f"go list -m -versions {module} failed:\n{res.stderr}")
+    return [v for v in res.stdout.split()[1:] if re.fullmatch(r"v\d+\.\d+\.\d+", v)]
+
+
+# ---- the build cache ----------------------------------------------------------------------------
+
+
+def cache_dir(variable):
+    """Where builds are kept: $VARIABLE, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan."""
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gospan"
+
+
+def source_hash(folder, *also):
+    """What the builds of the program in FOLDER depend on in this tree: its files but README.md,
+    and the files ALSO (a script its build script runs)."""
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != "README.md":
+            h.update(str(p.relative_to(folder)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in also:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+# ---- running a matrix ---------------------------------------------------------------------------
+
+
+def every_cell(full_cells, slice_cells):
+    """The full matrix and the slice cells it lacks."""
+    cells = full_cells()
+    return cells + [c for c in slice_cells() if c not in cells]
+
+
+def cases(full_cells, slice_cells):
+    """The cells a run takes: every cell under COMPAT, else the slice."""
+    return every_cell(full_cells, slice_cells) if COMPAT else slice_cells()
+
+
+def selected_cells(request):
+    """The cells of the test module of REQUEST (a module fixture's) this session runs, in order:
+    the "cell" parameters of its collected tests."""
+    cells = [item.callspec.params["cell"] for item in request.session.items
+             if item.module is request.module and hasattr(item, "callspec")
+             and "cell" in item.callspec.params]
+    return list(dict.fromkeys(cells))
+
+
+def in_background(fn, cells, jobs):
+    """A fixture's body: yields {cell: future of FN(cell)}, every cell submitted in order to a
+    pool of JOBS threads; what has not started by the end is cancelled."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = {c: pool.submit(fn, c) for c in cells}
+    yield futures
+    for f in futures.values():
+        f.cancel()
+    pool.shutdown(wait=True)
+
+
+class Results(dict):
+    """Cell -> what a run recorded of it ({"result": "verified (...)" or "FAILED", "why": ...}),
+    saved after every cell to <build>/e2e/NAME-full.json (COMPAT) or NAME-slice.json, as rows
+    of the cell's FIELDS and then its record."""
+
+    def __init__(self, name, fields, build, why_width):
+        super().__init__()
+        self.fields, self.why_width = fields, why_width
+        self.out = build / "e2e"
+        self.file = self.out / f"{name}-{'full' if COMPAT else 'slice'}.json"
+        self.lock = threading.RLock()
+
+    def save(self):
+        with self.lock:
+            self.out.mkdir(parents=True, exist_ok=True)
+            rows = [dict(zip(self.fields, cell), **r) for cell, r in self.items()]
+            self.file.write_text(json.dumps(rows, indent=1) + "\n")
+
+    @contextmanager
+    def record(self, cell):
+        """Yields CELL's record, FAILED until the block ends without an exception (the block
+        sets the result); the first line of what stopped it is the record's "why". Saved
+        either way."""
+        rec = {"result": "FAILED", "why": "did not finish"}
+        with self.lock:
+            self[cell] = rec
+        try:
+            yield rec
+            rec.pop("why")
+        except BaseException as e:
+            rec["why"] = str(e).splitlines()[0][:self.why_width] if str(e) else type(e).__name__
+            raise
+        finally:
+            self.save()
+
+
+def load_results(path, fields):
+    """The results a run saved (Results.save), keyed by cell."""
+    rows = json.loads(Path(path).read_text())
+    return {tuple(r[f] for f in fields): r for r in rows}
+
+
+def write_compatibility(family, results, cells, cache_glob):
+    """A module fixture's body: when a COMPAT run has every one of CELLS in RESULTS (not a
+    partial run, -k), rewrites FAMILY's section of COMPATIBILITY.md with FAMILY.page_text(),
+    noting how long the run took and how many builds it made (FAMILY.BUILT)."""
+    t0 = time.monotonic()
+    yield
+    if not COMPAT or any(c not in results for c in cells):
+        return  # the slice, or a partial run (-k), leaves the record of the full matrix alone
+    took = (time.monotonic() - t0) / 60
+    family.rewrite_section(family.page_text(results, cells, note=(
+        f"This run took {took:.0f} minutes on {os.cpu_count()} CPUs and built "
+        f"{len(family.BUILT)} of its {len(cells)} cells; the others were cached "
+        f"(~/.cache/gospan/{cache_glob}).")))
+
+
+# ---- the page -----------------------------------------------------------------------------------
+
+
+def rewrite_section(text, begin, end, page=PAGE):
+    """Replaces the section of PAGE between the lines BEGIN and END with TEXT, or appends it; the
+    rest of the page (the other sections) is kept as it is."""
+    old = page.read_text() if page.exists() else ""
+    section = f"{begin}\n{text.rstrip()}\n{end}\n"
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + section + rest.split(end, 1)[1].lstrip("\n")
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old else "") + section
+    page.write_text(new)
+
+
+def shown_result(results, cell, fails):
+    """What the page says of CELL: its result, "FAILED" (then noted in FAILS) or "not run"."""
+    r = results.get(cell)
+    if not r:
+        return "not run"
+    if r["result"] == "FAILED":
+        fails[cell] = r
+        return "FAILED"
+    return r["result"]
+
+
+def tally(cells, results):
+    """ "N cells, K verified", then how many failed and how many did not run, where any did."""
+    ran = [c for c in cells if c in results]
+    ok = [c for c in ran if results[c]["result"].startswith("verified")]
+    return (f"{len(cells)} cells, {len(ok)} verified"
+            + (f", {len(ran) - len(ok)} failed" if len(ran) > len(ok) else "")
+            + (f", {len(cells) - len(ran)} not run" if len(cells) > len(ran) else ""))
+
+
+def main(argv, family, fields, show):
+    """A family module's command line: `--page RESULTS.json [NOTE]` rewrites its section of
+    COMPATIBILITY.md from a saved run of the full matrix (FIELDS name a row's cell); else the
+    cells of the slice, or with --full of the full matrix, one a line as SHOW gives it."""
+    if argv[:1] == ["--page"]:
+        res = load_results(argv[1], fields)
+        cells = every_cell(family.full_cells, family.slice_cells)
+        family.rewrite_section(family.page_text(res, cells,
+                                                note=argv[2] if len(argv) > 2 else None))
+        return 0
+    for c in family.full_cells() if "--full" in argv else family.slice_cells():
+        print(show(c))
+    return 0
