@@ -8,8 +8,9 @@ command (Debian's Go 1.19, /usr/lib/go-1.19/bin/go).
 
 Builds are kept in <cache>/grpcmix-<hash of tests/e2e/grpcmix>/<release>-<go>-<flavour>/, where
 <cache> is $GOSPAN_GRPCMIX_CACHE, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan (as the
-Collector and Jaeger builds are): a changed grpcmix program or build script gets a directory of
-its own, and a cell is built once per machine whatever the checkout. <go> is the version the
+Collector and Jaeger builds are): a changed grpcmix program or build script (or
+tests/e2e/mixbuild.sh, which it runs) gets a directory of its own, and a cell is built once per
+machine whatever the checkout. <go> is the version the
 toolchain really is (`go env GOVERSION`), so a newer installed Go is never mistaken for the old.
 
 Run as a program it lists the cells, `python3 tests/e2e/grpc_matrix.py [--full]`, or rewrites
@@ -72,8 +73,9 @@ def cache_dir():
 
 
 def source_hash():
-    """What the builds depend on in this tree: grpcmix's programs, go.mod and build.sh."""
-    return matrix.source_hash(GRPCMIX)
+    """What the builds depend on in this tree: grpcmix's programs, go.mod and build.sh, and the
+    script build.sh runs."""
+    return matrix.source_hash(GRPCMIX, matrix.REPO / "tests" / "e2e" / "mixbuild.sh")
 
 
 def releases():

@@ -5,7 +5,7 @@
 # tidy` looks at every file whatever its build tags, and would otherwise pull in every driver)
 # and given a go.mod of their own there: go 1.17 and no requirement but the drivers; `go mod
 # tidy` adds the rest and raises the go directive where a driver needs it. The committed go.mod
-# is left alone.
+# is left alone. The steps are ../mixbuild.sh's, which grpcmix/build.sh takes too.
 #
 #   build.sh OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]
 #            [--sqlite [VERSION]] [-- go build flags...]
@@ -64,23 +64,10 @@ while [ $# -gt 0 ]; do
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../mixbuild.sh
+. "$here/../mixbuild.sh"
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
-
-go=go
-if [[ $toolchain == */* ]]; then
-	go=$toolchain
-	toolchain=local
-fi
-# Set here, not taken from the caller or `go env -w`: -buildvcs (in many GOFLAGS) is unknown
-# to Go 1.17, a GOROOT from the caller would pin the wrong standard library when the go command
-# switches toolchains, and GOTOOLCHAIN means nothing to releases before Go 1.21.
-unset GOROOT
-export GOTOOLCHAIN=$toolchain GOFLAGS=-mod=mod CGO_ENABLED=${CGO_ENABLED:-0}
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/dbmix-build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-log=$work/log
 
 drivers="pq $pq"
 files=(main.go sql.go pq.go)
@@ -99,41 +86,17 @@ if [ -n "$sqlite" ]; then
 	drivers+=", sqlite $sqlite"
 fi
 
-# What an earlier step said that a later failure may be explained by.
-earlier=
-
-# Runs a go command quietly; on failure shows its output and stops.
-step() {
-	local what=$1
-	shift
-	if ! "$@" >"$log" 2>&1; then
-		echo "build.sh: $what failed ($drivers; GOTOOLCHAIN=$toolchain, $go):" >&2
-		cat "$log" >&2
-		[ -z "$earlier" ] || printf 'build.sh: earlier, %s\n' "$earlier" >&2
-		exit 1
-	fi
-}
-
-module=$(sed -n 's/^module[[:space:]]*//p' "$here/go.mod")
-mkdir "$work/src"
+mix_begin dbmix "$toolchain" "$drivers"
+mix_module "$here"
 for f in "${files[@]}"; do
 	cp "$here/$f" "$work/src/"
 done
-printf 'module %s\n\ngo 1.17\n' "$module" >"$work/src/go.mod"
 cd "$work/src"
-for r in "${requires[@]}"; do
-	step "go mod edit -require=$r" "$go" mod edit -require="$r"
-done
-# As in grpcmix/build.sh: Go before 1.21 fails `go mod tidy` when a dependency's test imports a
-# standard package that release lacks. The build compiles none of those tests, so tidy again
-# with -e (which reports the error and still writes go.mod and go.sum) and let the build decide.
-if ! "$go" mod tidy >"$log" 2>&1; then
-	earlier="go mod tidy failed, and was run again with -e: $(cat "$log")"
-	step "go mod tidy -e" "$go" mod tidy -e
-fi
+mix_require "${requires[@]}"
+mix_tidy
 tagflag=()
 if [ ${#tags[@]} -gt 0 ]; then
 	joined=$(IFS=,; echo "${tags[*]}")
 	tagflag=("-tags=$joined")
 fi
-step "go build" "$go" build "${tagflag[@]}" "$@" -o "$out" .
+mix_step "go build" "$go" build "${tagflag[@]}" "$@" -o "$out" .
