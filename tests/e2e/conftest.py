@@ -519,6 +519,11 @@ def otlp_receiver():
 
 # ---- gospan ---------------------------------------------------------------------------------
 
+# What a sanitizer prints on stderr: under `make test SANITIZE=1` gospan is built with ASan and
+# UBSan, and a leak ("ERROR: LeakSanitizer: detected memory leaks"), a memory error or undefined
+# behaviour is reported there and makes the exit status non-zero.
+SANITIZER_REPORT = re.compile(r"\b[A-Za-z]*Sanitizer\b")
+
 
 class Gospan:
     def __init__(self, argv, env):
@@ -567,6 +572,21 @@ class Gospan:
         self.returncode = self.proc.returncode
         return self.returncode
 
+    def assert_ended_cleanly(self):
+        """Fails the test unless gospan, once stopped, exited with status 0 and printed no
+        sanitizer report: how every test that stops a gospan on purpose must see it end."""
+        assert self.returncode is not None, f"gospan was not stopped ({' '.join(self.argv)})"
+        report = SANITIZER_REPORT.search(self.err.text)
+        assert self.returncode == 0 and report is None, (
+            f"gospan ({' '.join(self.argv)}) exited with status {self.returncode}"
+            f"{', with a sanitizer report' if report else ''}\n{self._output()}")
+
+    def stop_cleanly(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """stop(SIG), then assert_ended_cleanly(); returns the exit status (0)."""
+        self.stop(sig, timeout)
+        self.assert_ended_cleanly()
+        return self.returncode
+
     @property
     def stderr(self):
         return self.err.text
@@ -580,6 +600,18 @@ class Gospan:
             if line.startswith(SUMMARY_PREFIX):
                 return line
         return None
+
+
+def stop_cleanly(gospans):
+    """Stops every gospan of GOSPANS ({name: Gospan}) with SIGTERM, all of them even when one
+    fails, then fails the test naming each that did not end cleanly (Gospan.stop_cleanly)."""
+    problems = []
+    for name, g in gospans.items():
+        try:
+            g.stop_cleanly()
+        except AssertionError as e:
+            problems.append(f"gospan on {name}: {e}")
+    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")

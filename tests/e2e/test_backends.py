@@ -51,7 +51,7 @@ def test_collector_writes_the_spans_gospan_sent(protocol, collector, start_servi
         assert call(svc, method, path, body) == status, (method, path)
     spans = collector.wait_for_spans(before + len(COLLECTOR_REQUESTS), SPAN_WAIT)
     spans = [s for s in spans[before:] if s.resource.get("process.pid") == svc.pid]
-    assert g.stop() == 0, g.stderr
+    g.stop_cleanly()
     assert "failed" not in g.stderr, g.stderr
     assert len(spans) == len(COLLECTOR_REQUESTS), (
         f"the Collector wrote {len(spans)} spans for {len(COLLECTOR_REQUESTS)} requests\n"
@@ -106,8 +106,7 @@ class MackerelRun:
     requests: list
     spans: list
     errors: list
-    gospan: object
-    returncode: int
+    gospan: object  # conftest.Gospan, stopped
 
 
 @pytest.fixture(scope="module")
@@ -121,15 +120,15 @@ def mackerel_run(otlp_proto, start_service, start_gospan):
         assert call(svc, "GET", "/users/u7") == 200
         assert call(svc, "GET", "/status/500") == 500
         rx.wait_for_spans(2, SPAN_WAIT)
-        rc = g.stop()
-        return MackerelRun(secret, list(rx.requests), rx.snapshot(), list(rx.errors), g, rc)
+        g.stop()
+        return MackerelRun(secret, list(rx.requests), rx.snapshot(), list(rx.errors), g)
     finally:
         rx.close()
 
 
 def test_mackerel_request_shape(mackerel_run):
     r = mackerel_run
-    assert r.returncode == 0, r.gospan.stderr
+    r.gospan.assert_ended_cleanly()
     assert r.errors == [], r.errors  # content type, encoding and protobuf all accepted
     assert r.requests, f"no request reached the receiver\n{r.gospan.stderr}"
     for path, headers in r.requests:
@@ -319,7 +318,7 @@ def test_backend_started_after_gospan_gets_later_spans(free_port, fault_receiver
     g, rx, svc = _down_then_up(free_port, fault_receivers, start_service, start_gospan)
     assert call(svc, "GET", "/users/after-up") == 200
     missing = rx.wait_delivered(["/users/after-up"], SPAN_WAIT)
-    assert g.stop() == 0, g.stderr
+    g.stop_cleanly()
     assert not missing, f"the span made after the backend came up never arrived\n{g.stderr}"
     assert g.summary_line(), g.stderr
 
@@ -328,7 +327,7 @@ def test_spans_made_while_backend_down_are_delivered_once_it_is_up(free_port, fa
                                                                    start_service, start_gospan):
     g, rx, svc = _down_then_up(free_port, fault_receivers, start_service, start_gospan)
     missing = rx.wait_delivered(["/users/while-down"], SPAN_WAIT)
-    g.stop()
+    g.stop_cleanly()
     assert not missing, f"the span made while the backend was down was lost\n{g.stderr}"
 
 
@@ -348,7 +347,7 @@ def test_503_with_retry_after_is_retried(fault_receivers, start_service, start_g
     for p in paths:
         assert call(svc, "GET", p) == 200
     missing = rx.wait_delivered(paths, SPAN_WAIT)
-    g.stop()
+    g.stop_cleanly()
     assert not missing, (f"spans refused once with 503 were never delivered: {sorted(missing)}"
                          f"\n{g.stderr}")
     first, second = rx.attempts[0], rx.attempts[1]
@@ -371,7 +370,7 @@ def test_non_retryable_status_is_logged_counted_and_not_retried(status, fault_re
     assert ids and got[0].error is None, got[0]
     # A retry would come within this time (Retry-After absent: the SDKs back off about 1 s).
     time.sleep(3.0)
-    assert g.stop() == 0, g.stderr
+    g.stop_cleanly()
     same = [a for a in rx.attempts if ids & {s.span_id for s in a.spans}]
     assert len(same) == 1, f"the batch answered {status} was sent {len(same)} times"
     assert f"HTTP {status}" in g.stderr, g.stderr
@@ -399,7 +398,7 @@ def test_garbage_200_body_does_not_crash_gospan(fault_receivers, start_service, 
     missing = rx.wait_delivered(paths, SPAN_WAIT)
     assert g.proc.poll() is None, f"gospan exited with {g.proc.returncode}\n{g.stderr}"
     assert svc.alive()
-    assert g.stop() == 0, g.stderr
+    g.stop_cleanly()
     assert not missing, f"spans missing: {sorted(missing)}\n{g.stderr}"
     assert len(rx.attempts) >= 2, rx.attempts
     assert g.summary_line(), g.stderr
@@ -423,9 +422,8 @@ def test_hanging_backend_is_bounded_by_the_timeout(fault_receivers, start_servic
     assert got[1].t - t1 < 4.0, got[1].t - t1
     assert svc.alive()
     t0 = time.monotonic()
-    rc = g.stop(signal.SIGTERM, timeout=10.0)
+    g.stop_cleanly(signal.SIGTERM, timeout=10.0)
     took = time.monotonic() - t0
-    assert rc == 0, g.stderr
     assert took < 5.0, f"gospan took {took:.1f} s to exit on SIGTERM with a hanging backend"
     line = g.summary_line()
     assert line and counter(line, "export failures") >= 1, line

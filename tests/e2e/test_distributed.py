@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
-                      _go_env, CI, trace_context_unavailable)
+                      _go_env, CI, stop_cleanly, trace_context_unavailable)
 
 FRONTEND_SRC = REPO / "examples" / "frontend"
 BACKEND_SRC = REPO / "examples" / "backend"
@@ -119,7 +119,9 @@ class Traced:
 def start_traced(backend_bin, frontend_bin, start_gospan, receiver, cleanup, frontend_args=(),
                  env=None):
     """Starts the backend, the frontend pointed at it, and a gospan on each; waits for both
-    gospans to attach. Everything started is appended to CLEANUP (a list of callables)."""
+    gospans to attach. Everything started is appended to CLEANUP (a list of callables, to be
+    called last first by run_cleanup): the gospans are stopped before the services, and must
+    end cleanly."""
     backend = GoService(backend_bin)
     cleanup.append(backend.stop)
     frontend = GoService(frontend_bin, ["-backend", backend.base_url, *frontend_args])
@@ -127,6 +129,7 @@ def start_traced(backend_bin, frontend_bin, start_gospan, receiver, cleanup, fro
     gospans = {}
     for svc in (backend, frontend):
         gospans[svc.name] = start_gospan(svc.pid, receiver, env=env)
+    cleanup.append(lambda: stop_cleanly(gospans))
     for svc in (backend, frontend):
         line = gospans[svc.name].wait_attached()
         assert f"pid {svc.pid}" in line, f"gospan on {svc.name} attached elsewhere: {line!r}"
@@ -139,8 +142,20 @@ def traced(backend_bin, frontend_bin, start_gospan, otlp_receiver):
     try:
         yield start_traced(backend_bin, frontend_bin, start_gospan, otlp_receiver, cleanup)
     finally:
-        for stop in reversed(cleanup):
+        run_cleanup(cleanup)
+
+
+def run_cleanup(cleanup):
+    """Calls every callable of CLEANUP, last first, all of them even when one fails; then
+    raises the first failure."""
+    first = None
+    for stop in reversed(cleanup):
+        try:
             stop()
+        except Exception as e:  # noqa: BLE001 - raised again below, after the rest ran
+            first = first or e
+    if first is not None:
+        raise first
 
 
 # ---- requests -----------------------------------------------------------------------------------
@@ -691,15 +706,14 @@ def test_background_calls_are_roots(backend_bin, frontend_bin, start_gospan):
             assert by_parent[c.span_id].trace_id == c.trace_id, describe_all(spans)
             check_nested(by_parent[c.span_id], c, CROSS_PROCESS_SLACK_NS, "backend within CLIENT")
     finally:
-        for stop in reversed(cleanup):
-            stop()
+        run_cleanup(cleanup)
 
 
 def test_gospans_exit_cleanly(traced):
-    """Last: both gospans flush on SIGTERM, exit 0 and dropped nothing."""
+    """Last: both gospans flush on SIGTERM, exit 0 with no sanitizer report and dropped
+    nothing."""
+    stop_cleanly(traced.gospans)
     for name, g in traced.gospans.items():
-        rc = g.stop()
-        assert rc == 0, f"gospan on {name} exited with status {rc}\n{g.stderr}"
         line = g.summary_line()
         assert line, f"gospan on {name} printed no summary\n{g.stderr}"
         m = re.search(r"dropped (\d+)", line)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Service, _clean_env, _go_env, counter, drop_reasons
+from conftest import REPO, Gospan, Service, _clean_env, _go_env, counter, drop_reasons
 
 SRC = REPO / "examples" / "functions"
 SPAN_KIND_INTERNAL = 1
@@ -117,8 +117,11 @@ class Traced:
         self.rx = receiver
 
     def stop(self):
-        self.gospan.stop()
-        self.svc.stop()
+        """Stops gospan (it must exit 0 with no sanitizer report), then the service."""
+        try:
+            self.gospan.stop_cleanly()
+        finally:
+            self.svc.stop()
 
 
 def spans_of_trace(spans, trace_id):
@@ -440,13 +443,10 @@ def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path,
         cfg = write_config(tmp_path, {"functions": [{"symbol": "main.step",
                                                      "args": ["i", "label"]},
                                                     {"symbol": "main.inner"}]})
-        g = subprocess.Popen([str(gospan_bin), "--pid", str(proc.pid), "--functions", str(cfg)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
+        g = Gospan([str(gospan_bin), "--pid", str(proc.pid), "--functions", str(cfg)], env)
         time.sleep(3)
-        g.terminate()
-        _, err = g.communicate(timeout=30)
-        assert g.returncode == 0, err
+        g.stop_cleanly()
+        err = g.stderr
         assert "only its functions are traced" in err, err
     finally:
         proc.terminate()

@@ -175,7 +175,7 @@ class Run:
     pid: int
     reqs: list
     spans: list
-    returncode: int
+    gospan: object  # conftest.Gospan, stopped
     gospan_stderr: str
     receiver_errors: list
 
@@ -191,8 +191,8 @@ def run(start_service, start_gospan, otlp_receiver):
     reqs = drive(svc.port)
     otlp_receiver.wait_for_spans(len(reqs), SPAN_TIMEOUT)
     time.sleep(SETTLE)
-    rc = g.stop(signal.SIGTERM)  # a duplicate still in gospan's queue is flushed now
-    return Run(pid=svc.pid, reqs=reqs, spans=otlp_receiver.snapshot(), returncode=rc,
+    g.stop(signal.SIGTERM)  # a duplicate still in gospan's queue is flushed now
+    return Run(pid=svc.pid, reqs=reqs, spans=otlp_receiver.snapshot(), gospan=g,
                gospan_stderr=g.stderr, receiver_errors=list(otlp_receiver.errors))
 
 
@@ -251,7 +251,7 @@ def test_every_request_was_answered_correctly(run):
 
 
 def test_gospan_exited_cleanly_and_dropped_nothing(run):
-    assert run.returncode == 0, run.gospan_stderr
+    run.gospan.assert_ended_cleanly()
     summary = [ln for ln in run.gospan_stderr.splitlines() if ln.startswith("gospan: summary")]
     assert summary, f"no 'gospan: summary' line:\n{run.gospan_stderr}"
     assert "dropped 0" in summary[0], summary[0]
@@ -374,7 +374,7 @@ def cpu_run(start_service, start_gospan, otlp_receiver):
         return len([s for s in otlp_receiver.snapshot() if s.attrs.get("url.path") in mine])
 
     assert wait_until_count(arrived, len(q.all)), g.stderr
-    g.stop()
+    g.stop_cleanly()
     got, _ = pair(q.all, otlp_receiver.snapshot())
     assert all(len(got[r.n]) == 1 for r in q.all), got
     bad = [r.describe() for r in q.all if r.status != 200 or r.got_body != r.body]

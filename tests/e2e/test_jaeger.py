@@ -12,6 +12,8 @@ trace across three services: frontend SERVER -> frontend CLIENT (HTTP) -> backen
 frontend SERVER -> frontend CLIENT (gRPC inventory.v1.Inventory/GetItem) -> inventory SERVER,
 with the RPC conventions' tags on both gRPC spans; the traceparent goes out in the call's HEADERS
 frame. An unknown item is NOT_FOUND: an error for the caller, not for the inventory.
+
+At the end every gospan is stopped with SIGTERM and must exit 0 with no sanitizer report.
 """
 
 import time
@@ -20,7 +22,7 @@ import uuid
 import pytest
 
 from jaeger import jaeger, jaeger_bin, parents, service_of, tag  # noqa: F401 (fixtures)
-from conftest import REPO
+from conftest import REPO, stop_cleanly
 from test_distributed import (GoService, backend_bin, build_example,  # noqa: F401 (fixtures)
                               frontend_bin, get, NO_PROPAGATION)
 
@@ -41,6 +43,7 @@ def traced_to_jaeger(jaeger, backend_bin, frontend_bin, start_gospan):
         for g in gospans.values():
             g.wait_attached()
         yield frontend, backend, gospans
+        stop_cleanly(gospans)
     finally:
         frontend.stop()
         backend.stop()
@@ -68,6 +71,7 @@ def traced_with_inventory(jaeger, traced_to_jaeger, inventory_bin, frontend_bin,
         for g in mine.values():
             g.wait_attached()
         yield frontend, backend, inventory, {**gospans, **mine}
+        stop_cleanly(mine)
     finally:
         if frontend is not None:
             frontend.stop()
