@@ -5,56 +5,17 @@
  * and marks the goroutine as working for the new span. Client: (*Transport).roundTrip's entry and
  * RETs make client spans, children of the goroutine's span; a probe where Request.write calls
  * Header.writeSubset hands the request's context to the socket-layer writer (wire.bpf.c), keyed
- * by the goroutine that writes it; runtime.newproc1's
- * RETs hand a goroutine's span to the goroutines it starts. Function spans and on-CPU time
- * (functions.bpf.h) are included here so that one object holds every program. Records carry raw
- * facts and ids; user space pairs them into spans.
+ * by the goroutine that writes it. Records carry raw facts and ids; user space pairs them into
+ * spans.
+ *
+ * Linked with the other uprobe families (grpc.bpf.c, db.bpf.c, functions.bpf.c,
+ * go_runtime.bpf.c) into one object with one skeleton: what they share is in probe.bpf.h.
  */
-#include <stdbool.h>
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-#include "arch.bpf.h"
-#include "events.h"
+#include "probe.bpf.h"
 #include "go_map.bpf.h"
-#include "go_types.bpf.h"
-#include "ring.bpf.h"
-#include "trace_context.bpf.h"
-#include "wire_maps.bpf.h"
 
+/* The license of the whole object the families are linked into. */
 char LICENSE[] SEC("license") = "GPL";
-
-/* Per-target offsets and register slots; the attach cookie is the index. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, struct target_config);
-} targets SEC(".maps");
-
-/*
- * What each goroutine is doing, in one entry so that a probe finds it with one lookup: the span it
- * works for (`active`, read through active_get()) and its ServeHTTP call in flight (`server`).
- * LRU, so that entries of calls whose RET never comes (a goroutine killed by runtime.Goexit, a
- * process that exits mid-request) and of goroutines that are gone can never fill it; user space
- * also resolves the calls it knows panicked (probes__forget). Nothing is deleted when a call
- * ends: the entry is marked (server.start_ns 0, active.live 0) and rewritten in place by the
- * goroutine's next call. A connection's goroutine serves its keep-alive requests one after
- * another, and rewriting costs nothing where an LRU update and a delete cost half a microsecond.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct goroutine_state);
-} goroutines SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DROP__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
 
 /* Outgoing calls in flight, by goroutine. */
 struct {
@@ -80,15 +41,6 @@ struct {
 	__type(key, struct header_key);
 	__type(value, struct span_ctx);
 } outgoing SEC(".maps");
-
-/*
- * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
- * the copy, which costs one bpf_probe_read_user instead of one per field. In every release the
- * offset tables cover, the fields read at entry (Method .. TLS) lie in the first 0xd8 bytes; a
- * field past the bound is read on its own.
- */
-#define REQ_SNAP_MAX 256
-_Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
 
 /*
  * Where serve_http_entry's time goes, for make bench (bench/README.md, the "bpfprofile" part):
@@ -136,104 +88,9 @@ static __always_inline void prof_mark(__u32 stage, __u64 *last)
 	} while (0)
 #endif
 
-/* Scratch for records and lines too big for the 512-byte stack. */
-struct scratch {
-	char tp[TRACEPARENT_LEN + 1];
-	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
-	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tracestate_val);
-} tracestate_scratch SEC(".maps");
-
 /* Header names as net/http canonicalises them. Built on the stack: see hex_digit(). */
 #define TRACEPARENT_KEY(k) struct map_key k = { .name = "Traceparent", .len = 11 }
 #define TRACESTATE_KEY(k) struct map_key k = { .name = "Tracestate", .len = 10 }
-
-static __always_inline void count_drop(__u32 reason)
-{
-	__u64 *cnt = bpf_map_lookup_elem(&drops, &reason);
-
-	if (cnt)
-		*cnt += 1;
-}
-
-/* Finds this probe's target config and the current goroutine's key; false if unusable. */
-static __always_inline const struct target_config *probe_context(GO_REGS *ctx,
-								 struct goroutine_key *key)
-{
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
-	const struct target_config *cfg = bpf_map_lookup_elem(&targets, &cookie);
-
-	if (!cfg) {
-		count_drop(DROP_NO_CONFIG);
-		return NULL;
-	}
-	key->pid = bpf_get_current_pid_tgid() >> 32;
-	key->_pad = 0;
-	key->goid = go_read_word(GO_G_PTR(ctx), cfg->g_goid);
-	return cfg;
-}
-
-static __always_inline void fill_header(struct record_header *h, __u32 type,
-					const struct goroutine_key *key, __u64 start_ns)
-{
-	h->type = type;
-	h->pid = key->pid;
-	h->goid = key->goid;
-	h->start_ns = start_ns;
-}
-
-/*
- * The span KEY's goroutine works for, or NULL. Entries are written in place, so a goroutine
- * reading another's entry (a child its parent's) while that one rewrites it could see half of
- * each span: only when the parent starts a new span in that same instant, when which span is the
- * parent is a matter of timing anyway.
- */
-static __always_inline struct span_ctx *active_get(const struct goroutine_key *key)
-{
-	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
-
-	return gs && gs->active.live ? &gs->active : NULL;
-}
-
-/* The goroutine KEY now works for SC: the entry it left behind is reused when there is one. */
-static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
-{
-	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
-	struct goroutine_state fresh = {};
-
-	if (gs) {
-		gs->active = *sc;
-		gs->active.live = 1;
-		return;
-	}
-	fresh.active = *sc;
-	fresh.active.live = 1;
-	bpf_map_update_elem(&goroutines, key, &fresh, BPF_ANY);
-}
-
-/* The goroutine KEY works for no span any more. */
-static __always_inline void active_clear(const struct goroutine_key *key)
-{
-	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
-
-	if (gs)
-		gs->active.live = 0;
-}
-
-#include "functions.bpf.h"
 
 /* The pattern the mux matched: Request.Pattern (Go 1.23+) or Request.pat.str (Go 1.22). */
 static __always_inline __u32 read_pattern(const struct target_config *cfg, void *req, char *dst)
@@ -246,16 +103,6 @@ static __always_inline __u32 read_pattern(const struct target_config *cfg, void 
 		return 0;
 	pat = (void *)go_read_word(req, cfg->req_pat);
 	return pat ? go_read_string(dst, MAX_PATTERN_LEN, pat + cfg->pattern_str) : 0;
-}
-
-/* SC names the span IDS: calls the goroutine makes while SC is its `active` become its children. */
-static __always_inline void span_ctx_of(struct span_ctx *sc, const struct span_ids *ids)
-{
-	__builtin_memcpy(sc->trace_id, ids->trace_id, sizeof(sc->trace_id));
-	__builtin_memcpy(sc->span_id, ids->span_id, sizeof(sc->span_id));
-	sc->flags = ids->flags;
-	sc->depth = 0;
-	sc->live = 1;
 }
 
 /* Reads the traceparent header of the Header map HDR into IDS; false when absent or malformed. */
@@ -332,46 +179,6 @@ static __always_inline __u32 req_string(const struct req_view *v, __s64 off, cha
 		return go_copy_string(dst, cap, s->ptr, s->len);
 	}
 	return go_read_string(dst, cap, (const char *)v->req + off);
-}
-
-/*
- * The incoming tracestate, for the trace's outgoing calls to carry on (W3C: a participant that
- * does not change it passes it on). One that was cut at MAX_TRACESTATE_LEN is not passed on
- * cut. Kept by trace, not by span: the calls may come from goroutines the handler started.
- */
-static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, const char *ts,
-					    __u32 len)
-{
-	struct tracestate_key k = { .pid = pid };
-	struct tracestate_val *v;
-	__u32 zero = 0;
-
-	if (!len || len > MAX_TRACESTATE_LEN)
-		return;
-	v = bpf_map_lookup_elem(&tracestate_scratch, &zero);
-	if (!v)
-		return;
-	__builtin_memcpy(k.trace_id, trace_id, sizeof(k.trace_id));
-	v->len = len;
-	__builtin_memcpy(v->s, ts, MAX_TRACESTATE_LEN);
-	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
-}
-
-/*
- * The ids of a server span: IDS holds the caller's traceparent when HAS_TP (sampled as the
- * sampler says: a parent-based one follows the caller's flag), else the span nests in OUTER (a
- * function span) or starts a trace.
- */
-static __always_inline void server_ids(const struct target_config *cfg, struct span_ids *ids,
-				       bool has_tp, const struct span_ctx *outer)
-{
-	if (!has_tp)
-		child_ids(ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
-	else if (!cfg->parent_based)
-		ids->flags = (ids->flags & ~1) |
-			     sample_root(cfg->root_sampler, cfg->ratio_bound, ids->trace_id);
-	if (ids->remote_parent)
-		random_id(ids->span_id, sizeof(ids->span_id));
 }
 
 SEC("uprobe")
@@ -586,35 +393,6 @@ static __always_inline bool is_https(const struct http_client_start *e)
 	       e->scheme[2] == 't' && e->scheme[3] == 'p' && e->scheme[4] == 's';
 }
 
-/*
- * The socket-layer writer tracks the client sockets of the processes in `traced`: a process
- * joins on its first client call, which comes before the call's connection is made.
- */
-static __always_inline void track_process(const struct target_config *cfg, __u32 pid)
-{
-	struct traced_process tp = { .g_goid = cfg->g_goid, .tls_g = cfg->tls_g };
-
-	if (!bpf_map_lookup_elem(&traced, &pid))
-		bpf_map_update_elem(&traced, &pid, &tp, BPF_NOEXIST);
-}
-
-/*
- * The span a call made on goroutine KEY belongs in: the one it works for, else, for a goroutine
- * the span's goroutine started, that one's, found with one read of g.parentGoid at no extra probe
- * hit (deeper generations: --follow-goroutines). NULL: the call starts a trace.
- */
-static __always_inline struct span_ctx *calling_span(GO_REGS *ctx, const struct target_config *cfg,
-						     const struct goroutine_key *key)
-{
-	struct goroutine_key pk = { .pid = key->pid };
-	struct span_ctx *sc = active_get(key);
-
-	if (sc || cfg->g_parent_goid < 0)
-		return sc;
-	pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-	return active_get(&pk);
-}
-
 SEC("uprobe")
 int client_entry(GO_REGS *ctx)
 {
@@ -814,38 +592,3 @@ int mark_request(GO_REGS *ctx)
 	return 0;
 }
 
-/*
- * At runtime.newproc1's RETs, on the system stack: the new goroutine is its result, and it
- * records who started it (g.parentGoid, Go 1.21+). If the parent works for a span, so does the
- * child, MAX_GOROUTINE_DEPTH generations down at most.
- */
-SEC("uprobe")
-int goroutine_created(GO_REGS *ctx)
-{
-	const struct target_config *cfg;
-	struct goroutine_key parent = {}, child = {};
-	struct span_ctx *pctx, cctx;
-	__u64 attach_cookie = bpf_get_attach_cookie(ctx);
-	__u32 cookie = (__u32)attach_cookie, slot = COOKIE_RESULT_SLOT(attach_cookie);
-	void *newg;
-
-	cfg = bpf_map_lookup_elem(&targets, &cookie);
-	if (!cfg || cfg->g_parent_goid < 0)
-		return 0;
-	newg = (void *)go_arg(ctx, slot ? slot : cfg->ret_newproc_g);
-	if (!newg)
-		return 0;
-	parent.pid = child.pid = bpf_get_current_pid_tgid() >> 32;
-	parent.goid = go_read_word(newg, cfg->g_parent_goid);
-	pctx = active_get(&parent);
-	if (!pctx || pctx->depth >= MAX_GOROUTINE_DEPTH)
-		return 0;
-	cctx = *pctx;
-	cctx.depth++;
-	child.goid = go_read_word(newg, cfg->g_goid);
-	active_put(&child, &cctx);
-	return 0;
-}
-
-#include "grpc.bpf.h"
-#include "db.bpf.h"

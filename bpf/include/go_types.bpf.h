@@ -9,6 +9,16 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 
+/* Go's reflect kinds in a type descriptor (internal/abi): the low 5 bits of the kind byte. */
+#define GO_TYPE_KIND_OFF 23
+#define GO_TYPE_KIND_MASK 0x1f
+#define GO_KIND_MAP_ 21
+#define GO_KIND_SLICE_ 23
+#define GO_KIND_STRING_ 24
+/* A map type's key and element types follow the 48-byte common type descriptor. */
+#define GO_MAPTYPE_KEY 48
+#define GO_MAPTYPE_ELEM 56
+
 struct go_string {
 	const char *ptr;
 	__s64 len;

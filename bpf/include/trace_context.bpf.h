@@ -39,32 +39,6 @@ static __always_inline __u8 sample_root(__u32 sampler, __u64 bound, const __u8 *
 	return (x >> 1) < bound;
 }
 
-/*
- * A goroutine's open function calls (--functions), innermost last. The goroutine's current span
- * lives in the `active` map, as for server spans; each frame keeps what `active` held before its
- * call, so returns restore it in LIFO order and a server span started inside a function span
- * (or the other way round) nests. SDEPTH, the distance from the stack top (g.stack.hi - SP),
- * survives a stack move and is the same at entry and at the call's RETs: a RET pairs with the
- * frame of its own call even when calls in between never returned (a recovered panic), and a
- * second entry at the same SDEPTH is the prologue re-run after stack growth, not recursion.
- */
-struct span_frame {
-	struct span_ctx prev; /* `active` before this call, when HAS_PREV */
-	__u64 start_ns;
-	__u64 cpu_start_ns; /* the goroutine's running time at entry (--cpu-time) */
-	__u64 sdepth;
-	__u32 func;
-	__u32 has_prev;
-};
-
-struct span_stack {
-	__u32 depth; /* frames in use */
-	__u32 _pad;
-	struct span_frame frames[MAX_SPAN_DEPTH];
-};
-
-_Static_assert((MAX_SPAN_DEPTH & (MAX_SPAN_DEPTH - 1)) == 0, "MAX_SPAN_DEPTH: a power of two");
-
 /* The ids of a span whose parent is PARENT (NULL: a new trace), sampled as the config says. */
 static __always_inline void child_ids(struct span_ids *ids, const struct span_ctx *parent,
 				      __u32 sampler, __u32 parent_based, __u64 bound)

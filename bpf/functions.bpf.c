@@ -1,17 +1,40 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
- * Function spans (--functions) and on-CPU time (--cpu-time). Included by http.bpf.c, so one object
- * and one skeleton hold every program and the maps they share (`events`, `targets`, `active`).
+ * Function spans (--functions), linked with the other uprobe families into one object, whose
+ * maps and helpers it shares (probe.bpf.h). On-CPU time (--cpu-time) is kept by go_runtime.bpf.c.
  *
  * Any function's entry and its ends are probed: its RETs, or the places its calls return to when
  * all of them are direct calls (exporter/sites.h). Entry records its arguments as raw words and
  * bounded strings, as the func_config user space derived from DWARF or the config file says, and
- * pushes a frame on the goroutine's span stack; the end that belongs to that frame pops it. The
- * casgstatus probe keeps, per goroutine with a span, how long it has been on a CPU: a span's
- * on-CPU time is the difference between its start and its end.
+ * pushes a frame on the goroutine's span stack; the end that belongs to that frame pops it.
  */
-#ifndef GOSPAN_FUNCTIONS_BPF_H
-#define GOSPAN_FUNCTIONS_BPF_H
+#include "probe.bpf.h"
+
+/*
+ * A goroutine's open function calls (--functions), innermost last. The goroutine's current span
+ * lives in the `active` map, as for server spans; each frame keeps what `active` held before its
+ * call, so returns restore it in LIFO order and a server span started inside a function span
+ * (or the other way round) nests. SDEPTH, the distance from the stack top (g.stack.hi - SP),
+ * survives a stack move and is the same at entry and at the call's RETs: a RET pairs with the
+ * frame of its own call even when calls in between never returned (a recovered panic), and a
+ * second entry at the same SDEPTH is the prologue re-run after stack growth, not recursion.
+ */
+struct span_frame {
+	struct span_ctx prev; /* `active` before this call, when HAS_PREV */
+	__u64 start_ns;
+	__u64 cpu_start_ns; /* the goroutine's running time at entry (--cpu-time) */
+	__u64 sdepth;
+	__u32 func;
+	__u32 has_prev;
+};
+
+struct span_stack {
+	__u32 depth; /* frames in use */
+	__u32 _pad;
+	struct span_frame frames[MAX_SPAN_DEPTH];
+};
+
+_Static_assert((MAX_SPAN_DEPTH & (MAX_SPAN_DEPTH - 1)) == 0, "MAX_SPAN_DEPTH: a power of two");
 
 /* One per traced function: the attach cookie minus FUNC_COOKIE_BASE is the index. */
 struct {
@@ -36,83 +59,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct span_stack);
 } empty_stack SEC(".maps");
-
-/* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
-struct gclock {
-	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
-	__u64 since_ns;
-	__u64 running;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct gclock);
-} gclocks SEC(".maps");
-
-/*
- * The goroutine KEY's running time so far. It is running now (this probe runs on it), so a clock
- * that is missing or says otherwise (a transition the runtime made without casgstatus) starts
- * running from NOW.
- */
-static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 now)
-{
-	struct gclock *c = bpf_map_lookup_elem(&gclocks, key);
-	struct gclock fresh = {.since_ns = now, .running = 1};
-
-	if (!c) {
-		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
-		return 0;
-	}
-	if (!c->running) {
-		c->since_ns = now;
-		c->running = 1;
-	}
-	return c->total_ns + (now - c->since_ns);
-}
-
-/* Whether a goroutine in Go status S is using a CPU. */
-static __always_inline bool on_cpu(__u32 s)
-{
-	return s == GO_STATUS_RUNNING || s == GO_STATUS_COPYSTACK;
-}
-
-/*
- * runtime.casgstatus(gp *g, oldval, newval uint32): every goroutine state change the scheduler
- * makes. Only changes onto or off a CPU matter, and they are told apart before any map lookup,
- * so the others cost the probe hit alone.
- */
-SEC("uprobe")
-int go_casgstatus(GO_REGS *ctx)
-{
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
-	__u32 oldval = (__u32)go_arg(ctx, 2), newval = (__u32)go_arg(ctx, 3);
-	const struct target_config *cfg;
-	struct goroutine_key key = {};
-	struct gclock *c;
-	__u64 now;
-
-	if (on_cpu(oldval) == on_cpu(newval))
-		return 0;
-	cfg = bpf_map_lookup_elem(&targets, &cookie);
-	if (!cfg)
-		return 0;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
-	key.goid = go_read_word((void *)go_arg(ctx, 1), cfg->g_goid);
-	c = bpf_map_lookup_elem(&gclocks, &key);
-	if (!c)
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (on_cpu(newval)) {
-		c->since_ns = now;
-		c->running = 1;
-	} else if (c->running) {
-		c->total_ns += now - c->since_ns;
-		c->running = 0;
-	}
-	return 0;
-}
 
 /* The function probe's config, its target's, and the goroutine; NULL when unusable. */
 static __always_inline const struct func_config *func_context(GO_REGS *ctx,
@@ -340,5 +286,3 @@ int func_return(GO_REGS *ctx)
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
-
-#endif

@@ -1,7 +1,7 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
- * gRPC (google.golang.org/grpc) capture. Included by http.bpf.c, whose maps and helpers it
- * shares: one object holds every program.
+ * gRPC (google.golang.org/grpc) capture, linked with the other uprobe families into one object
+ * whose maps and helpers it shares (probe.bpf.h).
  *
  * Server: (*grpc.Server).handleStream runs each RPC on the goroutine that calls its handler, for
  * unary and streaming RPCs alike. Its entry starts the span (the stream's method; the transport's
@@ -19,21 +19,11 @@
  * type's methods, and user space gives the addresses of the ones that identify the types read
  * here (a context.valueCtx, a *net.TCPAddr, a *status.Error, an *errors.errorString).
  */
-#ifndef GOSPAN_GRPC_BPF_H
-#define GOSPAN_GRPC_BPF_H
+#include "probe.bpf.h"
+#include "go_map.bpf.h"
 
 /* How many contexts the walk for the incoming metadata follows from the stream's own. */
 #define CTX_WALK_MAX 6
-
-/* Go's reflect kinds in a type descriptor (internal/abi): the low 5 bits of the kind byte. */
-#define GO_TYPE_KIND_OFF 23
-#define GO_TYPE_KIND_MASK 0x1f
-#define GO_KIND_MAP_ 21
-#define GO_KIND_SLICE_ 23
-#define GO_KIND_STRING_ 24
-/* A map type's key and element types follow the 48-byte common type descriptor. */
-#define GO_MAPTYPE_KEY 48
-#define GO_MAPTYPE_ELEM 56
 
 /* gRPC's code for an error that is not a status: codes.Unknown. */
 #define GRPC_CODE_UNKNOWN 2
@@ -54,7 +44,6 @@ struct {
 	__type(key, struct goroutine_key);
 	__type(value, struct rpc_server_call);
 } rpc_servers SEC(".maps");
-
 
 /*
  * A client call begun on a goroutine, until its stream is made (START_NS 0 from then on) and its
@@ -612,5 +601,3 @@ int grpc_client_end(GO_REGS *ctx)
 	bpf_map_delete_elem(&rpc_streams, &sk);
 	return 0;
 }
-
-#endif

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Data store client calls: database/sql (any driver), pgx v5's own API and go-redis v9. Each
  * call becomes one record, sent when it returns (struct db_call): a call has no children, so its
@@ -16,10 +16,10 @@
  * pgx's Conn.Query, Exec and SendBatch, and go-redis's baseClient.process and its pipelines'
  * processors, are probed at their entries and RETs (they are reached through method values).
  *
- * Included at the end of http.bpf.c, whose maps and helpers it uses.
+ * Linked with the other uprobe families into one object, whose maps and helpers it uses
+ * (probe.bpf.h).
  */
-#ifndef GOSPAN_DB_BPF_H
-#define GOSPAN_DB_BPF_H
+#include "probe.bpf.h"
 
 /* database/sql's ErrSkip: the driver declined the fast path and the call goes on prepared. */
 #define SQL_ERR_SKIP "driver: skip fast-path"
@@ -596,5 +596,3 @@ int db_redis_end(GO_REGS *ctx)
 {
 	return db_end(ctx, DB_CLIENT_REDIS, DB_CLIENT_REDIS_PIPELINE, 1, 2);
 }
-
-#endif

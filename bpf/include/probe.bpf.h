@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the uprobe families share (http.bpf.c, grpc.bpf.c, db.bpf.c, functions.bpf.c,
+ * go_runtime.bpf.c): they are linked into one object with one skeleton, and these are its common
+ * maps, defined in maps.bpf.c, and the helpers every probe uses to find its target's config and
+ * its goroutine, to start a record, and to read and set the span a goroutine works for.
+ */
+#ifndef GOSPAN_PROBE_BPF_H
+#define GOSPAN_PROBE_BPF_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "arch.bpf.h"
+#include "events.h"
+#include "go_types.bpf.h"
+#include "ring.bpf.h"
+#include "trace_context.bpf.h"
+#include "wire_maps.bpf.h"
+
+/* Per-target offsets and register slots; the attach cookie is the index. */
+struct targets_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct target_config);
+};
+
+extern struct targets_map targets SEC(".maps");
+
+/*
+ * What each goroutine is doing, in one entry so that a probe finds it with one lookup: the span it
+ * works for (`active`, read through active_get()) and its ServeHTTP call in flight (`server`).
+ * LRU, so that entries of calls whose RET never comes (a goroutine killed by runtime.Goexit, a
+ * process that exits mid-request) and of goroutines that are gone can never fill it; user space
+ * also resolves the calls it knows panicked (probes__forget). Nothing is deleted when a call
+ * ends: the entry is marked (server.start_ns 0, active.live 0) and rewritten in place by the
+ * goroutine's next call. A connection's goroutine serves its keep-alive requests one after
+ * another, and rewriting costs nothing where an LRU update and a delete cost half a microsecond.
+ */
+struct goroutines_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct goroutine_state);
+};
+
+extern struct goroutines_map goroutines SEC(".maps");
+
+/* Records not sent, by reason (enum drop_reason), per CPU. */
+struct drops_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DROP__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+extern struct drops_map drops SEC(".maps");
+
+/*
+ * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
+ * the copy, which costs one bpf_probe_read_user instead of one per field. In every release the
+ * offset tables cover, the fields read at entry (Method .. TLS) lie in the first 0xd8 bytes; a
+ * field past the bound is read on its own.
+ */
+#define REQ_SNAP_MAX 256
+_Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
+
+/* Scratch for records and lines too big for the 512-byte stack. */
+struct scratch {
+	char tp[TRACEPARENT_LEN + 1];
+	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
+	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
+};
+
+struct scratch_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+};
+
+extern struct scratch_map scratch SEC(".maps");
+
+struct tracestate_scratch_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tracestate_val);
+};
+
+extern struct tracestate_scratch_map tracestate_scratch SEC(".maps");
+
+/* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
+struct gclock {
+	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
+	__u64 since_ns;
+	__u64 running;
+};
+
+struct gclocks_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct goroutine_key);
+	__type(value, struct gclock);
+};
+
+extern struct gclocks_map gclocks SEC(".maps");
+
+static __always_inline void count_drop(__u32 reason)
+{
+	__u64 *cnt = bpf_map_lookup_elem(&drops, &reason);
+
+	if (cnt)
+		*cnt += 1;
+}
+
+/* Finds this probe's target config and the current goroutine's key; NULL if unusable. */
+static __always_inline const struct target_config *probe_context(GO_REGS *ctx,
+								 struct goroutine_key *key)
+{
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+	const struct target_config *cfg = bpf_map_lookup_elem(&targets, &cookie);
+
+	if (!cfg) {
+		count_drop(DROP_NO_CONFIG);
+		return NULL;
+	}
+	key->pid = bpf_get_current_pid_tgid() >> 32;
+	key->_pad = 0;
+	key->goid = go_read_word(GO_G_PTR(ctx), cfg->g_goid);
+	return cfg;
+}
+
+static __always_inline void fill_header(struct record_header *h, __u32 type,
+					const struct goroutine_key *key, __u64 start_ns)
+{
+	h->type = type;
+	h->pid = key->pid;
+	h->goid = key->goid;
+	h->start_ns = start_ns;
+}
+
+/*
+ * The span KEY's goroutine works for, or NULL. Entries are written in place, so a goroutine
+ * reading another's entry (a child its parent's) while that one rewrites it could see half of
+ * each span: only when the parent starts a new span in that same instant, when which span is the
+ * parent is a matter of timing anyway.
+ */
+static __always_inline struct span_ctx *active_get(const struct goroutine_key *key)
+{
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+
+	return gs && gs->active.live ? &gs->active : NULL;
+}
+
+/* The goroutine KEY now works for SC: the entry it left behind is reused when there is one. */
+static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
+{
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+	struct goroutine_state fresh = {};
+
+	if (gs) {
+		gs->active = *sc;
+		gs->active.live = 1;
+		return;
+	}
+	fresh.active = *sc;
+	fresh.active.live = 1;
+	bpf_map_update_elem(&goroutines, key, &fresh, BPF_ANY);
+}
+
+/* The goroutine KEY works for no span any more. */
+static __always_inline void active_clear(const struct goroutine_key *key)
+{
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+
+	if (gs)
+		gs->active.live = 0;
+}
+
+/* SC names the span IDS: calls the goroutine makes while SC is its `active` become its children. */
+static __always_inline void span_ctx_of(struct span_ctx *sc, const struct span_ids *ids)
+{
+	__builtin_memcpy(sc->trace_id, ids->trace_id, sizeof(sc->trace_id));
+	__builtin_memcpy(sc->span_id, ids->span_id, sizeof(sc->span_id));
+	sc->flags = ids->flags;
+	sc->depth = 0;
+	sc->live = 1;
+}
+
+/*
+ * The span a call made on goroutine KEY belongs in: the one it works for, else, for a goroutine
+ * the span's goroutine started, that one's, found with one read of g.parentGoid at no extra probe
+ * hit (deeper generations: --follow-goroutines). NULL: the call starts a trace.
+ */
+static __always_inline struct span_ctx *calling_span(GO_REGS *ctx, const struct target_config *cfg,
+						     const struct goroutine_key *key)
+{
+	struct goroutine_key pk = { .pid = key->pid };
+	struct span_ctx *sc = active_get(key);
+
+	if (sc || cfg->g_parent_goid < 0)
+		return sc;
+	pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
+	return active_get(&pk);
+}
+
+/*
+ * The ids of a server span: IDS holds the caller's traceparent when HAS_TP (sampled as the
+ * sampler says: a parent-based one follows the caller's flag), else the span nests in OUTER (a
+ * function span) or starts a trace.
+ */
+static __always_inline void server_ids(const struct target_config *cfg, struct span_ids *ids,
+				       bool has_tp, const struct span_ctx *outer)
+{
+	if (!has_tp)
+		child_ids(ids, outer, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	else if (!cfg->parent_based)
+		ids->flags = (ids->flags & ~1) |
+			     sample_root(cfg->root_sampler, cfg->ratio_bound, ids->trace_id);
+	if (ids->remote_parent)
+		random_id(ids->span_id, sizeof(ids->span_id));
+}
+
+/*
+ * The incoming tracestate, for the trace's outgoing calls to carry on (W3C: a participant that
+ * does not change it passes it on). One that was cut at MAX_TRACESTATE_LEN is not passed on
+ * cut. Kept by trace, not by span: the calls may come from goroutines the handler started.
+ */
+static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, const char *ts,
+					    __u32 len)
+{
+	struct tracestate_key k = { .pid = pid };
+	struct tracestate_val *v;
+	__u32 zero = 0;
+
+	if (!len || len > MAX_TRACESTATE_LEN)
+		return;
+	v = bpf_map_lookup_elem(&tracestate_scratch, &zero);
+	if (!v)
+		return;
+	__builtin_memcpy(k.trace_id, trace_id, sizeof(k.trace_id));
+	v->len = len;
+	__builtin_memcpy(v->s, ts, MAX_TRACESTATE_LEN);
+	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
+}
+
+/*
+ * The socket-layer writer tracks the client sockets of the processes in `traced`: a process
+ * joins on its first client call, which comes before the call's connection is made.
+ */
+static __always_inline void track_process(const struct target_config *cfg, __u32 pid)
+{
+	struct traced_process tp = { .g_goid = cfg->g_goid, .tls_g = cfg->tls_g };
+
+	if (!bpf_map_lookup_elem(&traced, &pid))
+		bpf_map_update_elem(&traced, &pid, &tp, BPF_NOEXIST);
+}
+
+/*
+ * The goroutine KEY's running time so far. It is running now (this probe runs on it), so a clock
+ * that is missing or says otherwise (a transition the runtime made without casgstatus) starts
+ * running from NOW.
+ */
+static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 now)
+{
+	struct gclock *c = bpf_map_lookup_elem(&gclocks, key);
+	struct gclock fresh = {.since_ns = now, .running = 1};
+
+	if (!c) {
+		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
+		return 0;
+	}
+	if (!c->running) {
+		c->since_ns = now;
+		c->running = 1;
+	}
+	return c->total_ns + (now - c->since_ns);
+}
+
+#endif
