@@ -8,7 +8,6 @@
  * from DWARF, or, in a binary without it, from what the file declares. What cannot be traced is
  * said once per function at start, with the reason.
  */
-#include <elf.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,12 +17,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "analysis/abi.h"
 #include "analysis/disasm.h"
 #include "analysis/dwarf.h"
 #include "analysis/elf.h"
 #include "analysis/functions.h"
 #include "core/log.h"
 #include "analysis/pclntab.h"
+#include "analysis/symname.h"
 #include "core/trusted_file.h"
 
 #define FILE_MAX_SIZE (1 << 20)
@@ -384,131 +385,6 @@ struct functions *functions__load(const char *path)
 	return fs;
 }
 
-/* ---- names ---------------------------------------------------------------------------------- */
-
-bool functions__glob(const char *p, const char *s)
-{
-	const char *star_p = NULL, *star_s = NULL;
-
-	while (*s) {
-		if (*p == '\\' && p[1]) {
-			if (p[1] != *s)
-				goto backtrack;
-			p += 2;
-			s++;
-		} else if (*p == '*') {
-			star_p = ++p;
-			star_s = s;
-		} else if (*p == '?' || *p == *s) {
-			p++;
-			s++;
-		} else {
-		backtrack:
-			if (!star_p)
-				return false;
-			p = star_p;
-			s = ++star_s;
-		}
-	}
-	while (*p == '*')
-		p++;
-	return !*p;
-}
-
-const char *functions__short_name(const char *symbol)
-{
-	size_t head = strcspn(symbol, "[("); /* generic brackets and receivers may hold slashes */
-	const char *slash = NULL, *p;
-
-	for (p = symbol; p < symbol + head; p++)
-		if (*p == '/')
-			slash = p;
-	return slash ? slash + 1 : symbol;
-}
-
-/* Edit distance of A and B, stopping early at LIMIT (returns LIMIT then). */
-static size_t distance(const char *a, const char *b, size_t limit)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j, row[256], prev, tmp, best;
-
-	if (lb >= sizeof(row) / sizeof(row[0]) || (la > lb ? la - lb : lb - la) >= limit)
-		return limit;
-	for (j = 0; j <= lb; j++)
-		row[j] = j;
-	for (i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = i;
-		best = row[0];
-		for (j = 1; j <= lb; j++) {
-			tmp = row[j];
-			row[j] = a[i - 1] == b[j - 1]
-				     ? prev
-				     : 1 + (prev < row[j - 1]
-						? (prev < row[j] ? prev : row[j])
-						: (row[j - 1] < row[j] ? row[j - 1] : row[j]));
-			prev = tmp;
-			if (row[j] < best)
-				best = row[j];
-		}
-		if (best >= limit)
-			return limit;
-	}
-	return row[lb] < limit ? row[lb] : limit;
-}
-
-/* ---- the register ABI ----------------------------------------------------------------------- */
-
-void abi__type_regs(enum go_type type, unsigned *nint, unsigned *nfloat, bool *stack)
-{
-	*nint = *nfloat = 0;
-	*stack = false;
-	switch (type) {
-	case GO_TYPE_FLOAT:
-		*nfloat = 1;
-		break;
-	case GO_TYPE_COMPLEX:
-		*nfloat = 2;
-		break;
-	case GO_TYPE_STRING:
-	case GO_TYPE_IFACE:
-		*nint = 2;
-		break;
-	case GO_TYPE_SLICE:
-		*nint = 3;
-		break;
-	case GO_TYPE_STACK:
-	case GO_TYPE_NONE:
-		*stack = true;
-		break;
-	default:
-		*nint = 1;
-		break;
-	}
-}
-
-void abi__assign(struct abi_param *params, size_t n, unsigned nint, unsigned nfloat)
-{
-	unsigned ni = 0, nf = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		struct abi_param *p = &params[i];
-
-		p->int_slot = p->float_slot = 0;
-		if (p->stack || ni + p->nint > nint || nf + p->nfloat > nfloat) {
-			/* All or nothing: a parameter never straddles registers and stack. */
-			p->stack = true;
-			continue;
-		}
-		if (p->nint)
-			p->int_slot = ni + 1;
-		if (p->nfloat)
-			p->float_slot = nf + 1;
-		ni += p->nint;
-		nf += p->nfloat;
-	}
-}
-
 /* ---- resolution against a target ------------------------------------------------------------ */
 
 /* The function symbols of the target, from .symtab or the Go function table. */
@@ -598,10 +474,9 @@ static void say_closest(const struct symbols *s, const char *want, const char *e
 	for (i = 0; i < s->n; i++) {
 		if (!s->all[i].is_func)
 			continue;
-		d = distance(want, s->all[i].name, limit);
+		d = symname__distance(want, s->all[i].name, limit);
 		/* Same function name in another package, or another method of the same type. */
-		if (d >= limit &&
-		    !strcmp(functions__short_name(want), functions__short_name(s->all[i].name)))
+		if (d >= limit && !strcmp(symname__short(want), symname__short(s->all[i].name)))
 			d = limit - 1;
 		if (d >= limit || (best[CLOSEST_MAX - 1] && d >= dist[CLOSEST_MAX - 1]))
 			continue;
@@ -660,8 +535,7 @@ static void plan_args(struct target *t, struct traced_func *f, struct pick *pk, 
 {
 	const struct func_decl *d = pk->decl;
 	struct abi_param params[DWARF_MAX_PARAMS] = {};
-	unsigned nint = t->machine == EM_AARCH64 ? 16 : 9,
-		 nfloat = t->machine == EM_AARCH64 ? 16 : 15;
+	unsigned nint, nfloat;
 	size_t np = 0, i;
 
 	/* The parameters' registers: from DWARF when it describes the function, else declared. */
@@ -687,6 +561,7 @@ static void plan_args(struct target *t, struct traced_func *f, struct pick *pk, 
 			}
 		}
 	}
+	abi__reg_counts(t->machine, &nint, &nfloat);
 	abi__assign(params, np, nint, nfloat);
 
 	for (i = 0; i < d->nargs; i++) {
@@ -801,7 +676,7 @@ static size_t pick_functions(const struct functions *fs, const struct target *t,
 		matched = 0;
 		for (j = 0; j < s->n; j++) {
 			sym = &s->all[j];
-			if (!sym->is_func || !functions__glob(d->pattern, sym->name))
+			if (!sym->is_func || !symname__glob(d->pattern, sym->name))
 				continue;
 			matched++;
 			if (matched > d->max_matches || n >= MAX_FUNCS ||
@@ -846,8 +721,8 @@ int functions__resolve(const struct functions *fs, struct target *t)
 	if (fs->cpu_time) {
 		const struct sym_entry *c = find_symbol(&s, SYM_CASGSTATUS);
 
-		if (c && !site_planner__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0, &t->casgstatus,
-					       why, sizeof(why))) {
+		if (c && !site_planner__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0,
+						    &t->casgstatus, why, sizeof(why))) {
 			t->casgstatus.symbol = SYM_CASGSTATUS;
 			t->cfg.cpu_time = 1;
 		} else {
@@ -907,7 +782,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 		dw[i].args = pk->dargs;
 		pk->dw = dw[i];
 		f->symbol = strdup(pk->sym->name);
-		f->name = f->symbol ? strdup(functions__short_name(f->symbol)) : NULL;
+		f->name = f->symbol ? strdup(symname__short(f->symbol)) : NULL;
 		if (!f->name) {
 			free(f->symbol);
 			err = -ENOMEM;
@@ -915,7 +790,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 		}
 		f->site.symbol = f->symbol;
 		err = site_planner__probe_sites(s.sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0,
-					  &f->site, why, sizeof(why));
+						&f->site, why, sizeof(why));
 		if (err) {
 			pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol,
 				t->exe_name, why);

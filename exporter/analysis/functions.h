@@ -70,28 +70,7 @@ void functions__free(struct functions *fs);
  */
 int functions__resolve(const struct functions *fs, struct target *t);
 
-/* Go's internal register ABI for one parameter list (exposed for tests). */
-struct abi_param {
-	enum go_type type;
-	unsigned nint, nfloat; /* registers it takes; GO_TYPE_STACK: none, it goes on the stack */
-	bool stack;	       /* in: never in registers (array of 2+); out: passed on the stack */
-	unsigned int_slot;     /* out: first integer register, 1-based; 0 when none */
-	unsigned float_slot;   /* out: first float register, 1-based; 0 when none */
-};
-
-/*
- * Assigns registers to PARAMS[0..N) in order, as Go's ABIInternal does: a parameter takes all
- * its registers or, when they do not all remain, goes on the stack whole. NINT and NFLOAT are
- * the architecture's counts (amd64: 9 and 15; arm64: 16 and 16).
- */
-void abi__assign(struct abi_param *params, size_t n, unsigned nint, unsigned nfloat);
-/* The register counts of one Go type (strings 2, slices 3, floats 1 float, ...). */
-void abi__type_regs(enum go_type type, unsigned *nint, unsigned *nfloat, bool *stack);
-/* Parses a declared type name ("int32", "string", "*T"); GO_TYPE_NONE when unknown. */
+/* Parses a Go type name as the file writes it ("int32", "string", "*T"); GO_TYPE_NONE: unknown. */
 enum go_type go_type__parse(const char *name, unsigned *size);
-/* Shell-style glob on a symbol name: '*' and '?' match any characters, '\\' escapes. */
-bool functions__glob(const char *pattern, const char *name);
-/* The span name of SYMBOL: "github.com/a/b/pkg.(*T).M" -> "pkg.(*T).M". */
-const char *functions__short_name(const char *symbol);
 
 #endif

@@ -5,6 +5,7 @@
  * target analysis does. The input is the JSON text, not NUL-terminated.
  */
 #include "analysis/functions.h"
+#include "analysis/symname.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -44,11 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (j = 0; j < d->nargs; j++)
 			n += strlen(d->args[j].path);
 		if (d->symbol)
-			n += strlen(functions__short_name(d->symbol));
+			n += strlen(symname__short(d->symbol));
 		for (j = 0; d->pattern && j < sizeof(symbols) / sizeof(symbols[0]); j++)
-			n += functions__glob(d->pattern, symbols[j]);
+			n += symname__glob(d->pattern, symbols[j]);
 		if (d->pattern)
-			n += functions__glob(d->pattern, d->pattern);
+			n += symname__glob(d->pattern, d->pattern);
 	}
 	functions__free(fs);
 	return n == SIZE_MAX;

@@ -16,11 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/abi.h"
 #include "analysis/elf.h"
 #include "analysis/functions.h"
-#include "helpers.h"
 #include "analysis/offsets.h"
+#include "analysis/symname.h"
 #include "analysis/target.h"
+#include "helpers.h"
 
 #define EXAMPLE "../../../examples/functions"
 
@@ -217,8 +219,8 @@ static void test_functions__load_checks_the_file(void **state)
 	out = test_capture_end(&cap);
 	assert_null(fs);
 	assert_non_null(out);
-	snprintf(want, sizeof(want), "cannot read functions file '%s': writable by any user (mode 0646",
-		 path);
+	snprintf(want, sizeof(want),
+		 "cannot read functions file '%s': writable by any user (mode 0646", path);
 	if (!strstr(out, want))
 		fail_msg("want \"%s\"; got \"%s\"", want, out);
 	free(out);
@@ -229,25 +231,31 @@ static void test_functions__load_checks_the_file(void **state)
 static void test_functions__glob_and_names(void **state)
 {
 	(void)state;
-	assert_true(functions__glob("main.*", "main.fib"));
-	assert_true(functions__glob("main.(*Store).*", "main.(*Store).Get"));
-	assert_true(functions__glob("main.(\\*Store).Get", "main.(*Store).Get"));
-	assert_false(functions__glob("main.(\\*Store).Get", "main.(xStore).Get"));
-	assert_true(functions__glob("*.Handle?", "github.com/a/b.HandleX"));
-	assert_false(functions__glob("*.Handle?", "github.com/a/b.Handle"));
-	assert_true(functions__glob("a*b*c", "axxbyyc"));
-	assert_false(functions__glob("a*b*c", "axxbyyd"));
-	assert_false(functions__glob("main.fib", "main.fibx"));
+	assert_true(symname__glob("main.*", "main.fib"));
+	assert_true(symname__glob("main.(*Store).*", "main.(*Store).Get"));
+	assert_true(symname__glob("main.(\\*Store).Get", "main.(*Store).Get"));
+	assert_false(symname__glob("main.(\\*Store).Get", "main.(xStore).Get"));
+	assert_true(symname__glob("*.Handle?", "github.com/a/b.HandleX"));
+	assert_false(symname__glob("*.Handle?", "github.com/a/b.Handle"));
+	assert_true(symname__glob("a*b*c", "axxbyyc"));
+	assert_false(symname__glob("a*b*c", "axxbyyd"));
+	assert_false(symname__glob("main.fib", "main.fibx"));
 
-	assert_string_equal(functions__short_name("main.fib"), "main.fib");
+	assert_string_equal(symname__short("main.fib"), "main.fib");
 	assert_string_equal(
-	    functions__short_name("github.com/free5gc/amf/internal/gmm.HandleRegistrationRequest"),
+	    symname__short("github.com/free5gc/amf/internal/gmm.HandleRegistrationRequest"),
 	    "gmm.HandleRegistrationRequest");
-	assert_string_equal(functions__short_name("net/http.(*Transport).roundTrip"),
+	assert_string_equal(symname__short("net/http.(*Transport).roundTrip"),
 			    "http.(*Transport).roundTrip");
 	/* A slash inside generic brackets is not the package's. */
-	assert_string_equal(functions__short_name("example.com/p.F[example.com/q.T]"),
+	assert_string_equal(symname__short("example.com/p.F[example.com/q.T]"),
 			    "p.F[example.com/q.T]");
+
+	/* The distance behind "closest:", cut at its limit. */
+	assert_int_equal(symname__distance("main.proces", "main.process", 5), 1);
+	assert_int_equal(symname__distance("main.process", "main.prcess", 5), 1);
+	assert_int_equal(symname__distance("main.fib", "main.fib", 5), 0);
+	assert_int_equal(symname__distance("main.fib", "net/http.Get", 5), 5);
 }
 
 static void assign(struct abi_param *p, const enum go_type *types, size_t n, unsigned nint,
@@ -263,8 +271,15 @@ static void assign(struct abi_param *p, const enum go_type *types, size_t n, uns
 static void test_functions__register_assignment(void **state)
 {
 	struct abi_param p[8] = {};
+	unsigned nint, nfloat;
 
 	(void)state;
+	abi__reg_counts(EM_X86_64, &nint, &nfloat);
+	assert_int_equal(nint, 9);
+	assert_int_equal(nfloat, 15);
+	abi__reg_counts(EM_AARCH64, &nint, &nfloat);
+	assert_int_equal(nint, 16);
+	assert_int_equal(nfloat, 16);
 	/* process(user string, n int, ok bool, ratio float64, level int8) on amd64. */
 	assign(
 	    p,
