@@ -16,13 +16,16 @@ build takes about 2 minutes on 2 CPUs with an empty module cache; the binary is 
 
 and reused by every later run. GOSPAN_OTELCOL_BIN names a ready binary instead. Import the
 `collector` fixture into a test module to use it.
+
+Jaeger v2 (jaeger.py) is a Collector distribution too, built and run the same way: it takes from
+here the cached build (cached_build), the go commands that make it (run_go), the fixtures'
+verdict on a build (built) and the running process (Distribution, running).
 """
 
 import fcntl
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -32,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ReceivedSpan, _LineReader
+from matrix import cache_dir
 
 COLLECTOR_VERSION = os.environ.get("GOSPAN_OTELCOL_VERSION", "v0.162.0")
 BUILDER_MODULE = "go.opentelemetry.io/collector/cmd/builder"
@@ -53,15 +57,21 @@ exporters:
 """
 
 
-def cache_dir():
-    if os.environ.get("GOSPAN_OTELCOL_CACHE"):
-        return Path(os.environ["GOSPAN_OTELCOL_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gospan"
+# ---- building a Collector distribution, cached --------------------------------------------------
+
+
+class Unavailable(Exception):
+    """A build cannot be had here (no Go, the module proxy unreachable): the tests skip."""
+
+
+class BuildError(Exception):
+    """Building or finding a binary went wrong where it should have worked: the tests fail."""
 
 
 def _go_env(gobin=None):
     env = dict(os.environ)
+    # auto, not local: a distribution's go.mod may ask for a newer Go than the installed one,
+    # which then comes through the module proxy like any module.
     env.setdefault("GOTOOLCHAIN", "auto")
     env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
     if gobin:
@@ -69,62 +79,91 @@ def _go_env(gobin=None):
     return env
 
 
-def _run(argv, cwd=None, timeout=BUILD_TIMEOUT, gobin=None):
+def run_go(argv, what, cwd=None, timeout=BUILD_TIMEOUT, gobin=None):
+    """Runs a go command ARGV that builds WHAT ("Jaeger"); raises Unavailable without Go,
+    BuildError when it does not finish within TIMEOUT."""
     try:
         return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               env=_go_env(gobin))
     except FileNotFoundError:
-        pytest.skip(f"'{argv[0]}' is not installed; Go is needed to build the Collector")
+        raise Unavailable(f"'{argv[0]}' is not installed; Go is needed to build {what}") from None
     except subprocess.TimeoutExpired:
-        pytest.fail(f"'{' '.join(map(str, argv))}' did not finish within {timeout} s")
+        raise BuildError(f"'{' '.join(map(str, argv))}' did not finish within {timeout} s") \
+            from None
+
+
+def executable(path):
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def cached_build(dest, build):
+    """DEST, made by BUILD() when it is not there yet. One build at a time; whoever else wants
+    the same binary waits for it."""
+    if executable(dest):
+        return dest
+    home = dest.parent
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not executable(dest):
+            build()
+    return dest
+
+
+def built(make):
+    """A binary fixture's value: what MAKE() returns; skips the tests when the binary cannot be
+    had here (Unavailable), fails them when its build went wrong (BuildError)."""
+    try:
+        return make()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    except BuildError as e:
+        pytest.fail(str(e))
 
 
 def collector_binary(version=COLLECTOR_VERSION):
-    """The path of a Collector binary of VERSION, building and caching it when missing."""
+    """The path of a Collector binary of VERSION, building and caching it when missing; raises
+    Unavailable or BuildError."""
     if os.environ.get("GOSPAN_OTELCOL_BIN"):
         path = Path(os.environ["GOSPAN_OTELCOL_BIN"])
         if not os.access(path, os.X_OK):
-            pytest.fail(f"GOSPAN_OTELCOL_BIN='{path}' is not an executable")
+            raise BuildError(f"GOSPAN_OTELCOL_BIN='{path}' is not an executable")
         return path
-    home = cache_dir() / f"otelcol-{version}"
-    dest = home / "otelcol"
-    if os.access(dest, os.X_OK):
-        return dest
-    home.mkdir(parents=True, exist_ok=True)
-    # One build at a time; whoever else wants the same version waits for it.
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.access(dest, os.X_OK):
-            return dest
+    home = cache_dir("GOSPAN_OTELCOL_CACHE") / f"otelcol-{version}"
+
+    def build():
         t0 = time.monotonic()
         tools, src = home / "tools", home / "src"
         shutil.rmtree(src, ignore_errors=True)
-        res = _run(["go", "install", f"{BUILDER_MODULE}@{version}"], gobin=tools, timeout=600)
+        res = run_go(["go", "install", f"{BUILDER_MODULE}@{version}"], "the Collector",
+                     gobin=tools, timeout=600)
         if res.returncode != 0:
-            pytest.skip(f"cannot install {BUILDER_MODULE}@{version} through the Go module "
-                        f"proxy:\n{res.stderr[-2000:]}")
+            raise Unavailable(f"cannot install {BUILDER_MODULE}@{version} through the Go module "
+                              f"proxy:\n{res.stderr[-2000:]}")
         manifest = home / "manifest.yaml"
         manifest.write_text(MANIFEST.format(out=src, version=version))
         # Generates the sources and go.mod; its own tidy may fail on test-only imports (above).
-        gen = _run([str(tools / "builder"), "--config", str(manifest), "--skip-compilation"])
+        gen = run_go([str(tools / "builder"), "--config", str(manifest), "--skip-compilation"],
+                     "the Collector")
         if not (src / "go.mod").exists() or not (src / "main.go").exists():
-            pytest.fail(f"the Collector builder generated no sources in '{src}':\n"
-                        f"{gen.stderr[-4000:]}")
-        res = _run(["go", "mod", "tidy", "-e"], cwd=src)
+            raise BuildError(f"the Collector builder generated no sources in '{src}':\n"
+                             f"{gen.stderr[-4000:]}")
+        res = run_go(["go", "mod", "tidy", "-e"], "the Collector", cwd=src)
         if res.returncode != 0:
-            pytest.fail(f"'go mod tidy -e' failed for the Collector {version}:\n"
-                        f"{res.stderr[-4000:]}")
+            raise BuildError(f"'go mod tidy -e' failed for the Collector {version}:\n"
+                             f"{res.stderr[-4000:]}")
         tmp = home / "otelcol.partial"
-        res = _run(["go", "build", "-trimpath", "-o", str(tmp), "."], cwd=src)
+        res = run_go(["go", "build", "-trimpath", "-o", str(tmp), "."], "the Collector", cwd=src)
         if res.returncode != 0:
-            pytest.fail(f"cannot build the Collector {version}:\n{res.stderr[-4000:]}")
-        os.replace(tmp, dest)
+            raise BuildError(f"cannot build the Collector {version}:\n{res.stderr[-4000:]}")
+        os.replace(tmp, home / "otelcol")
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(tools, ignore_errors=True)
         (home / "build.log").write_text(
             f"built the Collector {version} (otlp receiver, debug and file exporters) with "
             f"{BUILDER_MODULE} in {time.monotonic() - t0:.0f} s\n")
-    return dest
+
+    return cached_build(home / "otelcol", build)
 
 
 CONFIG = """\
@@ -152,18 +191,22 @@ service:
 """
 
 
-class Collector:
-    """A running Collector: OTLP/HTTP in at `otlp_endpoint`, every batch one JSON line in
-    `output`."""
+class Distribution:
+    """A running Collector distribution: BINARY with the configuration CONFIG (written to
+    WORKDIR/<NAME>.yaml), OTLP/HTTP in at `otlp_endpoint`; started once ready() says it is ready,
+    within READY_TIMEOUT. A subclass names it (NAME, and WHAT in messages) and says when it is
+    ready."""
 
-    def __init__(self, binary, workdir, otlp_port):
+    NAME = "otelcol"
+    WHAT = "the Collector"
+
+    def __init__(self, binary, workdir, config, otlp_port):
         self.otlp_endpoint = f"http://127.0.0.1:{otlp_port}"
         self.otlp_url = f"{self.otlp_endpoint}/v1/traces"
-        self.output = Path(workdir) / "traces.jsonl"
-        config = Path(workdir) / "otelcol.yaml"
-        config.write_text(CONFIG.format(otlp_port=otlp_port, path=self.output))
+        path = Path(workdir) / f"{self.NAME}.yaml"
+        path.write_text(config)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        self.proc = subprocess.Popen([str(binary), "--config", f"file:{config}"], env=env,
+        self.proc = subprocess.Popen([str(binary), "--config", f"file:{path}"], env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.out = _LineReader(self.proc.stdout)
@@ -175,31 +218,62 @@ class Collector:
             raise
 
     def log(self):
-        return (f"--- otelcol stderr ---\n{self.err.text}\n"
-                f"--- otelcol stdout ---\n{self.out.text}")
+        return (f"--- {self.NAME} stderr ---\n{self.err.text}\n"
+                f"--- {self.NAME} stdout ---\n{self.out.text}")
+
+    def ready(self):
+        raise NotImplementedError
 
     def _wait_ready(self):
-        """Ready when an empty export is answered 200: receiver and pipeline are both up."""
         deadline = time.monotonic() + READY_TIMEOUT
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         while True:
             if self.proc.poll() is not None:
                 self.out.join()
                 self.err.join()
-                raise AssertionError(f"the Collector exited with status {self.proc.returncode} "
+                raise AssertionError(f"{self.WHAT} exited with status {self.proc.returncode} "
                                      f"before it was ready\n{self.log()}")
-            try:
-                req = urllib.request.Request(self.otlp_url, data=b"", method="POST",
-                                             headers={"Content-Type": "application/x-protobuf"})
-                with opener.open(req, timeout=2.0) as resp:
-                    if resp.status == 200:
-                        return
-            except (OSError, urllib.error.HTTPError):
-                pass
+            if self.ready():
+                return
             if time.monotonic() > deadline:
-                raise AssertionError(f"the Collector was not ready within {READY_TIMEOUT:.0f} s\n"
+                raise AssertionError(f"{self.WHAT} was not ready within {READY_TIMEOUT:.0f} s\n"
                                      f"{self.log()}")
             time.sleep(0.1)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.out.join()
+        self.err.join()
+        return self.proc.returncode
+
+
+class Collector(Distribution):
+    """A running Collector: OTLP/HTTP in at `otlp_endpoint`, every batch one JSON line in
+    `output`."""
+
+    def __init__(self, binary, workdir, otlp_port):
+        self.output = Path(workdir) / "traces.jsonl"
+        super().__init__(binary, workdir, CONFIG.format(otlp_port=otlp_port, path=self.output),
+                         otlp_port)
+
+    def ready(self):
+        """When an empty export is answered 200: receiver and pipeline are both up."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            req = urllib.request.Request(self.otlp_url, data=b"", method="POST",
+                                         headers={"Content-Type": "application/x-protobuf"})
+            with opener.open(req, timeout=2.0) as resp:
+                return resp.status == 200
+        except (OSError, urllib.error.HTTPError):
+            return False
 
     def spans(self):
         """Every span the file exporter has written so far."""
@@ -222,21 +296,6 @@ class Collector:
             if len(got) >= n or time.monotonic() > deadline:
                 return got
             time.sleep(0.1)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.out.join()
-        self.err.join()
-        return self.proc.returncode
 
 
 # ---- reading the OTLP JSON encoding (ids in hex, 64-bit integers as strings) -------------------
@@ -293,11 +352,17 @@ def spans_of_json(doc):
 
 @pytest.fixture(scope="session")
 def collector_bin(bpf_ready):
-    return collector_binary()
+    return built(collector_binary)
+
+
+def running(cls, binary, ports, free_port, tmp_path_factory):
+    """A module fixture's body: yields CLS (a Distribution) run from BINARY in a directory of
+    its own, on PORTS free ports (its __init__'s), stopped afterwards."""
+    d = cls(binary, tmp_path_factory.mktemp(cls.NAME), *(free_port() for _ in range(ports)))
+    yield d
+    d.stop()
 
 
 @pytest.fixture(scope="module")
 def collector(collector_bin, free_port, tmp_path_factory):
-    c = Collector(collector_bin, tmp_path_factory.mktemp("otelcol"), free_port())
-    yield c
-    c.stop()
+    yield from running(Collector, collector_bin, 1, free_port, tmp_path_factory)

@@ -32,18 +32,19 @@ The same file is the demo's way to Jaeger (examples/demo.sh), run as a program:
                                           --datastores NAME, status 3 when NAME made none or one
                                           is not under its SERVER span.
 
+Jaeger v2 is a Collector distribution: collector.py's code builds it (cached) and runs it, as it
+does the Collector.
+
 A binary built from the Go module has no web UI (its assets are not in the module; the query
 port serves a placeholder page): `ui=no` says so, and `show` prints traces as text instead.
 """
 
 import argparse
-import fcntl
 import json
 import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,51 +55,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _LineReader
+from collector import (BuildError, Distribution, Unavailable, built, cached_build, executable,
+                       run_go, running)
+from matrix import cache_dir
 
 JAEGER_MODULE = "github.com/jaegertracing/jaeger"
 JAEGER_VERSION = os.environ.get("GOSPAN_JAEGER_VERSION", "v1.76.0")
 BUILD_TIMEOUT = 1800
-READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 15.0
-
-
-def cache_dir():
-    if os.environ.get("GOSPAN_JAEGER_CACHE"):
-        return Path(os.environ["GOSPAN_JAEGER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gospan"
-
-
-def _go_env():
-    env = dict(os.environ)
-    # auto, not local: Jaeger's go.mod may ask for a newer Go than the installed one, which then
-    # comes through the module proxy like any module.
-    env.setdefault("GOTOOLCHAIN", "auto")
-    env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
-    return env
-
-
-class Unavailable(Exception):
-    """Jaeger cannot be had here (no Go, the module proxy unreachable): the tests skip."""
-
-
-class BuildError(Exception):
-    """Building or finding Jaeger went wrong where it should have worked: the tests fail."""
-
-
-def _run(argv, cwd=None, timeout=BUILD_TIMEOUT):
-    try:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env=_go_env())
-    except FileNotFoundError:
-        raise Unavailable("Go is not installed; it is needed to build Jaeger") from None
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"'{' '.join(argv)}' did not finish within {timeout} s") from None
-
-
-def _executable(path):
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def cached_binary(version=JAEGER_VERSION):
@@ -106,9 +69,9 @@ def cached_binary(version=JAEGER_VERSION):
     there; nothing is built."""
     if os.environ.get("GOSPAN_JAEGER_BIN"):
         path = Path(os.environ["GOSPAN_JAEGER_BIN"])
-        return path, _executable(path)
-    dest = cache_dir() / f"jaeger-{version}" / "jaeger"
-    return dest, _executable(dest)
+        return path, executable(path)
+    dest = cache_dir("GOSPAN_JAEGER_CACHE") / f"jaeger-{version}" / "jaeger"
+    return dest, executable(dest)
 
 
 def jaeger_binary(version=JAEGER_VERSION):
@@ -119,16 +82,11 @@ def jaeger_binary(version=JAEGER_VERSION):
         if not ready:
             raise BuildError(f"GOSPAN_JAEGER_BIN='{dest}' is not an executable")
         return dest
-    if ready:
-        return dest
     home = dest.parent
-    home.mkdir(parents=True, exist_ok=True)
-    # One build at a time, whoever else wants the same version waits for it.
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _executable(dest):
-            return dest
-        res = _run(["go", "mod", "download", "-json", f"{JAEGER_MODULE}@{version}"], timeout=600)
+
+    def build():
+        res = run_go(["go", "mod", "download", "-json", f"{JAEGER_MODULE}@{version}"], "Jaeger",
+                     timeout=600)
         if res.returncode != 0:
             raise Unavailable(f"cannot download {JAEGER_MODULE}@{version} through the Go "
                               f"module proxy: {res.stdout.strip()} {res.stderr.strip()}")
@@ -142,7 +100,8 @@ def jaeger_binary(version=JAEGER_VERSION):
                 os.chmod(os.path.join(d, f), 0o644)
         tmp = home / "jaeger.partial"
         t0 = time.monotonic()
-        res = _run(["go", "build", "-o", str(tmp), "./cmd/jaeger"], cwd=src)
+        res = run_go(["go", "build", "-o", str(tmp), "./cmd/jaeger"], "Jaeger", cwd=src,
+                     timeout=BUILD_TIMEOUT)
         if res.returncode != 0:
             raise BuildError(f"cannot build Jaeger {version} ({JAEGER_MODULE}/cmd/jaeger):\n"
                              f"{res.stderr[-4000:]}")
@@ -150,7 +109,8 @@ def jaeger_binary(version=JAEGER_VERSION):
         shutil.rmtree(src, ignore_errors=True)
         (home / "build.log").write_text(
             f"built {JAEGER_MODULE}/cmd/jaeger@{version} in {time.monotonic() - t0:.0f} s\n")
-    return dest
+
+    return cached_build(dest, build)
 
 
 CONFIG = """\
@@ -244,46 +204,23 @@ class QueryAPI:
                                            "not compiled with the UI assets"))
 
 
-class Jaeger(QueryAPI):
+class Jaeger(Distribution, QueryAPI):
     """A running Jaeger: OTLP/HTTP in at `otlp_endpoint`, the HTTP query API at `query_url`."""
 
+    NAME = WHAT = "jaeger"
+
     def __init__(self, binary, workdir, otlp_port, query_port, query_grpc_port):
-        super().__init__(f"http://127.0.0.1:{query_port}")
-        self.otlp_endpoint = f"http://127.0.0.1:{otlp_port}"
-        self.otlp_url = f"{self.otlp_endpoint}/v1/traces"
+        QueryAPI.__init__(self, f"http://127.0.0.1:{query_port}")
         self._otlp_port = otlp_port
-        config = Path(workdir) / "jaeger.yaml"
-        config.write_text(CONFIG.format(otlp_port=otlp_port, query_port=query_port,
-                                        query_grpc_port=query_grpc_port))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        self.proc = subprocess.Popen([str(binary), "--config", f"file:{config}"], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.out = _LineReader(self.proc.stdout)
-        self.err = _LineReader(self.proc.stderr)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
+        Distribution.__init__(self, binary, workdir, CONFIG.format(
+            otlp_port=otlp_port, query_port=query_port, query_grpc_port=query_grpc_port),
+            otlp_port)
 
-    def output(self):
-        return f"--- jaeger stderr ---\n{self.err.text}\n--- jaeger stdout ---\n{self.out.text}"
+    # What went to its stderr and stdout.
+    output = Distribution.log
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if self.proc.poll() is not None:
-                self.out.join()
-                self.err.join()
-                raise AssertionError(f"jaeger exited with status {self.proc.returncode} before "
-                                     f"it was ready\n{self.output()}")
-            if self._query_ok() and self._otlp_ok():
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"jaeger was not ready within {READY_TIMEOUT:.0f} s\n"
-                                     f"{self.output()}")
-            time.sleep(0.1)
+    def ready(self):
+        return self._query_ok() and self._otlp_ok()
 
     def _query_ok(self):
         try:
@@ -299,38 +236,15 @@ class Jaeger(QueryAPI):
         except OSError:
             return False
 
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.out.join()
-        self.err.join()
-        return self.proc.returncode
-
 
 @pytest.fixture(scope="session")
 def jaeger_bin(bpf_ready):
-    try:
-        return jaeger_binary()
-    except Unavailable as e:
-        pytest.skip(str(e))
-    except BuildError as e:
-        pytest.fail(str(e))
+    return built(jaeger_binary)
 
 
 @pytest.fixture(scope="module")
 def jaeger(jaeger_bin, free_port, tmp_path_factory):
-    j = Jaeger(jaeger_bin, tmp_path_factory.mktemp("jaeger"), free_port(), free_port(),
-               free_port())
-    yield j
-    j.stop()
+    yield from running(Jaeger, jaeger_bin, 3, free_port, tmp_path_factory)
 
 
 # ---- reading the query API's JSON -------------------------------------------------------------
