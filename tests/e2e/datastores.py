@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from grpc_matrix import go_version
+import matrix
+from matrix import go_version
 
 REPO = Path(__file__).resolve().parents[2]
 DBMIX = REPO / "tests" / "e2e" / "dbmix"
@@ -67,12 +68,9 @@ def cache_dir():
 
 
 def source_hash():
-    """What the builds depend on in this tree: dbmix's Go files, go.mod and build.sh."""
-    h = hashlib.sha256()
-    for p in sorted(DBMIX.rglob("*")):
-        if p.is_file() and p.name != "README.md":
-            h.update(str(p.relative_to(DBMIX)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
+    """What the builds depend on in this tree: dbmix's Go files, go.mod and build.sh, and the
+    script build.sh runs."""
+    return matrix.source_hash(DBMIX, REPO / "tests" / "e2e" / "mixbuild.sh")
 
 
 def _build_env():
