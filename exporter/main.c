@@ -26,6 +26,7 @@
 #include "analysis/embed.h"
 #include "export/export.h"
 #include "export/export_http.h"
+#include "analysis/cputime.h"
 #include "analysis/functions.h"
 #include "analysis/gobin.h"
 #include "core/log.h"
@@ -253,7 +254,7 @@ struct app {
 	struct offsets *tables;
 	struct offsets *grpc_tables;
 	struct offsets *pgx_tables, *redis_tables;
-	struct functions *functions; /* --functions, --cpu-time; NULL: neither */
+	struct functions *functions; /* --functions FILE; NULL: none */
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
 	struct exporter *exporter;
@@ -624,7 +625,7 @@ static int add_target(struct app *app, size_t i)
 			     &(struct module_tables){ .grpc = app->grpc_tables,
 						      .pgx = app->pgx_tables,
 						      .redis = app->redis_tables },
-			     !app->functions || !cfg->functions_file);
+			     !app->functions);
 	if (!tg) {
 		err = -errno;
 		disasm__release();
@@ -632,7 +633,9 @@ static int add_target(struct app *app, size_t i)
 	}
 	t->target = tg;
 	app->ntraced++;
-	err = functions__resolve(app->functions, tg);
+	err = app->functions ? functions__resolve(app->functions, tg) : 0;
+	if (!err && cfg->cpu_time)
+		err = cputime__resolve(tg);
 	/* The disassembly is done: capstone would only hold memory until the next target. */
 	disasm__release();
 	if (err)
@@ -755,15 +758,7 @@ int main(int argc, char **argv)
 			err = -errno;
 			goto cleanup;
 		}
-	} else if (app.cfg.cpu_time) {
-		app.functions = calloc(1, sizeof(*app.functions));
-		if (!app.functions) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
 	}
-	if (app.functions)
-		app.functions->cpu_time = app.cfg.cpu_time;
 	err = clock__sync(&app.clock);
 	if (err) {
 		pr_err("cannot read the clocks: %s", strerror(-err));

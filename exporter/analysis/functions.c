@@ -30,7 +30,6 @@
 #define FILE_MAX_SIZE (1 << 20)
 #define MAX_PARAMS_DECL 16
 #define CLOSEST_MAX 3
-#define SYM_CASGSTATUS "runtime.casgstatus"
 /* g.stack.hi: runtime.g begins with its stack {lo, hi uintptr}, in every release since Go 1.0. */
 #define G_STACK_HI_OFFSET 8
 
@@ -712,24 +711,11 @@ int functions__resolve(const struct functions *fs, struct target *t)
 	char why[128];
 	int err;
 
+	/* Function probes tell a call from its nested ones by the depth of its frame. */
 	t->cfg.g_stack_hi = G_STACK_HI_OFFSET;
-	if (!fs)
-		return 0;
 	err = open_symbols(&s, t->path);
 	if (err)
 		goto cleanup;
-	if (fs->cpu_time) {
-		const struct sym_entry *c = find_symbol(&s, SYM_CASGSTATUS);
-
-		if (c && !site_planner__probe_sites(s.sp, c->addr, c->size, SITE_ENTRY, 0,
-						    &t->casgstatus, why, sizeof(why))) {
-			t->casgstatus.symbol = SYM_CASGSTATUS;
-			t->cfg.cpu_time = 1;
-		} else {
-			pr_warn("'%s' has no %s: spans carry no on-CPU time", t->exe_name,
-				SYM_CASGSTATUS);
-		}
-	}
 	picks = calloc(MAX_FUNCS, sizeof(*picks));
 	dw = calloc(MAX_FUNCS + FUNCTIONS_MAX_ENTRIES, sizeof(*dw));
 	if (!picks || !dw) {

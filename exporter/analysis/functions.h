@@ -51,7 +51,6 @@ struct func_decl {
 struct functions {
 	struct func_decl *decls;
 	size_t ndecls;
-	bool cpu_time; /* set by main from --cpu-time, not by the file */
 };
 
 /*
