@@ -321,7 +321,12 @@ int serve_http_return(GO_REGS *ctx)
 	if (!cfg)
 		return 0;
 	gs = bpf_map_lookup_elem(&goroutines, &key);
-	if (!gs || !gs->server.start_ns)
+	if (!gs) {
+		/* Evicted from the LRU map mid-call, or its start was never stored: counted. */
+		count_drop(DROP_END_NO_ENTRY);
+		return 0;
+	}
+	if (!gs->server.start_ns)
 		return 0; /* the call began before we attached */
 	st = &gs->server;
 

@@ -401,8 +401,10 @@ static void print_summary(struct app *app, bool final)
 	REASON("inflight_map_full", bpf_drops[DROP_INFLIGHT_FULL]);
 	REASON("no_target_config", bpf_drops[DROP_NO_CONFIG]);
 	REASON("call_stack_full", bpf_drops[DROP_STACK_FULL]);
+	/* A cause, not a span of its own: the call it ended is counted as end_lost. */
+	REASON("end_without_entry", bpf_drops[DROP_END_NO_ENTRY]);
 	for (i = 0; i < DROP__COUNT; i++)
-		total += bpf_drops[i];
+		total += i == DROP_END_NO_ENTRY ? 0 : bpf_drops[i];
 	for (i = 0; i < RECORDS_DROP__COUNT; i++) {
 		REASON(records_drop_names[i], rs.dropped[i]);
 		total += rs.dropped[i];

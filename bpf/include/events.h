@@ -98,6 +98,12 @@ enum drop_reason {
 	DROP_INFLIGHT_FULL,    /* in-flight map update failed */
 	DROP_NO_CONFIG,	       /* probe fired with a cookie that has no target config */
 	DROP_STACK_FULL,       /* a function call nested deeper than MAX_SPAN_DEPTH: no span */
+	/*
+	 * ServeHTTP's end found no entry for its goroutine: the LRU map evicted it mid-call (its
+	 * start was sent, and user space ends that call as lost), or its start was never stored
+	 * (counted as ringbuf_full or inflight_map_full too, or begun before gospan attached).
+	 */
+	DROP_END_NO_ENTRY,
 	DROP__COUNT,
 };
 
