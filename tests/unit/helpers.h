@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers for the cmocka unit tests: building real Go programs from testdata/ and reading
- * files. Tests run with tests/unit as the working directory; GOSPAN_BUILD names build/.
+ * Shared helpers for the cmocka unit tests: building real Go programs from testdata/, reading
+ * files, capturing what gospan logs, and the checks the offset tables' tests share. Tests run
+ * with tests/unit as the working directory; GOSPAN_BUILD names build/.
  */
 #ifndef GOSPAN_TEST_HELPERS_H
 #define GOSPAN_TEST_HELPERS_H
@@ -15,6 +16,15 @@
 #include <unistd.h>
 
 #include "analysis/offsets.h"
+
+/* The committed offset tables, from tests/unit, and the modules the last three are of. */
+#define TABLE_PATH "../../offsets/go_offsets.json"
+#define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
+#define PGX_TABLE_PATH "../../offsets/pgx_offsets.json"
+#define REDIS_TABLE_PATH "../../offsets/redis_offsets.json"
+#define GRPC_MODULE "google.golang.org/grpc"
+#define PGX_MODULE "github.com/jackc/pgx/v5"
+#define REDIS_MODULE "github.com/redis/go-redis/v9"
 
 /* True under CI (CI=true), where every prerequisite is installed and no test may be skipped. */
 static inline int test_in_ci(void)
@@ -37,6 +47,28 @@ static inline int test_in_ci(void)
 		print_message("\n");                                                               \
 		skip();                                                                            \
 	} while (0)
+
+/* gospan's log level in tests: errors only, everything when GOSPAN_TEST_VERBOSE is set. */
+#define TEST_QUIET_LEVEL (getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR)
+
+/*
+ * Evaluates EXPR with gospan's log at LEVEL and stderr captured, then puts TEST_QUIET_LEVEL
+ * back; *MSG gets what was written (malloc'ed, for the caller to free), and the value is EXPR's.
+ * A macro so that this header needs no log.h: the test files that use it include core/log.h.
+ */
+#define TEST_LOGGED(level, msg, expr)                                                              \
+	({                                                                                         \
+		struct test_capture cap__;                                                         \
+		__typeof__(expr) rc__;                                                             \
+                                                                                                   \
+		log_set_level(level);                                                              \
+		assert_int_equal(test_capture_start(&cap__), 0);                                   \
+		rc__ = (expr);                                                                     \
+		*(msg) = test_capture_end(&cap__);                                                 \
+		log_set_level(TEST_QUIET_LEVEL);                                                   \
+		assert_non_null(*(msg));                                                           \
+		rc__;                                                                              \
+	})
 
 /* Where test artifacts go: $GOSPAN_BUILD/unit-data, created on demand. */
 static inline const char *test_data_dir(void)
@@ -150,7 +182,7 @@ static inline struct offsets *test_load_offsets(void)
 {
 	struct offsets *o;
 	size_t len;
-	char *json = test_read_file("../../offsets/go_offsets.json", &len);
+	char *json = test_read_file(TABLE_PATH, &len);
 
 	if (!json)
 		return NULL;
@@ -202,6 +234,62 @@ static inline char *test_capture_end(struct test_capture *c)
 out:
 	fclose(c->tmp);
 	return buf;
+}
+
+/*
+ * Row O of the Go table, or read from a Go binary's DWARF (WHAT says which, for a failure), must
+ * have every field gospan cannot do without: first in its struct (a request's Method, a URL's
+ * Scheme) or after other members.
+ */
+static inline void test_assert_go_row_usable(const int64_t o[GO_FIELD__COUNT], const char *what)
+{
+	static const struct {
+		enum go_field f;
+		bool first;
+	} required[] = {
+		{ GO_FIELD_G_GOID, false },
+		{ GO_FIELD_REQ_METHOD, true },
+		{ GO_FIELD_REQ_URL, false },
+		{ GO_FIELD_REQ_REMOTE_ADDR, false },
+		{ GO_FIELD_URL_PATH, false },
+		{ GO_FIELD_RESPONSE_STATUS, false },
+		{ GO_FIELD_URL_SCHEME, true },
+		{ GO_FIELD_URL_HOST, false },
+		{ GO_FIELD_URL_RAW_QUERY, false },
+		{ GO_FIELD_RESP_STATUS_CODE, false },
+	};
+
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		int64_t v = o[required[i].f];
+
+		if (required[i].first ? v != 0 : v <= 0)
+			fail_msg("%s: '%s' is %lld", what, go_field_names[required[i].f],
+				 (long long)v);
+	}
+	if (o[GO_FIELD_BUFIO_N] <= o[GO_FIELD_BUFIO_BUF])
+		fail_msg("%s: bufio.Writer's n at %lld, not after its buf at %lld", what,
+			 (long long)o[GO_FIELD_BUFIO_N], (long long)o[GO_FIELD_BUFIO_BUF]);
+}
+
+/* Every field of a row of FIELDS' table in O must be -1 (absent), as after a failed read. */
+static inline void test_assert_unset(const struct offsets_fields *fields, const int64_t *o)
+{
+	for (size_t f = 0; f < fields->count; f++) {
+		if (o[f] != -1)
+			fail_msg("%s '%s' is %lld, not -1", fields->what, fields->names[f],
+				 (long long)o[f]);
+	}
+}
+
+/* WANT and GOT, rows of FIELDS' table, must be equal; WHAT says whose they are in a failure. */
+static inline void test_assert_row_equal(const struct offsets_fields *fields, const char *what,
+					 const int64_t *got, const int64_t *want)
+{
+	for (size_t f = 0; f < fields->count; f++) {
+		if (got[f] != want[f])
+			fail_msg("%s %s '%s': table %lld, DWARF %lld", fields->what, what,
+				 fields->names[f], (long long)want[f], (long long)got[f]);
+	}
 }
 
 #endif

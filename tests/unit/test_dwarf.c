@@ -33,12 +33,6 @@
 #include "core/log.h"
 #include "analysis/offsets.h"
 
-#define TABLE_PATH "../../offsets/go_offsets.json"
-#define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
-#define PGX_TABLE_PATH "../../offsets/pgx_offsets.json"
-#define REDIS_TABLE_PATH "../../offsets/redis_offsets.json"
-#define PGX_MODULE "github.com/jackc/pgx/v5"
-#define REDIS_MODULE "github.com/redis/go-redis/v9"
 /* What dwarf.c accepts; anything it returns must be -1 or within this. */
 #define OFFSET_MAX (1 << 16)
 
@@ -52,17 +46,10 @@
 
 static struct offsets *table;
 static struct offsets *grpc_table;
-static char *grpc_json;
-static size_t grpc_json_len;
 static struct offsets *pgx_table, *redis_table;
 /* testdata/httpserver built by the installed Go, default flags: the reference for most tests. */
 static char host_bin[4096];
 static int64_t host_offs[GO_FIELD__COUNT];
-
-static enum log_level quiet_level(void)
-{
-	return getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR;
-}
 
 static int setup(void **state)
 {
@@ -72,7 +59,7 @@ static int setup(void **state)
 
 	(void)state;
 	/* The failure tests log their reasons on purpose; debug output only on request. */
-	log_set_level(quiet_level());
+	log_set_level(TEST_QUIET_LEVEL);
 	json = test_read_file(TABLE_PATH, &len);
 	if (!json) {
 		fprintf(stderr, "cannot read %s\n", TABLE_PATH);
@@ -82,22 +69,18 @@ static int setup(void **state)
 	free(json);
 	if (!table)
 		return -1;
-	grpc_json = test_read_file(GRPC_TABLE_PATH, &grpc_json_len);
-	if (!grpc_json) {
-		fprintf(stderr, "cannot read %s\n", GRPC_TABLE_PATH);
-		return -1;
-	}
-	grpc_table = grpc_offsets__parse(grpc_json, grpc_json_len);
-	if (!grpc_table)
-		return -1;
+	json = test_read_file(GRPC_TABLE_PATH, &len);
+	grpc_table = json ? grpc_offsets__parse(json, len) : NULL;
+	free(json);
 	json = test_read_file(PGX_TABLE_PATH, &len);
 	pgx_table = json ? pgx_offsets__parse(json, len) : NULL;
 	free(json);
 	json = test_read_file(REDIS_TABLE_PATH, &len);
 	redis_table = json ? redis_offsets__parse(json, len) : NULL;
 	free(json);
-	if (!pgx_table || !redis_table) {
-		fprintf(stderr, "cannot load %s and %s\n", PGX_TABLE_PATH, REDIS_TABLE_PATH);
+	if (!grpc_table || !pgx_table || !redis_table) {
+		fprintf(stderr, "cannot load %s, %s and %s\n", GRPC_TABLE_PATH, PGX_TABLE_PATH,
+			REDIS_TABLE_PATH);
 		return -1;
 	}
 	p = test_go_build("httpserver", "dwarf_httpserver", "", "");
@@ -111,7 +94,6 @@ static int teardown(void **state)
 	(void)state;
 	offsets__free(table);
 	offsets__free(grpc_table);
-	free(grpc_json);
 	offsets__free(pgx_table);
 	offsets__free(redis_table);
 	return 0;
@@ -125,20 +107,59 @@ static void build(char *out, size_t size, const char *name, const char *env, con
 	assert_true((size_t)snprintf(out, size, "%s", p) < size);
 }
 
-/* The Go release that built BIN, from its buildinfo. */
-static void go_version_of(const char *bin, int *major, int *minor, int *patch)
+/*
+ * Builds testdata/httpserver as NAME with ENV and FLAGS into BIN: its offsets must be the
+ * reference build's.
+ */
+static void build_same_offsets(char *bin, size_t size, const char *name, const char *env,
+			       const char *flags)
+{
+	int64_t o[GO_FIELD__COUNT];
+
+	build(bin, size, name, env, flags);
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	assert_memory_equal(o, host_offs, sizeof(o));
+}
+
+/* BIN's buildinfo, for the caller to free. */
+static struct gobin *read_gobin(const char *bin)
 {
 	struct elf_file *ef = elf_file__open(bin);
 	struct gobin *gb;
 
 	assert_non_null(ef);
 	gb = gobin__read(ef);
+	elf_file__close(ef);
 	assert_non_null(gb);
+	return gb;
+}
+
+/* The Go release that built BIN, from its buildinfo. */
+static void go_version_of(const char *bin, int *major, int *minor, int *patch)
+{
+	struct gobin *gb = read_gobin(bin);
+
 	*major = gb->major;
 	*minor = gb->minor;
 	*patch = gb->patch;
 	gobin__free(gb);
-	elf_file__close(ef);
+}
+
+/*
+ * The Go table's row for the release that built BIN, in WANT; BUILT gets that release
+ * ("1.22.12"). Returns the listed release the row is for.
+ */
+static const char *go_table_row(const char *bin, int64_t want[GO_FIELD__COUNT], char *built,
+				size_t size)
+{
+	const char *resolved = NULL;
+	int ma, mi, pa;
+
+	go_version_of(bin, &ma, &mi, &pa);
+	snprintf(built, size, "%d.%d.%d", ma, mi, pa);
+	if (offsets__find(table, ma, mi, pa, want, &resolved))
+		fail_msg("Go %s is not in %s: run make offsets", built, TABLE_PATH);
+	return resolved;
 }
 
 /*
@@ -158,20 +179,15 @@ static bool httpserver_links(int f)
 static void assert_matches_table(const char *bin, const int64_t got[GO_FIELD__COUNT])
 {
 	int64_t want[GO_FIELD__COUNT];
-	const char *resolved = NULL;
-	int ma, mi, pa;
+	char built[32], what[80];
+	const char *row = go_table_row(bin, want, built, sizeof(built));
 
-	go_version_of(bin, &ma, &mi, &pa);
-	if (offsets__find(table, ma, mi, pa, want, &resolved))
-		fail_msg("Go %d.%d.%d is not in %s: run make offsets", ma, mi, pa, TABLE_PATH);
 	for (int f = 0; f < GO_FIELD__COUNT; f++) {
 		if (!httpserver_links(f))
 			want[f] = -1;
-		if (got[f] != want[f])
-			fail_msg("Go %d.%d.%d (table row %s) '%s': table %lld, DWARF %lld", ma, mi,
-				 pa, resolved, go_field_names[f], (long long)want[f],
-				 (long long)got[f]);
 	}
+	snprintf(what, sizeof(what), "%s (table row %s)", built, row);
+	test_assert_row_equal(&go_offsets_fields, what, got, want);
 }
 
 static double now_ms(void)
@@ -228,25 +244,12 @@ static void data_path(char *out, size_t size, const char *name)
 /* Runs dwarf__read_offsets on PATH with warnings on; returns its result, *MSG what it logged. */
 static int read_logged(const char *path, int64_t out[GO_FIELD__COUNT], char **msg)
 {
-	struct test_capture cap;
-	int rc;
-
-	log_set_level(LOG_WARN);
-	assert_int_equal(test_capture_start(&cap), 0);
-	rc = dwarf__read_offsets(path, out);
-	*msg = test_capture_end(&cap);
-	log_set_level(quiet_level());
-	assert_non_null(*msg);
-	return rc;
+	return TEST_LOGGED(LOG_WARN, msg, dwarf__read_offsets(path, out));
 }
 
 static void assert_all_unset(const int64_t o[GO_FIELD__COUNT])
 {
-	for (int f = 0; f < GO_FIELD__COUNT; f++) {
-		if (o[f] != -1)
-			fail_msg("'%s' is %lld after a failed read, not -1", go_field_names[f],
-				 (long long)o[f]);
-	}
+	test_assert_unset(&go_offsets_fields, o);
 }
 
 /* The go command of release VERSION; a release that cannot be had fails the test. */
@@ -292,32 +295,40 @@ static void build_with(const char *go, const char *version, const char *experime
 }
 
 /*
+ * Reads FIELDS from PATH's DWARF into OUT (dwarf__read_offsets() for Go's), which must succeed;
+ * returns from its debug summary how the walk ended: FOUND of TOTAL structs found, RULED ruled
+ * out.
+ */
+static void read_walk(const char *path, const struct offsets_fields *fields, int64_t *out,
+		      unsigned *found, unsigned *total, unsigned *ruled)
+{
+	const char *line;
+	char *msg;
+	int rc;
+
+	rc = TEST_LOGGED(LOG_DEBUG, &msg,
+			 fields == &go_offsets_fields ? dwarf__read_offsets(path, out) :
+							dwarf__read_fields(path, fields, out));
+	assert_int_equal(rc, 0);
+	line = strstr(msg, "': found ");
+	if (!line || sscanf(line, "': found %u of %u structs, ruled out %u", found, total,
+			    ruled) != 3)
+		fail_msg("no walk summary in the debug output for '%s':\n%s", path, msg);
+	free(msg);
+}
+
+/*
  * Runs dwarf__read_offsets on PATH, which must succeed, and checks from its debug summary that
  * the walk ended because every wanted struct was found or ruled out, not at the end of the DWARF.
  */
 static void read_stopping_early(const char *path, int64_t out[GO_FIELD__COUNT])
 {
-	struct test_capture cap;
 	unsigned found, total, ruled;
-	const char *line;
-	char *msg;
-	int rc;
 
-	log_set_level(LOG_DEBUG);
-	assert_int_equal(test_capture_start(&cap), 0);
-	rc = dwarf__read_offsets(path, out);
-	msg = test_capture_end(&cap);
-	log_set_level(quiet_level());
-	assert_non_null(msg);
-	assert_int_equal(rc, 0);
-	line = strstr(msg, "': found ");
-	if (!line || sscanf(line, "': found %u of %u structs, ruled out %u", &found, &total,
-			    &ruled) != 3)
-		fail_msg("no walk summary in the debug output for '%s':\n%s", path, msg);
+	read_walk(path, &go_offsets_fields, out, &found, &total, &ruled);
 	if (found + ruled != total)
 		fail_msg("'%s': walked all its DWARF, %u of %u structs found, %u ruled out", path,
 			 found, total, ruled);
-	free(msg);
 }
 
 /*
@@ -342,14 +353,7 @@ static void test_dwarf__installed_go_matches_table(void **state)
 	(void)state;
 	assert_int_equal(dwarf__read_offsets(host_bin, o), 0);
 	assert_matches_table(host_bin, o);
-	assert_true(o[GO_FIELD_G_GOID] > 0);
-	assert_int_equal(o[GO_FIELD_REQ_METHOD], 0);
-	assert_true(o[GO_FIELD_REQ_URL] > 0);
-	assert_true(o[GO_FIELD_URL_PATH] > 0);
-	assert_true(o[GO_FIELD_RESPONSE_STATUS] > 0);
-	assert_true(o[GO_FIELD_URL_HOST] > 0);
-	assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
-	assert_true(o[GO_FIELD_BUFIO_N] > 0);
+	test_assert_go_row_usable(o, "the installed Go's DWARF");
 	read_stopping_early(host_bin, o);
 
 	/* Measured, not asserted: the cost a user pays once per target at start-up. */
@@ -411,53 +415,45 @@ static void test_dwarf__older_toolchains_match_table(void **state)
 
 static void test_dwarf__pie_same_offsets(void **state)
 {
-	int64_t o[GO_FIELD__COUNT];
 	struct elf_file *ef;
 	char bin[4096];
 
 	(void)state;
-	build(bin, sizeof(bin), "dwarf_httpserver_pie", "", "-buildmode=pie");
+	build_same_offsets(bin, sizeof(bin), "dwarf_httpserver_pie", "", "-buildmode=pie");
 	ef = elf_file__open(bin);
 	assert_non_null(ef);
 	assert_true(elf_file__is_pie(ef));
 	elf_file__close(ef);
-	assert_int_equal(dwarf__read_offsets(bin, o), 0);
-	assert_memory_equal(o, host_offs, sizeof(o));
 }
 
 static void test_dwarf__uncompressed_same_offsets(void **state)
 {
-	int64_t o[GO_FIELD__COUNT];
 	GElf_Shdr shdr;
 	char bin[4096];
 
 	(void)state;
-	build(bin, sizeof(bin), "dwarf_httpserver_plain", "", "-ldflags=-compressdwarf=false");
+	build_same_offsets(bin, sizeof(bin), "dwarf_httpserver_plain", "",
+			   "-ldflags=-compressdwarf=false");
 	assert_int_equal(section_header(bin, ".debug_info", &shdr), 0);
 	assert_false(shdr.sh_flags & SHF_COMPRESSED);
 	/* And the reference really is compressed, so both paths are exercised. */
 	assert_int_equal(section_header(host_bin, ".debug_info", &shdr), 0);
 	assert_true(shdr.sh_flags & SHF_COMPRESSED);
-	assert_int_equal(dwarf__read_offsets(bin, o), 0);
-	assert_memory_equal(o, host_offs, sizeof(o));
 }
 
+/* Go lays structs out alike on every 64-bit target: the tables do not depend on GOARCH. */
 static void test_dwarf__arm64_same_as_amd64(void **state)
 {
-	int64_t o[GO_FIELD__COUNT];
 	struct elf_file *ef;
 	char bin[4096];
 
 	(void)state;
-	build(bin, sizeof(bin), "dwarf_httpserver_arm64", "GOARCH=arm64", "");
+	build_same_offsets(bin, sizeof(bin), "dwarf_httpserver_arm64", "GOARCH=arm64", "");
 	ef = elf_file__open(bin);
 	assert_non_null(ef);
 	assert_int_equal(elf_file__machine(ef), EM_AARCH64);
 	elf_file__close(ef);
-	assert_int_equal(dwarf__read_offsets(bin, o), 0);
-	/* Go lays structs out alike on every 64-bit target: the tables do not depend on GOARCH. */
-	assert_memory_equal(o, host_offs, sizeof(o));
-	assert_matches_table(bin, o);
+	assert_matches_table(bin, host_offs);
 }
 
 /*
@@ -468,7 +464,7 @@ static void test_dwarf__arm64_same_as_amd64(void **state)
 static void test_dwarf__noswissmap_build_has_hmap(void **state)
 {
 	int64_t o[GO_FIELD__COUNT], want[GO_FIELD__COUNT];
-	char go[4096], bin[4096];
+	char go[4096], bin[4096], built[32];
 
 	(void)state;
 	if (!toolchain("1.24.13", go, sizeof(go)))
@@ -476,16 +472,16 @@ static void test_dwarf__noswissmap_build_has_hmap(void **state)
 	build_with(go, "1.24.13", "noswissmap", bin, sizeof(bin));
 	read_stopping_early(bin, o);
 	assert_versioned_fields(o, 24, false);
-	assert_int_equal(offsets__find(table, 1, 24, 13, want, NULL), 0);
+	go_table_row(bin, want, built, sizeof(built));
+	assert_string_equal(built, "1.24.13");
 	for (int f = 0; f < GO_FIELD__COUNT; f++) {
+		/* Not the table's maps: the maps' fields are checked below. */
 		if (f >= GO_FIELD_HMAP_COUNT && f <= GO_FIELD_SWISS_GROUPS_MASK)
-			continue;
+			want[f] = o[f];
 		if (!httpserver_links(f))
 			want[f] = -1;
-		if (o[f] != want[f])
-			fail_msg("'%s': table %lld, noswissmap DWARF %lld", go_field_names[f],
-				 (long long)want[f], (long long)o[f]);
 	}
+	test_assert_row_equal(&go_offsets_fields, "1.24.13 noswissmap", o, want);
 	/* The old layout, as it was in 1.23: only members after buckets moved. */
 	assert_int_equal(o[GO_FIELD_HMAP_COUNT], 0);
 	assert_int_equal(o[GO_FIELD_HMAP_B], 9);
@@ -759,298 +755,36 @@ static void test_dwarf__damaged_dwarf_never_crashes(void **state)
 	free(orig);
 }
 
-/* ---- grpc-go ---- */
+/* ---- programs built against module releases: grpc-go, pgx, go-redis ---- */
 
 /*
- * Builds testdata/grpcserver against grpc-go VERSION ("v1.50.0") with ENV and FLAGS into
- * unit-data/NAME, in a copy of the directory whose go.mod is pointed at VERSION and tidied
- * through the module proxy. GOTOOLCHAIN=auto: a release that needs a newer Go than the one
- * installed gets it through the proxy too.
+ * Builds testdata/SRC with ENV and FLAGS into unit-data/NAME, in a copy of the directory (one per
+ * TAG) whose go.mod is pointed at the releases REQUIRES names ("-require=MODULE@VERSION ...") and
+ * tidied through the module proxy. GOTOOLCHAIN=auto: a release that needs a newer Go than the
+ * one installed gets it through the proxy too.
  */
-static void build_grpc(const char *version, const char *env, const char *flags, const char *name,
-		       char *out, size_t size)
+static void build_against(const char *src, const char *tag, const char *requires,
+			  const char *env, const char *flags, const char *name, char *out,
+			  size_t size)
 {
 	char dir[4096];
 	const char *go_env = "env GOTOOLCHAIN=auto GOFLAGS='-mod=mod -buildvcs=false' CGO_ENABLED=0";
 
-	assert_true((size_t)snprintf(dir, sizeof(dir), "%s/grpcserver-%s", test_data_dir(),
-				     version) < sizeof(dir));
+	assert_true((size_t)snprintf(dir, sizeof(dir), "%s/%s-%s", test_data_dir(), src, tag) <
+		    sizeof(dir));
 	data_path(out, size, name);
-	if (test_sh("mkdir -p '%s' && cp testdata/grpcserver/main.go testdata/grpcserver/go.mod "
-		    "'%s' && cd '%s' && %s go mod edit -require=google.golang.org/grpc@%s && "
-		    "%s go mod tidy && %s %s go build %s -o '%s' . >&2",
-		    dir, dir, dir, go_env, version, go_env, go_env, env, flags, out))
-		fail_msg("cannot build testdata/grpcserver with grpc-go %s (the module proxy must "
-			 "be reachable)",
-			 version);
-}
-
-/* The grpc-go version in BIN's buildinfo, which must be VERSION; *GB for the caller to free. */
-static struct gobin *grpc_gobin(const char *bin, const char *version)
-{
-	struct elf_file *ef = elf_file__open(bin);
-	struct gobin *gb;
-
-	assert_non_null(ef);
-	gb = gobin__read(ef);
-	elf_file__close(ef);
-	assert_non_null(gb);
-	for (size_t i = 0; i < gb->ndeps; i++) {
-		if (!strcmp(gb->deps[i].path, "google.golang.org/grpc")) {
-			assert_string_equal(gb->deps[i].version, version);
-			return gb;
-		}
-	}
-	fail_msg("'%s' does not list google.golang.org/grpc in its buildinfo", bin);
-	return NULL;
-}
-
-/* The grpc table's row for VERSION ("v1.62.1"), which it must list exactly. */
-static void grpc_row(const char *version, int64_t out[GRPC_FIELD__COUNT])
-{
-	struct offsets_version v;
-	const char *resolved = NULL;
-
-	assert_int_equal(offsets__parse_module_version(version, &v), 0);
-	if (offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, out,
-				  GRPC_FIELD__COUNT, &resolved) ||
-	    strcmp(resolved, version + 1))
-		fail_msg("grpc-go %s is not listed in %s: run make offsets", version,
-			 GRPC_TABLE_PATH);
-}
-
-/* The newest release the grpc table lists, as a module version ("v1.85.0"). */
-static void grpc_newest(char *buf, size_t size)
-{
-	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_json_len);
-	const cJSON *vs;
-
-	assert_non_null(root);
-	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
-	assert_true(cJSON_GetArraySize(vs) > 0);
-	snprintf(buf, size, "v%s", cJSON_GetArrayItem(vs, cJSON_GetArraySize(vs) - 1)->valuestring);
-	cJSON_Delete(root);
-}
-
-static void assert_grpc_equal(const char *what, const int64_t got[GRPC_FIELD__COUNT],
-			      const int64_t want[GRPC_FIELD__COUNT])
-{
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++) {
-		if (got[f] != want[f])
-			fail_msg("%s '%s': table %lld, DWARF %lld", what, grpc_field_names[f],
-				 (long long)want[f], (long long)got[f]);
-	}
-}
-
-/*
- * The oldest grpc-go release in the table, the first release of each layout the generator found
- * after it (http2Server's peer.Peer in 1.60, ServerStream embedding a *Stream in 1.69, a Stream
- * in 1.77) and the table's newest: a program that serves and calls links every struct the table
- * describes, so its DWARF must give the table's row for its release field for field, -1 (absent)
- * included, and grpc_offsets__for_binary must take the DWARF.
- */
-static void test_dwarf__grpc_matches_table(void **state)
-{
-	/* The first release of each layout; the table's newest comes last. */
-	static const char *const versions[] = { "v1.50.0", "v1.60.0", "v1.69.0", "v1.77.0" };
-	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
-	char bin[4096], name[96], newest[32], source[48];
-	struct gobin *gb;
-	double t;
-
-	(void)state;
-	if (test_sh("command -v go >/dev/null"))
-		TEST_SKIP("Go is missing: it builds the grpc-go programs");
-	grpc_newest(newest, sizeof(newest));
-	for (size_t i = 0; i <= sizeof(versions) / sizeof(versions[0]); i++) {
-		const char *v = i < sizeof(versions) / sizeof(versions[0]) ? versions[i] : newest;
-
-		snprintf(name, sizeof(name), "dwarf_grpcserver_%s", v);
-		build_grpc(v, "", "", name, bin, sizeof(bin));
-		gb = grpc_gobin(bin, v);
-		grpc_row(v, want);
-		t = now_ms();
-		assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
-		t = now_ms() - t;
-		assert_grpc_equal(v, o, want);
-		assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source,
-							  sizeof(source)),
-				 0);
-		assert_string_equal(source, "DWARF");
-		assert_grpc_equal(v, o, want);
-		gobin__free(gb);
-		printf("grpc-go %s: offsets from DWARF match the table (%.1f ms)\n", v, t);
-	}
-	/*
-	 * With DWARF the version in the buildinfo does not matter: one newer than the table is
-	 * read from the DWARF with nothing said about the table's rows.
-	 */
-	{
-		struct gobin_module dep = { (char *)"google.golang.org/grpc", (char *)"v1.999.0" };
-		struct gobin fake = { .deps = &dep, .ndeps = 1 };
-		struct test_capture cap;
-		char *msg;
-
-		log_set_level(LOG_INFO);
-		assert_int_equal(test_capture_start(&cap), 0);
-		assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, &fake, o, source,
-							  sizeof(source)),
-				 0);
-		msg = test_capture_end(&cap);
-		log_set_level(quiet_level());
-		assert_non_null(msg);
-		assert_string_equal(msg, "");
-		free(msg);
-		assert_string_equal(source, "DWARF");
-		grpc_row(newest, want);
-		assert_grpc_equal("v1.999.0 (DWARF)", o, want);
-	}
-
-	/* One table serves every 64-bit target here as well. */
-	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_arm64", newest);
-	build_grpc(newest, "GOARCH=arm64", "", name, bin, sizeof(bin));
-	grpc_row(newest, want);
-	assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
-	assert_grpc_equal("arm64", o, want);
-}
-
-/* Without DWARF: -ENODATA from the reader, and the table's row for the release from the choice. */
-static void test_dwarf__grpc_without_dwarf_uses_table(void **state)
-{
-	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
-	char bin[4096], name[96], newest[32], source[48], expect[64];
-	struct gobin *gb;
-
-	(void)state;
-	if (test_sh("command -v go >/dev/null"))
-		TEST_SKIP("Go is missing: it builds the grpc-go programs");
-	grpc_newest(newest, sizeof(newest));
-	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_w", newest);
-	build_grpc(newest, "", "-ldflags=-w", name, bin, sizeof(bin));
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
-		o[f] = 7;
-	assert_int_equal(dwarf__read_grpc_offsets(bin, o), -ENODATA);
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
-		assert_int_equal(o[f], -1);
-	gb = grpc_gobin(bin, newest);
-	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source, sizeof(source)),
-			 0);
-	snprintf(expect, sizeof(expect), "table %s", newest);
-	assert_string_equal(source, expect);
-	grpc_row(newest, want);
-	assert_memory_equal(o, want, sizeof(o));
-	/* No table and no DWARF: nothing to go on. */
-	assert_int_equal(grpc_offsets__for_binary(NULL, bin, gb, o, source, sizeof(source)),
-			 -ENOTSUP);
-	gobin__free(gb);
-}
-
-/*
- * A Go program without grpc-go: its DWARF is read without error and every grpc field is -1; its
- * buildinfo has no grpc-go, so the choice is -ENOENT before any DWARF is read.
- */
-static void test_dwarf__grpc_absent_from_plain_go(void **state)
-{
-	int64_t o[GRPC_FIELD__COUNT];
-	struct elf_file *ef;
-	struct gobin *gb;
-	char source[48];
-
-	(void)state;
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
-		o[f] = 7;
-	assert_int_equal(dwarf__read_grpc_offsets(host_bin, o), 0);
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
-		assert_int_equal(o[f], -1);
-	ef = elf_file__open(host_bin);
-	assert_non_null(ef);
-	gb = gobin__read(ef);
-	elf_file__close(ef);
-	assert_non_null(gb);
-	assert_int_equal(grpc_offsets__for_binary(grpc_table, host_bin, gb, o, source,
-						  sizeof(source)),
-			 -ENOENT);
-	gobin__free(gb);
-	assert_int_equal(dwarf__read_grpc_offsets("testdata/no-such-binary", o), -ENOENT);
-}
-
-/* ---- database/sql, pgx, go-redis ---- */
-
-/* BIN's database/sql.Stmt.query in its DWARF must be the Go table's for the Go that built it. */
-static void assert_sql_stmt_matches(const char *bin)
-{
-	const enum go_field f = GO_FIELD_SQL_STMT_QUERY;
-	int64_t o[GO_FIELD__COUNT], want[GO_FIELD__COUNT];
-	const char *resolved = NULL;
-	int ma, mi, pa;
-
-	go_version_of(bin, &ma, &mi, &pa);
-	assert_int_equal(dwarf__read_offsets(bin, o), 0);
-	if (offsets__find(table, ma, mi, pa, want, &resolved))
-		fail_msg("Go %d.%d.%d is not in %s: run make offsets", ma, mi, pa, TABLE_PATH);
-	if (o[f] < 0 || o[f] != want[f])
-		fail_msg("Go %d.%d.%d (table row %s) '%s': table %lld, DWARF %lld", ma, mi, pa,
-			 resolved, go_field_names[f], (long long)want[f], (long long)o[f]);
-	printf("Go %d.%d.%d: database/sql.Stmt.query at %lld, as in the table\n", ma, mi, pa,
-	       (long long)o[f]);
-}
-
-/*
- * A program that prepares a database/sql statement, built by the installed Go and by older
- * releases across the table's range (.zdebug_* and SHF_COMPRESSED DWARF, DWARF 4 and 5): the
- * Stmt's query must be where the Go table says for each.
- */
-static void test_dwarf__sql_stmt_matches_table(void **state)
-{
-	static const char *const versions[] = { "1.17.13", "1.19.13", "1.21.13", "1.24.13" };
-	char go[4096], bin[4096];
-	const char *p;
-
-	(void)state;
-	p = test_go_build("sqlclient", "dwarf_sqlclient", "", "");
-	assert_non_null(p);
-	assert_sql_stmt_matches(p);
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (!toolchain(versions[i], go, sizeof(go)))
-			continue;
-		build_src_with("sqlclient", go, versions[i], NULL, bin, sizeof(bin));
-		assert_sql_stmt_matches(bin);
-	}
-}
-
-/*
- * Builds testdata/dbclient against pgx PGX and go-redis REDIS ("v5.0.0", "v9.0.0") with FLAGS
- * into unit-data/NAME, in a copy of the directory whose go.mod is pointed at those releases and
- * tidied through the module proxy, with GOTOOLCHAIN=auto as build_grpc.
- */
-static void build_dbclient(const char *pgx, const char *redis, const char *flags, const char *name,
-			   char *out, size_t size)
-{
-	char dir[4096];
-	const char *go_env = "env GOTOOLCHAIN=auto GOFLAGS='-mod=mod -buildvcs=false' CGO_ENABLED=0";
-
-	assert_true((size_t)snprintf(dir, sizeof(dir), "%s/dbclient-%s-%s", test_data_dir(), pgx,
-				     redis) < sizeof(dir));
-	data_path(out, size, name);
-	if (test_sh("mkdir -p '%s' && cp testdata/dbclient/main.go testdata/dbclient/go.mod "
-		    "'%s' && cd '%s' && %s go mod edit -require=" PGX_MODULE "@%s -require="
-		    REDIS_MODULE "@%s && %s go mod tidy && %s go build %s -o '%s' . >&2",
-		    dir, dir, dir, go_env, pgx, redis, go_env, go_env, flags, out))
-		fail_msg("cannot build testdata/dbclient with pgx %s and go-redis %s (the module "
-			 "proxy must be reachable)",
-			 pgx, redis);
+	if (test_sh("mkdir -p '%s' && cp testdata/%s/main.go testdata/%s/go.mod '%s' && cd '%s' && "
+		    "%s go mod edit %s && %s go mod tidy && %s %s go build %s -o '%s' . >&2",
+		    dir, src, src, dir, dir, go_env, requires, go_env, go_env, env, flags, out))
+		fail_msg("cannot build testdata/%s with %s (the module proxy must be reachable)",
+			 src, requires);
 }
 
 /* BIN's buildinfo, which must list MODULE at VERSION; for the caller to free. */
 static struct gobin *module_gobin(const char *bin, const char *module, const char *version)
 {
-	struct elf_file *ef = elf_file__open(bin);
-	struct gobin *gb;
+	struct gobin *gb = read_gobin(bin);
 
-	assert_non_null(ef);
-	gb = gobin__read(ef);
-	elf_file__close(ef);
-	assert_non_null(gb);
 	for (size_t i = 0; i < gb->ndeps; i++) {
 		if (!strcmp(gb->deps[i].path, module)) {
 			assert_string_equal(gb->deps[i].version, version);
@@ -1089,6 +823,204 @@ static void module_table_row(const struct offsets *t, const char *version, int64
 		fail_msg("%s is not listed in its table: run make offsets", version);
 }
 
+/* ---- grpc-go ---- */
+
+/* build_against() of testdata/grpcserver and grpc-go VERSION ("v1.50.0"). */
+static void build_grpc(const char *version, const char *env, const char *flags, const char *name,
+		       char *out, size_t size)
+{
+	char requires[96];
+
+	snprintf(requires, sizeof(requires), "-require=" GRPC_MODULE "@%s", version);
+	build_against("grpcserver", version, requires, env, flags, name, out, size);
+}
+
+/* The grpc table's row for VERSION ("v1.62.1"), which it must list exactly. */
+static void grpc_row(const char *version, int64_t out[GRPC_FIELD__COUNT])
+{
+	module_table_row(grpc_table, version, out, GRPC_FIELD__COUNT);
+}
+
+static void assert_grpc_equal(const char *what, const int64_t got[GRPC_FIELD__COUNT],
+			      const int64_t want[GRPC_FIELD__COUNT])
+{
+	test_assert_row_equal(&grpc_offsets_fields, what, got, want);
+}
+
+/*
+ * The oldest grpc-go release in the table, the first release of each layout the generator found
+ * after it (http2Server's peer.Peer in 1.60, ServerStream embedding a *Stream in 1.69, a Stream
+ * in 1.77) and the table's newest: a program that serves and calls links every struct the table
+ * describes, so its DWARF must give the table's row for its release field for field, -1 (absent)
+ * included, and grpc_offsets__for_binary must take the DWARF.
+ */
+static void test_dwarf__grpc_matches_table(void **state)
+{
+	/* The first release of each layout; the table's newest comes last. */
+	static const char *const versions[] = { "v1.50.0", "v1.60.0", "v1.69.0", "v1.77.0" };
+	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
+	char bin[4096], name[96], newest[32], source[48];
+	struct gobin *gb;
+	double t;
+
+	(void)state;
+	if (test_sh("command -v go >/dev/null"))
+		TEST_SKIP("Go is missing: it builds the grpc-go programs");
+	table_newest(GRPC_TABLE_PATH, newest, sizeof(newest));
+	for (size_t i = 0; i <= sizeof(versions) / sizeof(versions[0]); i++) {
+		const char *v = i < sizeof(versions) / sizeof(versions[0]) ? versions[i] : newest;
+
+		snprintf(name, sizeof(name), "dwarf_grpcserver_%s", v);
+		build_grpc(v, "", "", name, bin, sizeof(bin));
+		gb = module_gobin(bin, GRPC_MODULE, v);
+		grpc_row(v, want);
+		t = now_ms();
+		assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
+		t = now_ms() - t;
+		assert_grpc_equal(v, o, want);
+		assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source,
+							  sizeof(source)),
+				 0);
+		assert_string_equal(source, "DWARF");
+		assert_grpc_equal(v, o, want);
+		gobin__free(gb);
+		printf("grpc-go %s: offsets from DWARF match the table (%.1f ms)\n", v, t);
+	}
+	/*
+	 * With DWARF the version in the buildinfo does not matter: one newer than the table is
+	 * read from the DWARF with nothing said about the table's rows.
+	 */
+	{
+		struct gobin_module dep = { (char *)GRPC_MODULE, (char *)"v1.999.0" };
+		struct gobin fake = { .deps = &dep, .ndeps = 1 };
+		char *msg;
+		int rc;
+
+		rc = TEST_LOGGED(LOG_INFO, &msg,
+				 grpc_offsets__for_binary(grpc_table, bin, &fake, o, source,
+							  sizeof(source)));
+		assert_int_equal(rc, 0);
+		assert_string_equal(msg, "");
+		free(msg);
+		assert_string_equal(source, "DWARF");
+		grpc_row(newest, want);
+		assert_grpc_equal("v1.999.0 (DWARF)", o, want);
+	}
+
+	/* One table serves every 64-bit target here as well. */
+	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_arm64", newest);
+	build_grpc(newest, "GOARCH=arm64", "", name, bin, sizeof(bin));
+	grpc_row(newest, want);
+	assert_int_equal(dwarf__read_grpc_offsets(bin, o), 0);
+	assert_grpc_equal("arm64", o, want);
+}
+
+/* Without DWARF: -ENODATA from the reader, and the table's row for the release from the choice. */
+static void test_dwarf__grpc_without_dwarf_uses_table(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT], want[GRPC_FIELD__COUNT];
+	char bin[4096], name[96], newest[32], source[48], expect[64];
+	struct gobin *gb;
+
+	(void)state;
+	if (test_sh("command -v go >/dev/null"))
+		TEST_SKIP("Go is missing: it builds the grpc-go programs");
+	table_newest(GRPC_TABLE_PATH, newest, sizeof(newest));
+	snprintf(name, sizeof(name), "dwarf_grpcserver_%s_w", newest);
+	build_grpc(newest, "", "-ldflags=-w", name, bin, sizeof(bin));
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		o[f] = 7;
+	assert_int_equal(dwarf__read_grpc_offsets(bin, o), -ENODATA);
+	test_assert_unset(&grpc_offsets_fields, o);
+	gb = module_gobin(bin, GRPC_MODULE, newest);
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, bin, gb, o, source, sizeof(source)),
+			 0);
+	snprintf(expect, sizeof(expect), "table %s", newest);
+	assert_string_equal(source, expect);
+	grpc_row(newest, want);
+	assert_memory_equal(o, want, sizeof(o));
+	/* No table and no DWARF: nothing to go on. */
+	assert_int_equal(grpc_offsets__for_binary(NULL, bin, gb, o, source, sizeof(source)),
+			 -ENOTSUP);
+	gobin__free(gb);
+}
+
+/*
+ * A Go program without grpc-go: its DWARF is read without error and every grpc field is -1; its
+ * buildinfo has no grpc-go, so the choice is -ENOENT before any DWARF is read.
+ */
+static void test_dwarf__grpc_absent_from_plain_go(void **state)
+{
+	int64_t o[GRPC_FIELD__COUNT];
+	struct gobin *gb;
+	char source[48];
+
+	(void)state;
+	for (int f = 0; f < GRPC_FIELD__COUNT; f++)
+		o[f] = 7;
+	assert_int_equal(dwarf__read_grpc_offsets(host_bin, o), 0);
+	test_assert_unset(&grpc_offsets_fields, o);
+	gb = read_gobin(host_bin);
+	assert_int_equal(grpc_offsets__for_binary(grpc_table, host_bin, gb, o, source,
+						  sizeof(source)),
+			 -ENOENT);
+	gobin__free(gb);
+	assert_int_equal(dwarf__read_grpc_offsets("testdata/no-such-binary", o), -ENOENT);
+}
+
+/* ---- database/sql, pgx, go-redis ---- */
+
+/* BIN's database/sql.Stmt.query in its DWARF must be the Go table's for the Go that built it. */
+static void assert_sql_stmt_matches(const char *bin)
+{
+	const enum go_field f = GO_FIELD_SQL_STMT_QUERY;
+	int64_t o[GO_FIELD__COUNT], want[GO_FIELD__COUNT];
+	char built[32];
+	const char *row = go_table_row(bin, want, built, sizeof(built));
+
+	assert_int_equal(dwarf__read_offsets(bin, o), 0);
+	if (o[f] < 0 || o[f] != want[f])
+		fail_msg("Go %s (table row %s) '%s': table %lld, DWARF %lld", built, row,
+			 go_field_names[f], (long long)want[f], (long long)o[f]);
+	printf("Go %s: database/sql.Stmt.query at %lld, as in the table\n", built,
+	       (long long)o[f]);
+}
+
+/*
+ * A program that prepares a database/sql statement, built by the installed Go and by older
+ * releases across the table's range (.zdebug_* and SHF_COMPRESSED DWARF, DWARF 4 and 5): the
+ * Stmt's query must be where the Go table says for each.
+ */
+static void test_dwarf__sql_stmt_matches_table(void **state)
+{
+	static const char *const versions[] = { "1.17.13", "1.19.13", "1.21.13", "1.24.13" };
+	char go[4096], bin[4096];
+	const char *p;
+
+	(void)state;
+	p = test_go_build("sqlclient", "dwarf_sqlclient", "", "");
+	assert_non_null(p);
+	assert_sql_stmt_matches(p);
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (!toolchain(versions[i], go, sizeof(go)))
+			continue;
+		build_src_with("sqlclient", go, versions[i], NULL, bin, sizeof(bin));
+		assert_sql_stmt_matches(bin);
+	}
+}
+
+/* build_against() of testdata/dbclient, pgx PGX and go-redis REDIS ("v5.0.0", "v9.0.0"). */
+static void build_dbclient(const char *pgx, const char *redis, const char *flags, const char *name,
+			   char *out, size_t size)
+{
+	char tag[96], requires[192];
+
+	snprintf(tag, sizeof(tag), "%s-%s", pgx, redis);
+	snprintf(requires, sizeof(requires),
+		 "-require=" PGX_MODULE "@%s -require=" REDIS_MODULE "@%s", pgx, redis);
+	build_against("dbclient", tag, requires, "", flags, name, out, size);
+}
+
 /*
  * BIN, built with MODULE at VERSION and DWARF: the fields read from its DWARF are TABLE's row for
  * VERSION, -1 included, and module_offsets__for_binary takes them from the DWARF, with or without
@@ -1106,11 +1038,7 @@ static void assert_module_matches(const char *bin, const struct offsets *t, cons
 	assert_true(fields->count <= 64);
 	module_table_row(t, version, want, fields->count);
 	assert_int_equal(dwarf__read_fields(bin, fields, out), 0);
-	for (size_t f = 0; f < fields->count; f++) {
-		if (out[f] != want[f])
-			fail_msg("%s %s '%s': table %lld, DWARF %lld", fields->what, version,
-				 fields->names[f], (long long)want[f], (long long)out[f]);
-	}
+	test_assert_row_equal(fields, version, out, want);
 	assert_int_equal(module_offsets__for_binary(t, module, bin, gb, got, source,
 						    sizeof(source)),
 			 0);
@@ -1196,42 +1124,20 @@ static void test_dwarf__datastores_absent_from_plain_go(void **state)
 {
 	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT];
 	unsigned found, total, ruled;
-	struct test_capture cap;
-	struct elf_file *ef;
 	struct gobin *gb;
-	char source[48], *msg;
-	const char *line;
-	int rc;
+	char source[48];
 
 	(void)state;
 	for (int f = 0; f < PGX_FIELD__COUNT; f++)
 		pgx[f] = 7;
-	log_set_level(LOG_DEBUG);
-	assert_int_equal(test_capture_start(&cap), 0);
-	rc = dwarf__read_fields(host_bin, &pgx_offsets_fields, pgx);
-	msg = test_capture_end(&cap);
-	log_set_level(quiet_level());
-	assert_int_equal(rc, 0);
-	assert_non_null(msg);
-	line = strstr(msg, "': found ");
-	assert_non_null(line);
-	assert_int_equal(sscanf(line, "': found %u of %u structs, ruled out %u", &found, &total,
-				&ruled),
-			 3);
+	read_walk(host_bin, &pgx_offsets_fields, pgx, &found, &total, &ruled);
 	assert_int_equal(found, 0);
 	assert_int_equal(ruled, total);
-	free(msg);
-	for (int f = 0; f < PGX_FIELD__COUNT; f++)
-		assert_int_equal(pgx[f], -1);
+	test_assert_unset(&pgx_offsets_fields, pgx);
 	assert_int_equal(dwarf__read_fields(host_bin, &redis_offsets_fields, redis), 0);
-	for (int f = 0; f < REDIS_FIELD__COUNT; f++)
-		assert_int_equal(redis[f], -1);
+	test_assert_unset(&redis_offsets_fields, redis);
 
-	ef = elf_file__open(host_bin);
-	assert_non_null(ef);
-	gb = gobin__read(ef);
-	elf_file__close(ef);
-	assert_non_null(gb);
+	gb = read_gobin(host_bin);
 	assert_int_equal(module_offsets__for_binary(pgx_table, PGX_MODULE, host_bin, gb, pgx,
 						    source, sizeof(source)),
 			 -ENOENT);

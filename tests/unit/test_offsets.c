@@ -22,13 +22,6 @@
 #include "core/log.h"
 #include "analysis/offsets.h"
 
-#define TABLE_PATH "../../offsets/go_offsets.json"
-#define GRPC_TABLE_PATH "../../offsets/grpc_offsets.json"
-#define PGX_TABLE_PATH "../../offsets/pgx_offsets.json"
-#define REDIS_TABLE_PATH "../../offsets/redis_offsets.json"
-#define PGX_MODULE "github.com/jackc/pgx/v5"
-#define REDIS_MODULE "github.com/redis/go-redis/v9"
-
 static char *table_json;
 static size_t table_len;
 static struct offsets *table;
@@ -112,6 +105,102 @@ static void latest_of_minor(int minor, char *buf, size_t size)
 	snprintf(buf, size, "1.%d.%d", minor, best);
 }
 
+/* Room for a row of any of the four tables. */
+#define ROW_MAX 64
+_Static_assert((int)GO_FIELD__COUNT <= ROW_MAX && (int)GRPC_FIELD__COUNT <= ROW_MAX &&
+		       (int)PGX_FIELD__COUNT <= ROW_MAX && (int)REDIS_FIELD__COUNT <= ROW_MAX,
+	       "a row does not fit");
+
+/* What table T, one of the four setup() loaded, lists. */
+static const struct offsets_fields *fields_of(const struct offsets *t)
+{
+	if (t == table)
+		return &go_offsets_fields;
+	if (t == grpc_table)
+		return &grpc_offsets_fields;
+	return t == pgx_table ? &pgx_offsets_fields : &redis_offsets_fields;
+}
+
+/* Looks module VERSION ("v1.50.0") up in table T, which must resolve it to WANT_RESOLVED. */
+static void module_find_ok(const struct offsets *t, const char *version, const char *want_resolved,
+			   int64_t *out)
+{
+	const struct offsets_fields *fields = fields_of(t);
+	struct offsets_version v;
+	const char *resolved = NULL;
+
+	if (offsets__parse_module_version(version, &v))
+		fail_msg("'%s' does not parse as a module version", version);
+	if (offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, out, fields->count,
+				  &resolved))
+		fail_msg("%s %s: no row", fields->what, version);
+	assert_non_null(resolved);
+	if (strcmp(resolved, want_resolved))
+		fail_msg("%s %s resolved to %s, want %s", fields->what, version, resolved,
+			 want_resolved);
+}
+
+/* The oldest (FIRST) or newest release listed in the table text JSON, "5.12.0". */
+static void listed_end(const char *json, size_t len, bool first, char *buf, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *vs, *v;
+
+	assert_non_null(root);
+	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
+	assert_true(cJSON_GetArraySize(vs) > 0);
+	v = cJSON_GetArrayItem(vs, first ? 0 : cJSON_GetArraySize(vs) - 1);
+	assert_true(cJSON_IsString(v));
+	snprintf(buf, size, "%s", v->valuestring);
+	cJSON_Delete(root);
+}
+
+/*
+ * Offsets known from the DWARF of real builds, as a table: a ROW() names a version to look up
+ * (Go's "1.22.12", a module's "v1.50.0") and the listed release it must resolve to (NULL: any);
+ * the AT() entries after it give fields of that row and their offsets, -1 where absent.
+ */
+struct known {
+	const char *version, *resolved;
+	int field;
+	int64_t want;
+};
+
+#define ROW(version, resolved) { version, resolved, -1, 0 }
+#define AT(field, want) { NULL, NULL, field, want }
+
+static void check_known(const struct offsets *t, const struct known *k, size_t n)
+{
+	const struct offsets_fields *fields = fields_of(t);
+	const char *row = NULL, *resolved;
+	int64_t o[ROW_MAX];
+	int ma, mi, pa;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!k[i].version) {
+			assert_non_null(row);
+			if (o[k[i].field] != k[i].want)
+				fail_msg("%s %s '%s' is %lld, want %lld", fields->what, row,
+					 fields->names[k[i].field], (long long)o[k[i].field],
+					 (long long)k[i].want);
+			continue;
+		}
+		row = k[i].version;
+		if (t != table) {
+			module_find_ok(t, row, k[i].resolved, o);
+			continue;
+		}
+		assert_int_equal(gobin__parse_version(row, &ma, &mi, &pa), 0);
+		resolved = NULL;
+		if (offsets__find(table, ma, mi, pa, o, &resolved))
+			fail_msg("Go %s: no row", row);
+		if (k[i].resolved && strcmp(resolved, k[i].resolved))
+			fail_msg("Go %s resolved to %s, want %s", row, resolved, k[i].resolved);
+	}
+}
+
+#define CHECK_KNOWN(t, k) check_known(t, k, sizeof(k) / sizeof((k)[0]))
+
 /*
  * Values read from the DWARF of programs built with those releases (llvm-dwarfdump agrees):
  * goid moved from 152 to 160 when Go 1.23 added g.syscallbp; Request gained Pattern in 1.23,
@@ -120,74 +209,80 @@ static void latest_of_minor(int minor, char *buf, size_t size)
  */
 static void test_offsets__known_values(void **state)
 {
-	int64_t o[GO_FIELD__COUNT];
+	static const struct known known[] = {
+		ROW("1.22.12", "1.22.12"),
+		AT(GO_FIELD_G_GOID, 152),
+		AT(GO_FIELD_REQ_METHOD, 0),
+		AT(GO_FIELD_REQ_URL, 16),
+		AT(GO_FIELD_REQ_PROTO, 24),
+		AT(GO_FIELD_REQ_HOST, 128),
+		AT(GO_FIELD_REQ_REMOTE_ADDR, 176),
+		AT(GO_FIELD_REQ_TLS, 208),
+		AT(GO_FIELD_URL_PATH, 56),
+		AT(GO_FIELD_REQ_PAT, 248),
+		AT(GO_FIELD_PATTERN_STR, 0),
+		AT(GO_FIELD_RESPONSE_STATUS, 120),
+		AT(GO_FIELD_G_PARENT_GOID, 272),
+		AT(GO_FIELD_URL_SCHEME, 0),
+		AT(GO_FIELD_URL_USER, 32),
+		AT(GO_FIELD_URL_HOST, 40),
+		AT(GO_FIELD_URL_RAW_QUERY, 96),
+		AT(GO_FIELD_RESP_STATUS_CODE, 16),
+		AT(GO_FIELD_BUFIO_BUF, 16),
+		AT(GO_FIELD_BUFIO_N, 40),
+		AT(GO_FIELD_HMAP_COUNT, 0),
+		AT(GO_FIELD_HMAP_B, 9),
+		AT(GO_FIELD_HMAP_BUCKETS, 16),
+		/* TCPAddr{IP []byte; Port int; Zone string}, valueCtx{Context; key, val any}. */
+		AT(GO_FIELD_TCPADDR_IP, 0),
+		AT(GO_FIELD_TCPADDR_PORT, 24),
+		AT(GO_FIELD_VALUECTX_KEY, 16),
+		AT(GO_FIELD_VALUECTX_VAL, 32),
+		/*
+		 * Stmt{db *DB; query string; ...}: in builds by 1.19.8 (Debian's), 1.21.13, 1.24
+		 * and 1.26.
+		 */
+		AT(GO_FIELD_SQL_STMT_QUERY, 8),
+
+		ROW("1.23.0", "1.23.0"),
+		AT(GO_FIELD_G_GOID, 160),
+		AT(GO_FIELD_G_PARENT_GOID, 280),
+		AT(GO_FIELD_REQ_PATTERN, 232),
+		AT(GO_FIELD_REQ_PAT, 264),
+		AT(GO_FIELD_URL_PATH, 56),
+
+		ROW("1.24.0", "1.24.0"),
+		AT(GO_FIELD_SWISS_USED, 0),
+		AT(GO_FIELD_SWISS_DIR_PTR, 16),
+		AT(GO_FIELD_SWISS_DIR_LEN, 24),
+		AT(GO_FIELD_SWISS_TABLE_GROUPS, 16),
+		AT(GO_FIELD_SWISS_GROUPS_DATA, 0),
+		AT(GO_FIELD_SWISS_GROUPS_MASK, 8),
+
+		ROW("1.25.0", "1.25.0"),
+		AT(GO_FIELD_G_GOID, 152),
+		AT(GO_FIELD_G_PARENT_GOID, 272),
+
+		ROW("1.26.0", "1.26.0"),
+		AT(GO_FIELD_G_PARENT_GOID, 280),
+		AT(GO_FIELD_URL_RAW_QUERY, 88),
+		AT(GO_FIELD_URL_HOST, 40),
+
+		/*
+		 * response.status moved in a patch release, 1.26.11: the table must list the
+		 * release that moved it, or 1.26.11 and later would take the old offset from the
+		 * nearest release below.
+		 */
+		ROW("1.26.10", "1.26.10"),
+		AT(GO_FIELD_RESPONSE_STATUS, 120),
+		ROW("1.26.11", "1.26.11"),
+		AT(GO_FIELD_RESPONSE_STATUS, 128),
+		ROW("1.26.7", NULL),
+		AT(GO_FIELD_RESPONSE_STATUS, 120),
+	};
 
 	(void)state;
-	find_ok(1, 22, 12, "1.22.12", o);
-	assert_int_equal(o[GO_FIELD_G_GOID], 152);
-	assert_int_equal(o[GO_FIELD_REQ_METHOD], 0);
-	assert_int_equal(o[GO_FIELD_REQ_URL], 16);
-	assert_int_equal(o[GO_FIELD_REQ_PROTO], 24);
-	assert_int_equal(o[GO_FIELD_REQ_HOST], 128);
-	assert_int_equal(o[GO_FIELD_REQ_REMOTE_ADDR], 176);
-	assert_int_equal(o[GO_FIELD_REQ_TLS], 208);
-	assert_int_equal(o[GO_FIELD_URL_PATH], 56);
-	assert_int_equal(o[GO_FIELD_REQ_PAT], 248);
-	assert_int_equal(o[GO_FIELD_PATTERN_STR], 0);
-	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
-	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 272);
-	assert_int_equal(o[GO_FIELD_URL_SCHEME], 0);
-	assert_int_equal(o[GO_FIELD_URL_USER], 32);
-	assert_int_equal(o[GO_FIELD_URL_HOST], 40);
-	assert_int_equal(o[GO_FIELD_URL_RAW_QUERY], 96);
-	assert_int_equal(o[GO_FIELD_RESP_STATUS_CODE], 16);
-	assert_int_equal(o[GO_FIELD_BUFIO_BUF], 16);
-	assert_int_equal(o[GO_FIELD_BUFIO_N], 40);
-	assert_int_equal(o[GO_FIELD_HMAP_COUNT], 0);
-	assert_int_equal(o[GO_FIELD_HMAP_B], 9);
-	assert_int_equal(o[GO_FIELD_HMAP_BUCKETS], 16);
-	/* TCPAddr{IP []byte; Port int; Zone string}, valueCtx{Context; key, val any}. */
-	assert_int_equal(o[GO_FIELD_TCPADDR_IP], 0);
-	assert_int_equal(o[GO_FIELD_TCPADDR_PORT], 24);
-	assert_int_equal(o[GO_FIELD_VALUECTX_KEY], 16);
-	assert_int_equal(o[GO_FIELD_VALUECTX_VAL], 32);
-	/* Stmt{db *DB; query string; ...}: in builds by 1.19.8 (Debian's), 1.21.13, 1.24, 1.26. */
-	assert_int_equal(o[GO_FIELD_SQL_STMT_QUERY], 8);
-
-	find_ok(1, 23, 0, "1.23.0", o);
-	assert_int_equal(o[GO_FIELD_G_GOID], 160);
-	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 280);
-	assert_int_equal(o[GO_FIELD_REQ_PATTERN], 232);
-	assert_int_equal(o[GO_FIELD_REQ_PAT], 264);
-	assert_int_equal(o[GO_FIELD_URL_PATH], 56);
-
-	find_ok(1, 24, 0, "1.24.0", o);
-	assert_int_equal(o[GO_FIELD_SWISS_USED], 0);
-	assert_int_equal(o[GO_FIELD_SWISS_DIR_PTR], 16);
-	assert_int_equal(o[GO_FIELD_SWISS_DIR_LEN], 24);
-	assert_int_equal(o[GO_FIELD_SWISS_TABLE_GROUPS], 16);
-	assert_int_equal(o[GO_FIELD_SWISS_GROUPS_DATA], 0);
-	assert_int_equal(o[GO_FIELD_SWISS_GROUPS_MASK], 8);
-
-	find_ok(1, 25, 0, "1.25.0", o);
-	assert_int_equal(o[GO_FIELD_G_GOID], 152);
-	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 272);
-
-	find_ok(1, 26, 0, "1.26.0", o);
-	assert_int_equal(o[GO_FIELD_G_PARENT_GOID], 280);
-	assert_int_equal(o[GO_FIELD_URL_RAW_QUERY], 88);
-	assert_int_equal(o[GO_FIELD_URL_HOST], 40);
-
-	/*
-	 * response.status moved in a patch release, 1.26.11: the table must list the release that
-	 * moved it, or 1.26.11 and later would take the old offset from the nearest release below.
-	 */
-	find_ok(1, 26, 10, "1.26.10", o);
-	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
-	find_ok(1, 26, 11, "1.26.11", o);
-	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 128);
-	assert_int_equal(offsets__find(table, 1, 26, 7, o, NULL), 0);
-	assert_int_equal(o[GO_FIELD_RESPONSE_STATUS], 120);
+	CHECK_KNOWN(table, known);
 }
 
 /* Whether every field from FIRST to LAST is present (all) or absent (none); fails on a mix. */
@@ -221,17 +316,7 @@ static void test_offsets__every_listed_release_is_exact(void **state)
 		resolved = NULL;
 		assert_int_equal(offsets__find(table, ma, mi, pa, o, &resolved), 0);
 		assert_string_equal(resolved, v->valuestring);
-		assert_true(o[GO_FIELD_G_GOID] > 0);
-		assert_int_equal(o[GO_FIELD_REQ_METHOD], 0);
-		assert_true(o[GO_FIELD_REQ_URL] > 0);
-		assert_true(o[GO_FIELD_REQ_REMOTE_ADDR] > 0);
-		assert_true(o[GO_FIELD_URL_PATH] > 0);
-		assert_true(o[GO_FIELD_RESPONSE_STATUS] > 0);
-		assert_int_equal(o[GO_FIELD_URL_SCHEME], 0);
-		assert_true(o[GO_FIELD_URL_HOST] > 0);
-		assert_true(o[GO_FIELD_URL_RAW_QUERY] > 0);
-		assert_true(o[GO_FIELD_RESP_STATUS_CODE] > 0);
-		assert_true(o[GO_FIELD_BUFIO_N] > o[GO_FIELD_BUFIO_BUF]);
+		test_assert_go_row_usable(o, v->valuestring);
 		assert_int_equal(o[GO_FIELD_G_PARENT_GOID] > o[GO_FIELD_G_GOID], mi >= 21);
 		/* None of these structs has changed since Go 1.17; a change would need a look. */
 		assert_int_equal(o[GO_FIELD_SQL_STMT_QUERY], 8);
@@ -432,7 +517,8 @@ static void test_offsets__match_dwarf_of_real_binary(void **state)
 	ver[strcspn(ver, "\n")] = '\0';
 	assert_int_equal(gobin__parse_version(ver, &ma, &mi, &pa), 0);
 	if (offsets__find(table, ma, mi, pa, o, NULL))
-		TEST_SKIP("installed Go %d.%d.%d is not in the table: run make offsets", ma, mi, pa);
+		TEST_SKIP("installed Go %d.%d.%d is not in the table: run make offsets", ma, mi,
+			  pa);
 	bin = test_go_build("httpserver", "offsets_httpserver", "", "");
 	assert_non_null(bin);
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
@@ -560,21 +646,56 @@ static void test_offsets__malformed(void **state)
 	}
 }
 
-/* The real table, cut anywhere, is refused cleanly (ASan builds would catch any over-read). */
-static void test_offsets__real_table_truncated(void **state)
+/*
+ * JSON (LEN bytes), a real table that PARSE reads, cut every STEP bytes, is refused with EINVAL
+ * each time (ASan builds would catch any over-read). WHAT names the table in a failure.
+ */
+static void assert_cut_refused(struct offsets *(*parse)(const char *, size_t), const char *json,
+			       size_t len, size_t step, const char *what)
 {
-	(void)state;
-	for (size_t n = 0; n < table_len - 2; n += 97) {
+	for (size_t n = 0; n < len - 2; n += step) {
 		struct offsets *t;
 
 		errno = 0;
-		t = offsets__parse(table_json, n);
+		t = parse(json, n);
 		if (t) {
 			offsets__free(t);
-			fail_msg("the table cut at %zu bytes was accepted", n);
+			fail_msg("the %s table cut at %zu bytes was accepted", what, n);
 		}
-		assert_int_equal(errno, EINVAL);
+		if (errno != EINVAL)
+			fail_msg("the %s table cut at %zu bytes: errno %d, want EINVAL", what, n,
+				 errno);
 	}
+}
+
+/*
+ * A table listing "vVERSION" is refused by PARSE, a module table's parser: its versions are
+ * Go-style ("1.50.0") whatever the module's own are. The message must contain WHAT.
+ */
+static void assert_vprefixed_refused(struct offsets *(*parse)(const char *, size_t),
+				     const char *version, const char *what)
+{
+	char json[128], *msg;
+	struct offsets *t;
+	int n;
+
+	n = snprintf(json, sizeof(json),
+		     "{\"schema\": 1, \"versions\": [\"v%s\"], \"fields\": {}}", version);
+	assert_true(n > 0 && (size_t)n < sizeof(json));
+	errno = 0;
+	t = TEST_LOGGED(TEST_QUIET_LEVEL, &msg, parse(json, (size_t)n));
+	assert_null(t);
+	assert_int_equal(errno, EINVAL);
+	if (!strstr(msg, what))
+		fail_msg("no '%s' in: %s", what, msg);
+	free(msg);
+}
+
+/* The real table, cut anywhere, is refused cleanly. */
+static void test_offsets__real_table_truncated(void **state)
+{
+	(void)state;
+	assert_cut_refused(offsets__parse, table_json, table_len, 97, "Go");
 }
 
 /* ---- the grpc-go table ---- */
@@ -583,17 +704,7 @@ static void test_offsets__real_table_truncated(void **state)
 static void grpc_find_ok(const char *version, const char *want_resolved,
 			 int64_t out[GRPC_FIELD__COUNT])
 {
-	struct offsets_version v;
-	const char *resolved = NULL;
-
-	if (offsets__parse_module_version(version, &v))
-		fail_msg("'%s' does not parse as a module version", version);
-	if (offsets__find_version(grpc_table, &v, OFFSETS_MATCH_NEAREST_BELOW, out,
-				  GRPC_FIELD__COUNT, &resolved))
-		fail_msg("grpc-go %s: no row in %s", version, GRPC_TABLE_PATH);
-	assert_non_null(resolved);
-	if (strcmp(resolved, want_resolved))
-		fail_msg("grpc-go %s resolved to %s, want %s", version, resolved, want_resolved);
+	module_find_ok(grpc_table, version, want_resolved, out);
 }
 
 static int grpc_find_in(const struct offsets *t, const char *version,
@@ -614,16 +725,7 @@ static int grpc_find(const char *version, int64_t out[GRPC_FIELD__COUNT])
 /* The oldest (FIRST) or newest release the grpc table lists, from the JSON itself. */
 static void grpc_listed_end(bool first, char *buf, size_t size)
 {
-	cJSON *root = cJSON_ParseWithLength(grpc_json, grpc_len);
-	const cJSON *vs, *v;
-
-	assert_non_null(root);
-	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
-	assert_true(cJSON_GetArraySize(vs) > 0);
-	v = cJSON_GetArrayItem(vs, first ? 0 : cJSON_GetArraySize(vs) - 1);
-	assert_true(cJSON_IsString(v));
-	snprintf(buf, size, "%s", v->valuestring);
-	cJSON_Delete(root);
+	listed_end(grpc_json, grpc_len, first, buf, size);
 }
 
 /*
@@ -659,44 +761,41 @@ static bool grpc_nearest_listed(int major, int minor, int patch, char *buf, size
  */
 static void test_offsets__grpc_known_values(void **state)
 {
-	int64_t o[GRPC_FIELD__COUNT];
+	/* Every field of the two, in the enum's order: a column per release. */
+	static const struct {
+		enum grpc_field f;
+		int64_t v1_50, v1_85;
+	} fields[] = {
+		{ GRPC_FIELD_STREAM_METHOD, 80, 16 },
+		{ GRPC_FIELD_STREAM_CTX, 32, 0 },
+		{ GRPC_FIELD_STREAM_ID, 0, 108 },
+		{ GRPC_FIELD_SERVER_STREAM_STREAM, -1, 0 },
+		{ GRPC_FIELD_SERVER_STREAM_STREAM_PTR, -1, -1 },
+		{ GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR, 72, -1 },
+		{ GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR, 88, -1 },
+		{ GRPC_FIELD_HTTP2SERVER_PEER, -1, 56 },
+		{ GRPC_FIELD_PEER_ADDR, 0, 0 },
+		{ GRPC_FIELD_PEER_LOCAL_ADDR, -1, 16 },
+		{ GRPC_FIELD_STATUS_S, 0, 0 },
+		{ GRPC_FIELD_ERROR_S, 0, 0 },
+		{ GRPC_FIELD_SPB_CODE, 40, 40 },
+		{ GRPC_FIELD_SPB_MESSAGE, 48, 48 },
+		{ GRPC_FIELD_CSATTEMPT_CS, 16, 16 },
+		{ GRPC_FIELD_CLIENTCONN_TARGET, 24, 24 },
+	};
+	int64_t a[GRPC_FIELD__COUNT], b[GRPC_FIELD__COUNT];
 
 	(void)state;
-	grpc_find_ok("v1.50.0", "1.50.0", o);
-	assert_int_equal(o[GRPC_FIELD_STREAM_ID], 0);
-	assert_int_equal(o[GRPC_FIELD_STREAM_CTX], 32);
-	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 80);
-	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM], -1);
-	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], 72);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR], 88);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_PEER], -1);
-	assert_int_equal(o[GRPC_FIELD_PEER_ADDR], 0);
-	assert_int_equal(o[GRPC_FIELD_PEER_LOCAL_ADDR], -1);
-	assert_int_equal(o[GRPC_FIELD_STATUS_S], 0);
-	assert_int_equal(o[GRPC_FIELD_ERROR_S], 0);
-	assert_int_equal(o[GRPC_FIELD_SPB_CODE], 40);
-	assert_int_equal(o[GRPC_FIELD_SPB_MESSAGE], 48);
-	assert_int_equal(o[GRPC_FIELD_CSATTEMPT_CS], 16);
-	assert_int_equal(o[GRPC_FIELD_CLIENTCONN_TARGET], 24);
-
-	grpc_find_ok("v1.85.0", "1.85.0", o);
-	assert_int_equal(o[GRPC_FIELD_STREAM_CTX], 0);
-	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 16);
-	assert_int_equal(o[GRPC_FIELD_STREAM_ID], 108);
-	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
-	assert_int_equal(o[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], -1);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_LOCAL_ADDR], -1);
-	assert_int_equal(o[GRPC_FIELD_HTTP2SERVER_PEER], 56);
-	assert_int_equal(o[GRPC_FIELD_PEER_ADDR], 0);
-	assert_int_equal(o[GRPC_FIELD_PEER_LOCAL_ADDR], 16);
-	assert_int_equal(o[GRPC_FIELD_STATUS_S], 0);
-	assert_int_equal(o[GRPC_FIELD_ERROR_S], 0);
-	assert_int_equal(o[GRPC_FIELD_SPB_CODE], 40);
-	assert_int_equal(o[GRPC_FIELD_SPB_MESSAGE], 48);
-	assert_int_equal(o[GRPC_FIELD_CSATTEMPT_CS], 16);
-	assert_int_equal(o[GRPC_FIELD_CLIENTCONN_TARGET], 24);
+	assert_int_equal(sizeof(fields) / sizeof(fields[0]), GRPC_FIELD__COUNT);
+	grpc_find_ok("v1.50.0", "1.50.0", a);
+	grpc_find_ok("v1.85.0", "1.85.0", b);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (a[fields[i].f] != fields[i].v1_50 || b[fields[i].f] != fields[i].v1_85)
+			fail_msg("'%s': %lld in 1.50.0 and %lld in 1.85.0, want %lld and %lld",
+				 grpc_field_names[fields[i].f], (long long)a[fields[i].f],
+				 (long long)b[fields[i].f], (long long)fields[i].v1_50,
+				 (long long)fields[i].v1_85);
+	}
 }
 
 /*
@@ -774,44 +873,46 @@ static void test_offsets__grpc_every_listed_release_is_exact(void **state)
  */
 static void test_offsets__grpc_layout_changes(void **state)
 {
-	int64_t a[GRPC_FIELD__COUNT], b[GRPC_FIELD__COUNT];
+	static const struct known known[] = {
+		ROW("v1.59.0", "1.59.0"),
+		AT(GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR, 72),
+		AT(GRPC_FIELD_HTTP2SERVER_PEER, -1),
+		AT(GRPC_FIELD_PEER_LOCAL_ADDR, -1),
+		ROW("v1.60.0", "1.60.0"),
+		AT(GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR, -1),
+		AT(GRPC_FIELD_HTTP2SERVER_PEER, 56),
+		AT(GRPC_FIELD_PEER_LOCAL_ADDR, 16),
+
+		ROW("v1.65.1", "1.65.1"),
+		AT(GRPC_FIELD_STREAM_METHOD, 80),
+		ROW("v1.66.0", "1.66.0"),
+		AT(GRPC_FIELD_STREAM_METHOD, 88),
+		AT(GRPC_FIELD_STREAM_CTX, 40),
+
+		ROW("v1.68.1", "1.68.1"),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM, -1),
+		ROW("v1.69.0", "1.69.0"),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM, 0),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM_PTR, 0),
+		AT(GRPC_FIELD_STREAM_METHOD, 24),
+		AT(GRPC_FIELD_STREAM_CTX, 8),
+		AT(GRPC_FIELD_STREAM_ID, 0),
+
+		ROW("v1.76.0", "1.76.0"),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM_PTR, 0),
+		ROW("v1.77.0", "1.77.0"),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM, 0),
+		AT(GRPC_FIELD_SERVER_STREAM_STREAM_PTR, -1),
+		AT(GRPC_FIELD_STREAM_METHOD, 16),
+		AT(GRPC_FIELD_STREAM_ID, 108),
+
+		/* Retracted, left out of the proxy's list, still covered as its minor's first. */
+		ROW("v1.74.0", "1.74.0"),
+		ROW("v1.74.1", "1.74.0"),
+	};
 
 	(void)state;
-	grpc_find_ok("v1.59.0", "1.59.0", a);
-	grpc_find_ok("v1.60.0", "1.60.0", b);
-	assert_int_equal(a[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], 72);
-	assert_int_equal(a[GRPC_FIELD_HTTP2SERVER_PEER], -1);
-	assert_int_equal(a[GRPC_FIELD_PEER_LOCAL_ADDR], -1);
-	assert_int_equal(b[GRPC_FIELD_HTTP2SERVER_REMOTE_ADDR], -1);
-	assert_int_equal(b[GRPC_FIELD_HTTP2SERVER_PEER], 56);
-	assert_int_equal(b[GRPC_FIELD_PEER_LOCAL_ADDR], 16);
-
-	grpc_find_ok("v1.65.1", "1.65.1", a);
-	grpc_find_ok("v1.66.0", "1.66.0", b);
-	assert_int_equal(a[GRPC_FIELD_STREAM_METHOD], 80);
-	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 88);
-	assert_int_equal(b[GRPC_FIELD_STREAM_CTX], 40);
-
-	grpc_find_ok("v1.68.1", "1.68.1", a);
-	grpc_find_ok("v1.69.0", "1.69.0", b);
-	assert_int_equal(a[GRPC_FIELD_SERVER_STREAM_STREAM], -1);
-	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
-	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], 0);
-	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 24);
-	assert_int_equal(b[GRPC_FIELD_STREAM_CTX], 8);
-	assert_int_equal(b[GRPC_FIELD_STREAM_ID], 0);
-
-	grpc_find_ok("v1.76.0", "1.76.0", a);
-	grpc_find_ok("v1.77.0", "1.77.0", b);
-	assert_int_equal(a[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], 0);
-	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM], 0);
-	assert_int_equal(b[GRPC_FIELD_SERVER_STREAM_STREAM_PTR], -1);
-	assert_int_equal(b[GRPC_FIELD_STREAM_METHOD], 16);
-	assert_int_equal(b[GRPC_FIELD_STREAM_ID], 108);
-
-	/* Retracted, left out of the proxy's list, still covered as its minor's first release. */
-	grpc_find_ok("v1.74.0", "1.74.0", a);
-	grpc_find_ok("v1.74.1", "1.74.0", a);
+	CHECK_KNOWN(grpc_table, known);
 }
 
 /*
@@ -959,12 +1060,8 @@ static void test_offsets__grpc_malformed(void **state)
 		"{\"from\": \"1.66.0\", \"to\": \"1.66.0\", \"offset\": 16}],"
 		"\"runtime.g.goid\": [{\"from\": \"1.50.0\", \"to\": \"1.66.0\", \"offset\": 152}]"
 		"}}";
-	static const char vprefixed[] =
-		"{\"schema\": 1, \"versions\": [\"v1.50.0\"], \"fields\": {}}";
 	int64_t o[GRPC_FIELD__COUNT];
-	struct test_capture cap;
 	struct offsets *t;
-	char *msg;
 
 	(void)state;
 	t = grpc_offsets__parse(ok, sizeof(ok) - 1);
@@ -978,26 +1075,8 @@ static void test_offsets__grpc_malformed(void **state)
 	assert_int_equal(o[GRPC_FIELD_STREAM_METHOD], 16);
 	offsets__free(t);
 
-	assert_int_equal(test_capture_start(&cap), 0);
-	errno = 0;
-	t = grpc_offsets__parse(vprefixed, sizeof(vprefixed) - 1);
-	msg = test_capture_end(&cap);
-	assert_null(t);
-	assert_int_equal(errno, EINVAL);
-	assert_non_null(msg);
-	assert_non_null(strstr(msg, "grpc-go offset table"));
-	free(msg);
-
-	/* The real grpc table, cut anywhere, is refused cleanly. */
-	for (size_t n = 0; n < grpc_len - 2; n += 89) {
-		errno = 0;
-		t = grpc_offsets__parse(grpc_json, n);
-		if (t) {
-			offsets__free(t);
-			fail_msg("the grpc table cut at %zu bytes was accepted", n);
-		}
-		assert_int_equal(errno, EINVAL);
-	}
+	assert_vprefixed_refused(grpc_offsets__parse, "1.50.0", "grpc-go offset table");
+	assert_cut_refused(grpc_offsets__parse, grpc_json, grpc_len, 89, "grpc-go");
 }
 
 /* A binary built here without DWARF, and buildinfo that says what grpc-go it has. */
@@ -1014,13 +1093,14 @@ static const char *no_dwarf_bin(void)
 	return bin;
 }
 
-/* Runs grpc_offsets__for_binary on BIN as if its buildinfo had grpc-go VERSION (NULL: none). */
-static int for_binary(const struct offsets *t, const char *bin, const char *version,
-		      int64_t out[GRPC_FIELD__COUNT], char *source, size_t len, char **msg)
+/* Runs module_offsets__for_binary on BIN as if its buildinfo had MODULE at VERSION (NULL: none). */
+static int module_for_binary(const struct offsets *t, const char *module, const char *bin,
+			     const char *version, int64_t *out, char *source, size_t len,
+			     char **msg)
 {
 	struct gobin_module deps[] = {
 		{ (char *)"golang.org/x/net", (char *)"v0.30.0" },
-		{ (char *)"google.golang.org/grpc", (char *)version },
+		{ (char *)module, (char *)version },
 	};
 	struct gobin gb = {
 		.go_version = (char *)"go1.26.0",
@@ -1031,24 +1111,21 @@ static int for_binary(const struct offsets *t, const char *bin, const char *vers
 		.deps = deps,
 		.ndeps = version ? 2 : 1,
 	};
-	struct test_capture cap;
-	int rc;
 
-	log_set_level(LOG_INFO);
-	assert_int_equal(test_capture_start(&cap), 0);
-	rc = grpc_offsets__for_binary(t, bin, &gb, out, source, len);
-	*msg = test_capture_end(&cap);
-	log_set_level(getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
-	assert_non_null(*msg);
-	return rc;
+	return TEST_LOGGED(LOG_INFO, msg,
+			   module_offsets__for_binary(t, module, bin, &gb, out, source, len));
+}
+
+/* module_for_binary() of grpc-go, whose grpc_offsets__for_binary() it is. */
+static int for_binary(const struct offsets *t, const char *bin, const char *version,
+		      int64_t out[GRPC_FIELD__COUNT], char *source, size_t len, char **msg)
+{
+	return module_for_binary(t, GRPC_MODULE, bin, version, out, source, len, msg);
 }
 
 static void assert_grpc_unset(const int64_t o[GRPC_FIELD__COUNT])
 {
-	for (int f = 0; f < GRPC_FIELD__COUNT; f++) {
-		if (o[f] != -1)
-			fail_msg("'%s' is %lld, not -1", grpc_field_names[f], (long long)o[f]);
-	}
+	test_assert_unset(&grpc_offsets_fields, o);
 }
 
 /*
@@ -1136,43 +1213,6 @@ static void test_offsets__grpc_for_binary_without_dwarf(void **state)
 
 /* ---- the pgx and go-redis tables ---- */
 
-/* Room for a row of either table. */
-#define MODULE_ROW_MAX 16
-_Static_assert((int)PGX_FIELD__COUNT <= MODULE_ROW_MAX && (int)REDIS_FIELD__COUNT <= MODULE_ROW_MAX,
-	       "a row does not fit");
-
-/* Looks module VERSION up in table T, which must resolve it to WANT_RESOLVED; fills OUT. */
-static void module_find_ok(const struct offsets *t, const char *version, const char *want_resolved,
-			   int64_t *out)
-{
-	struct offsets_version v;
-	const char *resolved = NULL;
-	size_t n = t == pgx_table ? PGX_FIELD__COUNT : REDIS_FIELD__COUNT;
-
-	if (offsets__parse_module_version(version, &v))
-		fail_msg("'%s' does not parse as a module version", version);
-	if (offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, out, n, &resolved))
-		fail_msg("%s: no row", version);
-	assert_non_null(resolved);
-	if (strcmp(resolved, want_resolved))
-		fail_msg("%s resolved to %s, want %s", version, resolved, want_resolved);
-}
-
-/* The oldest (FIRST) or newest release listed in the table text JSON, "5.12.0". */
-static void listed_end(const char *json, size_t len, bool first, char *buf, size_t size)
-{
-	cJSON *root = cJSON_ParseWithLength(json, len);
-	const cJSON *vs, *v;
-
-	assert_non_null(root);
-	vs = cJSON_GetObjectItemCaseSensitive(root, "versions");
-	assert_true(cJSON_GetArraySize(vs) > 0);
-	v = cJSON_GetArrayItem(vs, first ? 0 : cJSON_GetArraySize(vs) - 1);
-	assert_true(cJSON_IsString(v));
-	snprintf(buf, size, "%s", v->valuestring);
-	cJSON_Delete(root);
-}
-
 /*
  * Values read from the DWARF of the generator's probes (and by test_dwarf from programs built
  * there): a Conn's *ConnConfig at 8, which embeds pgconn.Config first, Host first in it and Port
@@ -1181,41 +1221,48 @@ static void listed_end(const char *json, size_t len, bool first, char *buf, size
  */
 static void test_offsets__pgx_known_values(void **state)
 {
-	int64_t o[PGX_FIELD__COUNT];
+	static const struct known known[] = {
+		ROW("v5.0.0", "5.0.0"),
+		AT(PGX_FIELD_CONN_CONFIG, 8),
+		AT(PGX_FIELD_CONNCONFIG_CONFIG, 0),
+		AT(PGX_FIELD_CONFIG_HOST, 0),
+		AT(PGX_FIELD_CONFIG_PORT, 16),
+		AT(PGX_FIELD_BATCH_QUEUED, -1),
+		AT(PGX_FIELD_BATCH_QUEUED_OLD, 0),
+		AT(PGX_FIELD_QUERY_SQL, -1),
+		AT(PGX_FIELD_QUERY_SQL_OLD, 0),
+		/* The rename came in a patch: the table lists the release that made it. */
+		ROW("v5.5.2", "5.5.2"),
+		AT(PGX_FIELD_BATCH_QUEUED_OLD, 0),
+		AT(PGX_FIELD_QUERY_SQL, -1),
+		ROW("v5.5.3", "5.5.3"),
+		AT(PGX_FIELD_BATCH_QUEUED, 0),
+		AT(PGX_FIELD_BATCH_QUEUED_OLD, -1),
+		AT(PGX_FIELD_QUERY_SQL, 0),
+		AT(PGX_FIELD_QUERY_SQL_OLD, -1),
+		/* v5.5.4 is not listed: v5.5.3's row. */
+		ROW("v5.5.4", "5.5.3"),
+	};
 	char oldest[32], newest[32], version[48];
 
 	(void)state;
 	listed_end(pgx_json, pgx_len, true, oldest, sizeof(oldest));
 	assert_string_equal(oldest, "5.0.0");
-	module_find_ok(pgx_table, "v5.0.0", "5.0.0", o);
-	assert_int_equal(o[PGX_FIELD_CONN_CONFIG], 8);
-	assert_int_equal(o[PGX_FIELD_CONNCONFIG_CONFIG], 0);
-	assert_int_equal(o[PGX_FIELD_CONFIG_HOST], 0);
-	assert_int_equal(o[PGX_FIELD_CONFIG_PORT], 16);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], -1);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], 0);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL], -1);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL_OLD], 0);
-
-	/* The rename came in a patch: the table lists the release that made it. */
-	module_find_ok(pgx_table, "v5.5.2", "5.5.2", o);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], 0);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL], -1);
-	module_find_ok(pgx_table, "v5.5.3", "5.5.3", o);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], 0);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED_OLD], -1);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL], 0);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL_OLD], -1);
-	/* v5.5.4 is not listed: v5.5.3's row. */
-	module_find_ok(pgx_table, "v5.5.4", "5.5.3", o);
+	CHECK_KNOWN(pgx_table, known);
 
 	listed_end(pgx_json, pgx_len, false, newest, sizeof(newest));
 	snprintf(version, sizeof(version), "v%s", newest);
-	module_find_ok(pgx_table, version, newest, o);
-	assert_int_equal(o[PGX_FIELD_CONN_CONFIG], 8);
-	assert_int_equal(o[PGX_FIELD_CONFIG_PORT], 16);
-	assert_int_equal(o[PGX_FIELD_BATCH_QUEUED], 0);
-	assert_int_equal(o[PGX_FIELD_QUERY_SQL], 0);
+	{
+		const struct known newest_known[] = {
+			ROW(version, newest),
+			AT(PGX_FIELD_CONN_CONFIG, 8),
+			AT(PGX_FIELD_CONFIG_PORT, 16),
+			AT(PGX_FIELD_BATCH_QUEUED, 0),
+			AT(PGX_FIELD_QUERY_SQL, 0),
+		};
+
+		CHECK_KNOWN(pgx_table, newest_known);
+	}
 }
 
 /*
@@ -1225,24 +1272,26 @@ static void test_offsets__pgx_known_values(void **state)
  */
 static void test_offsets__redis_known_values(void **state)
 {
-	int64_t o[REDIS_FIELD__COUNT];
+	static const struct known known[] = {
+		ROW("v9.0.0", "9.0.0"),
+		AT(REDIS_FIELD_BASECLIENT_OPT, 0),
+		AT(REDIS_FIELD_OPTIONS_ADDR, 16),
+		AT(REDIS_FIELD_BASECMD_ARGS, 16),
+		ROW("v9.15.1", "9.15.1"),
+		AT(REDIS_FIELD_BASECLIENT_OPT, 0),
+		ROW("v9.21.0", "9.21.0"),
+		AT(REDIS_FIELD_BASECLIENT_OPT, 0),
+		ROW("v9.22.0", "9.22.0"),
+		AT(REDIS_FIELD_BASECLIENT_OPT, 8),
+		AT(REDIS_FIELD_OPTIONS_ADDR, 16),
+		AT(REDIS_FIELD_BASECMD_ARGS, 16),
+	};
 	char oldest[32];
 
 	(void)state;
 	listed_end(redis_json, redis_len, true, oldest, sizeof(oldest));
 	assert_string_equal(oldest, "9.0.0");
-	module_find_ok(redis_table, "v9.0.0", "9.0.0", o);
-	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
-	assert_int_equal(o[REDIS_FIELD_OPTIONS_ADDR], 16);
-	assert_int_equal(o[REDIS_FIELD_BASECMD_ARGS], 16);
-	module_find_ok(redis_table, "v9.15.1", "9.15.1", o);
-	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
-	module_find_ok(redis_table, "v9.21.0", "9.21.0", o);
-	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 0);
-	module_find_ok(redis_table, "v9.22.0", "9.22.0", o);
-	assert_int_equal(o[REDIS_FIELD_BASECLIENT_OPT], 8);
-	assert_int_equal(o[REDIS_FIELD_OPTIONS_ADDR], 16);
-	assert_int_equal(o[REDIS_FIELD_BASECMD_ARGS], 16);
+	CHECK_KNOWN(redis_table, known);
 }
 
 /*
@@ -1260,7 +1309,7 @@ static void test_offsets__datastore_tables_every_release(void **state)
 		{ pgx_table, pgx_json, pgx_len, 20 },
 		{ redis_table, redis_json, redis_len, 30 },
 	};
-	int64_t o[MODULE_ROW_MAX];
+	int64_t o[ROW_MAX];
 	char version[48];
 	const cJSON *v;
 
@@ -1300,36 +1349,6 @@ static void test_offsets__datastore_tables_every_release(void **state)
 	}
 }
 
-/* Runs module_offsets__for_binary on BIN as if its buildinfo had MODULE at VERSION (NULL: none). */
-static int module_for_binary(const struct offsets *t, const char *module, const char *bin,
-			     const char *version, int64_t *out, char *source, size_t len,
-			     char **msg)
-{
-	struct gobin_module deps[] = {
-		{ (char *)"golang.org/x/net", (char *)"v0.30.0" },
-		{ (char *)module, (char *)version },
-	};
-	struct gobin gb = {
-		.go_version = (char *)"go1.26.0",
-		.major = 1,
-		.minor = 26,
-		.main_path = (char *)"example.com/svc",
-		.main_version = (char *)"(devel)",
-		.deps = deps,
-		.ndeps = version ? 2 : 1,
-	};
-	struct test_capture cap;
-	int rc;
-
-	log_set_level(LOG_INFO);
-	assert_int_equal(test_capture_start(&cap), 0);
-	rc = module_offsets__for_binary(t, module, bin, &gb, out, source, len);
-	*msg = test_capture_end(&cap);
-	log_set_level(getenv("GOSPAN_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
-	assert_non_null(*msg);
-	return rc;
-}
-
 /*
  * Without DWARF the pgx and go-redis tables decide as the grpc-go one does: a listed release
  * quietly, a release newer than the table with its newest row and a warning naming the table; a
@@ -1347,8 +1366,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 		{ redis_table, REDIS_MODULE, redis_json, "go-redis", redis_len,
 		  REDIS_FIELD__COUNT },
 	};
-	int64_t o[MODULE_ROW_MAX];
-	int64_t want[sizeof(o) / sizeof(o[0])];
+	int64_t o[ROW_MAX], want[ROW_MAX];
 	char source[48], oldest[32], newest[32], version[48], expect[96], *msg;
 	const char *bin = no_dwarf_bin();
 
@@ -1368,8 +1386,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 		assert_string_equal(msg, "");
 		free(msg);
 		assert_string_equal(source, "");
-		for (size_t f = 0; f < n; f++)
-			assert_int_equal(o[f], -1);
+		test_assert_unset(fields_of(t), o);
 
 		/* The oldest release, listed: its row, quietly. */
 		snprintf(version, sizeof(version), "v%s", oldest);
@@ -1404,8 +1421,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 				 -ENOTSUP);
 		assert_non_null(strstr(msg, "older than the"));
 		free(msg);
-		for (size_t f = 0; f < n; f++)
-			assert_int_equal(o[f], -1);
+		test_assert_unset(fields_of(t), o);
 		assert_int_equal(module_for_binary(t, module, bin, "(devel)", o, source,
 						   sizeof(source), &msg),
 				 -ENOTSUP);
@@ -1421,8 +1437,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 						   sizeof(source), &msg),
 				 -EINVAL);
 		free(msg);
-		for (size_t f = 0; f < n; f++)
-			assert_int_equal(o[f], -1);
+		test_assert_unset(fields_of(t), o);
 		assert_int_equal(module_for_binary(grpc_table, module, bin, version, o, source,
 						   sizeof(source), &msg),
 				 -EINVAL);
@@ -1443,36 +1458,13 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 /* The new tables' failure paths: their messages name them; cut anywhere, they are refused. */
 static void test_offsets__datastore_tables_malformed(void **state)
 {
-	static const char vprefixed[] =
-		"{\"schema\": 1, \"versions\": [\"v5.0.0\"], \"fields\": {}}";
-	struct test_capture cap;
 	struct offsets *t;
-	char *msg;
 
 	(void)state;
-	assert_int_equal(test_capture_start(&cap), 0);
-	errno = 0;
-	t = pgx_offsets__parse(vprefixed, sizeof(vprefixed) - 1);
-	msg = test_capture_end(&cap);
-	assert_null(t);
-	assert_int_equal(errno, EINVAL);
-	assert_non_null(msg);
-	assert_non_null(strstr(msg, "pgx offset table"));
-	free(msg);
-	for (size_t n = 0; n < pgx_len - 2; n += 61) {
-		t = pgx_offsets__parse(pgx_json, n);
-		if (t) {
-			offsets__free(t);
-			fail_msg("the pgx table cut at %zu bytes was accepted", n);
-		}
-	}
-	for (size_t n = 0; n < redis_len - 2; n += 37) {
-		t = redis_offsets__parse(redis_json, n);
-		if (t) {
-			offsets__free(t);
-			fail_msg("the go-redis table cut at %zu bytes was accepted", n);
-		}
-	}
+	assert_vprefixed_refused(pgx_offsets__parse, "5.0.0", "pgx offset table");
+	assert_vprefixed_refused(redis_offsets__parse, "9.0.0", "go-redis offset table");
+	assert_cut_refused(pgx_offsets__parse, pgx_json, pgx_len, 61, "pgx");
+	assert_cut_refused(redis_offsets__parse, redis_json, redis_len, 37, "go-redis");
 	/* One module's table is not another's: no field of it is known, so nothing is read. */
 	t = redis_offsets__parse(pgx_json, pgx_len);
 	assert_non_null(t);
@@ -1483,8 +1475,7 @@ static void test_offsets__datastore_tables_malformed(void **state)
 		assert_int_equal(offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, o,
 						       REDIS_FIELD__COUNT, NULL),
 				 0);
-		for (int f = 0; f < REDIS_FIELD__COUNT; f++)
-			assert_int_equal(o[f], -1);
+		test_assert_unset(&redis_offsets_fields, o);
 	}
 	offsets__free(t);
 }
