@@ -2,8 +2,9 @@
 /*
  * Fuzzes records.c: ring-buffer records (the events.h structs) turned into spans. The input is a
  * sequence of records, each a 2-byte little-endian length and that many bytes, handed one by
- * one to records__handle as the ring buffer would; a length of 0 is a tick of the panic grace
- * timer instead. Every span that comes out is read whole, as the exporter would.
+ * one to records__handle as the ring buffer would; a length of 0 is a tick of the timer instead
+ * (panic grace, calls whose end was lost). Every span that comes out is read whole, as the
+ * exporter would.
  *
  * The record's pid decides which process the call belongs to, and records.c asks the kernel
  * whether it still runs: pids are mapped to this process (odd) or to pids above pid_max (even),
@@ -142,6 +143,16 @@ static void forget(void *ctx, uint32_t pid, uint64_t goid, uint64_t start_ns)
 	(void)start_ns;
 }
 
+/* Whether BPF still holds a call: for odd goroutines, as if they were long; even ones, lost. */
+static int in_flight(void *ctx, uint32_t type, uint32_t pid, uint64_t goid, uint64_t start_ns)
+{
+	(void)ctx;
+	(void)type;
+	(void)pid;
+	(void)start_ns;
+	return (int)(goid & 1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct process_table *pt = process_table__new(&cfg);
@@ -159,9 +170,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .processes = pt,
 	    .submit = submit,
 	    .forget = forget,
+	    .in_flight = in_flight,
 	    .ctx = &seen,
 	    .panic_grace_ns = 1000,
 	    .max_pending = 8,
+	    .max_pending_age_ns = 1500, /* a few ticks */
 	});
 	if (!r)
 		goto cleanup;
@@ -194,6 +207,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		records__handle(r, rec, len);
 		free(rec);
+		records__stats(r, &st);
+		if (st.pending > 8)
+			abort(); /* the pending bound holds */
 	}
 	records__stats(r, &st);
 	records__flush(r);

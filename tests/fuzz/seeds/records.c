@@ -347,6 +347,21 @@ int main(int argc, char **argv)
 		server_start(2 * i, 100 + i, 8000 + i, i & 1, "GET", "/", "h", "a", "HTTP/1.1",
 			     NULL);
 	tick();
+
+	/*
+	 * Ends that never come: a server call and an outgoing request each on an odd goroutine
+	 * (fuzz_records' BPF still holds those: long, they stay) and an even one (lost, dropped
+	 * once in flight past the bound), then ticks past it; one end comes after all.
+	 */
+	open_seed(argv[1], "ends-lost");
+	server_start(1, 80, 100, 1, "GET", "/ws", "h", "a", "HTTP/1.1", NULL);
+	server_start(1, 81, 100, 1, "GET", "/gone", "h", "a", "HTTP/1.1", NULL);
+	client_start(1, 82, 150, "GET", "http", "b:80", "/poll", "");
+	func_start(1, 83, 160, 1, 0, "");
+	for (i = 0; i < 4; i++)
+		tick();
+	server_end(1, 80, 100, 3000, RESPONSE_ITAB, 101, "GET /ws");
+	server_end(1, 81, 100, 3000, RESPONSE_ITAB, 200, "");
 	fclose(out);
 	return 0;
 }
