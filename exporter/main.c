@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,15 +64,43 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/* SIGINT and SIGTERM: what stops gospan. */
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+/*
+ * SIGINT and SIGTERM stop gospan; SIGPIPE is ignored, so that a collector closing the connection
+ * or a stdout nobody reads any more (gospan | head) is a write that fails, said and counted, not
+ * the end of gospan. The stop signals are held until release_signals(): threads started
+ * meanwhile (the export thread, the uprobe emulation trials' reaper) inherit the mask, so only
+ * this thread, the one that acts on them, ever takes them.
+ */
 static int install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_signal }, ign = { .sa_handler = SIG_IGN };
+	sigset_t set;
 
-	sigemptyset(&sa.sa_mask);
+	stop_signals(&sa.sa_mask);
+	sigemptyset(&ign.sa_mask);
 	/* No SA_RESTART: a signal must break the ring-buffer wait. */
-	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
+	    sigaction(SIGPIPE, &ign, NULL))
 		return -errno;
-	return 0;
+	stop_signals(&set);
+	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Lets the held stop signals in: the setup that starts threads is over. */
+static int release_signals(void)
+{
+	sigset_t set;
+
+	stop_signals(&set);
+	return -pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 /*
@@ -794,6 +823,11 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	err = release_signals();
+	if (err)
+		goto detach;
+	if (stop_signal) /* taken during the setup */
+		goto detach;
 	/* One after the other: an --exe may wait for its process, the ones before are traced. */
 	for (i = 0; i < app.cfg.npids + app.cfg.nexes; i++) {
 		err = add_target(&app, i);

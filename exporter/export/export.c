@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,26 @@ static void *export_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Starts the export thread with every signal blocked, whatever the caller's mask: SIGINT and
+ * SIGTERM must reach the main thread, which acts on them, instead of interrupting a request to
+ * the collector here. The threads the sink starts from this one (libcurl's resolver) inherit the
+ * mask. Faults (SIGSEGV and the like) still reach the thread that caused them.
+ */
+static int start_thread(struct exporter *e)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	err = pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (err)
+		return err;
+	err = pthread_create(&e->thread, NULL, export_thread, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
 struct exporter *exporter__new(const struct exporter_opts *opts)
 {
 	bool lock_init = false, cond_init = false, attr_init = false;
@@ -169,7 +190,7 @@ struct exporter *exporter__new(const struct exporter_opts *opts)
 	if (err)
 		goto cleanup;
 	cond_init = true;
-	err = pthread_create(&e->thread, NULL, export_thread, e);
+	err = start_thread(e);
 	if (err)
 		goto cleanup;
 	pthread_condattr_destroy(&attr);

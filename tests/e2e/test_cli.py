@@ -1,8 +1,12 @@
 """How a user starts gospan: --exe waiting for its first process, the OpenTelemetry Go
-auto-instrumentation variables naming the target, and the clear refusals of bad settings and
-binaries gospan cannot trace."""
+auto-instrumentation variables naming the target, the clear refusals of bad settings and
+binaries gospan cannot trace; and how it stops: the termination signals taken by the main thread
+only, a second one cutting a stuck final export short, a closed stdout not killing it."""
 
+import os
+import re
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -269,3 +273,77 @@ def test_exe_that_is_no_go_program_is_refused_at_once(gospan_bin, example_bin, t
         err = _refusal(gospan_bin, ["--exe", exe], {})
         assert why in err and "waiting for a process" not in err, err
         assert time.monotonic() - t0 < 10, err
+
+
+# ---- signals ------------------------------------------------------------------------------------
+
+
+def _blocked_signals(pid, tid):
+    """The signals thread TID of process PID blocks (SigBlk in its status)."""
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                mask = int(line.split()[1], 16)
+                return {s for s in signal.Signals if mask >> (s - 1) & 1}
+    raise AssertionError(f"no SigBlk in /proc/{pid}/task/{tid}/status")
+
+
+def test_termination_signals_reach_the_main_thread_only(gospan_bin, start_service, otlp_receiver):
+    """Every thread but the main one (the export thread, and the threads it starts, libcurl's
+    resolver among them) blocks SIGINT and SIGTERM, so that the thread that stops gospan is the
+    one that takes them, whatever it is doing."""
+    svc = start_service()
+    g = Gospan([str(gospan_bin), "--pid", str(svc.pid)], _env(otlp_receiver))
+    try:
+        g.wait_attached()
+        assert _get(svc.base_url + "/users/mask-1") == 200
+        assert otlp_receiver.wait_for_spans(1, 15.0), g.stderr  # the export thread has worked
+        pid = g.proc.pid
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+        assert len(tids) >= 2, f"no export thread in {tids}"
+        for tid in tids:
+            blocked = _blocked_signals(pid, tid) & {signal.SIGINT, signal.SIGTERM}
+            if tid == pid:
+                assert not blocked, f"the main thread blocks {blocked}"
+            else:
+                assert blocked == {signal.SIGINT, signal.SIGTERM}, (
+                    f"thread {tid} takes {({signal.SIGINT, signal.SIGTERM} - blocked)}")
+        assert g.stop() == 0, g.stderr
+    finally:
+        if g.proc.poll() is None:
+            g.proc.kill()
+
+
+def test_closed_stdout_does_not_kill_gospan(gospan_bin, start_service):
+    """OTEL_TRACES_EXPORTER=console with stdout a pipe whose reader went away (gospan | head):
+    the write fails with EPIPE instead of killing gospan with SIGPIPE; gospan says so, counts the
+    spans as not exported, and still stops cleanly."""
+    svc = start_service()
+    env = {**_clean_env(), "OTEL_TRACES_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+    proc = subprocess.Popen([str(gospan_bin), "--pid", str(svc.pid)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    err = _LineReader(proc.stderr, "gospan: attached")
+    try:
+        assert err.matched.wait(30.0), err.text
+        proc.stdout.close()
+        assert _get(svc.base_url + "/users/pipe-1") == 200
+        deadline = time.monotonic() + 10.0
+        while ("cannot write traces" not in err.text and proc.poll() is None
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert proc.poll() is None, (
+            f"gospan died ({'SIGPIPE' if proc.returncode == -signal.SIGPIPE else proc.returncode})"
+            f"\n{err.text}")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    err.join()
+    assert proc.returncode == 0, err.text
+    assert "gospan: cannot write traces to the console: Broken pipe" in err.text, err.text
+    summary = [line for line in err.lines if line.startswith("gospan: summary")]
+    assert summary and re.search(r"export_failed=1\b", summary[0]), err.text
+    assert svc.alive()

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,6 +427,56 @@ static void test_export__transient_failure_bounded_and_dropped_at_exit(void **st
 	assert_true(st.export_failures >= 2);
 	exporter__free(e);
 	fake_destroy(&f);
+}
+
+/* A sink that records which of the termination signals the export thread blocks. */
+struct mask_sink {
+	pthread_mutex_t lock;
+	bool called, sigint, sigterm;
+};
+
+static int mask_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct mask_sink *m = ctx;
+	sigset_t set;
+
+	(void)spans;
+	(void)n;
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &set), 0);
+	pthread_mutex_lock(&m->lock);
+	m->called = true;
+	m->sigint = sigismember(&set, SIGINT) == 1;
+	m->sigterm = sigismember(&set, SIGTERM) == 1;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/*
+ * The export thread blocks the termination signals, whatever mask its creator has: a SIGTERM
+ * must reach the main thread, which stops gospan, not interrupt a request to the collector.
+ */
+static void test_export__thread_blocks_termination_signals(void **state)
+{
+	static const struct sink_ops ops = { .name = "mask", .export = mask_export };
+	struct mask_sink m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct exporter_opts o = {
+		.max_queue = 4, .max_batch = 1, .delay_ms = 600000, .ops = &ops, .ctx = &m,
+	};
+	sigset_t none, old;
+	struct exporter *e;
+
+	(void)state;
+	sigemptyset(&none);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &none, &old), 0);
+	e = exporter__new(&o);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+	assert_non_null(e);
+	assert_int_equal(exporter__submit(e, make_span(0)), 0);
+	exporter__shutdown(e);
+	assert_true(m.called);
+	assert_true(m.sigint);
+	assert_true(m.sigterm);
+	exporter__free(e);
 }
 
 static void test_export__new_rejects_bad_opts(void **state)
@@ -1276,6 +1327,7 @@ int main(void)
 		cmocka_unit_test(test_export__shutdown_drains),
 		cmocka_unit_test(test_export__failed_export_counts),
 		cmocka_unit_test(test_export__new_rejects_bad_opts),
+		cmocka_unit_test(test_export__thread_blocks_termination_signals),
 		cmocka_unit_test(test_export__http_round_trip),
 		cmocka_unit_test(test_export__http_connection_refused),
 		cmocka_unit_test(test_export__exporter_over_http),
