@@ -56,12 +56,18 @@ extern char **environ;
 #define STATUS_EVERY_NS 10000000000ULL	/* --verbose status line */
 #define PANIC_GRACE_NS 5000000000ULL	/* a recovered panic still returns within this */
 #define WAIT_EXE_POLL_US 200000
+#define FLUSH_CHECK_MS 100     /* how soon a second signal cuts the final export short */
+#define FLUSH_CUT_GRACE_MS 200 /* what the batch in the sink still gets then */
+#define FLUSH_SAY_MS 1000      /* a final export this slow says how to cut it short */
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t nsignals; /* up to 2: a second one cuts the final export short */
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+	if (nsignals < 2)
+		nsignals++;
 }
 
 /* SIGINT and SIGTERM: what stops gospan. */
@@ -440,7 +446,8 @@ static void print_summary(struct app *app, bool final)
 	}
 	REASON("queue_full", es.dropped_queue_full);
 	REASON("export_failed", es.dropped_export_failed);
-	total += es.dropped_queue_full + es.dropped_export_failed;
+	REASON("not_flushed", es.dropped_not_flushed);
+	total += es.dropped_queue_full + es.dropped_export_failed + es.dropped_not_flushed;
 #undef REASON
 
 	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits)) {
@@ -511,6 +518,38 @@ static int run(struct app *app)
 			print_summary(app, false);
 			next_status = now + STATUS_EVERY_NS;
 		}
+	}
+	return 0;
+}
+
+/*
+ * The final export of what is queued, watching for a signal beyond the FIRST (1 when a signal
+ * stopped gospan, else 0): that one cuts the export short, giving up what is left. 0 when the
+ * export ran its course; -ECANCELED when it was cut short; -EBUSY when it was and the export
+ * thread is still inside its sink (a collector that does not answer, a stdout nobody reads).
+ */
+static int flush_exports(struct exporter *e, int first)
+{
+	struct exporter_stats st;
+	long waited = 0;
+	uint64_t lost;
+	int err;
+
+	exporter__stop(e);
+	for (; exporter__wait(e, FLUSH_CHECK_MS); waited += FLUSH_CHECK_MS) {
+		if (waited == FLUSH_SAY_MS) {
+			exporter__stats(e, &st);
+			pr_info("still exporting %llu spans: %s stops now, giving them up",
+				(unsigned long long)st.queue_depth,
+				first ? "a second SIGINT or SIGTERM" : "SIGINT or SIGTERM");
+		}
+		if (nsignals <= first)
+			continue;
+		err = exporter__abandon(e, FLUSH_CUT_GRACE_MS, &lost);
+		pr_warn("%s: stopping now, %llu span%s not exported",
+			first ? "second signal" : "signal during the final export",
+			(unsigned long long)lost, lost == 1 ? "" : "s");
+		return err ? -EBUSY : -ECANCELED;
 	}
 	return 0;
 }
@@ -735,7 +774,7 @@ int main(int argc, char **argv)
 	struct app app = {};
 	bool client = false, attached = false;
 	size_t i;
-	int err;
+	int err, cut = 0;
 
 	err = config__parse(&app.cfg, argc, argv, environ);
 	if (err)
@@ -868,10 +907,18 @@ detach:
 		;
 	records__flush(app.records);
 	if (app.exporter)
-		exporter__shutdown(app.exporter);
+		cut = flush_exports(app.exporter, stop_signal != 0);
+	if (cut && !err)
+		err = cut;
 	/* Nothing to account for when no target was ever attached. */
 	if (attached)
 		print_summary(&app, true);
+	/*
+	 * The export thread left inside its sink may hold stdout's lock, which exit() would wait
+	 * for, and uses what the cleanup frees: end here. The messages went to unbuffered stderr.
+	 */
+	if (cut == -EBUSY)
+		_exit(1);
 
 cleanup:
 	probes__destroy(app.probes);

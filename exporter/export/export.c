@@ -24,13 +24,17 @@
 struct exporter {
 	struct exporter_opts opts;
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* the export thread waits on it */
+	pthread_cond_t wake;	   /* the export thread waits on it */
+	pthread_cond_t ended_cond; /* exporter__wait waits on it */
 	struct span **ring;
 	size_t head, count; /* ring[head] is the oldest */
 	struct span **batch; /* the export thread's, allocated up front so it cannot fail later */
 	size_t inflight;     /* spans in batch: being exported, or kept for another try */
 	size_t held;	     /* places held for spans to come (exporter__hold) */
 	bool stopping, joined;
+	bool ended;	     /* the export thread is done: only the join is left */
+	bool abandoned;	     /* exporter__abandon: nothing more is exported */
+	bool batch_given_up; /* abandon counted the batch in the sink: not to be counted again */
 	pthread_t thread;
 	struct exporter_stats stats;
 };
@@ -59,7 +63,7 @@ static size_t take_batch(struct exporter *e)
 	return n;
 }
 
-/* Frees every span still in the ring, counted as export failures. Called with the lock held. */
+/* Frees every span still in the ring, for the caller to count. Called with the lock held. */
 static size_t drop_queued(struct exporter *e)
 {
 	size_t n = e->count;
@@ -69,7 +73,6 @@ static size_t drop_queued(struct exporter *e)
 		e->head = (e->head + 1) % e->opts.max_queue;
 		e->count--;
 	}
-	e->stats.dropped_export_failed += n;
 	return n;
 }
 
@@ -113,6 +116,8 @@ static void *export_thread(void *arg)
 		for (i = 0; i < n; i++)
 			span__free(e->batch[i]);
 		e->inflight = 0;
+		if (e->batch_given_up)
+			break; /* counted by exporter__abandon, which stopped waiting for it */
 		if (!err) {
 			e->stats.exported += n;
 			continue;
@@ -121,11 +126,14 @@ static void *export_thread(void *arg)
 		/* Stopping with the collector unreachable: one timeout each would only delay exit. */
 		if (err == -EAGAIN && e->count) {
 			left = drop_queued(e);
+			e->stats.dropped_export_failed += left;
 			pr_err("%zu queued spans not sent: the collector did not answer while "
 			       "gospan was stopping",
 			       left);
 		}
 	}
+	e->ended = true;
+	pthread_cond_broadcast(&e->ended_cond);
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
 }
@@ -152,7 +160,7 @@ static int start_thread(struct exporter *e)
 
 struct exporter *exporter__new(const struct exporter_opts *opts)
 {
-	bool lock_init = false, cond_init = false, attr_init = false;
+	bool lock_init = false, cond_init = false, ended_init = false, attr_init = false;
 	pthread_condattr_t attr;
 	struct exporter *e;
 	int err;
@@ -190,6 +198,10 @@ struct exporter *exporter__new(const struct exporter_opts *opts)
 	if (err)
 		goto cleanup;
 	cond_init = true;
+	err = pthread_cond_init(&e->ended_cond, &attr);
+	if (err)
+		goto cleanup;
+	ended_init = true;
 	err = start_thread(e);
 	if (err)
 		goto cleanup;
@@ -199,6 +211,8 @@ struct exporter *exporter__new(const struct exporter_opts *opts)
 cleanup:
 	if (attr_init)
 		pthread_condattr_destroy(&attr);
+	if (ended_init)
+		pthread_cond_destroy(&e->ended_cond);
 	if (cond_init)
 		pthread_cond_destroy(&e->wake);
 	if (lock_init)
@@ -264,26 +278,77 @@ int exporter__submit_held(struct exporter *e, struct span *s)
 	return enqueue(e, s, true);
 }
 
-void exporter__shutdown(struct exporter *e)
+void exporter__stop(struct exporter *e)
 {
-	if (!e || e->joined)
+	bool first;
+
+	if (!e)
 		return;
 	pthread_mutex_lock(&e->lock);
+	first = !e->stopping;
 	e->stopping = true;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	/* Outside the lock: the sink may be inside export, waiting out a backoff. */
-	if (e->opts.ops->stop)
+	if (first && e->opts.ops->stop)
 		e->opts.ops->stop(e->opts.ctx);
+}
+
+int exporter__wait(struct exporter *e, long timeout_ms)
+{
+	struct timespec deadline;
+	bool ended;
+	int err = 0;
+
+	if (!e || e->joined)
+		return 0;
+	if (timeout_ms >= 0)
+		deadline_after(&deadline, timeout_ms);
+	pthread_mutex_lock(&e->lock);
+	while (!e->ended && !err)
+		err = timeout_ms < 0 ? pthread_cond_wait(&e->ended_cond, &e->lock) :
+				       pthread_cond_timedwait(&e->ended_cond, &e->lock, &deadline);
+	ended = e->ended;
+	pthread_mutex_unlock(&e->lock);
+	if (!ended)
+		return -ETIMEDOUT;
 	pthread_join(e->thread, NULL);
 	e->joined = true;
+	return 0;
+}
+
+void exporter__shutdown(struct exporter *e)
+{
+	exporter__stop(e);
+	exporter__wait(e, -1);
+}
+
+int exporter__abandon(struct exporter *e, long grace_ms, uint64_t *not_exported)
+{
+	int err;
+
+	exporter__stop(e);
+	pthread_mutex_lock(&e->lock);
+	e->abandoned = true;
+	e->stats.dropped_not_flushed += drop_queued(e);
+	pthread_mutex_unlock(&e->lock);
+	err = exporter__wait(e, grace_ms);
+	pthread_mutex_lock(&e->lock);
+	/* Still in the sink: its batch is as good as lost, the process is about to end. */
+	if (err && e->inflight && !e->batch_given_up) {
+		e->stats.dropped_not_flushed += e->inflight;
+		e->batch_given_up = true;
+	}
+	*not_exported = e->stats.dropped_not_flushed;
+	pthread_mutex_unlock(&e->lock);
+	return err;
 }
 
 void exporter__stats(struct exporter *e, struct exporter_stats *out)
 {
 	pthread_mutex_lock(&e->lock);
 	*out = e->stats;
-	out->queue_depth = e->count + e->inflight;
+	out->queue_depth = e->count + (e->batch_given_up ? 0 : e->inflight);
 	out->held = e->held;
 	pthread_mutex_unlock(&e->lock);
 	if (e->opts.ops->stats)
@@ -294,10 +359,14 @@ void exporter__free(struct exporter *e)
 {
 	if (!e)
 		return;
+	/* Abandoned inside the sink: the thread still uses both, until the process ends. */
+	if (e->abandoned && !e->joined)
+		return;
 	/* The thread drains the queue before it ends, so nothing is left in the ring to free. */
 	exporter__shutdown(e);
 	if (e->opts.ops->free)
 		e->opts.ops->free(e->opts.ctx);
+	pthread_cond_destroy(&e->ended_cond);
 	pthread_cond_destroy(&e->wake);
 	pthread_mutex_destroy(&e->lock);
 	free(e->batch);

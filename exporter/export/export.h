@@ -51,6 +51,7 @@ struct exporter_stats {
 	uint64_t exported;
 	uint64_t dropped_queue_full;
 	uint64_t dropped_export_failed;
+	uint64_t dropped_not_flushed; /* given up by exporter__abandon (a second Ctrl-C) */
 	uint64_t export_failures; /* failed export calls (each may hold many spans) */
 	uint64_t queue_depth; /* spans waiting, the batch being sent included */
 	uint64_t held;	      /* places held now for spans to come (exporter__hold) */
@@ -82,9 +83,25 @@ int exporter__submit_held(struct exporter *e, struct span *s);
  * Exports everything queued, then stops the thread. The sink is told to stop retrying first, and
  * the first transient failure after that drops what is left, so with an unreachable collector
  * this still returns in about one request timeout; what could not be sent is counted in
- * dropped_export_failed. Safe to call once before exporter__free.
+ * dropped_export_failed. Safe to call more than once. exporter__stop then exporter__wait(e, -1).
  */
 void exporter__shutdown(struct exporter *e);
+/* The same in steps, for a caller that must stay responsive meanwhile: starts, returns at once. */
+void exporter__stop(struct exporter *e);
+/*
+ * Waits up to TIMEOUT_MS (negative: for as long as it takes) for the export thread to end after
+ * exporter__stop: 0 when it has, -ETIMEDOUT when it is still exporting.
+ */
+int exporter__wait(struct exporter *e, long timeout_ms);
+/*
+ * Gives up on exporting what is left (a second Ctrl-C during the final flush): the queued spans
+ * are dropped at once, and the batch in the sink gets GRACE_MS more to come back. *NOT_EXPORTED
+ * gets the spans given up, counted in dropped_not_flushed: the queued ones, and the batch when
+ * the sink has not come back. 0 when the export thread has ended; -ETIMEDOUT when it is still
+ * inside the sink (blocked on a collector that does not answer, or on a stdout nobody reads):
+ * exporter__free then leaves the exporter alone, and the caller should end the process.
+ */
+int exporter__abandon(struct exporter *e, long grace_ms, uint64_t *not_exported);
 void exporter__stats(struct exporter *e, struct exporter_stats *out);
 void exporter__free(struct exporter *e);
 

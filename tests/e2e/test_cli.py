@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from conftest import Gospan, Service, _LineReader, _clean_env
+from test_backends import HANG, fault_receivers  # noqa: F401 - fixture
 
 
 def _env(receiver, **extra):
@@ -312,6 +313,43 @@ def test_termination_signals_reach_the_main_thread_only(gospan_bin, start_servic
     finally:
         if g.proc.poll() is None:
             g.proc.kill()
+
+
+def test_second_signal_cuts_the_final_export_short(gospan_bin, start_service, fault_receivers):
+    """SIGTERM with a collector that takes the request and never answers: gospan waits for it
+    (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default); a second SIGTERM a second later stops it at
+    once, saying how many spans were not exported: the batch in the request and the two queued
+    behind it."""
+    rx = fault_receivers(lambda n: HANG)
+    svc = start_service()
+    g = Gospan([str(gospan_bin), "--pid", str(svc.pid)], _env(rx))
+    try:
+        g.wait_attached()
+        assert _get(svc.base_url + "/users/cut-1") == 200
+        assert rx.wait_attempts(1, 15.0), f"no export reached the receiver\n{g.stderr}"
+        for i in (2, 3):
+            assert _get(svc.base_url + f"/users/cut-{i}") == 200
+        time.sleep(0.5)  # read from the ring buffer and queued behind the stuck batch
+        g.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        assert g.proc.poll() is None, f"gospan did not wait for the collector\n{g.stderr}"
+        t0 = time.monotonic()
+        g.proc.send_signal(signal.SIGTERM)
+        try:
+            g.proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"gospan still running 5 s after a second SIGTERM\n{g.stderr}")
+        took = time.monotonic() - t0
+    finally:
+        if g.proc.poll() is None:
+            g.proc.kill()
+            g.proc.wait(10)
+    g.err.join()
+    assert took < 2.0, f"gospan took {took:.1f} s to stop after the second SIGTERM\n{g.stderr}"
+    assert "gospan: second signal: stopping now, 3 spans not exported" in g.stderr, g.stderr
+    assert g.proc.returncode == 1, g.stderr
+    summary = g.summary_line()
+    assert summary and re.search(r"dropped 3 \(not_flushed=3\)", summary), g.stderr
 
 
 def test_closed_stdout_does_not_kill_gospan(gospan_bin, start_service):

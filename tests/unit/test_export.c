@@ -429,6 +429,98 @@ static void test_export__transient_failure_bounded_and_dropped_at_exit(void **st
 	fake_destroy(&f);
 }
 
+/* Opens the fake sink's gate after 50 ms, from a thread of its own. */
+static void *open_gate_soon(void *arg)
+{
+	struct timespec nap = { .tv_nsec = 50000000 };
+
+	nanosleep(&nap, NULL);
+	fake_open_gate(arg);
+	return NULL;
+}
+
+/*
+ * An exporter (a queue of 10, batches of 2) whose thread is held in F's closed gate with spans 0
+ * and 1, spans 2 to N-1 queued behind them, and told to stop: a final flush that hangs.
+ */
+static struct exporter *stuck_flush(struct fake_sink *f, uint64_t n)
+{
+	struct exporter *e;
+	uint64_t i;
+
+	fake_init(f);
+	f->gate_closed = true;
+	e = new_exporter(f, 10, 2, 600000);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(exporter__submit(e, make_span(i)), 0);
+		if (i == 1)
+			assert_true(fake_wait_in_export(f));
+	}
+	exporter__stop(e);
+	return e;
+}
+
+/* What an exporter whose final flush was cut counts: EXPORTED sent, NOT_FLUSHED given up. */
+static void assert_cut(struct exporter *e, uint64_t exported, uint64_t not_flushed)
+{
+	struct exporter_stats st;
+
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, exported);
+	assert_int_equal(st.dropped_not_flushed, not_flushed);
+	assert_int_equal(st.queue_depth, 0);
+}
+
+/*
+ * A second signal during the final flush: the queued spans are given up at once and counted;
+ * the batch in a sink that does not come back within the grace is counted too, and not again
+ * when the sink does come back; exporter__free leaves an exporter whose thread is still in the
+ * sink alone instead of waiting for it.
+ */
+static void test_export__abandon_gives_up_what_is_left(void **state)
+{
+	struct fake_sink f;
+	struct exporter *e = stuck_flush(&f, 5);
+	uint64_t lost = 0;
+
+	(void)state;
+	assert_int_equal(exporter__wait(e, 20), -ETIMEDOUT);
+	assert_int_equal(exporter__abandon(e, 20, &lost), -ETIMEDOUT);
+	assert_int_equal(lost, 5);
+	assert_cut(e, 0, 5);
+	assert_int_equal(exporter__submit(e, make_span(99)), -ENOSPC);
+	exporter__free(e); /* returns at once: the thread is still in the sink */
+	assert_false(f.freed);
+
+	fake_open_gate(&f);
+	assert_int_equal(exporter__wait(e, WAIT_SEC * 1000), 0);
+	assert_cut(e, 0, 5);
+	assert_int_equal(f.nspans, 2); /* the sink did get them: counted lost all the same */
+	exporter__free(e);
+	assert_true(f.freed);
+	fake_destroy(&f);
+}
+
+/* A sink that comes back within the grace: only the queued spans are lost. */
+static void test_export__abandon_waits_out_the_grace(void **state)
+{
+	struct fake_sink f;
+	struct exporter *e = stuck_flush(&f, 5);
+	uint64_t lost = 0;
+	pthread_t opener;
+
+	(void)state;
+	assert_int_equal(pthread_create(&opener, NULL, open_gate_soon, &f), 0);
+	assert_int_equal(exporter__abandon(e, WAIT_SEC * 1000, &lost), 0);
+	assert_int_equal(pthread_join(opener, NULL), 0);
+	assert_int_equal(lost, 3);
+	assert_cut(e, 2, 3);
+	assert_in_order(&f, 2);
+	exporter__free(e);
+	assert_true(f.freed);
+	fake_destroy(&f);
+}
+
 /* A sink that records which of the termination signals the export thread blocks. */
 struct mask_sink {
 	pthread_mutex_t lock;
@@ -1328,6 +1420,8 @@ int main(void)
 		cmocka_unit_test(test_export__failed_export_counts),
 		cmocka_unit_test(test_export__new_rejects_bad_opts),
 		cmocka_unit_test(test_export__thread_blocks_termination_signals),
+		cmocka_unit_test(test_export__abandon_gives_up_what_is_left),
+		cmocka_unit_test(test_export__abandon_waits_out_the_grace),
 		cmocka_unit_test(test_export__http_round_trip),
 		cmocka_unit_test(test_export__http_connection_refused),
 		cmocka_unit_test(test_export__exporter_over_http),
