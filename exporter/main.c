@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/caps.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "export/console.h"
@@ -107,6 +109,78 @@ static int release_signals(void)
 
 	stop_signals(&set);
 	return -pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/*
+ * Whether reading PID's /proc/PID/exe and maps takes CAP_SYS_PTRACE: the process is another
+ * user's, or gospan is refused them. A process that is gone is not: resolve_target says so.
+ */
+static bool needs_ptrace(pid_t pid)
+{
+	char path[64], buf[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return false;
+	if (st.st_uid != geteuid())
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return readlink(path, buf, sizeof(buf)) < 0 && (errno == EACCES || errno == EPERM);
+}
+
+/*
+ * Checks, before anything is loaded, the capabilities gospan cannot trace without: CAP_BPF and
+ * CAP_PERFMON (or CAP_SYS_ADMIN, which covers both) to load and attach its programs, and
+ * CAP_SYS_PTRACE when a --pid target is another user's. Those that only cost a part
+ * (CAP_NET_ADMIN for outgoing trace context, CAP_DAC_READ_SEARCH for another user's environment)
+ * are said where they are missed. What is missing is said in one line, with how to grant it:
+ * -EPERM.
+ */
+static int check_privileges(const struct config *cfg)
+{
+	char self[PATH_MAX], missing[96], setcap[96], unit[96], why[160], subject[PATH_MAX + 16];
+	uint64_t have, need, lack;
+	size_t i, len = 0;
+	pid_t other = 0;
+	ssize_t n;
+
+	if (caps__effective(&have))
+		return 0; /* unknown: the kernel will say what it refuses */
+	need = have & CAPS_BIT(CAP_SYS_ADMIN) ? CAPS_BIT(CAP_SYS_ADMIN) :
+						CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON);
+	for (i = 0; !other && i < cfg->npids; i++)
+		if (needs_ptrace(cfg->pids[i]))
+			other = cfg->pids[i];
+	if (other)
+		need |= CAPS_BIT(CAP_SYS_PTRACE);
+	lack = need & ~have;
+	if (!lack)
+		return 0;
+
+	why[0] = '\0';
+	if (lack & (CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON)))
+		len = snprintf(why, sizeof(why), "CAP_BPF and CAP_PERFMON load the probes, or "
+						 "CAP_SYS_ADMIN in their place");
+	if (lack & CAPS_BIT(CAP_SYS_PTRACE))
+		snprintf(why + len, sizeof(why) - len, "%sCAP_SYS_PTRACE reads the process of "
+						       "another user", len ? "; " : "");
+	caps__list(lack, CAPS_PROSE, missing, sizeof(missing));
+	caps__list(need, CAPS_SETCAP, setcap, sizeof(setcap));
+	caps__list(need, CAPS_SYSTEMD, unit, sizeof(unit));
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0)
+		self[n] = '\0';
+	else
+		strcpy(self, "gospan");
+	if (other || cfg->npids)
+		snprintf(subject, sizeof(subject), "process %d", (int)(other ?: cfg->pids[0]));
+	else
+		snprintf(subject, sizeof(subject), "'%s'", cfg->exes[0]);
+	pr_err("cannot trace %s: missing %s (%s); run gospan as root, or grant them: sudo setcap "
+	       "%s=ep '%s' (in a systemd unit: AmbientCapabilities=%s)",
+	       subject, missing, why, setcap, self, unit);
+	return -EPERM;
 }
 
 /*
@@ -798,6 +872,9 @@ int main(int argc, char **argv)
 		err = -EINVAL;
 		goto cleanup;
 	}
+	err = check_privileges(&app.cfg);
+	if (err)
+		goto cleanup;
 	err = install_signals();
 	if (err)
 		goto cleanup;
