@@ -46,6 +46,26 @@ static struct {
 	typeof(cs_regs_access) *regs_access;
 } capstone;
 
+#ifdef CAPSTONE_STATIC
+/* make STATIC=1 links capstone in: its functions are gospan's own, and nothing is closed. */
+static int capstone_load(void)
+{
+	capstone.open = cs_open;
+	capstone.option = cs_option;
+	capstone.malloc = cs_malloc;
+	capstone.disasm_iter = cs_disasm_iter;
+	capstone.free = cs_free;
+	capstone.close = cs_close;
+	capstone.errno_of = cs_errno;
+	capstone.strerror = cs_strerror;
+	capstone.regs_access = cs_regs_access;
+	return 0;
+}
+
+void disasm__release(void)
+{
+}
+#else
 static int capstone_load(void)
 {
 	void *h;
@@ -82,6 +102,7 @@ void disasm__release(void)
 		dlclose(capstone.handle);
 	capstone.handle = NULL;
 }
+#endif
 
 /*
  * A capstone handle for MACHINE's code in *CS, with operand details when DETAIL: loads capstone
