@@ -10,6 +10,8 @@
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis) from the
 #                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
+#   make install    gospan, its docs, an example functions file and a systemd unit under
+#                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them
 #   make STATIC=1   build/static/gospan, which carries libbpf, libelf, libdw, capstone,
 #                   protobuf-c and cJSON inside: a host needs only libc, zlib and libcurl
 #
@@ -407,6 +409,38 @@ $(CJSON_DIR)/libcjson.a: $(CJSON_DIR)/cJSON.o
 ifeq ($(STATIC),1)
 $(OUTPUT)/gospan $(UNIT_BINS) $(FUZZ_BINS): $(CJSON_A)
 endif
+
+# ---- install: make install [PREFIX=/usr/local] [DESTDIR=] [STATIC=1] ----------------------------
+
+# The binary; the docs a user reads, with an example settings file and functions file, under
+# DOCDIR as they are laid out here, so that their links between each other still work; the
+# systemd unit (examples/systemd/README.md), its paths made the installed ones.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DOCDIR ?= $(PREFIX)/share/doc/gospan
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL ?= install
+INSTALL_DOCS := README.md COMPATIBILITY.md $(wildcard docs/*.md docs/*.png) \
+	examples/systemd/README.md examples/systemd/gospan.env examples/systemd/functions.json
+UNIT := gospan@.service
+
+.PHONY: install uninstall
+
+install: $(OUTPUT)/gospan
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -D -m 0755 $(OUTPUT)/gospan $(DESTDIR)$(BINDIR)/gospan
+	$(Q)for f in $(INSTALL_DOCS); do \
+		$(INSTALL) -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
+	$(Q)sed 's|/usr/local/bin/gospan|$(BINDIR)/gospan|g; s|/usr/local/share/doc/gospan|$(DOCDIR)|g' \
+		examples/systemd/$(UNIT) >$(OUTPUT)/$(UNIT) && \
+		$(INSTALL) -D -m 0644 $(OUTPUT)/$(UNIT) $(DESTDIR)$(UNITDIR)/$(UNIT)
+
+# What install put, by name, and the doc folders it made once they are empty.
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/gospan $(DESTDIR)$(UNITDIR)/$(UNIT) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(INSTALL_DOCS))
+	$(Q)for d in $(addprefix $(DESTDIR)$(DOCDIR),/docs /examples/systemd /examples ''); do \
+		[ ! -d "$$d" ] || rmdir "$$d" || exit 1; done
 
 # ---- benchmark: make bench (bench/README.md) -------------------------------------------------
 
