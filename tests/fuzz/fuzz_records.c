@@ -109,8 +109,13 @@ static void submit(void *ctx, struct span *s)
 	uint8_t *pb;
 	char *json;
 
-	if (!s->name || !valid_utf8(s->name))
+	if (!s->name || !valid_utf8(s->name)) {
+		fprintf(stderr, "fuzz: span name %s\n", s->name ? "is not valid UTF-8" : "missing");
+		for (i = 0; s->name && s->name[i]; i++)
+			fprintf(stderr, "%02x", (unsigned char)s->name[i]);
+		fprintf(stderr, "\n");
 		abort();
+	}
 	for (i = 0; i < s->nattrs; i++) {
 		if (!valid_utf8(s->attrs[i].key) ||
 		    (s->attrs[i].type == ATTR_STRING && !valid_utf8(s->attrs[i].s))) {

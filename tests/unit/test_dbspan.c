@@ -308,6 +308,30 @@ static void test_dbspan__redis_pipeline(void **state)
 	free(e);
 }
 
+/*
+ * Every record makes a named span, whatever its counts say: a Redis command record with no
+ * command in it (batch_size 0, as fuzz_records sent one) once left the span without a name.
+ */
+static void test_dbspan__every_record_is_named(void **state)
+{
+	static const enum db_client clients[] = { DB_CLIENT_SQL, DB_CLIENT_PGX,
+						  DB_CLIENT_PGX_BATCH, DB_CLIENT_REDIS,
+						  DB_CLIENT_REDIS_PIPELINE, 200 };
+	struct db_call *e;
+	struct span *s;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		e = redis_call(clients[i], NULL, NULL, 0);
+		s = fill(e, DB_QUERY_TEXT_SANITIZED);
+		assert_non_null(s->name);
+		assert_true(s->name[0] != '\0');
+		span__free(s);
+		free(e);
+	}
+}
+
 static void test_dbspan__pgx_server_and_batch(void **state)
 {
 	struct db_call *e = sql_call("SELECT name FROM items WHERE id = $1", 0);
@@ -357,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_dbspan__transaction_calls),
 		cmocka_unit_test(test_dbspan__redis_command),
 		cmocka_unit_test(test_dbspan__redis_pipeline),
+		cmocka_unit_test(test_dbspan__every_record_is_named),
 		cmocka_unit_test(test_dbspan__pgx_server_and_batch),
 	};
 
