@@ -298,8 +298,7 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 		return 0;
 	}
 	fill_header(&e->hdr, EVENT_DB_CALL, &key, p->start_ns);
-	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
-		  cfg->ratio_bound);
+	child_span(ctx, cfg, &key, &e->ids);
 	e->end_ns = now;
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 	e->client = p->client;

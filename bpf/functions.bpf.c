@@ -149,12 +149,12 @@ int func_entry(GO_REGS *ctx)
 	__u64 now = bpf_ktime_get_ns(), sdepth;
 	const struct target_config *cfg;
 	const struct func_config *fc;
-	struct span_ctx *cur, *parent;
+	struct span_ctx *cur;
 	struct span_frame *top, *fr;
 	struct goroutine_key key;
 	struct span_stack *st;
 	struct func_start *e;
-	struct span_ctx sc = {.live = 1};
+	struct span_ctx sc = {};
 	__u32 fidx, d, i, zero = 0;
 
 	fc = func_context(ctx, &cfg, &key, &fidx, &sdepth);
@@ -198,15 +198,7 @@ int func_entry(GO_REGS *ctx)
 	e->cookie = fc->target;
 
 	/* A child of what the goroutine works for, or of what its parent goroutine does. */
-	cur = active_get(&key);
-	parent = cur;
-	if (!parent && cfg->g_parent_goid >= 0) {
-		struct goroutine_key pk = {.pid = key.pid};
-
-		pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
-		parent = active_get(&pk);
-	}
-	child_ids(&e->ids, parent, cfg->root_sampler, cfg->parent_based, cfg->ratio_bound);
+	cur = child_span(ctx, cfg, &key, &e->ids);
 	for (i = 0; i < MAX_FUNC_ARGS; i++) {
 		if (i >= fc->nargs)
 			break;
@@ -223,9 +215,7 @@ int func_entry(GO_REGS *ctx)
 	fr->func = fidx;
 	st->depth = d + 1;
 
-	__builtin_memcpy(sc.trace_id, e->ids.trace_id, sizeof(sc.trace_id));
-	__builtin_memcpy(sc.span_id, e->ids.span_id, sizeof(sc.span_id));
-	sc.flags = e->ids.flags;
+	span_ctx_of(&sc, &e->ids);
 	active_put(&key, &sc);
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;

@@ -388,8 +388,7 @@ int grpc_client_entry(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_GRPC_CLIENT_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
-	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
-		  cfg->ratio_bound);
+	child_span(ctx, cfg, &key, &e->ids);
 	e->method_len = go_copy_string(e->method, MAX_RPC_METHOD_LEN, (const char *)method,
 				       (__s64)go_arg(ctx, 6));
 	e->target_len = cfg->grpc_cc_target >= 0 ?
@@ -399,9 +398,7 @@ int grpc_client_entry(GO_REGS *ctx)
 	pend.start_ns = now;
 	pend.cc = cc;
 	pend.method = method;
-	__builtin_memcpy(pend.ctx.trace_id, e->ids.trace_id, sizeof(pend.ctx.trace_id));
-	__builtin_memcpy(pend.ctx.span_id, e->ids.span_id, sizeof(pend.ctx.span_id));
-	pend.ctx.flags = e->ids.flags;
+	span_ctx_of(&pend.ctx, &e->ids);
 	pend.ctx.live = cfg->propagate;
 	if (cfg->propagate)
 		track_process(cfg, key.pid);

@@ -430,8 +430,7 @@ int client_entry(GO_REGS *ctx)
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 
 	/* A child of the span this goroutine works for; outside any request, a new trace. */
-	child_ids(&e->ids, calling_span(ctx, cfg, &key), cfg->root_sampler, cfg->parent_based,
-		  cfg->ratio_bound);
+	child_span(ctx, cfg, &key, &e->ids);
 
 	e->method_len = go_read_string(e->method, MAX_METHOD_LEN, req + cfg->req_method);
 	url = (void *)go_read_word(req, cfg->req_url);
@@ -453,9 +452,7 @@ int client_entry(GO_REGS *ctx)
 		call.header = go_read_word(req, cfg->req_header);
 		track_process(cfg, key.pid);
 	}
-	__builtin_memcpy(call.ctx.trace_id, e->ids.trace_id, sizeof(call.ctx.trace_id));
-	__builtin_memcpy(call.ctx.span_id, e->ids.span_id, sizeof(call.ctx.span_id));
-	call.ctx.flags = e->ids.flags;
+	span_ctx_of(&call.ctx, &e->ids);
 	if (bpf_map_update_elem(&client_calls, &key, &call, BPF_ANY)) {
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		count_drop(DROP_INFLIGHT_FULL);

@@ -191,20 +191,37 @@ static __always_inline void span_ctx_of(struct span_ctx *sc, const struct span_i
 }
 
 /*
- * The span a call made on goroutine KEY belongs in: the one it works for, else, for a goroutine
- * the span's goroutine started, that one's, found with one read of g.parentGoid at no extra probe
- * hit (deeper generations: --follow-goroutines). NULL: the call starts a trace.
+ * The span of the goroutine that started goroutine KEY, found with one read of g.parentGoid at no
+ * extra probe hit (deeper generations: --follow-goroutines); NULL when it has none or the target
+ * does not say.
  */
-static __always_inline struct span_ctx *calling_span(GO_REGS *ctx, const struct target_config *cfg,
-						     const struct goroutine_key *key)
+static __always_inline struct span_ctx *parent_goroutine_span(GO_REGS *ctx,
+							      const struct target_config *cfg,
+							      const struct goroutine_key *key)
 {
 	struct goroutine_key pk = { .pid = key->pid };
-	struct span_ctx *sc = active_get(key);
 
-	if (sc || cfg->g_parent_goid < 0)
-		return sc;
+	if (cfg->g_parent_goid < 0)
+		return NULL;
 	pk.goid = go_read_word(GO_G_PTR(ctx), cfg->g_parent_goid);
 	return active_get(&pk);
+}
+
+/*
+ * Chooses IDS for the span of a call made on goroutine KEY, sampled as CFG says: a child of the
+ * span the goroutine works for, else of its parent goroutine's, else the first span of a new
+ * trace. Returns the span the goroutine itself works for (NULL: none), for a caller that makes
+ * the new span the goroutine's.
+ */
+static __always_inline struct span_ctx *child_span(GO_REGS *ctx, const struct target_config *cfg,
+						   const struct goroutine_key *key,
+						   struct span_ids *ids)
+{
+	struct span_ctx *own = active_get(key);
+
+	child_ids(ids, own ? own : parent_goroutine_span(ctx, cfg, key), cfg->root_sampler,
+		  cfg->parent_based, cfg->ratio_bound);
+	return own;
 }
 
 /*
