@@ -30,6 +30,7 @@
 #include "export/export.h"
 #include "export/export_http.h"
 #include "analysis/cputime.h"
+#include "analysis/funcresolve.h"
 #include "analysis/functions.h"
 #include "analysis/gobin.h"
 #include "core/log.h"

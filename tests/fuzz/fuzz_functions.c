@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < fs->ndecls; i++) {
 		const struct func_decl *d = &fs->decls[i];
 
-		if ((!d->symbol) == (!d->pattern) || d->nargs > MAX_FUNC_ARGS || d->nparams > 16)
+		if ((!d->symbol) == (!d->pattern) || d->nargs > MAX_FUNC_ARGS ||
+		    d->nparams > FUNC_MAX_PARAMS)
 			abort();
 		for (j = 0; j < d->nargs; j++)
 			n += strlen(d->args[j].path);

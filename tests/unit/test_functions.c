@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Tests for functions.c: the --functions file (what it accepts, and for each kind of mistake the
- * message a user sees), glob patterns, span names, Go's register assignment, and the resolution
- * against examples/functions built by the test, with DWARF and stripped: probe sites, register
- * slots and pointer paths for each argument, and the inlined and missing functions named.
+ * Tests for function spans: the --functions file (functions.c: what it accepts, and for each kind
+ * of mistake the message a user sees), glob patterns and span names (symname.c), Go's register
+ * assignment (abi.c), and the resolution (funcresolve.c, argplan.c) against examples/functions
+ * built by the test, with DWARF and stripped: probe sites, register slots and pointer paths for
+ * each argument, and the inlined and missing functions named; and --cpu-time's probe (cputime.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "analysis/abi.h"
 #include "analysis/cputime.h"
 #include "analysis/elf.h"
+#include "analysis/funcresolve.h"
 #include "analysis/functions.h"
 #include "analysis/offsets.h"
 #include "analysis/symname.h"
@@ -341,7 +343,8 @@ static const char CONFIG[] =
     " {\"symbol\": \"main.process\", \"args\": [\"user\", \"n\", \"ok\", \"level\"]},"
     " {\"symbol\": \"main.handleOrder\", \"args\": [\"o.ID\", \"o.Customer.Name\","
     "  \"o.Customer.Tier\", \"o.Express\"]},"
-    " {\"symbol\": \"main.fib\", \"args\": [\"n\", \"nope\"]},"
+    " {\"symbol\": \"main.fib\", \"args\": [\"n\", {\"name\": \"first\", \"position\": 1,"
+    "  \"type\": \"int\"}, \"nope\"]},"
     " {\"symbol\": \"main.process\", \"args\": [\"ratio\"], \"binary\": \"other\"},"
     " {\"pattern\": \"main.(\\\\*Store).Get\", \"args\": [\"key\", \"s.cfg.Limit\","
     "  \"s.cfg.Ratio\"]},"
@@ -448,9 +451,15 @@ static void test_functions__resolves_with_dwarf(void **state)
 	assert_int_equal(f->args[2].type, GO_TYPE_FLOAT);
 	assert_int_equal(a[2].offs[0], 24);
 
+	/* By name and by position in one entry: DWARF answers for the by-name ones, in order. */
 	f = find(t, "main.fib");
 	assert_non_null(f);
-	assert_int_equal(f->cfg.nargs, 1);
+	assert_int_equal(f->cfg.nargs, 2);
+	assert_string_equal(f->args[0].path, "n");
+	assert_int_equal(f->cfg.args[0].reg, 1);
+	assert_string_equal(f->args[1].path, "first");
+	assert_int_equal(f->cfg.args[1].kind, FUNC_ARG_REG);
+	assert_int_equal(f->cfg.args[1].reg, 1);
 	assert_int_equal(t->cfg.cpu_time, 0);
 	functions__free(fs);
 	target__free(t);
