@@ -10,7 +10,7 @@
  *   ctxDriverQuery / ctxDriverExec   a query or exec with its text (DB, Conn and Tx alike);
  *   rowsiFromStatement / resultFromStatement   a prepared statement's execution, whose text was
  *   noted by (*Stmt).QueryContext / ExecContext, or by ctxDriverPrepare on the way there.
- * Their calls are direct, so exporter/target.c puts the ends in their callers, on instructions
+ * Their calls are direct, so exporter/analysis/datastores.c puts the ends in their callers, on instructions
  * the kernel emulates: no single-stepped hit a query.
  *
  * pgx's Conn.Query, Exec and SendBatch, and go-redis's baseClient.process and its pipelines'
@@ -457,7 +457,7 @@ int db_sql_stmt_entry(GO_REGS *ctx)
 /*
  * Where a database/sql driver call has returned: (result interface, error) in slots 1-4, or,
  * in the caller, the error's itab where the cookie says (the data word stays in slot 4: the
- * site was chosen so, exporter/sites.h).
+ * site was chosen so, exporter/analysis/sites.h).
  */
 SEC("uprobe")
 int db_sql_end(GO_REGS *ctx)

@@ -82,7 +82,7 @@ struct {
 	__type(value, struct rpc_stream);
 } rpc_streams SEC(".maps");
 
-/* Scratch for the grpc records' strings: the server's end is built from the map entry. */
+/* The metadata keys of incoming trace context, lowercase as in HTTP/2. Built on the stack. */
 #define TRACEPARENT_MD(k) struct map_key k = { .name = "traceparent", .len = 11 }
 #define TRACESTATE_MD(k) struct map_key k = { .name = "tracestate", .len = 10 }
 

@@ -519,7 +519,8 @@ int client_return(GO_REGS *ctx)
 }
 
 /*
- * Inside roundTrip, at the JE or JNE that tests the inner round trip's error (exporter/sites.h):
+ * Inside roundTrip, at the JE or JNE that tests the inner round trip's error
+ * (exporter/analysis/sites.h):
  * the registers hold that call's results, which roundTrip returns as they are when the error is
  * nil. A call that failed goes on (it may be retried) to a RET that client_return probes.
  */
@@ -531,7 +532,7 @@ int client_success(GO_REGS *ctx)
 
 /*
  * Nothing: bench and the start-up check of which instructions this kernel emulates
- * (exporter/emulation.c) put it where they measure.
+ * (exporter/analysis/emulation.c) put it where they measure.
  */
 SEC("uprobe")
 int calibrate(GO_REGS *ctx)

@@ -58,10 +58,6 @@ struct {
 #define CONTEXT_LINES_MAX (TRACEPARENT_LINE_LEN + TRACESTATE_PREFIX_LEN + MAX_TRACESTATE_LEN + 2)
 
 /*
- * The request-line parser's state lives here, not on the stack: the verifier does not follow
- * values in map memory, so it checks feed_byte() once instead of once per value of a counter.
- */
-/*
  * HTTP/2 (gRPC over cleartext): a frame's 9-byte header, the frame types and flags that matter,
  * and bounds. A header field is added to a HEADERS frame only at the end of a complete header
  * block (END_HEADERS, no padding): there it starts a field of its own, after the pseudo-headers,
@@ -89,7 +85,7 @@ struct h2_edit {
 };
 
 /*
- * The walk over one message's HTTP/2 frames, in bpf_loop() steps. It lives in the scratch map,
+ * The walk over one message's HTTP/2 frames, in bpf_loop() steps. It lives in `wire_scratch`,
  * not on the stack, for the reason the request-line parser's state does.
  */
 struct h2_walk {
@@ -105,6 +101,11 @@ struct h2_walk {
 /* What is written into a message: HTTP/1 header lines, or HPACK fields. */
 #define LINES_MAX (CONTEXT_LINES_MAX > HPACK_CONTEXT_MAX ? CONTEXT_LINES_MAX : HPACK_CONTEXT_MAX)
 
+/*
+ * One message's scratch. The request-line parser's state lives here, not on the stack: the
+ * verifier does not follow values in map memory, so it checks feed_byte() once instead of once
+ * per value of a counter.
+ */
 struct wire_scratch {
 	char lines[LINES_MAX];
 	struct h2_edit edits[H2_EDITS_MAX];

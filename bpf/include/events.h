@@ -61,7 +61,7 @@
 #define FUNC_COOKIE_BASE MAX_TARGETS
 /*
  * The attach cookie's low 32 bits are the target (or function) above; the high bits say what an
- * end probe's program must know about its place (exporter/sites.h): COOKIE_IN_CALLER, the call
+ * end probe's program must know about its place (exporter/analysis/sites.h): COOKIE_IN_CALLER, the call
  * has returned and SP is 8 bytes above where the callee's RET saw it; COOKIE_RESULT_SLOT, the
  * register slot the call's first result was copied to (0: the one it was returned in).
  */
@@ -109,9 +109,10 @@ enum drop_reason {
 
 /*
  * The span a goroutine is working for: its own server span, or the one it inherited from the
- * goroutine that started it. Client calls made on it become children of SPAN_ID. LIVE is 0 in an
- * `active` entry whose goroutine works for no span any more: the entry is left in place so that
- * the goroutine's next request rewrites it instead of paying a map update and a delete.
+ * goroutine that started it. Client calls made on it become children of SPAN_ID. LIVE is 0 in the
+ * `active` of a `goroutines` entry whose goroutine works for no span any more: the entry is left
+ * in place so that the goroutine's next request rewrites it instead of paying a map update and a
+ * delete.
  */
 struct span_ctx {
 	__u8 trace_id[16];
@@ -315,7 +316,7 @@ struct target_config {
 	__u64 grpc_finish_at;
 
 	/*
-	 * Data stores (db.bpf.h): which clients are probed, and what their structs need. Offsets
+	 * Data stores (db.bpf.c): which clients are probed, and what their structs need. Offsets
 	 * -1: unknown. database/sql: a Stmt's query; pgx v5: a Conn's *ConnConfig and, in it, the
 	 * host and port; a Batch's queued queries and a queued query's text; go-redis v9: a
 	 * client's *Options, their Addr, and a command's args ([]interface{}).
@@ -340,7 +341,10 @@ struct target_config {
 /* In a Go itab, where the method words begin (after inter, _type, hash and padding). */
 #define ITAB_FUN0 24
 
-/* Key of the in-flight map: goroutine ids are only unique within one process. */
+/*
+ * Key of the maps kept per goroutine (`goroutines`, `client_calls`, ...): goroutine ids are only
+ * unique within one process.
+ */
 struct goroutine_key {
 	__u32 pid;
 	__u32 _pad;
@@ -348,8 +352,9 @@ struct goroutine_key {
 };
 
 /*
- * Value of the in-flight map: what a RET needs that its registers no longer hold. START_NS 0: the
- * call has returned; the entry stays for the goroutine's next request to reuse in place.
+ * A goroutine's ServeHTTP call in flight (its `goroutines` entry's `server`): what a RET needs that
+ * its registers no longer hold. START_NS 0: the call has returned; the entry stays for the
+ * goroutine's next request to reuse in place.
  */
 struct inflight_call {
 	__u64 start_ns;

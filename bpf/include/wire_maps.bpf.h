@@ -13,7 +13,10 @@
 
 #include "events.h"
 
-/* Processes whose client sockets the writer tracks, by tgid: filled by client_entry. */
+/*
+ * Processes whose client sockets the writer tracks, by tgid: filled by the HTTP and gRPC client
+ * entries (track_process()).
+ */
 struct traced_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_TRACED_PROCS);
