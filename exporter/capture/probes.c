@@ -16,7 +16,6 @@
 
 #include "analysis/disasm.h"
 #include "analysis/emulation.h"
-#include "analysis/functions.h"
 #include "http.skel.h"
 #include "core/log.h"
 #include "capture/probes.h"
@@ -39,19 +38,24 @@ struct probes {
 };
 
 /* While a load that may fail is tried (uprobe_multi programs): libbpf's complaints are debug. */
-static bool libbpf_quiet;
-
+/*
+ * libbpf's own lines (its warnings included: a failed load's verifier log, a map it could not
+ * make) are for OTEL_LOG_LEVEL=debug: at the other levels gospan's message about the same failure
+ * says what failed and what to do, once. libbpf's debug chatter is not shown at all. Its text
+ * already starts with "libbpf: ".
+ */
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	enum log_level l = level == LIBBPF_WARN && !libbpf_quiet ? LOG_WARN :
-			   level == LIBBPF_INFO ? LOG_DEBUG :
-						  LOG_DEBUG + 1;
-	char buf[1024];
+	char buf[4096];
+	size_t n;
 
-	if (l > log_get_level())
+	if (level == LIBBPF_DEBUG || log_get_level() < LOG_DEBUG)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	log_msg(l > LOG_DEBUG ? LOG_DEBUG : l, "libbpf: %s", buf);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	log_msg(LOG_DEBUG, "%s", buf);
 	return 0;
 }
 
@@ -88,9 +92,7 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		goto cleanup;
 	}
 	multi = !getenv("GOSPAN_UPROBE_MULTI") || strcmp(getenv("GOSPAN_UPROBE_MULTI"), "0");
-	libbpf_quiet = multi;
 	err = open_and_load(p, multi);
-	libbpf_quiet = false;
 	if (err && multi) {
 		/* A kernel before 6.6: plain uprobe links, one a probe. */
 		pr_debug("cannot load the uprobe programs as uprobe_multi programs (%s): using "

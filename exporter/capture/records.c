@@ -15,7 +15,6 @@
 #include "core/clock.h"
 #include "capture/dbspan.h"
 #include "events.h"
-#include "analysis/functions.h"
 #include "core/log.h"
 #include "capture/process.h"
 #include "capture/records.h"

@@ -13,7 +13,6 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "events.h"
-#include "analysis/functions.h"
 #include "fuzz.h"
 #include "analysis/gobin.h"
 #include "export/otlp.h"
@@ -34,14 +33,14 @@ static struct traced_func funcs[] = {
     {.symbol = "example.com/shop/cart.(*Cart).Add",
      .name = "cart.(*Cart).Add",
      .cfg = {.nargs = MAX_FUNC_ARGS},
-     .args = {{"gospan.arg.qty", GO_TYPE_INT, 4},
-	      {"gospan.arg.sku", GO_TYPE_STRING, 16},
-	      {"gospan.arg.price", GO_TYPE_FLOAT, 8},
-	      {"gospan.arg.gift", GO_TYPE_BOOL, 1}}},
+     .args = {{"qty", GO_TYPE_INT, 4},
+	      {"sku", GO_TYPE_STRING, 16},
+	      {"price", GO_TYPE_FLOAT, 8},
+	      {"gift", GO_TYPE_BOOL, 1}}},
     {.symbol = "main.work",
      .name = "main.work",
      .cfg = {.nargs = 2},
-     .args = {{"gospan.arg.n", GO_TYPE_UINT, 8}, {"gospan.arg.f", GO_TYPE_FLOAT, 4}}},
+     .args = {{"n", GO_TYPE_UINT, 8}, {"f", GO_TYPE_FLOAT, 4}}},
 };
 static const struct clock_sync clock_sync = {.offset_ns = 1700000000000000000LL};
 
