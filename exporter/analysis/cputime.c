@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * On-CPU time: runtime.casgstatus sees every goroutine state change the scheduler makes, so a
- * probe at its entry can keep each goroutine's running time (functions.bpf.h); every span kind
+ * probe at its entry can keep each goroutine's running time (bpf/go_runtime.bpf.c); every span kind
  * then subtracts the clock at its start from the clock at its end. Only its entry is probed.
  */
 #include <errno.h>

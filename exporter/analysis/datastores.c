@@ -2,7 +2,7 @@
 /*
  * Data store clients in a target (datastores.h). database/sql is probed where it hands each call
  * to its driver: every driver goes through there, and those functions are only called directly,
- * so their ends go in their callers on instructions the kernel emulates (bpf/include/db.bpf.h).
+ * so their ends go in their callers on instructions the kernel emulates (bpf/db.bpf.c).
  * pgx and go-redis are probed at their methods' entries and RETs.
  */
 #include <errno.h>

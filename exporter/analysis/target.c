@@ -55,7 +55,7 @@
 /* Where originateStream is inlined (newer releases), its caller: the client's header handler. */
 #define SYM_GRPC_CLIENT_HEADER_HANDLER \
 	"google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
-/* Methods whose addresses identify interface values in BPF (bpf/include/grpc.bpf.h). */
+/* Methods whose addresses identify interface values in BPF (bpf/grpc.bpf.c). */
 #define SYM_VALUECTX_VALUE "context.(*valueCtx).Value"
 #define SYM_TCPADDR_NETWORK "net.(*TCPAddr).Network"
 #define SYM_STATUS_ERROR "google.golang.org/grpc/internal/status.(*Error).Error"

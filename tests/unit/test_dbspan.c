@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests for dbspan.c: what a data store call's record becomes. The records are built here
- * as db.bpf.h fills them (runtime addresses, the load bias taken off by dbspan), against a
+ * as db.bpf.c fills them (runtime addresses, the load bias taken off by dbspan), against a
  * db_target whose method tables are made by hand: which driver a method names, which Go type an
  * Error method is of.
  */
