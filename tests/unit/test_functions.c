@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Tests for function spans: the --functions file (functions.c: what it accepts, and for each kind
- * of mistake the message a user sees), glob patterns and span names (symname.c), Go's register
- * assignment (abi.c), and the resolution (funcresolve.c, argplan.c) against examples/functions
+ * of mistake the message a user sees), and the resolution (funcresolve.c, argplan.c) against
+ * examples/functions
  * built by the test, with DWARF and stripped: probe sites, register slots and pointer paths for
  * each argument, and the inlined and missing functions named; and --cpu-time's probe (cputime.c).
  */
@@ -17,13 +17,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analysis/abi.h"
 #include "analysis/cputime.h"
 #include "analysis/elf.h"
 #include "analysis/funcresolve.h"
 #include "analysis/functions.h"
 #include "analysis/offsets.h"
-#include "analysis/symname.h"
 #include "analysis/target.h"
 #include "helpers.h"
 
@@ -231,103 +229,6 @@ static void test_functions__load_checks_the_file(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-static void test_functions__glob_and_names(void **state)
-{
-	(void)state;
-	assert_true(symname__glob("main.*", "main.fib"));
-	assert_true(symname__glob("main.(*Store).*", "main.(*Store).Get"));
-	assert_true(symname__glob("main.(\\*Store).Get", "main.(*Store).Get"));
-	assert_false(symname__glob("main.(\\*Store).Get", "main.(xStore).Get"));
-	assert_true(symname__glob("*.Handle?", "github.com/a/b.HandleX"));
-	assert_false(symname__glob("*.Handle?", "github.com/a/b.Handle"));
-	assert_true(symname__glob("a*b*c", "axxbyyc"));
-	assert_false(symname__glob("a*b*c", "axxbyyd"));
-	assert_false(symname__glob("main.fib", "main.fibx"));
-
-	assert_string_equal(symname__short("main.fib"), "main.fib");
-	assert_string_equal(
-	    symname__short("github.com/free5gc/amf/internal/gmm.HandleRegistrationRequest"),
-	    "gmm.HandleRegistrationRequest");
-	assert_string_equal(symname__short("net/http.(*Transport).roundTrip"),
-			    "http.(*Transport).roundTrip");
-	/* A slash inside generic brackets is not the package's. */
-	assert_string_equal(symname__short("example.com/p.F[example.com/q.T]"),
-			    "p.F[example.com/q.T]");
-
-	/* The distance behind "closest:", cut at its limit. */
-	assert_int_equal(symname__distance("main.proces", "main.process", 5), 1);
-	assert_int_equal(symname__distance("main.process", "main.prcess", 5), 1);
-	assert_int_equal(symname__distance("main.fib", "main.fib", 5), 0);
-	assert_int_equal(symname__distance("main.fib", "net/http.Get", 5), 5);
-}
-
-static void assign(struct abi_param *p, const enum go_type *types, size_t n, unsigned nint,
-		   unsigned nfloat)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		abi__type_regs(types[i], &p[i].nint, &p[i].nfloat, &p[i].stack);
-	abi__assign(p, n, nint, nfloat);
-}
-
-static void test_functions__register_assignment(void **state)
-{
-	struct abi_param p[8] = {};
-	unsigned nint, nfloat;
-
-	(void)state;
-	abi__reg_counts(EM_X86_64, &nint, &nfloat);
-	assert_int_equal(nint, 9);
-	assert_int_equal(nfloat, 15);
-	abi__reg_counts(EM_AARCH64, &nint, &nfloat);
-	assert_int_equal(nint, 16);
-	assert_int_equal(nfloat, 16);
-	/* process(user string, n int, ok bool, ratio float64, level int8) on amd64. */
-	assign(
-	    p,
-	    (enum go_type[]){GO_TYPE_STRING, GO_TYPE_INT, GO_TYPE_BOOL, GO_TYPE_FLOAT, GO_TYPE_INT},
-	    5, 9, 15);
-	assert_int_equal(p[0].int_slot, 1);
-	assert_int_equal(p[1].int_slot, 3);
-	assert_int_equal(p[2].int_slot, 4);
-	assert_int_equal(p[3].int_slot, 0);
-	assert_int_equal(p[3].float_slot, 1);
-	assert_int_equal(p[4].int_slot, 5);
-
-	/* Four strings take 8 of amd64's 9 registers: a fifth goes on the stack whole, and an
-	 * int after it still gets the last register. */
-	memset(p, 0, sizeof(p));
-	assign(p,
-	       (enum go_type[]){GO_TYPE_STRING, GO_TYPE_STRING, GO_TYPE_STRING, GO_TYPE_STRING,
-				GO_TYPE_STRING, GO_TYPE_INT},
-	       6, 9, 15);
-	assert_int_equal(p[3].int_slot, 7);
-	assert_true(p[4].stack);
-	assert_int_equal(p[4].int_slot, 0);
-	assert_false(p[5].stack);
-	assert_int_equal(p[5].int_slot, 9);
-	/* arm64 has 16: the fifth string fits. */
-	memset(p, 0, sizeof(p));
-	assign(p,
-	       (enum go_type[]){GO_TYPE_STRING, GO_TYPE_STRING, GO_TYPE_STRING, GO_TYPE_STRING,
-				GO_TYPE_STRING, GO_TYPE_INT},
-	       6, 16, 16);
-	assert_int_equal(p[4].int_slot, 9);
-	assert_int_equal(p[5].int_slot, 11);
-	/* Slices take three, interfaces two, complex two floats; arrays of 2+ never registers. */
-	memset(p, 0, sizeof(p));
-	assign(p,
-	       (enum go_type[]){GO_TYPE_SLICE, GO_TYPE_IFACE, GO_TYPE_COMPLEX, GO_TYPE_STACK,
-				GO_TYPE_FLOAT, GO_TYPE_POINTER},
-	       6, 9, 15);
-	assert_int_equal(p[1].int_slot, 4);
-	assert_int_equal(p[2].float_slot, 1);
-	assert_true(p[3].stack);
-	assert_int_equal(p[4].float_slot, 3);
-	assert_int_equal(p[5].int_slot, 6);
-}
-
 static const struct traced_func *find(const struct target *t, const char *symbol)
 {
 	size_t i;
@@ -520,8 +421,6 @@ int main(void)
 	    cmocka_unit_test(test_functions__parses_every_form),
 	    cmocka_unit_test(test_functions__refuses_with_a_reason),
 	    cmocka_unit_test(test_functions__load_checks_the_file),
-	    cmocka_unit_test(test_functions__glob_and_names),
-	    cmocka_unit_test(test_functions__register_assignment),
 	    cmocka_unit_test(test_functions__resolves_with_dwarf),
 	    cmocka_unit_test(test_functions__resolves_stripped_by_position),
 	};
