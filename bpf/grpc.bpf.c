@@ -220,10 +220,10 @@ static __always_inline __s32 error_code(const struct target_config *cfg, __u64 i
 
 /*
  * At handleStream's entry: func (s *Server) handleStream(t transport.ServerTransport, stream
- * *transport.(Server)Stream, ...): the interface in slots 2 and 3, the stream in slot 4.
+ * *transport.(Server)Stream, ...): the interface in slots 2 and 3, the stream in slot 4. SC is
+ * this CPU's scratch, which grpc_server_entry() claimed.
  */
-SEC("uprobe")
-int grpc_server_entry(GO_REGS *ctx)
+static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 {
 	__u64 now = bpf_ktime_get_ns(), bias;
 	const struct target_config *cfg;
@@ -231,27 +231,23 @@ int grpc_server_entry(GO_REGS *ctx)
 	struct grpc_server_start *e;
 	struct goroutine_key key;
 	struct span_ctx *outer;
-	struct scratch *sc;
 	void *stream, *handler_stream, *t, *md = NULL;
-	__u32 zero = 0, n;
+	__u32 n;
 	bool has_tp = false;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->grpc_server)
-		return 0;
+		return;
 	stream = handler_stream = (void *)go_arg(ctx, 4);
 	t = (void *)go_arg(ctx, 3);
 	/* A stack-growth re-run of the prologue: the same stream again. */
 	call = bpf_map_lookup_elem(&rpc_servers, &key);
 	if (call && call->start_ns && call->stream == (__u64)handler_stream)
-		return 0;
-	sc = bpf_map_lookup_elem(&scratch, &zero);
-	if (!sc)
-		return 0;
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
-		return 0;
+		return;
 	}
 	fill_header(&e->hdr, EVENT_GRPC_SERVER_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
@@ -295,7 +291,7 @@ int grpc_server_entry(GO_REGS *ctx)
 	if (call == &fresh && bpf_map_update_elem(&rpc_servers, &key, &fresh, BPF_ANY)) {
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		count_drop(DROP_INFLIGHT_FULL);
-		return 0;
+		return;
 	}
 	{
 		struct span_ctx sctx;
@@ -304,7 +300,12 @@ int grpc_server_entry(GO_REGS *ctx)
 		active_put(&key, &sctx);
 	}
 	bpf_ringbuf_submit(e, submit_flags());
-	return 0;
+}
+
+SEC("uprobe")
+int grpc_server_entry(GO_REGS *ctx)
+{
+	return with_scratch(ctx, grpc_server_start);
 }
 
 /*

@@ -181,8 +181,8 @@ static __always_inline __u32 req_string(const struct req_view *v, __s64 off, cha
 	return go_read_string(dst, cap, (const char *)v->req + off);
 }
 
-SEC("uprobe")
-int serve_http_entry(GO_REGS *ctx)
+/* ServeHTTP's entry, with this CPU's scratch claimed (SC). */
+static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
@@ -193,16 +193,14 @@ int serve_http_entry(GO_REGS *ctx)
 	struct span_ctx *outer = NULL;
 	struct go_string peer;
 	struct req_view rv;
-	struct scratch *sc;
 	void *req, *url, *hdr;
-	__u32 zero = 0;
 	bool has_tp;
 	PROF_VARS;
 
 	PROF_MARK(PROF_CALIBRATE);
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
-		return 0;
+		return;
 	req = (void *)go_arg(ctx, cfg->arg_req);
 	PROF_MARK(PROF_CONTEXT);
 
@@ -215,19 +213,16 @@ int serve_http_entry(GO_REGS *ctx)
 	gs = bpf_map_lookup_elem(&goroutines, &key);
 	if (gs) {
 		if (gs->server.start_ns && gs->server.req == (__u64)req)
-			return 0;
+			return;
 		if (gs->active.live)
 			outer = &gs->active;
 	}
-	sc = bpf_map_lookup_elem(&scratch, &zero);
-	if (!sc)
-		return 0;
 	PROF_MARK(PROF_STATE);
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
-		return 0;
+		return;
 	}
 	fill_header(&e->hdr, EVENT_HTTP_SERVER_START, &key, now);
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
@@ -290,7 +285,7 @@ int serve_http_entry(GO_REGS *ctx)
 			/* Without the entry no end would pair with this start: send neither. */
 			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 			count_drop(DROP_INFLIGHT_FULL);
-			return 0;
+			return;
 		}
 	}
 	/* The entry this goroutine's last call left, or the one just made. */
@@ -304,7 +299,12 @@ int serve_http_entry(GO_REGS *ctx)
 	PROF_MARK(PROF_STORE);
 	bpf_ringbuf_submit(e, submit_flags());
 	PROF_MARK(PROF_SUBMIT);
-	return 0;
+}
+
+SEC("uprobe")
+int serve_http_entry(GO_REGS *ctx)
+{
+	return with_scratch(ctx, serve_http_start);
 }
 
 SEC("uprobe")
@@ -541,6 +541,37 @@ int calibrate(GO_REGS *ctx)
 }
 
 /*
+ * The request whose Header map is HK, with context PC, leaves it for the socket-layer writer
+ * unless it carries its own traceparent or its line has gone out; SC, this CPU's scratch, held.
+ */
+static __always_inline void leave_context(GO_REGS *ctx, const struct target_config *cfg,
+					  const struct goroutine_key *key,
+					  const struct header_key *hk, const struct pending_ctx *pc,
+					  struct scratch *sc)
+{
+	__u64 w_itab, w;
+	__s64 n = 0;
+	TRACEPARENT_KEY(tp_key);
+
+	if (go_header_get(cfg, (void *)hk->header, &tp_key, sc->tp, sizeof(sc->tp))) {
+		count_propagation(PROP_ALREADY_SET);
+		return;
+	}
+	/* The transport's writer is a *bufio.Writer: where its itab is known, make sure. */
+	w_itab = go_arg(ctx, cfg->arg_ws_w_itab);
+	w = go_arg(ctx, cfg->arg_ws_w_data);
+	if ((cfg->bufio_itab && w_itab != cfg->bufio_itab) || !w ||
+	    bpf_probe_read_user(&n, sizeof(n), (void *)w + cfg->bufio_n) || n <= 0) {
+		count_propagation(PROP_NO_ROOM);
+		return;
+	}
+	/* A context still here was never taken: its request did not pass a tracked socket. */
+	if (bpf_map_lookup_elem(&pending, key))
+		count_propagation(PROP_UNSEEN);
+	bpf_map_update_elem(&pending, key, pc, BPF_ANY);
+}
+
+/*
  * At the call of Header.writeSubset inside (*Request).write, in the connection's write
  * goroutine: the request line is in the transport's buffered writer, not yet on the socket, and
  * the header lines are about to follow. The request's context is left for the socket-layer
@@ -557,9 +588,6 @@ int mark_request(GO_REGS *ctx)
 	struct pending_ctx pc = {};
 	struct span_ctx *out;
 	struct scratch *sc;
-	__u64 w_itab, w;
-	__s64 n = 0;
-	__u32 zero = 0;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
@@ -571,27 +599,11 @@ int mark_request(GO_REGS *ctx)
 		return 0; /* not a request we are tracing (or another header set, e.g. trailers) */
 	pc.ctx = *out;
 	bpf_map_delete_elem(&outgoing, &hk);
-	sc = bpf_map_lookup_elem(&scratch, &zero);
+	sc = scratch_claim();
 	if (!sc)
 		return 0;
-	TRACEPARENT_KEY(tp_key);
-
-	if (go_header_get(cfg, (void *)hk.header, &tp_key, sc->tp, sizeof(sc->tp))) {
-		count_propagation(PROP_ALREADY_SET);
-		return 0;
-	}
-	/* The transport's writer is a *bufio.Writer: where its itab is known, make sure. */
-	w_itab = go_arg(ctx, cfg->arg_ws_w_itab);
-	w = go_arg(ctx, cfg->arg_ws_w_data);
-	if ((cfg->bufio_itab && w_itab != cfg->bufio_itab) || !w ||
-	    bpf_probe_read_user(&n, sizeof(n), (void *)w + cfg->bufio_n) || n <= 0) {
-		count_propagation(PROP_NO_ROOM);
-		return 0;
-	}
-	/* A context still here was never taken: its request did not pass a tracked socket. */
-	if (bpf_map_lookup_elem(&pending, &key))
-		count_propagation(PROP_UNSEEN);
-	bpf_map_update_elem(&pending, &key, &pc, BPF_ANY);
+	leave_context(ctx, cfg, &key, &hk, &pc, sc);
+	scratch_unclaim(&sc->busy);
 	return 0;
 }
 

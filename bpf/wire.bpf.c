@@ -19,6 +19,7 @@
 
 #include "events.h"
 #include "http1.h"
+#include "scratch.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
 
@@ -107,6 +108,7 @@ struct h2_walk {
  * per value of a counter.
  */
 struct wire_scratch {
+	__u64 busy; /* claimed for a program's whole run (scratch.bpf.h) */
 	char lines[LINES_MAX];
 	struct h2_edit edits[H2_EDITS_MAX];
 	struct h2_walk walk;
@@ -115,6 +117,8 @@ struct wire_scratch {
 	__u32 len;   /* bytes in HEAD */
 	__u32 verdict; /* enum http1_verdict */
 };
+
+_Static_assert(__builtin_offsetof(struct wire_scratch, busy) == 0, "scratch_take(): busy first");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -438,16 +442,78 @@ static __always_inline int h2_write_context(struct sk_msg_md *msg, const struct 
 	return w->verdict;
 }
 
+/* This CPU's wire_scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has it. */
+static __always_inline struct wire_scratch *wire_scratch_claim(void)
+{
+	struct wire_scratch *sc = scratch_take(&wire_scratch);
+
+	if (!sc)
+		count_propagation(PROP_SCRATCH_BUSY);
+	return sc;
+}
+
+/*
+ * Adds the context CTX of process PID's request after the request line of MSG, if MSG starts an
+ * HTTP/1 request; SC, this CPU's scratch, held. The message's verdict.
+ */
+static __always_inline int http1_write_context(struct sk_msg_md *msg, struct wire_scratch *sc,
+					       const struct pending_ctx *ctx, __u32 pid)
+{
+	struct line_scan ls;
+	__u32 line_end, n, scan;
+	__u8 *data, *end;
+	__u64 avail;
+
+	scan = msg->size < HTTP1_LINE_MAX ? msg->size : HTTP1_LINE_MAX;
+	if (pull(msg, 0, scan)) {
+		count_propagation(PROP_NO_ROOM);
+		return SK_PASS;
+	}
+	data = msg->data;
+	end = msg->data_end;
+	avail = (__u64)(end - data);
+	if (avail < scan)
+		scan = (__u32)avail;
+	if (!scan || scan > HTTP1_LINE_MAX || bpf_probe_read_kernel(sc->head, scan, data)) {
+		count_propagation(PROP_NO_ROOM);
+		return SK_PASS;
+	}
+	ls.sc = sc;
+	sc->len = scan;
+	sc->verdict = HTTP1_MORE;
+	__builtin_memset(&sc->ps, 0, sizeof(sc->ps));
+	bpf_loop(HTTP1_LINE_MAX, feed_byte, &ls, 0);
+	if (sc->verdict != HTTP1_REQUEST) {
+		count_propagation(sc->verdict == HTTP1_NOT_REQUEST ? PROP_NOT_HTTP1 : PROP_NO_ROOM);
+		return SK_PASS;
+	}
+	line_end = sc->ps.line_end;
+	n = context_lines(sc->lines, ctx, pid);
+	if (n > CONTEXT_LINES_MAX)
+		return SK_PASS;
+	if (bpf_msg_push_data(msg, line_end, n, 0)) {
+		count_propagation(PROP_NO_ROOM);
+		return SK_PASS;
+	}
+	/* The N bytes pushed are not ours to leave unwritten: take them out again, or drop. */
+	if (!msg_write(msg, line_end, sc->lines, n)) {
+		count_propagation(PROP_NO_ROOM);
+		return bpf_msg_pop_data(msg, line_end, n, 0) ? SK_DROP : SK_PASS;
+	}
+	count_propagation(PROP_INJECTED);
+	return SK_PASS;
+}
+
 SEC("sk_msg")
 int write_trace_context(struct sk_msg_md *msg)
 {
 	struct goroutine_key key;
 	struct pending_ctx *pc, ctx;
 	struct wire_scratch *sc;
-	__u32 zero = 0, line_end, n, scan;
-	struct line_scan ls;
 	__u8 *data, *end;
-	__u64 avail, *waiting;
+	__u64 *waiting;
+	__u32 scan;
+	int verdict;
 
 	/*
 	 * Cheap things first: most messages are bodies, answers or other protocols, and are let
@@ -474,8 +540,12 @@ int write_trace_context(struct sk_msg_md *msg)
 		waiting = bpf_map_lookup_elem(&h2_writers, &key);
 		if (!waiting || !*waiting)
 			return SK_PASS;
-		sc = bpf_map_lookup_elem(&wire_scratch, &zero);
-		return sc ? h2_write_context(msg, &key, sc) : SK_PASS;
+		sc = wire_scratch_claim();
+		if (!sc)
+			return SK_PASS;
+		verdict = h2_write_context(msg, &key, sc);
+		scratch_unclaim(&sc->busy);
+		return verdict;
 	}
 	if (!sender_goroutine(&key))
 		return SK_PASS;
@@ -485,45 +555,10 @@ int write_trace_context(struct sk_msg_md *msg)
 	ctx = *pc;
 	bpf_map_delete_elem(&pending, &key);
 
-	sc = bpf_map_lookup_elem(&wire_scratch, &zero);
+	sc = wire_scratch_claim();
 	if (!sc)
 		return SK_PASS;
-	scan = msg->size < HTTP1_LINE_MAX ? msg->size : HTTP1_LINE_MAX;
-	if (pull(msg, 0, scan)) {
-		count_propagation(PROP_NO_ROOM);
-		return SK_PASS;
-	}
-	data = msg->data;
-	end = msg->data_end;
-	avail = (__u64)(end - data);
-	if (avail < scan)
-		scan = (__u32)avail;
-	if (!scan || scan > HTTP1_LINE_MAX || bpf_probe_read_kernel(sc->head, scan, data)) {
-		count_propagation(PROP_NO_ROOM);
-		return SK_PASS;
-	}
-	ls.sc = sc;
-	sc->len = scan;
-	sc->verdict = HTTP1_MORE;
-	__builtin_memset(&sc->ps, 0, sizeof(sc->ps));
-	bpf_loop(HTTP1_LINE_MAX, feed_byte, &ls, 0);
-	if (sc->verdict != HTTP1_REQUEST) {
-		count_propagation(sc->verdict == HTTP1_NOT_REQUEST ? PROP_NOT_HTTP1 : PROP_NO_ROOM);
-		return SK_PASS;
-	}
-	line_end = sc->ps.line_end;
-	n = context_lines(sc->lines, &ctx, key.pid);
-	if (n > CONTEXT_LINES_MAX)
-		return SK_PASS;
-	if (bpf_msg_push_data(msg, line_end, n, 0)) {
-		count_propagation(PROP_NO_ROOM);
-		return SK_PASS;
-	}
-	/* The N bytes pushed are not ours to leave unwritten: take them out again, or drop. */
-	if (!msg_write(msg, line_end, sc->lines, n)) {
-		count_propagation(PROP_NO_ROOM);
-		return bpf_msg_pop_data(msg, line_end, n, 0) ? SK_DROP : SK_PASS;
-	}
-	count_propagation(PROP_INJECTED);
-	return SK_PASS;
+	verdict = http1_write_context(msg, sc, &ctx, key.pid);
+	scratch_unclaim(&sc->busy);
+	return verdict;
 }

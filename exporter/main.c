@@ -513,6 +513,7 @@ static void print_summary(struct app *app, bool final)
 	REASON("call_stack_full", bpf_drops[DROP_STACK_FULL]);
 	/* A cause, not a span of its own: the call it ended is counted as end_lost. */
 	REASON("end_without_entry", bpf_drops[DROP_END_NO_ENTRY]);
+	REASON("scratch_busy", bpf_drops[DROP_SCRATCH_BUSY]);
 	for (i = 0; i < DROP__COUNT; i++)
 		total += i == DROP_END_NO_ENTRY ? 0 : bpf_drops[i];
 	for (i = 0; i < RECORDS_DROP__COUNT; i++) {
@@ -537,7 +538,8 @@ static void print_summary(struct app *app, bool final)
 		"in flight %llu, queued %llu, export failures %llu, retries %llu, rejected by the "
 		"backend %llu, not sampled %llu; trace context "
 		"sent %llu (not sent: already set %llu, request line not in the first write %llu, "
-		"not HTTP/1 %llu, https %llu, socket not tracked %llu, HTTP/2 frames not whole %llu)%s",
+		"not HTTP/1 %llu, https %llu, socket not tracked %llu, HTTP/2 frames not whole %llu, "
+		"scratch busy %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
@@ -547,7 +549,8 @@ static void print_summary(struct app *app, bool final)
 		(unsigned long long)prop[PROP_INJECTED], (unsigned long long)prop[PROP_ALREADY_SET],
 		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_NOT_HTTP1],
 		(unsigned long long)prop[PROP_TLS], (unsigned long long)prop[PROP_UNSEEN],
-		(unsigned long long)prop[PROP_H2_NOT_WHOLE], app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
+		(unsigned long long)prop[PROP_H2_NOT_WHOLE],
+		(unsigned long long)prop[PROP_SCRATCH_BUSY], app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 
 static int run(struct app *app)

@@ -104,6 +104,11 @@ enum drop_reason {
 	 * (counted as ringbuf_full or inflight_map_full too, or begun before gospan attached).
 	 */
 	DROP_END_NO_ENTRY,
+	/*
+	 * The per-CPU scratch was held by a program this one preempted on the same CPU (a
+	 * preemptible kernel): the record was not made rather than made in a buffer in use.
+	 */
+	DROP_SCRATCH_BUSY,
 	DROP__COUNT,
 };
 
@@ -141,6 +146,8 @@ enum propagation_result {
 	 * found (one ends past the message, or more new streams than one message is read for)
 	 */
 	PROP_H2_NOT_WHOLE,
+	/* The writer's per-CPU scratch was held by a program it preempted: the message went as is */
+	PROP_SCRATCH_BUSY,
 	PROP__COUNT,
 };
 

@@ -16,6 +16,7 @@
 #include "events.h"
 #include "go_types.bpf.h"
 #include "ring.bpf.h"
+#include "scratch.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
 
@@ -67,12 +68,19 @@ extern struct drops_map drops SEC(".maps");
 #define REQ_SNAP_MAX 256
 _Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
 
-/* Scratch for records and lines too big for the 512-byte stack. */
+/*
+ * Scratch for records and lines too big for the 512-byte stack. A program claims it (BUSY,
+ * scratch_claim()) for its whole run; map_scratch and tracestate_scratch are used only by
+ * programs that hold this claim, and it covers them too.
+ */
 struct scratch {
+	__u64 busy;
 	char tp[TRACEPARENT_LEN + 1];
 	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
 	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
 };
+
+_Static_assert(__builtin_offsetof(struct scratch, busy) == 0, "scratch_take(): busy word first");
 
 struct scratch_map {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -114,6 +122,28 @@ static __always_inline void count_drop(__u32 reason)
 
 	if (cnt)
 		*cnt += 1;
+}
+
+/* This CPU's scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has it. */
+static __always_inline struct scratch *scratch_claim(void)
+{
+	struct scratch *sc = scratch_take(&scratch);
+
+	if (!sc)
+		count_drop(DROP_SCRATCH_BUSY);
+	return sc;
+}
+
+/* Runs the uprobe program BODY with this CPU's scratch claimed, and gives it back. */
+static __always_inline int with_scratch(GO_REGS *ctx, void (*body)(GO_REGS *, struct scratch *))
+{
+	struct scratch *sc = scratch_claim();
+
+	if (sc) {
+		body(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
 }
 
 /* Finds this probe's target config and the current goroutine's key; NULL if unusable. */

@@ -378,9 +378,10 @@ def trace_context_counters(line):
     """The outgoing trace-context counters of gospan's summary LINE, by name."""
     m = re.search(r"trace context sent (\d+) \(not sent: already set (\d+), request line not in "
                   r"the first write (\d+), not HTTP/1 (\d+), https (\d+), socket not tracked "
-                  r"(\d+), HTTP/2 frames not whole (\d+)\)", line or "")
+                  r"(\d+), HTTP/2 frames not whole (\d+), scratch busy (\d+)\)", line or "")
     assert m, f"no trace-context counters in {line!r}"
-    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked", "h2_not_whole")
+    keys = ("sent", "already_set", "no_room", "not_http1", "https", "untracked", "h2_not_whole",
+            "scratch_busy")
     return dict(zip(keys, map(int, m.groups())))
 
 

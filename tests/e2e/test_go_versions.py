@@ -340,7 +340,8 @@ def test_go_version_is_traced(version, flavour, build_dir, start_gospan, otlp_re
     check_call(spans, version, echo_server, answer, echo_server.received[echoed:], g.stderr)
     sent = trace_context_counters(g.summary_line())
     want = {"sent": 0 if NO_PROPAGATION else 1, "already_set": 0, "no_room": 0, "not_http1": 0,
-            "https": 0, "untracked": 0, "h2_not_whole": 0}
+            "https": 0, "untracked": 0, "h2_not_whole": 0,
+            "scratch_busy": 0}
     assert sent == want, f"go{version}: trace-context counters {sent}, expected {want}"
     # Nothing lost: a probe that fired twice for one call (a prologue re-run on stack growth)
     # would show here as a span dropped for want of its end.

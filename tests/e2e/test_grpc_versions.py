@@ -273,7 +273,8 @@ def test_grpc_version_is_traced(cell, builds, start_gospan, otlp_receiver, bpf_s
             ncalls = len(calls) if n == "client" else 0
             nhand = sum(c["scenario"] == "with_traceparent" for c in calls) if ncalls else 0
             want = {"sent": ncalls - nhand, "already_set": nhand, "no_room": 0, "not_http1": 0,
-                    "https": 0, "untracked": 0, "h2_not_whole": 0}
+                    "https": 0, "untracked": 0, "h2_not_whole": 0,
+                    "scratch_busy": 0}
             assert sent == want, f"{where} {n}: trace-context counters {sent}, expected {want}"
         hits = {n: probe_hits(g.stderr) for n, g in gospans.items()}
         if counted and not all(hits.values()):

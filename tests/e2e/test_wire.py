@@ -142,7 +142,8 @@ def test_mixed_traffic_is_untouched_and_http1_carries_context(wiremix_bin, start
         c = trace_context_counters(g.summary_line())
         n = len(sent)
         want = {"sent": n * len(HTTP1_CALLS), "already_set": n, "https": n * len(HTTPS_CALLS),
-                "no_room": 0, "not_http1": 0, "untracked": 0, "h2_not_whole": 0}
+                "no_room": 0, "not_http1": 0, "untracked": 0, "h2_not_whole": 0,
+                "scratch_busy": 0}
         assert c == want, f"trace-context counters {c}, expected {want}\n{g.summary_line()}"
         assert client.alive()
     finally:
