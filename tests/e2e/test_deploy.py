@@ -679,7 +679,7 @@ def _makefile_build_needs():
     """The commands and pkg-config modules `make build/gospan` uses, read from the Makefile."""
     text = (REPO / "Makefile").read_text().replace("\\\n", " ")
     tools = set(re.findall(r"^(?:CC|CLANG|BPFTOOL|PKG_CONFIG) \?= (\S+)$", text, re.M))
-    for literal in ("llvm-strip", "protoc-c", "ar"):  # named in recipes
+    for literal in ("protoc-c", "ar"):  # named in recipes
         assert re.search(rf"\b{literal}\b", text), f"the Makefile no longer runs {literal}"
         tools.add(literal)
     m = re.search(r"^PKGS\s*:=\s*(.*)$", text, re.M)
