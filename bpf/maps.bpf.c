@@ -4,6 +4,7 @@
 
 struct targets_map targets SEC(".maps");
 struct goroutines_map goroutines SEC(".maps");
+struct forgotten_map forgotten SEC(".maps");
 struct drops_map drops SEC(".maps");
 struct scratch_map scratch SEC(".maps");
 struct tracestate_scratch_map tracestate_scratch SEC(".maps");

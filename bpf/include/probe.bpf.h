@@ -34,8 +34,8 @@ extern struct targets_map targets SEC(".maps");
  * What each goroutine is doing, in one entry so that a probe finds it with one lookup: the span it
  * works for (`active`, read through active_get()) and its ServeHTTP call in flight (`server`).
  * LRU, so that entries of calls whose RET never comes (a goroutine killed by runtime.Goexit, a
- * process that exits mid-request) and of goroutines that are gone can never fill it; user space
- * also resolves the calls it knows panicked (probes__forget). Nothing is deleted when a call
+ * process that exits mid-request) and of goroutines that are gone can never fill it; the calls
+ * user space knows panicked are resolved through `forgotten`. Nothing is deleted when a call
  * ends: the entry is marked (server.start_ns 0, active.live 0) and rewritten in place by the
  * goroutine's next call. A connection's goroutine serves its keep-alive requests one after
  * another, and rewriting costs nothing where an LRU update and a delete cost half a microsecond.
@@ -48,6 +48,26 @@ struct goroutines_map {
 };
 
 extern struct goroutines_map goroutines SEC(".maps");
+
+/*
+ * The ServeHTTP calls that panicked and that user space has ended without their RET
+ * (probes__forget): goroutine -> the call's start_ns. User space never writes a `goroutines`
+ * entry, which BPF rewrites in place and so cannot be read, changed and written back safely
+ * (BPF_F_LOCK needs a bpf_spin_lock, which tracing programs may not take). The goroutine's own
+ * probes end the call when they next write its entry (own_state()); other goroutines read it as
+ * ended (active_get()). Only an entry whose call is marked panicked is looked for here, so calls
+ * that do not panic never pay the lookup. Most entries are never used (net/http's recover ends
+ * the goroutine) and wait for eviction: a start_ns never comes back, so a stale one matches
+ * nothing. One evicted while still needed leaves the goroutine naming the panicked span.
+ */
+struct forgotten_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct goroutine_key);
+	__type(value, __u64);
+};
+
+extern struct forgotten_map forgotten SEC(".maps");
 
 /* Records not sent, by reason (enum drop_reason), per CPU. */
 struct drops_map {
@@ -173,22 +193,71 @@ static __always_inline void fill_header(struct record_header *h, __u32 type,
 }
 
 /*
+ * Whether GS, KEY's entry, holds a ServeHTTP call that panicked and that user space has ended
+ * since (`forgotten`): its RET will not come, and the goroutine is back to the span it worked for
+ * before the call, if any. Callers test gs->server.panicked first, so that only such a call costs
+ * a lookup.
+ */
+static __always_inline bool server_forgotten(const struct goroutine_key *key,
+					     const struct goroutine_state *gs)
+{
+	__u64 *start = bpf_map_lookup_elem(&forgotten, key);
+
+	return start && gs->server.start_ns && *start == gs->server.start_ns;
+}
+
+/*
+ * Ends the forgotten call in GS, KEY's entry, as its RET would have: only the goroutine's own
+ * probes call this, as only they write their entry. A goroutine that works for no span already
+ * (a function the call was made in has returned since) stays so.
+ */
+static __always_inline void server_forget(const struct goroutine_key *key,
+					  struct goroutine_state *gs)
+{
+	if (gs->server.has_prev && gs->active.live)
+		gs->active = gs->server.prev;
+	else
+		gs->active.live = 0;
+	gs->server.start_ns = 0;
+	gs->server.panicked = 0;
+	bpf_map_delete_elem(&forgotten, key);
+}
+
+/*
+ * KEY's entry, with a call user space has forgotten ended first: for the goroutine's own probes,
+ * before they write it.
+ */
+static __always_inline struct goroutine_state *own_state(const struct goroutine_key *key)
+{
+	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+
+	if (gs && gs->server.panicked && server_forgotten(key, gs))
+		server_forget(key, gs);
+	return gs;
+}
+
+/*
  * The span KEY's goroutine works for, or NULL. Entries are written in place, so a goroutine
  * reading another's entry (a child its parent's) while that one rewrites it could see half of
  * each span: only when the parent starts a new span in that same instant, when which span is the
- * parent is a matter of timing anyway.
+ * parent is a matter of timing anyway. Read only, as another goroutine's entry must be: a call
+ * that was forgotten is read as ended.
  */
 static __always_inline struct span_ctx *active_get(const struct goroutine_key *key)
 {
 	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
 
-	return gs && gs->active.live ? &gs->active : NULL;
+	if (!gs || !gs->active.live)
+		return NULL;
+	if (gs->server.panicked && server_forgotten(key, gs))
+		return gs->server.has_prev ? &gs->server.prev : NULL;
+	return &gs->active;
 }
 
 /* The goroutine KEY now works for SC: the entry it left behind is reused when there is one. */
 static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
 {
-	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+	struct goroutine_state *gs = own_state(key);
 	struct goroutine_state fresh = {};
 
 	if (gs) {
@@ -204,7 +273,7 @@ static __always_inline void active_put(const struct goroutine_key *key, const st
 /* The goroutine KEY works for no span any more. */
 static __always_inline void active_clear(const struct goroutine_key *key)
 {
-	struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+	struct goroutine_state *gs = own_state(key);
 
 	if (gs)
 		gs->active.live = 0;

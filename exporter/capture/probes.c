@@ -472,31 +472,17 @@ int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT])
 	return sum_percpu(p, bpf_map__fd(p->skel->maps.propagation), PROP__COUNT, out);
 }
 
+/*
+ * Never a read, change and write back of the goroutine's `goroutines` entry: BPF rewrites it in
+ * place, and a request the goroutine began in between would be lost to the copy written back.
+ * The goroutine's own probes end the call when they next find it (bpf/include/probe.bpf.h).
+ */
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns)
 {
 	struct goroutine_key key = { .pid = pid, .goid = goid };
-	int fd = bpf_map__fd(p->skel->maps.goroutines);
-	struct goroutine_state gs;
 
-	if (bpf_map_lookup_elem(fd, &key, &gs))
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.forgotten), &key, &start_ns, BPF_ANY))
 		return -errno;
-	/* The goroutine may have moved on to a new call since: leave that one alone. */
-	if (gs.server.start_ns != start_ns)
-		return -ESTALE;
-	/*
-	 * The call's RET never ran, so neither did its restoring of the span the goroutine worked
-	 * for before: do it here, or the goroutine would go on naming a span that has ended.
-	 * Without one to go back to, the goroutine (whose connection the panic closed) is gone.
-	 */
-	if (!gs.server.has_prev) {
-		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
-			return -errno;
-		return 0;
-	}
-	gs.active = gs.server.prev;
-	memset(&gs.server, 0, sizeof(gs.server));
-	if (bpf_map_update_elem(fd, &key, &gs, BPF_EXIST))
-		return errno == ENOENT ? 0 : -errno;
 	return 0;
 }
 

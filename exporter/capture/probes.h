@@ -64,8 +64,9 @@ void probes__sync(struct probes *p);
 /* Sums the per-CPU propagation counters (enum propagation_result). */
 int probes__propagation(struct probes *p, uint64_t out[PROP__COUNT]);
 /*
- * Ends the call at START_NS of goroutine GOID in PID, if its entry still holds that call: the
- * goroutine goes back to the span it worked for before, or its entry goes.
+ * Ends the call at START_NS of goroutine GOID in PID, which panicked, if BPF still holds that
+ * call when the goroutine next runs a probe: the goroutine goes back to the span it worked for
+ * before, and a late RET sends nothing.
  */
 int probes__forget(struct probes *p, uint32_t pid, uint64_t goid, uint64_t start_ns);
 /*
