@@ -109,7 +109,7 @@ class Traced:
     frontend: GoService
     receiver: OtlpReceiver
     gospans: dict  # service name -> Gospan
-    propagates: bool  # outgoing requests can carry traceparent on this kernel
+    propagates: bool  # outgoing requests can carry traceparent here (a cgroup v2 is mounted)
 
     def stderr(self):
         return "\n".join(f"--- gospan on {name} (stderr) ---\n{g.stderr}"
