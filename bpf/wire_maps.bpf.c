@@ -5,9 +5,4 @@
  */
 #include "wire_maps.bpf.h"
 
-struct traced_map traced SEC(".maps");
-struct pending_map pending SEC(".maps");
-struct h2_marks_map h2_marks SEC(".maps");
-struct h2_writers_map h2_writers SEC(".maps");
-struct tracestates_map tracestates SEC(".maps");
-struct propagation_map propagation SEC(".maps");
+WIRE_MAPS(SHARED_MAP_DEFINE)

@@ -17,18 +17,12 @@
 #include "go_types.bpf.h"
 #include "ring.bpf.h"
 #include "scratch.bpf.h"
+#include "shared_map.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
 
 /* Per-target offsets and register slots; the attach cookie is the index. */
-struct targets_map {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, struct target_config);
-};
-
-extern struct targets_map targets SEC(".maps");
+SHARED_MAP(targets, BPF_MAP_TYPE_ARRAY, MAX_TARGETS, __u32, struct target_config);
 
 /*
  * What each goroutine is doing, in one entry so that a probe finds it with one lookup: the span it
@@ -40,14 +34,7 @@ extern struct targets_map targets SEC(".maps");
  * goroutine's next call. A connection's goroutine serves its keep-alive requests one after
  * another, and rewriting costs nothing where an LRU update and a delete cost half a microsecond.
  */
-struct goroutines_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct goroutine_state);
-};
-
-extern struct goroutines_map goroutines SEC(".maps");
+SHARED_MAP(goroutines, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct goroutine_state);
 
 /*
  * The ServeHTTP calls that panicked and that user space has ended without their RET
@@ -60,24 +47,10 @@ extern struct goroutines_map goroutines SEC(".maps");
  * the goroutine) and wait for eviction: a start_ns never comes back, so a stale one matches
  * nothing. One evicted while still needed leaves the goroutine naming the panicked span.
  */
-struct forgotten_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct goroutine_key);
-	__type(value, __u64);
-};
-
-extern struct forgotten_map forgotten SEC(".maps");
+SHARED_MAP(forgotten, BPF_MAP_TYPE_LRU_HASH, 4096, struct goroutine_key, __u64);
 
 /* Records not sent, by reason (enum drop_reason), per CPU. */
-struct drops_map {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DROP__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-};
-
-extern struct drops_map drops SEC(".maps");
+SHARED_MAP(drops, BPF_MAP_TYPE_PERCPU_ARRAY, DROP__COUNT, __u32, __u64);
 
 /*
  * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
@@ -102,23 +75,9 @@ struct scratch {
 
 _Static_assert(__builtin_offsetof(struct scratch, busy) == 0, "scratch_take(): busy word first");
 
-struct scratch_map {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-};
+SHARED_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct scratch);
 
-extern struct scratch_map scratch SEC(".maps");
-
-struct tracestate_scratch_map {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tracestate_val);
-};
-
-extern struct tracestate_scratch_map tracestate_scratch SEC(".maps");
+SHARED_MAP(tracestate_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct tracestate_val);
 
 /* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
 struct gclock {
@@ -127,14 +86,11 @@ struct gclock {
 	__u64 running;
 };
 
-struct gclocks_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct gclock);
-};
+SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct gclock);
 
-extern struct gclocks_map gclocks SEC(".maps");
+/* The maps above, which maps.bpf.c defines, all in this one list. */
+#define PROBE_MAPS(X)                                                                              \
+	X(targets) X(goroutines) X(forgotten) X(drops) X(scratch) X(tracestate_scratch) X(gclocks)
 
 static __always_inline void count_drop(__u32 reason)
 {

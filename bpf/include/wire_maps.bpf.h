@@ -12,19 +12,13 @@
 #include <bpf/bpf_helpers.h>
 
 #include "events.h"
+#include "shared_map.bpf.h"
 
 /*
  * Processes whose client sockets the writer tracks, by tgid: filled by the HTTP and gRPC client
  * entries (track_process()).
  */
-struct traced_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_TRACED_PROCS);
-	__type(key, __u32);
-	__type(value, struct traced_process);
-};
-
-extern struct traced_map traced SEC(".maps");
+SHARED_MAP(traced, BPF_MAP_TYPE_LRU_HASH, MAX_TRACED_PROCS, __u32, struct traced_process);
 
 /*
  * The context of the request each goroutine is about to send, by the goroutine that writes it
@@ -32,61 +26,29 @@ extern struct traced_map traced SEC(".maps");
  * connection's buffer, taken by the writer at that goroutine's next write on a socket. Keyed
  * by goroutine, not thread: the goroutine may move to another thread before it writes.
  */
-struct pending_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct goroutine_key);
-	__type(value, struct pending_ctx);
-};
-
-extern struct pending_map pending SEC(".maps");
+SHARED_MAP(pending, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct pending_ctx);
 
 /*
  * The context of a gRPC call's HEADERS frame, by the goroutine that writes it (the connection's
  * loopy writer) and the frame's stream id: set where the writer is handed the call's header
  * fields, taken by the socket-layer writer when that frame passes.
  */
-struct h2_marks_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct h2_mark_key);
-	__type(value, struct span_ctx);
-};
-
-extern struct h2_marks_map h2_marks SEC(".maps");
+SHARED_MAP(h2_marks, BPF_MAP_TYPE_LRU_HASH, 16384, struct h2_mark_key, struct span_ctx);
 
 /*
  * How many marks each writing goroutine has waiting: HTTP/2 messages of goroutines with none
  * are let go without reading their frames.
  */
-struct h2_writers_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct goroutine_key);
-	__type(value, __u64);
-};
-
-extern struct h2_writers_map h2_writers SEC(".maps");
+SHARED_MAP(h2_writers, BPF_MAP_TYPE_LRU_HASH, 16384, struct goroutine_key, __u64);
 
 /* Incoming tracestate of the traces being served, by process and trace. */
-struct tracestates_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct tracestate_key);
-	__type(value, struct tracestate_val);
-};
-
-extern struct tracestates_map tracestates SEC(".maps");
+SHARED_MAP(tracestates, BPF_MAP_TYPE_LRU_HASH, 4096, struct tracestate_key, struct tracestate_val);
 
 /* What became of outgoing trace context (enum propagation_result), per CPU. */
-struct propagation_map {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PROP__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-};
+SHARED_MAP(propagation, BPF_MAP_TYPE_PERCPU_ARRAY, PROP__COUNT, __u32, __u64);
 
-extern struct propagation_map propagation SEC(".maps");
+/* The maps above, which wire_maps.bpf.c defines, all in this one list. */
+#define WIRE_MAPS(X) X(traced) X(pending) X(h2_marks) X(h2_writers) X(tracestates) X(propagation)
 
 static __always_inline void count_propagation_n(__u32 what, __u64 n)
 {
