@@ -384,7 +384,9 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
         assert all(os.path.exists(f"/proc/{pid}") for pid in pids_started(term.text)), term.text
         term.ctrl_c()
         term.read_to_end(90)
-        assert term.proc.wait(10) == 0, term.text
+        # The output ends when the last holder of the terminal closes it, which may come before
+        # the demo itself has exited: on a busy machine its own stop takes some seconds more.
+        assert term.proc.wait(60) == 0, term.text
     finally:
         term.close()
     out = term.text
