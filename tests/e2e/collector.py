@@ -36,6 +36,7 @@ import pytest
 
 from conftest import ReceivedSpan, _LineReader
 from matrix import cache_dir
+from procs import end_process
 
 COLLECTOR_VERSION = os.environ.get("GOSPAN_OTELCOL_VERSION", "v0.162.0")
 BUILDER_MODULE = "go.opentelemetry.io/collector/cmd/builder"
@@ -243,15 +244,7 @@ class Distribution:
         return self.proc.poll() is None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.out.join()
-        self.err.join()
+        end_process(self.proc, (self.out, self.err), timeout=STOP_TIMEOUT)
         return self.proc.returncode
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from datastores import postgres_server, redis_server  # noqa: F401 (fixtures: real servers)
+from procs import end_process
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("GOSPAN_BUILD") or REPO / "build").resolve()
@@ -234,15 +235,7 @@ class Service:
         return self.proc.poll() is None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.out.join()
-        self.err.join()
+        end_process(self.proc, (self.out, self.err), timeout=10)
         return self.proc.returncode
 
 
@@ -557,19 +550,9 @@ class Gospan:
 
     def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
         """Sends SIG, waits for the exit and all output; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-                self.out.join()
-                self.err.join()
-                raise AssertionError(f"gospan did not exit within {timeout:.0f} s of "
-                                     f"{signal.Signals(sig).name}\n{self._output()}")
-        self.out.join()
-        self.err.join()
+        if not end_process(self.proc, (self.out, self.err), sig, timeout):
+            raise AssertionError(f"gospan did not exit within {timeout:.0f} s of "
+                                 f"{signal.Signals(sig).name}\n{self._output()}")
         self.returncode = self.proc.returncode
         return self.returncode
 

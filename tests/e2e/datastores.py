@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 import matrix
+from procs import end_process
 from matrix import go_version
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,16 +147,6 @@ def _tail(path, n=60):
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
     except OSError as e:
         return f"(cannot read '{path}': {e})"
-
-
-def _stop(proc, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 # ---- PostgreSQL ------------------------------------------------------------------------------
@@ -389,6 +380,6 @@ def redis_server(free_port):
         yield server
     finally:
         if proc is not None:
-            _stop(proc)
+            end_process(proc, timeout=STOP_TIMEOUT)
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -46,6 +46,7 @@ import pytest
 import yaml
 
 from conftest import BUILD, REPO, _LineReader
+from procs import end_process
 from datastores import postgres_bindir
 from jaeger import jaeger_bin  # noqa: F401 (fixture)
 
@@ -914,18 +915,8 @@ class Proc:
                 f"--- {self.name} stderr ---\n{self.err.text}")
 
     def stop(self, sig=signal.SIGTERM, timeout=10):
-        if sig is not None and self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait(10)
-            self.out.join()
-            self.err.join()
+        if not end_process(self.p, (self.out, self.err), sig, timeout):
             raise AssertionError(f"{self.name} did not exit within {timeout} s\n{self.output()}")
-        self.out.join()
-        self.err.join()
         return self.p.returncode
 
 

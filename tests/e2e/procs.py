@@ -1,0 +1,22 @@
+"""Ending the processes a test started: one way for services, gospan, backends and servers."""
+import signal
+import subprocess
+
+
+def end_process(proc, readers=(), sig=signal.SIGTERM, timeout=30.0):
+    """Sends SIG to PROC (None: none, it is ending by itself) unless it has exited, gives it
+    TIMEOUT seconds, then kills it; then waits for READERS, the threads reading its output.
+    True when it exited by itself in time, False when it had to be killed."""
+    in_time = True
+    if proc.poll() is None:
+        if sig is not None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            in_time = False
+            proc.kill()
+            proc.wait(10)
+    for r in readers:
+        r.join()
+    return in_time
