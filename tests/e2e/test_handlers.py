@@ -412,11 +412,13 @@ def test_cpu_time_of_deep_handlers_counts_stack_growth(cpu_run):
     """A deep request alone on a fresh connection is on a CPU from start to end: computing, or
     copying its stack as it grows (runtime.copystack, run by the goroutine's own thread). Its
     on-CPU time must be nearly its duration. Measured with the bug: 20 to 70 %; without stack
-    copies (the same request again on its connection) 99 to 100 %."""
+    copies (the same request again on its connection) 99 to 100 %; on a machine at load 10,
+    with other work competing for its 2 CPUs, 88 % once. The floor, 80 %, lies between the bug's
+    worst and that."""
     deep = [(r, cpu_run.spans[r.n]) for r in cpu_run.reqs if r.phase == "cpu"]
     assert len(deep) == 5
     ratios = [cpu_ns(s) / (s.end_ns - s.start_ns) for _, s in deep]
     shown = ", ".join(f"{x:.0%}" for x in ratios)
-    assert statistics.median(ratios) >= 0.9, (
+    assert statistics.median(ratios) >= 0.8, (
         f"deep requests alone on a CPU were on it for only {shown} of their spans' durations "
         f"(gospan.cpu_time_ns)")
