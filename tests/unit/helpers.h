@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/elf.h"
+#include "analysis/gobin.h"
 #include "analysis/offsets.h"
 
 /* The committed offset tables, from tests/unit, and the modules the last three are of. */
@@ -178,6 +180,18 @@ out:
 }
 
 /* The repository's offset tables (offsets/go_offsets.json), parsed; NULL if unreadable. */
+/* The buildinfo of the binary at PATH (which must open as ELF), or NULL: for the caller to free. */
+static inline struct gobin *test_read_gobin(const char *path)
+{
+	struct elf_file *ef = elf_file__open(path);
+	struct gobin *gb;
+
+	assert_non_null(ef);
+	gb = gobin__read(ef);
+	elf_file__close(ef);
+	return gb;
+}
+
 static inline struct offsets *test_load_offsets(void)
 {
 	struct offsets *o;

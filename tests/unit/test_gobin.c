@@ -40,17 +40,6 @@ static void build(char *out, size_t size, const char *src, const char *name, con
 	assert_true((size_t)snprintf(out, size, "%s", p) < size);
 }
 
-static struct gobin *read_bin(const char *path)
-{
-	struct elf_file *ef = elf_file__open(path);
-	struct gobin *gb;
-
-	assert_non_null(ef);
-	gb = gobin__read(ef);
-	elf_file__close(ef);
-	return gb;
-}
-
 /* The version as `go version BIN` prints it ("BIN: go1.22.12"), run with GO. */
 static void go_version_of(const char *go, const char *path, char *out, size_t size)
 {
@@ -113,7 +102,7 @@ static void check_build(const char *name, const char *go, const char *env, const
 	struct gobin *gb;
 
 	build(bin, sizeof(bin), "httpserver", name, env, flags);
-	gb = read_bin(bin);
+	gb = test_read_gobin(bin);
 	check_against_go(gb, go, bin, "httpserver");
 	gobin__free(gb);
 }
@@ -144,7 +133,7 @@ static void test_gobin__go1_21_0(void **state)
 	(void)state;
 	/* The go command fetches the 1.21.0 toolchain from the module proxy on first use. */
 	build(bin, sizeof(bin), "httpserver", "gobin_go1.21.0", "GOTOOLCHAIN=go1.21.0", "");
-	gb = read_bin(bin);
+	gb = test_read_gobin(bin);
 	check_against_go(gb, "go", bin, "httpserver");
 	assert_string_equal(gb->go_version, "go1.21.0");
 	assert_int_equal(gb->minor, 21);
@@ -163,7 +152,7 @@ static void test_gobin__go1_19(void **state)
 		TEST_SKIP("%s is missing (apt-get install golang-1.19)", GO119);
 	}
 	build(bin, sizeof(bin), "httpserver", "gobin_go1.19", GO119_ENV, "");
-	gb = read_bin(bin);
+	gb = test_read_gobin(bin);
 	check_against_go(gb, GO119, bin, "httpserver");
 	assert_int_equal(gb->major, 1);
 	assert_int_equal(gb->minor, 19);
@@ -171,7 +160,7 @@ static void test_gobin__go1_19(void **state)
 
 	build(bin, sizeof(bin), "httpserver", "gobin_go1.19_stripped", GO119_ENV,
 	      "-ldflags='-s -w'");
-	gb = read_bin(bin);
+	gb = test_read_gobin(bin);
 	check_against_go(gb, GO119, bin, "httpserver");
 	gobin__free(gb);
 }
@@ -209,7 +198,7 @@ static void test_gobin__deps_match_go_version_m(void **state)
 	assert_int_equal(pclose(f), 0);
 	assert_int_equal(n, 1); /* testdata/withdeps has exactly one dependency */
 
-	gb = read_bin(bin);
+	gb = test_read_gobin(bin);
 	check_against_go(gb, "go", bin, "withdeps");
 	assert_int_equal(gb->ndeps, n);
 	for (i = 0; i < n; i++) {
@@ -227,7 +216,7 @@ static void test_gobin__c_binary_is_not_go(void **state)
 
 	(void)state;
 	errno = 0;
-	gb = read_bin("/bin/true");
+	gb = test_read_gobin("/bin/true");
 	assert_null(gb);
 	assert_int_equal(errno, ENOEXEC);
 	gobin__free(NULL);
@@ -300,7 +289,7 @@ static void test_gobin__corrupt_buildinfo(void **state)
 		assert_int_equal(pwrite(fd, cases[i].bytes, cases[i].len, off + cases[i].at),
 				 (ssize_t)cases[i].len);
 		errno = 0;
-		gb = read_bin(copy);
+		gb = test_read_gobin(copy);
 		if (gb || errno != cases[i].err)
 			print_message("case %zu: got %p, errno %d\n", i, (void *)gb, errno);
 		assert_null(gb);
@@ -312,7 +301,7 @@ static void test_gobin__corrupt_buildinfo(void **state)
 	}
 	close(fd);
 	/* Restored, the copy reads again: the cases failed for their own reason. */
-	gb = read_bin(copy);
+	gb = test_read_gobin(copy);
 	assert_non_null(gb);
 	gobin__free(gb);
 	free(buf);
