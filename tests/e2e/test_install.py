@@ -54,9 +54,12 @@ SPAN_TIMEOUT = 15.0
 
 def _make(*args, timeout=1800):
     """make in the repository, with none of an enclosing make's settings: under `make test
-    SANITIZE=1`, MAKEFLAGS carries SANITIZE=1, which would make this a sanitized build."""
+    SANITIZE=1`, MAKEFLAGS carries SANITIZE=1 and make exports SANITIZE=1 itself to what its
+    recipes run (a variable set on its command line), either of which would make this a
+    sanitized build."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "SANITIZE",
+                        "STATIC", "BUILD", "OUTPUT")}
     res = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), *args],
                          capture_output=True, text=True, timeout=timeout, env=env)
     assert res.returncode == 0, f"make {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}"
