@@ -160,7 +160,6 @@ static bool known_method(const char *m)
 	return false;
 }
 
-
 /* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
 static const char *pattern_route(char *pattern)
 {
@@ -266,6 +265,15 @@ static void finish_panicked(struct records *r, struct pending *p)
 	finish(r, p, ~0ULL);
 }
 
+/* A call its goroutine left for another without returning: failed at its panic, if it had one. */
+static void abandon(struct records *r, struct pending *p)
+{
+	if (p->panic_ns)
+		finish_panicked(r, p);
+	else
+		drop(r, p, RECORDS_DROP_ABANDONED);
+}
+
 /*
  * Sets network.protocol.version from a Go Proto string ("HTTP/1.1", "HTTP/2.0"); true for
  * HTTP/1.x, which net/http serves with its own response writer.
@@ -287,10 +295,6 @@ static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
 	return !strncmp(ver, "1.", 2);
 }
 
-/*
- * Opens the pending call a start record names, with its span: ids as BPF chose them (the calls
- * it makes already carry them), times converted. NULL when it cannot be held (counted).
- */
 /* The ids BPF chose for the span: no random ones to draw here. */
 static void set_ids(struct span *s, const struct span_ids *ids)
 {
@@ -302,6 +306,10 @@ static void set_ids(struct span *s, const struct span_ids *ids)
 	s->remote_parent = ids->remote_parent;
 }
 
+/*
+ * Opens the pending call a start record names, with its span: ids as BPF chose them (the calls
+ * it makes already carry them), times converted. NULL when it cannot be held (counted).
+ */
 static struct pending *open_call(struct records *r, const struct record_header *h, uint32_t cookie,
 				 const struct span_ids *ids, enum call_kind kind)
 {
@@ -312,13 +320,9 @@ static struct pending *open_call(struct records *r, const struct record_header *
 	/* Function calls nest: an open one is the new one's caller, not a call that vanished. */
 	old = kind == CALL_FUNCTION || kind == CALL_RPC_CLIENT ? NULL :
 									 take(r, h->pid, h->goid, kind, 0);
-	if (old) {
-		/* The goroutine started a new call: the old one will never return. */
-		if (old->panic_ns)
-			finish_panicked(r, old);
-		else
-			drop(r, old, RECORDS_DROP_ABANDONED);
-	}
+	/* The goroutine started a new call: the old one will never return. */
+	if (old)
+		abandon(r, old);
 	if (r->stats.pending >= r->opts.max_pending) {
 		r->stats.dropped[RECORDS_DROP_TOO_MANY_PENDING]++;
 		return NULL;
@@ -428,10 +432,7 @@ static struct pending *close_call(struct records *r, const struct record_header 
 	}
 	if (p->start_ns != h->start_ns) {
 		/* The goroutine has started a call since: the one held never returned. */
-		if (p->panic_ns)
-			finish_panicked(r, p);
-		else
-			drop(r, p, RECORDS_DROP_ABANDONED);
+		abandon(r, p);
 		r->stats.dropped[RECORDS_DROP_NO_START]++;
 		return NULL;
 	}
