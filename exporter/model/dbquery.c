@@ -521,6 +521,18 @@ static bool is_punct(const struct lexer *lx, const struct token *t, char c)
 	return t->kind == TOK_PUNCT && lx->s[t->start] == c;
 }
 
+/* Follows parentheses: T opens or closes one, and *DEPTH is moved by it. */
+static bool nests(const struct lexer *lx, const struct token *t, int *depth)
+{
+	if (is_punct(lx, t, '('))
+		(*depth)++;
+	else if (is_punct(lx, t, ')'))
+		(*depth)--;
+	else
+		return false;
+	return true;
+}
+
 /* Whether T is one of the words of SET (upper case, separated by spaces), in any case. */
 static bool is_word(const struct lexer *lx, const struct token *t, const char *set)
 {
@@ -644,11 +656,7 @@ static bool one_table(struct lexer *lx, int depth, bool select, bool del, char *
 	int d = depth;
 
 	while (next_sig(lx, &t) != TOK_END && t.kind != TOK_REST) {
-		if (is_punct(lx, &t, '('))
-			d++;
-		else if (is_punct(lx, &t, ')'))
-			d--;
-		if (t.kind != TOK_WORD)
+		if (nests(lx, &t, &d) || t.kind != TOK_WORD)
 			continue;
 		if (is_word(lx, &t, "JOIN STRAIGHT_JOIN SELECT"))
 			return false;
@@ -719,11 +727,7 @@ static const char *with_op(struct lexer *lx, int depth)
 	int d = depth;
 
 	while (next_sig(lx, &t) != TOK_END && t.kind != TOK_REST) {
-		if (is_punct(lx, &t, '('))
-			d++;
-		else if (is_punct(lx, &t, ')'))
-			d--;
-		else if (d == depth)
+		if (!nests(lx, &t, &d) && d == depth)
 			for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 				if (is_word(lx, &t, ops[i]))
 					return ops[i];
