@@ -13,6 +13,7 @@ import http.client
 import os
 import platform
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -347,6 +348,21 @@ def perform(req, port, conn=None, method="GET", target="/", body=None, headers=N
     finally:
         if own:
             c.close()
+
+
+def traced_get(port, path, status=200, where=""):
+    """GET PATH from the service on PORT under a trace of its own, the caller's span made up;
+    fails the test unless it answers STATUS, naming WHERE (a build, say) first. Returns (trace
+    id, the caller's span id, req), the ids as bytes, req as perform() left it."""
+    trace_id, parent = secrets.token_hex(16), secrets.token_hex(8)
+
+    class Req:
+        error = None
+    req = Req()
+    perform(req, port, target=path, headers={"traceparent": f"00-{trace_id}-{parent}-01"})
+    assert req.error is None, f"{where}{path}: {req.error}"
+    assert req.got_status == status, f"{where}{path}: {req.got_status} {req.got_body!r}"
+    return bytes.fromhex(trace_id), bytes.fromhex(parent), req
 
 
 def wait_until(pred, timeout, step=0.05):

@@ -20,11 +20,10 @@ What gospan must make of each call:
 """
 
 import concurrent.futures
-import secrets
 
 import pytest
 
-from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, perform,
+from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, traced_get,
                       wait_until)
 from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
 
@@ -63,16 +62,7 @@ class Traced:
 
     def request(self, path, status=200):
         """GET PATH under a trace of its own; returns (trace id, the caller's span id, req)."""
-        trace_id, parent = secrets.token_hex(16), secrets.token_hex(8)
-
-        class Req:
-            error = None
-        req = Req()
-        perform(req, self.svc.port, target=path,
-                headers={"traceparent": f"00-{trace_id}-{parent}-01"})
-        assert req.error is None, req.error
-        assert req.got_status == status, (path, req.got_status, req.got_body)
-        return bytes.fromhex(trace_id), bytes.fromhex(parent), req
+        return traced_get(self.svc.port, path, status)
 
     def trace(self, path, n, status=200):
         """The SERVER span of one GET PATH and its N data store spans, checked for parentage."""

@@ -30,7 +30,6 @@ $GOSPAN_BUILD/e2e/db-versions-full.json (GOSPAN_COMPAT=1) or db-versions-slice.j
 """
 
 import re
-import secrets
 import signal
 import subprocess
 import threading
@@ -41,7 +40,7 @@ import pytest
 import db_matrix
 import matrix
 from conftest import (BUILD, STATUS_ERROR, STATUS_UNSET, STOP_TIMEOUT, Service, _clean_env,
-                      perform, wait_until)
+                      traced_get, wait_until)
 
 # Two builds at a time: most of a build is its serial steps (go mod tidy, the link).
 BUILD_JOBS = 2
@@ -93,17 +92,8 @@ class Requests:
         self.made = []  # (path, trace id, caller's span id, client spans expected)
 
     def get(self, path, n, status=200):
-        trace_id, parent = secrets.token_hex(16), secrets.token_hex(8)
-
-        class Req:
-            error = None
-        req = Req()
-        perform(req, self.svc.port, target=path,
-                headers={"traceparent": f"00-{trace_id}-{parent}-01"})
-        assert req.error is None, f"{self.where} {path}: {req.error}"
-        assert req.got_status == status, (f"{self.where} {path}: {req.got_status} "
-                                          f"{req.got_body!r}")
-        self.made.append((path, bytes.fromhex(trace_id), bytes.fromhex(parent), n))
+        trace_id, parent, req = traced_get(self.svc.port, path, status, f"{self.where} ")
+        self.made.append((path, trace_id, parent, n))
         return req.got_body.decode()
 
     def spans(self):
