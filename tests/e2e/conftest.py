@@ -99,6 +99,31 @@ def pytest_runtest_makereport(item, call):
     report.longrepr = (f"skipped with CI=true, where every end-to-end test must run: {reason}")
 
 
+# Below this much free space a failed run says the disk may be why: a full disk fails dozens of
+# tests with errors from go build and file copies that do not name it.
+LOW_DISK_BYTES = 1 << 30
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not (terminalreporter.stats.get("failed") or terminalreporter.stats.get("error")):
+        return
+    seen = set()
+    for where in (BUILD if BUILD.exists() else REPO, Path("/tmp"), Path.home()):
+        try:
+            dev, st = os.stat(where).st_dev, os.statvfs(where)
+        except OSError:
+            continue
+        if dev in seen:
+            continue
+        seen.add(dev)
+        free = st.f_bavail * st.f_frsize
+        if free < LOW_DISK_BYTES:
+            terminalreporter.write_line(
+                f"gospan e2e: only {free >> 20} MiB free on the file system of '{where}': "
+                "errors above may come from a full disk (a test pass needs about 1.5 GB)",
+                red=True, bold=True)
+
+
 @pytest.fixture(scope="session")
 def bpf_ready():
     reason = bpf_unavailable_reason()

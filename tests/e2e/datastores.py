@@ -61,13 +61,6 @@ class BuildError(RuntimeError):
     pass
 
 
-def cache_dir():
-    if os.environ.get("GOSPAN_DBMIX_CACHE"):
-        return Path(os.environ["GOSPAN_DBMIX_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gospan"
-
-
 def source_hash():
     """What the builds depend on in this tree: dbmix's Go files, go.mod and build.sh, and the
     script build.sh runs."""
@@ -104,10 +97,9 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     key = "-".join([label, *drivers])
     if flags:
         key += "-" + hashlib.sha256("\0".join(flags).encode()).hexdigest()[:8]
-    home = cache_dir() / f"dbmix-{source_hash()}"
+    home = matrix.build_home("GOSPAN_DBMIX_CACHE", "dbmix", source_hash())
     dest = home / key
     binary = dest / "dbmix"
-    home.mkdir(parents=True, exist_ok=True)
 
     if not (dest / "built.json").exists():
         with open(home / f".{key}.lock", "w") as lock:

@@ -68,10 +68,6 @@ SLICE = [
 ]
 
 
-def cache_dir():
-    return matrix.cache_dir("GOSPAN_GRPCMIX_CACHE")
-
-
 def source_hash():
     """What the builds depend on in this tree: grpcmix's programs, go.mod and build.sh, and the
     script build.sh runs."""
@@ -138,9 +134,8 @@ def build(version, toolchain, flavour):
     When a dependency's go.mod needs a newer Go than TOOLCHAIN ("requires go >= 1.22.7"), the
     cell is built with exactly that release, and the toolchain returned says so."""
     key = f"{version}-{toolchain_label(toolchain).replace(' (Debian)', '-debian')}-{flavour}"
-    home = cache_dir() / f"grpcmix-{source_hash()}"
+    home = matrix.build_home("GOSPAN_GRPCMIX_CACHE", "grpcmix", source_hash())
     dest = home / key
-    home.mkdir(parents=True, exist_ok=True)
 
     def ready():
         meta = dest / "built.json"

@@ -7,7 +7,8 @@ which cells there are and how one is built, this one how they are run and record
   "local", "go1.X.Y" (through the module proxy) or the path of a go command; go_version() says
   which release one really is.
 - The build cache: <cache>/<program>-<hash of its sources>/..., where <cache> is the family's
-  environment variable, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan.
+  environment variable, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan; a program's homes for
+  other sources go once no run has used them for an hour.
 - The cells a run takes (COMPAT: GOSPAN_COMPAT=1, `make compat`, runs the full matrix and the
   slice; else the slice CI runs), built and run in the background in order, and the record of
   each, saved after every cell to $GOSPAN_BUILD/e2e/<name>-full.json or -slice.json.
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -101,6 +103,30 @@ def cache_dir(variable):
         return Path(os.environ[variable])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "gospan"
+
+
+# A home no run has used for this long belongs to sources or a release no longer in the tree: a
+# run of the whole grpc-go matrix leaves 6 GB in one, and a CI machine's disk is not large.
+STALE_HOME_SECONDS = 3600
+
+
+def build_home(variable, program, key):
+    """<cache>/<program>-<key> (a hash of the sources or a release), made if missing and marked
+    as used now. PROGRAM's other homes that no run has used for STALE_HOME_SECONDS are removed:
+    the hour spares a run of another checkout that is using its own at the same time."""
+    home = cache_dir(variable) / f"{program}-{key}"
+    home.mkdir(parents=True, exist_ok=True)
+    os.utime(home)
+    now = time.time()
+    for other in home.parent.glob(f"{program}-*"):
+        try:
+            stale = other != home and other.is_dir() and \
+                now - other.stat().st_mtime > STALE_HOME_SECONDS
+        except FileNotFoundError:
+            continue
+        if stale:
+            shutil.rmtree(other, ignore_errors=True)
+    return home
 
 
 def source_hash(folder, *also):
