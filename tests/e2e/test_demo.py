@@ -28,6 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+import pytest
 
 from conftest import BUILD, REPO
 from jaeger import SHOW_DATASTORES_WRONG, jaeger_bin  # noqa: F401 (fixture)
@@ -325,9 +326,12 @@ class Terminal:
 
     def __init__(self, argv, env):
         self.master, slave = pty.openpty()
-        # setsid --ctty: a new session whose controlling terminal is the pty on stdin.
-        self.proc = subprocess.Popen(["setsid", "--ctty", *argv], env=env, stdin=slave,
-                                     stdout=slave, stderr=slave, close_fds=True)
+        # setsid --ctty: a new session whose controlling terminal is the pty on stdin. SIGINT as
+        # a shell leaves it for what it runs in the foreground: a test run started in the
+        # background (`cmd &` in a script) ignores it, which bash then cannot trap.
+        self.proc = subprocess.Popen(["setsid", "--ctty", "env", "--default-signal=INT", *argv],
+                                     env=env, stdin=slave, stdout=slave, stderr=slave,
+                                     close_fds=True)
         os.close(slave)
         self.text = ""
 
@@ -361,9 +365,33 @@ class Terminal:
     def ctrl_c(self):
         os.write(self.master, b"\x03")
 
+    def wait(self, timeout):
+        """The program's exit status; fails, saying what it printed and what of it still runs
+        (with where each process waits in the kernel), when it has not exited within TIMEOUT."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            ps = subprocess.run(["ps", "-eo", "pid,ppid,sid,stat,wchan:24,etimes,args"],
+                                capture_output=True, text=True).stdout.splitlines()
+            ours = {self.proc.pid}
+            for _ in range(4):  # its children, theirs, ...: the demo nests no deeper
+                ours |= {int(f[0]) for f in (line.split() for line in ps[1:])
+                         if int(f[1]) in ours or int(f[2]) in ours}
+            left = [ps[0]] + [line for line in ps[1:] if int(line.split()[0]) in ours]
+            pytest.fail(f"{self.proc.args} still runs {timeout} s on:\n" + "\n".join(left) +
+                        f"\n--- its output ---\n{self.text}")
+
     def close(self):
+        """Stops the program if it still runs: SIGTERM first, which the demo traps to stop what it
+        started (its stop is bounded at about 100 s), SIGKILL only after that."""
         if self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.terminate()
+            deadline = time.monotonic() + 120
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                if not self._read(0.2):  # its last lines must not fill the terminal
+                    time.sleep(0.1)
+            if self.proc.poll() is None:
+                self.proc.kill()
         self.proc.wait(10)
         os.close(self.master)
 
@@ -386,7 +414,7 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
         term.read_to_end(90)
         # The output ends when the last holder of the terminal closes it, which may come before
         # the demo itself has exited: on a busy machine its own stop takes some seconds more.
-        assert term.proc.wait(60) == 0, term.text
+        assert term.wait(60) == 0, term.text
     finally:
         term.close()
     out = term.text
