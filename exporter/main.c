@@ -784,7 +784,11 @@ static int add_target(struct app *app, size_t i)
 	err = app->functions ? functions__resolve(app->functions, tg) : 0;
 	if (!err && cfg->cpu_time)
 		err = cputime__resolve(tg);
-	/* The disassembly is done: capstone would only hold memory until the next target. */
+	/*
+	 * The binary is read: its mapping and capstone would only hold memory until the next
+	 * target.
+	 */
+	target__end_analysis(tg);
 	disasm__release();
 	if (err)
 		return err;

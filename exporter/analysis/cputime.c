@@ -8,7 +8,6 @@
 
 #include "analysis/analysis.h"
 #include "analysis/cputime.h"
-#include "analysis/elf.h"
 #include "analysis/target.h"
 #include "core/log.h"
 
@@ -16,17 +15,11 @@
 
 int cputime__resolve(struct target *t)
 {
-	struct analysis a;
-	struct elf_file *ef;
 	int err;
 
-	ef = elf_file__open(t->path);
-	if (!ef)
-		return -errno;
-	err = analysis__init(&a, ef, t->path, t->gobin);
-	if (err)
-		goto cleanup;
-	err = analysis__find_site(&a, SYM_CASGSTATUS, &t->casgstatus, SITE_ENTRY, 0);
+	if (!t->analysis)
+		return -EINVAL;
+	err = analysis__find_site(t->analysis, SYM_CASGSTATUS, &t->casgstatus, SITE_ENTRY, 0);
 	if (!err) {
 		t->cfg.cpu_time = 1;
 	} else if (err == -ENOENT) {
@@ -34,8 +27,5 @@ int cputime__resolve(struct target *t)
 		t->casgstatus = (struct probe_site){};
 		err = 0;
 	}
-	analysis__release(&a);
-cleanup:
-	elf_file__close(ef);
 	return err;
 }

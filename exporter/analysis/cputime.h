@@ -9,9 +9,10 @@
 struct target;
 
 /*
- * Finds runtime.casgstatus in target T (analysed): T->casgstatus gets its entry and
- * T->cfg.cpu_time is set. A binary without it is said and traced without on-CPU time (0). A
- * negative errno when the binary cannot be read.
+ * Finds runtime.casgstatus in target T (analysed, its analysis not yet ended): T->casgstatus
+ * gets its entry and T->cfg.cpu_time is set. A binary without it is said and traced without
+ * on-CPU time (0). A negative errno when the binary cannot be read, -EINVAL when T's analysis
+ * has ended.
  */
 int cputime__resolve(struct target *t);
 

@@ -28,35 +28,10 @@
 
 /* The target's functions, sorted by name: .symtab's, or the Go function table's. */
 struct symbols {
-	struct analysis a;
+	struct analysis *a; /* the target's */
 	const struct sym_entry *all;
 	size_t n;
 };
-
-static int open_symbols(struct symbols *s, const struct target *t)
-{
-	struct elf_file *ef;
-	int err;
-
-	ef = elf_file__open(t->path);
-	if (!ef)
-		return -errno;
-	err = analysis__init(&s->a, ef, t->path, t->gobin);
-	if (err) {
-		elf_file__close(ef);
-		return err;
-	}
-	s->n = analysis__functions(&s->a, &s->all);
-	return 0;
-}
-
-static void close_symbols(struct symbols *s)
-{
-	struct elf_file *ef = s->a.ef;
-
-	analysis__release(&s->a);
-	elf_file__close(ef);
-}
 
 static const struct sym_entry *find_symbol(const struct symbols *s, const char *name)
 {
@@ -86,7 +61,7 @@ static bool named_in_pclntab(const struct symbols *s, const char *name)
 	const char *p, *end;
 	size_t size, len = strlen(name);
 
-	if (elf_file__section(s->a.ef, ".gopclntab", &data, &size, NULL))
+	if (elf_file__section(s->a->ef, ".gopclntab", &data, &size, NULL))
 		return false;
 	p = data;
 	end = p + size;
@@ -271,7 +246,7 @@ static int trace_pick(struct traced_func *f, const struct pick *pk, const struct
 	if (!f->name)
 		return -ENOMEM;
 	f->site.symbol = f->symbol;
-	if (site_planner__probe_sites(s->a.sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0, &f->site,
+	if (site_planner__probe_sites(s->a->sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0, &f->site,
 				      why, sizeof(why))) {
 		pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol, t->exe_name, why);
 		/* Whatever was planned before the step that failed. */
@@ -300,9 +275,12 @@ int functions__resolve(const struct functions *fs, struct target *t)
 
 	/* Function probes tell a call from its nested ones by the depth of its frame. */
 	t->cfg.g_stack_hi = G_STACK_HI_OFFSET;
-	err = open_symbols(&s, t);
-	if (err)
-		return err;
+	if (!t->analysis) {
+		target__release_funcs(t);
+		return -EINVAL;
+	}
+	s.a = t->analysis;
+	s.n = analysis__functions(s.a, &s.all);
 	picks = calloc(MAX_FUNCS, sizeof(*picks));
 	dw = calloc(MAX_FUNCS + FUNCTIONS_MAX_ENTRIES, sizeof(*dw));
 	if (!picks || !dw) {
@@ -329,7 +307,6 @@ int functions__resolve(const struct functions *fs, struct target *t)
 cleanup:
 	free(picks);
 	free(dw);
-	close_symbols(&s);
 	if (err)
 		target__release_funcs(t);
 	return err;

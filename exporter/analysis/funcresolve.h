@@ -10,10 +10,10 @@ struct functions;
 struct target;
 
 /*
- * Finds in target T (analysed) the functions FS lists for it, fills T->funcs, and says at start,
- * per function, what cannot be traced: not found (with the closest names), inlined, arguments
- * that cannot be read. 0 on success, also when nothing matched; negative errno on failure, T
- * then left with no functions.
+ * Finds in target T (analysed, its analysis not yet ended) the functions FS lists for it, fills
+ * T->funcs, and says at start, per function, what cannot be traced: not found (with the closest
+ * names), inlined, arguments that cannot be read. 0 on success, also when nothing matched;
+ * negative errno on failure, T then left with no functions (-EINVAL when T's analysis has ended).
  */
 int functions__resolve(const struct functions *fs, struct target *t);
 

@@ -757,8 +757,12 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	if (err)
 		goto cleanup;
 	count_steps(&a, t);
-	analysis__release(&a);
-	elf_file__close(ef);
+	t->analysis = malloc(sizeof(*t->analysis));
+	if (!t->analysis) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	*t->analysis = a; /* owns EF from here on */
 	return t;
 
 cleanup:
@@ -770,10 +774,24 @@ cleanup:
 	return NULL;
 }
 
+void target__end_analysis(struct target *t)
+{
+	struct elf_file *ef;
+
+	if (!t->analysis)
+		return;
+	ef = t->analysis->ef;
+	analysis__release(t->analysis);
+	elf_file__close(ef);
+	free(t->analysis);
+	t->analysis = NULL;
+}
+
 void target__free(struct target *t)
 {
 	if (!t)
 		return;
+	target__end_analysis(t);
 	probe_site__release(&t->serve_http);
 	probe_site__release(&t->gopanic);
 	probe_site__release(&t->round_trip);

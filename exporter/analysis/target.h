@@ -17,6 +17,7 @@
 #include "analysis/offsets.h"
 #include "analysis/planner.h"
 
+struct analysis;
 struct gobin;
 
 /* How one recorded argument is formatted: what the file names it by, and its type. */
@@ -89,6 +90,11 @@ struct target {
 	int server_steps, client_steps;
 	struct grpc_target grpc;
 	struct db_target db;
+	/*
+	 * The binary as target__analyse read it, open for functions__resolve and
+	 * cputime__resolve so that they need not read it again; NULL after target__end_analysis.
+	 */
+	struct analysis *analysis;
 };
 
 /*
@@ -97,6 +103,8 @@ struct target {
  */
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,
 			       const struct module_tables *modules, bool need_http);
+/* Closes the binary target__analyse left open (T->analysis) once nothing more is resolved in it. */
+void target__end_analysis(struct target *t);
 void target__free(struct target *t);
 /* Frees T's function probes (what functions__resolve put in T) and leaves it none. */
 void target__release_funcs(struct target *t);

@@ -411,6 +411,12 @@ static void test_functions__resolves_stripped_by_position(void **state)
 	assert_int_equal(t->cfg.cpu_time, 1);
 	assert_non_null(find(t, "runtime.casgstatus"));
 	assert_int_equal(t->casgstatus.addr, find(t, "runtime.casgstatus")->site.addr);
+	/* Both read the binary target__analyse left open; once it is closed, nothing is read. */
+	target__end_analysis(t);
+	assert_null(t->analysis);
+	assert_int_equal(cputime__resolve(t), -EINVAL);
+	assert_int_equal(functions__resolve(fs, t), -EINVAL);
+	assert_int_equal(t->nfuncs, 0);
 	functions__free(fs);
 	target__free(t);
 }
