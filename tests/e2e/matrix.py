@@ -229,7 +229,23 @@ def write_compatibility(family, results, cells, cache_glob):
     family.rewrite_section(family.page_text(results, cells, note=(
         f"This run took {took:.0f} minutes on {os.cpu_count()} CPUs and built "
         f"{len(family.BUILT)} of its {len(cells)} cells; the others were cached "
-        f"(~/.cache/gospan/{cache_glob}).")))
+        f"(~/.cache/gospan/{cache_glob}). {built_from()}")))
+
+
+def built_from():
+    """Which gospan a run verified: the commit of this tree, and whether the sources gospan is
+    built from differed from it."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              timeout=30)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode != 0:
+        return "gospan was built outside a git checkout."
+    changed = git("status", "--porcelain", "--", "exporter", "bpf", "offsets", "proto",
+                  "Makefile").stdout.strip()
+    return (f"gospan was built from commit {head.stdout.strip()}"
+            + (" with uncommitted changes." if changed else "."))
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -242,7 +258,8 @@ def rewrite_section(text, begin, end, page=PAGE):
     section = f"{begin}\n{text.rstrip()}\n{end}\n"
     if begin in old and end in old:
         head, rest = old.split(begin, 1)
-        new = head + section + rest.split(end, 1)[1].lstrip("\n")
+        tail = rest.split(end, 1)[1].lstrip("\n")
+        new = head + section + ("\n" + tail if tail else "")  # a blank line before the next
     else:
         new = old.rstrip("\n") + ("\n\n" if old else "") + section
     page.write_text(new)
