@@ -10,8 +10,8 @@
  *   ctxDriverQuery / ctxDriverExec   a query or exec with its text (DB, Conn and Tx alike);
  *   rowsiFromStatement / resultFromStatement   a prepared statement's execution, whose text was
  *   noted by (*Stmt).QueryContext / ExecContext, or by ctxDriverPrepare on the way there.
- * Their calls are direct, so exporter/analysis/datastores.c puts the ends in their callers, on instructions
- * the kernel emulates: no single-stepped hit a query.
+ * Their calls are direct, so exporter/analysis/datastores.c puts the ends in their callers, on
+ * instructions the kernel emulates: no single-stepped hit a query.
  *
  * pgx's Conn.Query, Exec and SendBatch, and go-redis's baseClient.process and its pipelines'
  * processors, are probed at their entries and RETs (they are reached through method values).

@@ -4,17 +4,18 @@
  * maps and helpers it shares (probe.bpf.h). On-CPU time (--cpu-time) is kept by go_runtime.bpf.c.
  *
  * Any function's entry and its ends are probed: its RETs, or the places its calls return to when
- * all of them are direct calls (exporter/analysis/sites.h). Entry records its arguments as raw words and
- * bounded strings, as the func_config user space derived from DWARF or the config file says, and
- * pushes a frame on the goroutine's span stack; the end that belongs to that frame pops it.
+ * all of them are direct calls (exporter/analysis/sites.h). Entry records its arguments as raw
+ * words and bounded strings, as the func_config user space derived from DWARF or the config file
+ * says, and pushes a frame on the goroutine's span stack; the end that belongs to that frame pops
+ * it.
  */
 #include "probe.bpf.h"
 
 /*
  * A goroutine's open function calls (--functions), innermost last. The goroutine's current span
  * is the `active` of its `goroutines` entry, as for server spans; each frame keeps what `active`
- * held before its call, so returns restore it in LIFO order and a server span started inside a function span
- * (or the other way round) nests. SDEPTH, the distance from the stack top (g.stack.hi - SP),
+ * held before its call, so returns restore it in LIFO order and a server span started inside a
+ * function span (or the other way round) nests. SDEPTH, the distance from the stack top (g.stack.hi - SP),
  * survives a stack move and is the same at entry and at the call's RETs: a RET pairs with the
  * frame of its own call even when calls in between never returned (a recovered panic), and a
  * second entry at the same SDEPTH is the prologue re-run after stack growth, not recursion.

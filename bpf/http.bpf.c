@@ -209,16 +209,12 @@ static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 	 * runtime.morestack, firing this probe twice for one call with the same request: keep the
 	 * first start. A different request means the earlier call never returned (it panicked and
 	 * something recovered above us); user space resolves that one on seeing this start. One
-	 * user space has ended already (forgotten) is ended here first: its span is over.
+	 * user space has ended already (forgotten) is ended first by own_state(): its span is over.
 	 */
-	gs = bpf_map_lookup_elem(&goroutines, &key);
+	gs = own_state(&key);
 	if (gs) {
-		if (gs->server.start_ns) {
-			if (gs->server.panicked && server_forgotten(&key, gs))
-				server_forget(&key, gs);
-			else if (gs->server.req == (__u64)req)
-				return;
-		}
+		if (gs->server.start_ns && gs->server.req == (__u64)req)
+			return;
 		if (gs->active.live)
 			outer = &gs->active;
 	}
@@ -325,19 +321,15 @@ int serve_http_return(GO_REGS *ctx)
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return 0;
-	gs = bpf_map_lookup_elem(&goroutines, &key);
+	/* A call that returns after all, but after user space ended it at its panic, is over. */
+	gs = own_state(&key);
 	if (!gs) {
 		/* Evicted from the LRU map mid-call, or its start was never stored: counted. */
 		count_drop(DROP_END_NO_ENTRY);
 		return 0;
 	}
 	if (!gs->server.start_ns)
-		return 0; /* the call began before we attached */
-	if (gs->server.panicked && server_forgotten(&key, gs)) {
-		/* Returned after all, but too late: user space has ended it at its panic. */
-		server_forget(&key, gs);
-		return 0;
-	}
+		return 0; /* the call began before we attached, or was forgotten */
 	st = &gs->server;
 
 	/* Back to the function span the request was served in, if any. */

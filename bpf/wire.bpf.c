@@ -442,7 +442,10 @@ static __always_inline int h2_write_context(struct sk_msg_md *msg, const struct 
 	return w->verdict;
 }
 
-/* This CPU's wire_scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has it. */
+/*
+ * This CPU's wire_scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has
+ * it.
+ */
 static __always_inline struct wire_scratch *wire_scratch_claim(void)
 {
 	struct wire_scratch *sc = scratch_take(&wire_scratch);

@@ -550,7 +550,8 @@ static void print_summary(struct app *app, bool final)
 		(unsigned long long)prop[PROP_NO_ROOM], (unsigned long long)prop[PROP_NOT_HTTP1],
 		(unsigned long long)prop[PROP_TLS], (unsigned long long)prop[PROP_UNSEEN],
 		(unsigned long long)prop[PROP_H2_NOT_WHOLE],
-		(unsigned long long)prop[PROP_SCRATCH_BUSY], app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
+		(unsigned long long)prop[PROP_SCRATCH_BUSY],
+		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 
 static int run(struct app *app)

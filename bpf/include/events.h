@@ -61,9 +61,10 @@
 #define FUNC_COOKIE_BASE MAX_TARGETS
 /*
  * The attach cookie's low 32 bits are the target (or function) above; the high bits say what an
- * end probe's program must know about its place (exporter/analysis/sites.h): COOKIE_IN_CALLER, the call
- * has returned and SP is 8 bytes above where the callee's RET saw it; COOKIE_RESULT_SLOT, the
- * register slot the call's first result was copied to (0: the one it was returned in).
+ * end probe's program must know about its place (exporter/analysis/sites.h): COOKIE_IN_CALLER,
+ * the call has returned and SP is 8 bytes above where the callee's RET saw it;
+ * COOKIE_RESULT_SLOT, the register slot the call's first result was copied to (0: the one it was
+ * returned in).
  */
 #define COOKIE_IN_CALLER (1ULL << 32)
 #define COOKIE_RESULT_SHIFT 40
@@ -146,7 +147,7 @@ enum propagation_result {
 	 * found (one ends past the message, or more new streams than one message is read for)
 	 */
 	PROP_H2_NOT_WHOLE,
-	/* The writer's per-CPU scratch was held by a program it preempted: the message went as is */
+	/* The writer's per-CPU scratch was held by a program it preempted: the message went as is. */
 	PROP_SCRATCH_BUSY,
 	PROP__COUNT,
 };

@@ -246,8 +246,8 @@ static int trace_pick(struct traced_func *f, const struct pick *pk, const struct
 	if (!f->name)
 		return -ENOMEM;
 	f->site.symbol = f->symbol;
-	if (site_planner__probe_sites(s->a->sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0, &f->site,
-				      why, sizeof(why))) {
+	if (site_planner__probe_sites(s->a->sp, pk->sym->addr, pk->sym->size, SITE_ENDS, 0,
+				      &f->site, why, sizeof(why))) {
 		pr_warn("function '%s' cannot be traced in '%s': %s", f->symbol, t->exe_name, why);
 		/* Whatever was planned before the step that failed. */
 		probe_site__release(&f->site);

@@ -288,7 +288,7 @@ void dbspan__fill(struct span *s, const struct db_call *e, const struct db_targe
 		fill_redis(s, e, mode);
 	else
 		fill_sql(s, e, system, mode);
-	/* A command record with no command in it (never sent by the probes) still names its span. */
+	/* A command record without a command (the probes never send one) still names its span. */
 	if (!s->name)
 		set_name(s, "", "", system);
 	fill_server(s, e);

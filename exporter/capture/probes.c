@@ -37,7 +37,6 @@ struct probes {
 	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
 };
 
-/* While a load that may fail is tried (uprobe_multi programs): libbpf's complaints are debug. */
 /*
  * libbpf's own lines (its warnings included: a failed load's verifier log, a map it could not
  * make) are for OTEL_LOG_LEVEL=debug: at the other levels gospan's message about the same failure
