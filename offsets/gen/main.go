@@ -1,17 +1,19 @@
 // Command gen writes gospan's offset tables: offsets/go_offsets.json, the struct member offsets
 // gospan's probes need per Go release, and one table per Go module whose structs they read,
 // keyed by the module's version: offsets/grpc_offsets.json (grpc-go, google.golang.org/grpc),
-// offsets/pgx_offsets.json (github.com/jackc/pgx/v5) and offsets/redis_offsets.json
-// (github.com/redis/go-redis/v9). For every Go minor from 1.17 on that the Go module proxy
-// carries toolchains for, it builds a small net/http program with the minor's first and latest
-// releases; for every minor of a module that the proxy serves (grpc-go from 1.50, pgx and
-// go-redis from their major's .0), a small program using it with the minor's first and latest
-// patches. It reads the members' offsets
-// from the programs' DWARF, and where a minor's first and latest disagree bisects the patches in
-// between until it finds the release that changed the layout. Each table then lists every
-// release it built, and folds the offsets into ranges of consecutive releases over which they
-// hold. Builds are cached in a temporary directory, so running it again costs little. Run it
-// with `make offsets`.
+// offsets/pgx_offsets.json (github.com/jackc/pgx/v5), offsets/redis_offsets.json
+// (github.com/redis/go-redis/v9), and the routers' offsets/gin_offsets.json
+// (github.com/gin-gonic/gin), offsets/echo_offsets.json (github.com/labstack/echo/v4),
+// offsets/echo5_offsets.json (github.com/labstack/echo/v5), offsets/chi_offsets.json
+// (github.com/go-chi/chi/v5) and offsets/mux_offsets.json (github.com/gorilla/mux). For every Go
+// minor from 1.17 on that the Go module proxy carries toolchains for, it builds a small net/http
+// program with the minor's first and latest releases; for every minor of a module that the proxy
+// serves (modTables says from which), a small program using it with the minor's first and latest
+// patches. It reads the members' offsets from the programs' DWARF, and where a minor's first and
+// latest disagree bisects the patches in between until it finds the release that changed the
+// layout. Each table then lists every release it built, and folds the offsets into ranges of
+// consecutive releases over which they hold. Builds are cached in a temporary directory, so
+// running it again costs little. Run it with `make offsets`.
 package main
 
 import (
@@ -235,6 +237,89 @@ var redisTypes = map[string]string{
 // The go-redis structs every v9 release has.
 var redisMust = []string{redisPkg + ".baseClient", redisPkg + ".Options", redisPkg + ".baseCmd"}
 
+// The routers: what gospan reads to name a request's span after the route template it matched
+// ("/users/:id") rather than its path. Each list is in the order of its field names in
+// exporter/analysis/fields.c.
+const (
+	ginPkg   = "github.com/gin-gonic/gin"
+	echoPkg  = "github.com/labstack/echo/v4"
+	echo5Pkg = "github.com/labstack/echo/v5"
+	chiPkg   = "github.com/go-chi/chi/v5"
+	muxPkg   = "github.com/gorilla/mux"
+)
+
+// gin: the template the handler's Context carries (what its FullPath() returns).
+var ginFields = []field{{ginPkg + ".Context", "fullPath"}}
+
+var ginTypes = map[string]string{ginPkg + ".Context.fullPath": "struct string"}
+
+// echo v4: the handler's context (unexported behind the echo.Context interface) keeps the
+// matched route's path and the handler routing chose.
+var echoFields = []field{
+	{echoPkg + ".context", "path"},
+	{echoPkg + ".context", "handler"},
+}
+
+var echoTypes = map[string]string{
+	echoPkg + ".context.path":    "struct string",
+	echoPkg + ".context.handler": echoPkg + ".HandlerFunc",
+}
+
+// echo v5: Context is a struct; besides the path it points to the matched route's RouteInfo.
+// Its handler member is newer than v5.0.0: a release without it has no range for it.
+var echo5Fields = []field{
+	{echo5Pkg + ".Context", "path"},
+	{echo5Pkg + ".Context", "handler"},
+	{echo5Pkg + ".Context", "route"},
+	{echo5Pkg + ".RouteInfo", "Path"},
+}
+
+var echo5Types = map[string]string{
+	echo5Pkg + ".Context.path":    "struct string",
+	echo5Pkg + ".Context.handler": echo5Pkg + ".HandlerFunc",
+	echo5Pkg + ".Context.route":   "*" + echo5Pkg + ".RouteInfo",
+	echo5Pkg + ".RouteInfo.Path":  "struct string",
+}
+
+// The echo v5 members every v5 release has.
+var echo5Always = []string{echo5Pkg + ".Context.path", echo5Pkg + ".Context.route",
+	echo5Pkg + ".RouteInfo.Path"}
+
+// chi: the routing context's stack of patterns (one per router a request went through) and
+// the pattern of the current one.
+var chiFields = []field{
+	{chiPkg + ".Context", "RoutePatterns"},
+	{chiPkg + ".Context", "routePattern"},
+}
+
+var chiTypes = map[string]string{
+	chiPkg + ".Context.RoutePatterns": "struct []string",
+	chiPkg + ".Context.routePattern":  "struct string",
+}
+
+// gorilla/mux: a RouteMatch's *Route, and the way from a Route to its path template, which
+// changed in v1.7.0. Up to v1.6.2 Route has a *routeRegexpGroup member, regexp (listed as
+// "Route.*regexp", a pointer to load); from v1.7.0 Route embeds a routeConf by value, which
+// holds the routeRegexpGroup by value (Route.routeConf + routeConf.regexp, no load). Either
+// way the group's path is a *routeRegexp whose template is the string.
+var muxFields = []field{
+	{muxPkg + ".RouteMatch", "Route"},
+	{muxPkg + ".Route", "routeConf"},
+	{muxPkg + ".routeConf", "regexp"},
+	{muxPkg + ".Route", "*regexp"},
+	{muxPkg + ".routeRegexpGroup", "path"},
+	{muxPkg + ".routeRegexp", "template"},
+}
+
+var muxTypes = map[string]string{
+	muxPkg + ".RouteMatch.Route":      "*" + muxPkg + ".Route",
+	muxPkg + ".Route.routeConf":       muxPkg + ".routeConf",
+	muxPkg + ".routeConf.regexp":      muxPkg + ".routeRegexpGroup",
+	muxPkg + ".Route.*regexp":         "*" + muxPkg + ".routeRegexpGroup",
+	muxPkg + ".routeRegexpGroup.path": "*" + muxPkg + ".routeRegexp",
+	muxPkg + ".routeRegexp.template":  "struct string",
+}
+
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
@@ -357,11 +442,6 @@ func main() {
 }
 `
 
-// The grpc probe's go.mod before 'go mod tidy' fills in the rest; %s is the grpc-go version.
-// go 1.21, the oldest line the installed go command (1.21 or later) leaves alone; tidy raises it
-// to what grpc-go requires.
-const grpcProbeGoMod = "module gospan.invalid/grpcprobe\n\ngo 1.21\n\nrequire google.golang.org/grpc %s\n"
-
 // The pgx probe connects, reads its connection's configuration, queues a batch and sends it,
 // which links Conn and ConnConfig with the embedded pgconn.Config, Batch and QueuedQuery. It
 // never runs.
@@ -393,8 +473,6 @@ func main() {
 }
 `
 
-const pgxProbeGoMod = "module gospan.invalid/pgxprobe\n\ngo 1.21\n\nrequire github.com/jackc/pgx/v5 %s\n"
-
 // The go-redis probe makes a client from Options, runs one command and reads its arguments, and
 // runs a pipeline: that links baseClient, Options and baseCmd. It never runs.
 const redisProbeMain = `package main
@@ -422,7 +500,79 @@ func main() {
 }
 `
 
-const redisProbeGoMod = "module gospan.invalid/redisprobe\n\ngo 1.21\n\nrequire github.com/redis/go-redis/v9 %s\n"
+// routerProbe is a router probe's program: IMPORTS brings in the framework, SETUP makes r, a
+// router with a route that has a path parameter, whose handler reads the route template the
+// way the framework offers it; r then serves a request for it through net/http/httptest. That
+// links the router's context and route types into the DWARF through the functions that fill
+// and read them. It never runs.
+func routerProbe(imports, setup string) string {
+	return `package main
+
+import (
+	"net/http/httptest"
+	"os"
+` + imports + `)
+
+func main() {
+` + setup + `
+	if len(os.Args) > 1 {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest("GET", os.Args[1], nil))
+		_, _ = os.Stdout.WriteString(w.Body.String())
+	}
+}
+`
+}
+
+// gin: the handler's *gin.Context and its FullPath().
+var ginProbeMain = routerProbe(`
+	"github.com/gin-gonic/gin"
+`, `	r := gin.New()
+	r.GET("/users/:id", func(c *gin.Context) {
+		c.String(200, c.FullPath()+c.Param("id"))
+	})`)
+
+// echo v4: the handler's echo.Context, an interface over the unexported *context.
+var echoProbeMain = routerProbe(`
+	"github.com/labstack/echo/v4"
+`, `	r := echo.New()
+	r.GET("/users/:id", func(c echo.Context) error {
+		return c.String(200, c.Path()+c.Param("id"))
+	})`)
+
+// echo v5: the handler's *echo.Context, with the matched route's RouteInfo.
+var echo5ProbeMain = routerProbe(`
+	"github.com/labstack/echo/v5"
+`, `	r := echo.New()
+	r.GET("/users/:id", func(c *echo.Context) error {
+		return c.String(200, c.Path()+c.RouteInfo().Path+c.Param("id"))
+	})`)
+
+// chi: the routing context a request carries, its pattern and its stack of patterns.
+var chiProbeMain = routerProbe(`	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+`, `	r := chi.NewRouter()
+	r.Get("/users/{id}", func(w http.ResponseWriter, req *http.Request) {
+		rc := chi.RouteContext(req.Context())
+		_, _ = w.Write([]byte(rc.RoutePattern() + strings.Join(rc.RoutePatterns, ",") +
+			chi.URLParam(req, "id")))
+	})`)
+
+// gorilla/mux: the matched route's path template, and a RouteMatch filled by Router.Match.
+var muxProbeMain = routerProbe(`	"net/http"
+
+	"github.com/gorilla/mux"
+`, `	r := mux.NewRouter()
+	r.HandleFunc("/users/{id}", func(w http.ResponseWriter, req *http.Request) {
+		t, _ := mux.CurrentRoute(req).GetPathTemplate()
+		var m mux.RouteMatch
+		if r.Match(req, &m) && m.Route != nil {
+			t += m.Route.GetName()
+		}
+		_, _ = w.Write([]byte(t + mux.Vars(req)["id"]))
+	})`)
 
 // modTable is a table keyed by one Go module's version: what to cover, how to probe it.
 type modTable struct {
@@ -430,32 +580,63 @@ type modTable struct {
 	name     string // for messages: "grpc-go"
 	major    int    // the major version the table covers, whose path this is
 	minMinor int    // the oldest minor of it to cover, unless -*-min-minor says otherwise
-	// The probe program and its go.mod, whose %s is the module version.
-	probeMain, probeGoMod string
-	// Where the probes are cached ("grpc-probe-<hash>"), what their binaries' names start with.
-	cachePrefix, binPrefix string
-	fields                 []field
-	must                   []string
-	types                  map[string]string
-	check                  func(structs map[string]*dwarf.StructType, offs map[string]int64) error
+	// The probe program (its go.mod is probeGoMod()).
+	probeMain string
+	// What the table's flags (-grpc-out), its probes' cache ("grpc-probe-<hash>") and their
+	// binaries' names start with.
+	binPrefix string
+	fields    []field
+	must      []string
+	types     map[string]string
+	check     func(structs map[string]*dwarf.StructType, offs map[string]int64) error
 }
 
-// The module tables. grpc-go 1.50 (October 2022) is the oldest release the grpc table covers;
-// pgx's and go-redis's cover their whole current major, from v5.0.0 and v9.0.0.
-var (
-	grpcTable = &modTable{path: "google.golang.org/grpc", name: "grpc-go", major: 1,
-		minMinor: 50, probeMain: grpcProbeMain, probeGoMod: grpcProbeGoMod,
-		cachePrefix: "grpc-probe-", binPrefix: "grpc", fields: grpcFields,
-		must: grpcMust, types: grpcTypes, check: checkGRPC}
-	pgxTable = &modTable{path: "github.com/jackc/pgx/v5", name: "pgx", major: 5,
-		minMinor: 0, probeMain: pgxProbeMain, probeGoMod: pgxProbeGoMod,
-		cachePrefix: "pgx-probe-", binPrefix: "pgx", fields: pgxFields, must: pgxMust,
-		types: pgxTypes, check: checkPgx}
-	redisTable = &modTable{path: "github.com/redis/go-redis/v9", name: "go-redis", major: 9,
-		minMinor: 0, probeMain: redisProbeMain, probeGoMod: redisProbeGoMod,
-		cachePrefix: "redis-probe-", binPrefix: "redis", fields: redisFields,
-		must: redisMust, types: redisTypes, check: checkRedis}
-)
+// probeGoMod is the probe's go.mod before 'go mod tidy' fills in the rest; its %s is the
+// module version. go 1.21, the oldest line the installed go command (1.21 or later) leaves
+// alone; tidy raises it to what the module requires.
+func (m *modTable) probeGoMod() string {
+	return fmt.Sprintf("module gospan.invalid/%sprobe\n\ngo 1.21\n\nrequire %s %%s\n",
+		m.binPrefix, m.path)
+}
+
+// The module tables, in the order their flags are listed. grpc-go 1.50 (October 2022) is the
+// oldest release the grpc table covers, gin 1.7 (April 2021) the oldest gin, gorilla/mux 1.6
+// (November 2017) the oldest mux; the others cover their whole current major, from its .0.
+var modTables = []*modTable{
+	{path: "google.golang.org/grpc", name: "grpc-go", major: 1, minMinor: 50,
+		probeMain: grpcProbeMain, binPrefix: "grpc", fields: grpcFields, must: grpcMust,
+		types: grpcTypes, check: checkGRPC},
+	{path: pgxPkg, name: "pgx", major: 5, probeMain: pgxProbeMain, binPrefix: "pgx",
+		fields: pgxFields, must: pgxMust, types: pgxTypes,
+		check: checkMembers(names(pgxFields[:4]),
+			[][]string{{pgxPkg + ".Batch.QueuedQueries"}, {pgxPkg + ".Batch.queuedQueries"}},
+			[][]string{{pgxPkg + ".QueuedQuery.SQL"}, {pgxPkg + ".QueuedQuery.query"}})},
+	{path: redisPkg, name: "go-redis", major: 9, probeMain: redisProbeMain,
+		binPrefix: "redis", fields: redisFields, must: redisMust, types: redisTypes,
+		check: checkMembers(names(redisFields))},
+	{path: ginPkg, name: "gin", major: 1, minMinor: 7, probeMain: ginProbeMain,
+		binPrefix: "gin", fields: ginFields, must: []string{ginPkg + ".Context"},
+		types: ginTypes, check: checkMembers(names(ginFields))},
+	{path: echoPkg, name: "echo", major: 4, probeMain: echoProbeMain, binPrefix: "echo",
+		fields: echoFields, must: []string{echoPkg + ".context"}, types: echoTypes,
+		check: checkMembers(names(echoFields))},
+	{path: echo5Pkg, name: "echo v5", major: 5, probeMain: echo5ProbeMain,
+		binPrefix: "echo5", fields: echo5Fields,
+		must:  []string{echo5Pkg + ".Context", echo5Pkg + ".RouteInfo"},
+		types: echo5Types, check: checkMembers(echo5Always)},
+	{path: chiPkg, name: "chi", major: 5, probeMain: chiProbeMain, binPrefix: "chi",
+		fields: chiFields, must: []string{chiPkg + ".Context"}, types: chiTypes,
+		check: checkMembers(names(chiFields))},
+	{path: muxPkg, name: "gorilla/mux", major: 1, minMinor: 6, probeMain: muxProbeMain,
+		binPrefix: "mux", fields: muxFields,
+		must: []string{muxPkg + ".RouteMatch", muxPkg + ".Route", muxPkg + ".routeRegexpGroup",
+			muxPkg + ".routeRegexp"},
+		types: muxTypes,
+		check: checkMembers([]string{muxPkg + ".RouteMatch.Route",
+			muxPkg + ".routeRegexpGroup.path", muxPkg + ".routeRegexp.template"},
+			[][]string{{muxPkg + ".Route.*regexp"},
+				{muxPkg + ".Route.routeConf", muxPkg + ".routeConf.regexp"}})},
+}
 
 // version is a release: a Go toolchain (1.22.12) or a module version (1.62.1 for v1.62.1).
 type version struct{ major, minor, patch int }
@@ -689,65 +870,69 @@ func listModule(goCmd, dir, module string, v version) (*moduleInfo, error) {
 	return &mi, nil
 }
 
-// withUnlistedFirst adds each minor's .0 where the list starts later but the proxy still serves
-// it: a retracted release (grpc-go v1.74.0, "published prematurely") is left out of the list,
-// yet binaries built with it exist, and as the minor's first release it is where a layout
-// change would begin.
-func withUnlistedFirst(goCmd, dir, module string, minors [][]version) [][]version {
-	for i, g := range minors {
-		first := version{g[0].major, g[0].minor, 0}
-		if g[0] == first {
-			continue
-		}
-		if _, err := listModule(goCmd, dir, module, first); err != nil {
-			continue // never published: the listed first is the minor's first
-		}
-		fmt.Fprintf(os.Stderr, "gen: %s v%s is served though not listed: "+
-			"covering it as its minor's first release\n", module, first)
-		minors[i] = append([]version{first}, g...)
-	}
-	return minors
+// served says whether the proxy serves MODULE's release V, its zip included: a proxy may list
+// a release it cannot hand out (403 "not available"), or serve one it does not list.
+func served(goCmd, dir, module string, v version) bool {
+	cmd := exec.Command(goCmd, "mod", "download", "-json", module+"@v"+v.String())
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	return cmd.Run() == nil
 }
 
 // maxUnlistedPatch bounds the walk through the patches of a minor the list leaves out.
 const maxUnlistedPatch = 30
 
-// withUnlistedMinors adds the minors from MAJOR.minMinor to the newest listed one that the list
-// leaves out altogether but the proxy serves: their patches from .0 up to the first one it does
-// not serve. A list can miss whole minors: every go-redis v9.15 release was retracted, and
-// proxy.golang.org lists no pgx v5.0 to v5.2 release although it serves all of them, and
-// services built with them exist. Patches after a gap in such a minor are not found.
-func withUnlistedMinors(goCmd, dir, module string, major, minMinor int,
-	minors [][]version) [][]version {
-	if len(minors) == 0 {
-		return minors
-	}
-	listed := map[int]bool{}
+// withServed adds to MINORS (the listed releases, by minor) the releases of MAJOR.minMinor and
+// later that the proxy serves although `go list -m -versions` leaves them out: in each minor the
+// patches up to its newest listed one and those after it up to the first the proxy does not
+// serve, and the minors the list leaves out altogether, up to the first whose .0 it does not
+// serve after the newest listed minor. A list can miss much: a retracted release (grpc-go
+// v1.74.0, "published prematurely"; every go-redis v9.15 release), a proxy that lists only what
+// it has been asked for (one listed echo v4.1.16 but not v4.0.0 to v4.1.15), and binaries built
+// with all of these exist. Patches after a gap past the newest listed are not found.
+func withServed(goCmd, dir, module string, major, minMinor int, minors [][]version) [][]version {
+	listed := map[int]map[int]bool{}
+	newest := minMinor - 1
 	for _, g := range minors {
-		listed[g[0].minor] = true
-	}
-	newest := minors[len(minors)-1][0].minor
-	for minor := minMinor; minor < newest; minor++ {
-		if listed[minor] {
-			continue
+		m := g[0].minor
+		listed[m] = map[int]bool{}
+		for _, v := range g {
+			listed[m][v.patch] = true
 		}
-		var g []version
-		for patch := 0; patch <= maxUnlistedPatch; patch++ {
+		newest = max(newest, m)
+	}
+	var out [][]version
+	for minor := minMinor; ; minor++ {
+		last := -1
+		for p := range listed[minor] {
+			last = max(last, p)
+		}
+		var g, added []version
+		for patch := 0; patch <= last+maxUnlistedPatch; patch++ {
 			v := version{major, minor, patch}
-			if _, err := listModule(goCmd, dir, module, v); err != nil {
-				break
+			if listed[minor][patch] {
+				g = append(g, v)
+				continue
+			}
+			if !served(goCmd, dir, module, v) {
+				if patch > last {
+					break
+				}
+				continue // never published: grpc-go has no v1.52.2
 			}
 			g = append(g, v)
+			added = append(added, v)
 		}
-		if len(g) == 0 {
-			continue // never published
+		if len(added) > 0 {
+			fmt.Fprintf(os.Stderr, "gen: %s: served though not listed: %v\n", module,
+				added)
 		}
-		fmt.Fprintf(os.Stderr, "gen: %s v%d.%d is served though not listed: covering "+
-			"v%s to v%s\n", module, major, minor, g[0], g[len(g)-1])
-		minors = append(minors, g)
+		if len(g) > 0 {
+			out = append(out, g)
+		} else if minor > newest {
+			return out
+		}
 	}
-	sort.Slice(minors, func(i, j int) bool { return minors[i][0].less(minors[j][0]) })
-	return minors
 }
 
 // probeDir is where a probe's source and builds live in CACHE: a directory named after the
@@ -875,7 +1060,7 @@ func (g *modBuilder) prepare(v version, toolchain string) (string, error) {
 		return src, nil
 	}
 	err := writeFiles(src, map[string]string{"main.go": g.mod.probeMain,
-		"go.mod": fmt.Sprintf(g.mod.probeGoMod, "v"+v.String())})
+		"go.mod": fmt.Sprintf(g.mod.probeGoMod(), "v"+v.String())})
 	if err != nil {
 		return "", err
 	}
@@ -996,37 +1181,58 @@ func checkGRPC(structs map[string]*dwarf.StructType, offs map[string]int64) erro
 	return nil
 }
 
-// checkPgx: the members gospan reads are there, and of the two names a batch's queries and a
-// queued query's text have had, a release has exactly one: neither would be a third name
-// gospan does not know, both a table no lookup could make sense of.
-func checkPgx(_ map[string]*dwarf.StructType, offs map[string]int64) error {
-	for _, m := range []string{pgxPkg + ".Conn.config", pgxPkg + ".ConnConfig.Config",
-		pgconnPkg + ".Config.Host", pgconnPkg + ".Config.Port"} {
-		if _, ok := offs[m]; !ok {
-			return fmt.Errorf("%s is missing", m)
-		}
+// names are the JSON names of FIELDS.
+func names(fields []field) []string {
+	var out []string
+	for _, fl := range fields {
+		out = append(out, fl.name())
 	}
-	for _, pair := range [][2]string{
-		{pgxPkg + ".Batch.QueuedQueries", pgxPkg + ".Batch.queuedQueries"},
-		{pgxPkg + ".QueuedQuery.SQL", pgxPkg + ".QueuedQuery.query"},
-	} {
-		_, a := offs[pair[0]]
-		_, b := offs[pair[1]]
-		if a == b {
-			return fmt.Errorf("%s: %v, %s: %v; want exactly one", pair[0], a, pair[1], b)
-		}
-	}
-	return nil
+	return out
 }
 
-// checkRedis: every member gospan reads is there.
-func checkRedis(_ map[string]*dwarf.StructType, offs map[string]int64) error {
-	for _, fl := range redisFields {
-		if _, ok := offs[fl.name()]; !ok {
-			return fmt.Errorf("%s is missing", fl.name())
+// checkMembers returns a check that every member in ALL is there and that, of each choice's
+// alternatives (members that took one another's place between releases: pgx's renamed
+// Batch.queuedQueries, mux's Route.*regexp and its embedded routeConf), exactly one is there,
+// all of it, and nothing of the others: none would be a new layout gospan does not know, more
+// than one a table no lookup could make sense of.
+func checkMembers(all []string, choices ...[][]string) func(map[string]*dwarf.StructType,
+	map[string]int64) error {
+	return func(_ map[string]*dwarf.StructType, offs map[string]int64) error {
+		for _, m := range all {
+			if _, ok := offs[m]; !ok {
+				return fmt.Errorf("%s is missing", m)
+			}
 		}
+		for _, alts := range choices {
+			whole, some := 0, 0
+			for _, alt := range alts {
+				n := 0
+				for _, m := range alt {
+					if _, ok := offs[m]; ok {
+						n++
+					}
+				}
+				if n > 0 {
+					some++
+				}
+				if n == len(alt) {
+					whole++
+				}
+			}
+			if whole != 1 || some != 1 {
+				var got []string
+				for _, alt := range alts {
+					for _, m := range alt {
+						if _, ok := offs[m]; ok {
+							got = append(got, m)
+						}
+					}
+				}
+				return fmt.Errorf("of %v the DWARF has %v; want exactly one", alts, got)
+			}
+		}
+		return nil
 	}
-	return nil
 }
 
 // readOffsets returns the offsets of the members in SP's fields that BIN's DWARF has.
@@ -1359,7 +1565,7 @@ func run() error {
 	list := flag.String("versions", "",
 		"comma-separated Go releases standing in for the module proxy's list (e.g. 1.22.12,1.23.4)")
 	var mods []modFlags
-	for _, m := range []*modTable{grpcTable, pgxTable, redisTable} {
+	for _, m := range modTables {
 		p := m.binPrefix
 		mods = append(mods, modFlags{mod: m,
 			out: flag.String(p+"-out", "", fmt.Sprintf("where to write the %s table "+
@@ -1376,16 +1582,30 @@ func run() error {
 	jobs := flag.Int("j", min(runtime.NumCPU(), 4), "probe builds to run at once")
 	verify := flag.Bool("verify", false,
 		"compare with the -out and -*-out files instead of writing them; exit 1 on a difference")
+	dir := flag.String("dir", "", "write (with -verify, compare) every table, as "+
+		"DIR/go_offsets.json and DIR/NAME_offsets.json, where -out and -NAME-out say nothing else")
 	flag.Parse()
+	if *dir != "" {
+		if *out == "" {
+			*out = filepath.Join(*dir, "go_offsets.json")
+		}
+		for _, mf := range mods {
+			if *mf.out == "" {
+				*mf.out = filepath.Join(*dir, mf.mod.binPrefix+"_offsets.json")
+			}
+		}
+	}
 	want := *out != ""
 	for _, mf := range mods {
 		want = want || *mf.out != ""
 	}
 	if !want || flag.NArg() != 0 {
 		flag.Usage()
-		return errors.New("usage: gen [-out go_offsets.json] [-grpc-out grpc_offsets.json] " +
-			"[-pgx-out pgx_offsets.json] [-redis-out redis_offsets.json] [flags]; at " +
-			"least one table")
+		usage := "usage: gen [-dir DIR] [-out go_offsets.json]"
+		for _, m := range modTables {
+			usage += fmt.Sprintf(" [-%s-out %s_offsets.json]", m.binPrefix, m.binPrefix)
+		}
+		return errors.New(usage + " [flags]; at least one table")
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -1441,7 +1661,7 @@ func run() error {
 			}
 		}
 		g := &modBuilder{goCmd: goCmd, installed: installed, mod: m,
-			dir: probeDir(*cache, m.cachePrefix, m.probeGoMod, m.probeMain)}
+			dir: probeDir(*cache, m.binPrefix+"-probe-", m.probeGoMod(), m.probeMain)}
 		if err := os.MkdirAll(g.dir, 0o755); err != nil {
 			return err
 		}
@@ -1456,9 +1676,7 @@ func run() error {
 		}
 		minors := groupListed(candidates, m.major, *mf.minMinor)
 		if *mf.list == "" {
-			minors = withUnlistedFirst(goCmd, g.dir, m.path, minors)
-			minors = withUnlistedMinors(goCmd, g.dir, m.path, m.major, *mf.minMinor,
-				minors)
+			minors = withServed(goCmd, g.dir, m.path, m.major, *mf.minMinor, minors)
 		}
 		plans = append(plans, job{&spec{name: m.name, fields: m.fields, must: m.must,
 			types: m.types, check: m.check, build: g.build}, minors, *mf.out})
