@@ -25,8 +25,7 @@ COPY Makefile ./
 COPY bpf/ bpf/
 COPY exporter/ exporter/
 COPY proto/ proto/
-COPY offsets/go_offsets.json offsets/grpc_offsets.json offsets/pgx_offsets.json \
-	offsets/redis_offsets.json offsets/
+COPY offsets/*_offsets.json offsets/
 # The BPF objects and the offset tables are embedded: build/gospan is the one file to ship.
 RUN make -j"$(nproc)" build/gospan && ./build/gospan --version
 

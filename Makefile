@@ -7,8 +7,9 @@
 #                   rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
-#   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis) from the
-#                   DWARF of probes built with each Go toolchain and each module release
+#   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, gin, echo,
+#                   chi, gorilla/mux) from the DWARF of probes built with each Go toolchain and
+#                   each module release
 #   make fmt        clang-format the C sources
 #   make install    gospan, its docs, an example functions file and a systemd unit under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them
@@ -56,14 +57,12 @@ PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(filter-out capstone,$(PKGS)) 2>/dev/nu
 CAPSTONE_SONAME = $(shell readelf -d $(shell $(PKG_CONFIG) --variable=libdir capstone \
 	2>/dev/null)/libcapstone.so 2>/dev/null | sed -n 's/.*soname: \[\(.*\)\]/\1/p')
 
-OFFSETS_JSON := $(abspath offsets/go_offsets.json)
-GRPC_OFFSETS_JSON := $(abspath offsets/grpc_offsets.json)
-PGX_OFFSETS_JSON := $(abspath offsets/pgx_offsets.json)
-REDIS_OFFSETS_JSON := $(abspath offsets/redis_offsets.json)
-# What exporter/analysis/embed.c builds in, and the -D flags that name the files to it.
-EMBED_JSON := $(OFFSETS_JSON) $(GRPC_OFFSETS_JSON) $(PGX_OFFSETS_JSON) $(REDIS_OFFSETS_JSON)
-EMBED_CFLAGS := -DOFFSETS_JSON='"$(OFFSETS_JSON)"' -DGRPC_OFFSETS_JSON='"$(GRPC_OFFSETS_JSON)"' \
-	-DPGX_OFFSETS_JSON='"$(PGX_OFFSETS_JSON)"' -DREDIS_OFFSETS_JSON='"$(REDIS_OFFSETS_JSON)"'
+OFFSETS_DIR := $(abspath offsets)
+# What exporter/analysis/embed.c builds in, and the -D flag that names their directory to it: the
+# Go table and one table per module of GOSPAN_MODULE_TABLES (exporter/analysis/fields.h), each
+# offsets/NAME_offsets.json.
+EMBED_JSON := $(wildcard $(OFFSETS_DIR)/*_offsets.json)
+EMBED_CFLAGS := -DOFFSETS_DIR='"$(OFFSETS_DIR)"'
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(PKG_CFLAGS) \
@@ -360,8 +359,7 @@ demo: deps
 
 # OFFSETS_ARGS: more flags for offsets/gen (e.g. -verify; offsets/README.md lists them).
 offsets:
-	$(Q)cd offsets/gen && $(GO) run . -out $(OFFSETS_JSON) -grpc-out $(GRPC_OFFSETS_JSON) \
-		-pgx-out $(PGX_OFFSETS_JSON) -redis-out $(REDIS_OFFSETS_JSON) $(OFFSETS_ARGS)
+	$(Q)cd offsets/gen && $(GO) run . -dir $(OFFSETS_DIR) $(OFFSETS_ARGS)
 
 fmt:
 	$(Q)clang-format -i $(SRCS) $(HDRS) bpf/*.bpf.c bpf/include/*.h tests/unit/*.c tests/unit/*.h

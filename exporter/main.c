@@ -362,8 +362,7 @@ struct traced {
 struct app {
 	struct config cfg;
 	struct offsets *tables;
-	struct offsets *grpc_tables;
-	struct offsets *pgx_tables, *redis_tables;
+	struct module_tables modules;
 	struct functions *functions; /* --functions FILE; NULL: none */
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
@@ -770,11 +769,7 @@ static int add_target(struct app *app, size_t i)
 	if (err)
 		return err;
 	/* With a --functions file, a binary that serves no HTTP is still worth tracing. */
-	tg = target__analyse(path, name, app->tables,
-			     &(struct module_tables){ .grpc = app->grpc_tables,
-						      .pgx = app->pgx_tables,
-						      .redis = app->redis_tables },
-			     !app->functions);
+	tg = target__analyse(path, name, app->tables, &app->modules, !app->functions);
 	if (!tg) {
 		err = -errno;
 		disasm__release();
@@ -894,20 +889,9 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
-	app.grpc_tables = grpc_offsets__parse(gospan_grpc_offsets_json,
-					      gospan_grpc_offsets_json_end - gospan_grpc_offsets_json);
-	if (!app.grpc_tables) {
-		err = -errno;
+	err = module_tables__load(&app.modules);
+	if (err)
 		goto cleanup;
-	}
-	app.pgx_tables = pgx_offsets__parse(gospan_pgx_offsets_json,
-					    gospan_pgx_offsets_json_end - gospan_pgx_offsets_json);
-	app.redis_tables = redis_offsets__parse(
-		gospan_redis_offsets_json, gospan_redis_offsets_json_end - gospan_redis_offsets_json);
-	if (!app.pgx_tables || !app.redis_tables) {
-		err = -errno;
-		goto cleanup;
-	}
 	if (app.cfg.functions_file) {
 		app.functions = functions__load(app.cfg.functions_file);
 		if (!app.functions) {
@@ -1014,9 +998,7 @@ cleanup:
 	for (i = 0; i < app.ntraced; i++)
 		target__free(app.traced[i].target);
 	offsets__free(app.tables);
-	offsets__free(app.grpc_tables);
-	offsets__free(app.pgx_tables);
-	offsets__free(app.redis_tables);
+	module_tables__free(&app.modules);
 	functions__free(app.functions);
 	config__free(&app.cfg);
 	return err ? 1 : 0;

@@ -89,26 +89,57 @@ const char *const redis_field_names[REDIS_FIELD__COUNT] = {
 	[REDIS_FIELD_BASECMD_ARGS] = REDIS "baseCmd.args",
 };
 
-const struct offsets_fields go_offsets_fields = {
-	.what = "Go",
-	.names = go_field_names,
-	.count = GO_FIELD__COUNT,
+const char *const gin_field_names[GIN_FIELD__COUNT] = {
+	[GIN_FIELD_CONTEXT_FULLPATH] = "github.com/gin-gonic/gin.Context.fullPath",
 };
 
-const struct offsets_fields grpc_offsets_fields = {
-	.what = "grpc-go",
-	.names = grpc_field_names,
-	.count = GRPC_FIELD__COUNT,
+#define ECHO "github.com/labstack/echo/v4."
+
+const char *const echo_field_names[ECHO_FIELD__COUNT] = {
+	[ECHO_FIELD_CONTEXT_PATH] = ECHO "context.path",
+	[ECHO_FIELD_CONTEXT_HANDLER] = ECHO "context.handler",
 };
 
-const struct offsets_fields pgx_offsets_fields = {
-	.what = "pgx",
-	.names = pgx_field_names,
-	.count = PGX_FIELD__COUNT,
+#define ECHO5 "github.com/labstack/echo/v5."
+
+const char *const echo5_field_names[ECHO5_FIELD__COUNT] = {
+	[ECHO5_FIELD_CONTEXT_PATH] = ECHO5 "Context.path",
+	[ECHO5_FIELD_CONTEXT_HANDLER] = ECHO5 "Context.handler",
+	[ECHO5_FIELD_CONTEXT_ROUTE] = ECHO5 "Context.route",
+	[ECHO5_FIELD_ROUTEINFO_PATH] = ECHO5 "RouteInfo.Path",
 };
 
-const struct offsets_fields redis_offsets_fields = {
-	.what = "go-redis",
-	.names = redis_field_names,
-	.count = REDIS_FIELD__COUNT,
+#define CHI "github.com/go-chi/chi/v5."
+
+const char *const chi_field_names[CHI_FIELD__COUNT] = {
+	[CHI_FIELD_CONTEXT_ROUTE_PATTERNS] = CHI "Context.RoutePatterns",
+	[CHI_FIELD_CONTEXT_ROUTE_PATTERN] = CHI "Context.routePattern",
 };
+
+#define MUX "github.com/gorilla/mux."
+
+const char *const mux_field_names[MUX_FIELD__COUNT] = {
+	[MUX_FIELD_ROUTEMATCH_ROUTE] = MUX "RouteMatch.Route",
+	[MUX_FIELD_ROUTE_ROUTECONF] = MUX "Route.routeConf",
+	[MUX_FIELD_ROUTECONF_REGEXP] = MUX "routeConf.regexp",
+	/* "*regexp": listed only where the member is a pointer (offsets/README.md). */
+	[MUX_FIELD_ROUTE_REGEXP_PTR] = MUX "Route.*regexp",
+	[MUX_FIELD_GROUP_PATH] = MUX "routeRegexpGroup.path",
+	[MUX_FIELD_REGEXP_TEMPLATE] = MUX "routeRegexp.template",
+};
+
+/* A table's fields: its name for messages and its names, as many as the array has. */
+#define OFFSETS_FIELDS(what_, names_)                                                              \
+	{                                                                                          \
+		.what = what_, .names = names_, .count = sizeof(names_) / sizeof((names_)[0]),     \
+	}
+
+const struct offsets_fields go_offsets_fields = OFFSETS_FIELDS("Go", go_field_names);
+const struct offsets_fields grpc_offsets_fields = OFFSETS_FIELDS("grpc-go", grpc_field_names);
+const struct offsets_fields pgx_offsets_fields = OFFSETS_FIELDS("pgx", pgx_field_names);
+const struct offsets_fields redis_offsets_fields = OFFSETS_FIELDS("go-redis", redis_field_names);
+const struct offsets_fields gin_offsets_fields = OFFSETS_FIELDS("gin", gin_field_names);
+const struct offsets_fields echo_offsets_fields = OFFSETS_FIELDS("echo", echo_field_names);
+const struct offsets_fields echo5_offsets_fields = OFFSETS_FIELDS("echo v5", echo5_field_names);
+const struct offsets_fields chi_offsets_fields = OFFSETS_FIELDS("chi", chi_field_names);
+const struct offsets_fields mux_offsets_fields = OFFSETS_FIELDS("gorilla/mux", mux_field_names);

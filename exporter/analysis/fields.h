@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The struct members gospan reads in a Go binary: the Go runtime's and net/http's, and those of
- * the modules it traces (grpc-go, pgx, go-redis), each list by the name offsets/gen and the DWARF
- * give it ("net/http.Request.Method"). What the offset tables (offsets.c) and the DWARF reader
- * (dwarf.c) both fill in, kept apart from either so that neither depends on the other's parts.
+ * the modules it traces (grpc-go, pgx, go-redis, the routers gin, echo, chi and gorilla/mux),
+ * each list by the name offsets/gen and the DWARF give it ("net/http.Request.Method"). What the
+ * offset tables (offsets.c) and the DWARF reader (dwarf.c) both fill in, kept apart from either
+ * so that neither depends on the other's parts; and the one list of the modules with a table.
  */
 #ifndef GOSPAN_FIELDS_H
 #define GOSPAN_FIELDS_H
@@ -128,9 +129,99 @@ enum redis_field {
 /* "github.com/redis/go-redis/v9.baseClient.opt", ... */
 extern const char *const redis_field_names[REDIS_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from gin's (github.com/gin-gonic/gin) Context, from
+ * offsets/gin_offsets.json, keyed by gin's module version: the matched route's template, what
+ * c.FullPath() returns ("/users/:id"). Keep in step with gin_field_names[] and offsets/gen.
+ */
+enum gin_field {
+	GIN_FIELD_CONTEXT_FULLPATH,
+	GIN_FIELD__COUNT,
+};
+
+/* "github.com/gin-gonic/gin.Context.fullPath" */
+extern const char *const gin_field_names[GIN_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from echo v4's (github.com/labstack/echo/v4) context, the unexported
+ * struct behind the echo.Context interface a handler gets, from offsets/echo_offsets.json: the
+ * matched route's path ("/users/:id") and the handler routing chose (a func value: a pointer to
+ * its closure). Keep in step with echo_field_names[] and offsets/gen.
+ */
+enum echo_field {
+	ECHO_FIELD_CONTEXT_PATH,
+	ECHO_FIELD_CONTEXT_HANDLER,
+	ECHO_FIELD__COUNT,
+};
+
+/* "github.com/labstack/echo/v4.context.path", ... */
+extern const char *const echo_field_names[ECHO_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from echo v5's (github.com/labstack/echo/v5, another module than v4,
+ * with a table of its own) structs, from offsets/echo5_offsets.json. v5's Context is an exported
+ * struct: the route's path is in it, and it points (*RouteInfo) to the matched route's
+ * RouteInfo, whose Path is the template too. CONTEXT_HANDLER (a func value) is newer than
+ * v5.0.0, and -1 in the releases before it. Keep in step with echo5_field_names[] and
+ * offsets/gen.
+ */
+enum echo5_field {
+	ECHO5_FIELD_CONTEXT_PATH,
+	ECHO5_FIELD_CONTEXT_HANDLER,
+	ECHO5_FIELD_CONTEXT_ROUTE,
+	ECHO5_FIELD_ROUTEINFO_PATH,
+	ECHO5_FIELD__COUNT,
+};
+
+/* "github.com/labstack/echo/v5.Context.path", ... */
+extern const char *const echo5_field_names[ECHO5_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from chi v5's (github.com/go-chi/chi/v5) routing Context (what
+ * chi.RouteContext() returns), from offsets/chi_offsets.json: the stack of patterns of the
+ * routers a request went through (a []string) and the current router's pattern (a string).
+ * Keep in step with chi_field_names[] and offsets/gen.
+ */
+enum chi_field {
+	CHI_FIELD_CONTEXT_ROUTE_PATTERNS,
+	CHI_FIELD_CONTEXT_ROUTE_PATTERN,
+	CHI_FIELD__COUNT,
+};
+
+/* "github.com/go-chi/chi/v5.Context.RoutePatterns", ... */
+extern const char *const chi_field_names[CHI_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from gorilla/mux's (github.com/gorilla/mux) structs, from
+ * offsets/mux_offsets.json: a RouteMatch's *Route, and the way from a Route to its path
+ * template. Keep in step with mux_field_names[] and offsets/gen.
+ *
+ * The template is the string at REGEXP_TEMPLATE in the routeRegexp that the route's
+ * routeRegexpGroup points to at GROUP_PATH. Where that group is changed in v1.7.0:
+ * - up to v1.6.2 Route has a member regexp, a *routeRegexpGroup, at ROUTE_REGEXP_PTR ("Route.
+ *   *regexp", listed only where it is a pointer, as grpc's ServerStream.*Stream): the group is
+ *   reached through a load of the pointer there; ROUTE_ROUTECONF and ROUTECONF_REGEXP are -1;
+ * - from v1.7.0 Route embeds a routeConf by value at ROUTE_ROUTECONF, which holds the group by
+ *   value at ROUTECONF_REGEXP: the group starts at ROUTE_ROUTECONF + ROUTECONF_REGEXP from the
+ *   Route's own address, no load; ROUTE_REGEXP_PTR is -1.
+ * A release has exactly one of the two (offsets/gen checks it).
+ */
+enum mux_field {
+	MUX_FIELD_ROUTEMATCH_ROUTE,
+	MUX_FIELD_ROUTE_ROUTECONF,
+	MUX_FIELD_ROUTECONF_REGEXP,
+	MUX_FIELD_ROUTE_REGEXP_PTR,
+	MUX_FIELD_GROUP_PATH,
+	MUX_FIELD_REGEXP_TEMPLATE,
+	MUX_FIELD__COUNT,
+};
+
+/* "github.com/gorilla/mux.RouteMatch.Route", ... */
+extern const char *const mux_field_names[MUX_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
-	const char *what; /* "Go", "grpc-go", "pgx", "go-redis" */
+	const char *what; /* "Go", "grpc-go", "pgx", "go-redis", "gin", ... */
 	const char *const *names;
 	size_t count;
 };
@@ -138,5 +229,25 @@ struct offsets_fields {
 extern const struct offsets_fields go_offsets_fields;
 extern const struct offsets_fields grpc_offsets_fields;
 extern const struct offsets_fields pgx_offsets_fields, redis_offsets_fields;
+extern const struct offsets_fields gin_offsets_fields, echo_offsets_fields, echo5_offsets_fields;
+extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
+
+/*
+ * The modules gospan has an offset table of, one X(NAME, PATH) each: PATH is the module as
+ * buildinfo lists it; NAME_offsets_fields (above) are its table's fields,
+ * offsets/NAME_offsets.json its table (written by offsets/gen's -NAME-out, built in by
+ * embed.c), and NAME the member of struct module_tables (offsets.h) that holds it once loaded.
+ * A module's line here, its fields and its generator entry are all it takes to embed, load and
+ * look up its table.
+ */
+#define GOSPAN_MODULE_TABLES(X)                                                                    \
+	X(grpc, "google.golang.org/grpc")                                                          \
+	X(pgx, "github.com/jackc/pgx/v5")                                                          \
+	X(redis, "github.com/redis/go-redis/v9")                                                   \
+	X(gin, "github.com/gin-gonic/gin")                                                         \
+	X(echo, "github.com/labstack/echo/v4")                                                     \
+	X(echo5, "github.com/labstack/echo/v5")                                                    \
+	X(chi, "github.com/go-chi/chi/v5")                                                         \
+	X(mux, "github.com/gorilla/mux")
 
 #endif

@@ -2,10 +2,10 @@
 /*
  * Offset tables: parses the JSON that offsets/gen writes (schema in offsets/README.md) into one
  * row of struct member offsets per release the generator built, Go releases in one table and a
- * module's releases (grpc-go, pgx, go-redis) in each of the others, and picks the row a target's
- * version needs. One parser serves them all: a table differs from another only in its list of
- * fields. A table is checked in full when it is loaded, so a bad table stops gospan at start-up
- * instead of sending probes to wrong addresses later.
+ * module's releases (grpc-go, pgx, go-redis, gin, ...) in each of the others, and picks the row a
+ * target's version needs. One parser serves them all: a table differs from another only in its
+ * list of fields. A table is checked in full when it is loaded, so a bad table stops gospan at
+ * start-up instead of sending probes to wrong addresses later.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,26 +17,44 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/dwarf.h"
+#include "analysis/embed.h"
 #include "analysis/gobin.h"
 #include "core/log.h"
 #include "analysis/offsets.h"
 
-/* The modules gospan has a table of, as buildinfo lists them, with their tables' fields. */
-static const struct {
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * The modules gospan has a table of, in the order of GOSPAN_MODULE_TABLES and so of
+ * module_tables.by_module[]: their paths as buildinfo lists them, their tables' fields, and the
+ * tables embed.c built in.
+ */
+static const struct module_def {
 	const char *path;
 	const struct offsets_fields *fields;
-} module_tables[] = {
-	{ "google.golang.org/grpc", &grpc_offsets_fields },
-	{ "github.com/jackc/pgx/v5", &pgx_offsets_fields },
-	{ "github.com/redis/go-redis/v9", &redis_offsets_fields },
+	const char *json, *json_end;
+} module_defs[] = {
+#define MODULE_DEF(name, path_)                                                                    \
+	{ .path = path_,                                                                           \
+	  .fields = &name##_offsets_fields,                                                        \
+	  .json = gospan_##name##_offsets_json,                                                    \
+	  .json_end = gospan_##name##_offsets_json_end },
+	GOSPAN_MODULE_TABLES(MODULE_DEF)
+#undef MODULE_DEF
 };
+
+_Static_assert(ARRAY_SIZE(module_defs) == MODULE_TABLES__COUNT &&
+		       sizeof(struct module_tables) ==
+			       MODULE_TABLES__COUNT * sizeof(const struct offsets *),
+	       "struct module_tables' members are not one per module");
 
 #define OFFSETS_SCHEMA 1
 /* Fields a module table may have: a lookup keeps a row on its stack. */
 #define MODULE_FIELDS_MAX 64
-_Static_assert(GRPC_FIELD__COUNT <= MODULE_FIELDS_MAX && PGX_FIELD__COUNT <= MODULE_FIELDS_MAX &&
-		       REDIS_FIELD__COUNT <= MODULE_FIELDS_MAX,
+#define MODULE_FIELDS_FIT(name, path) &&ARRAY_SIZE(name##_field_names) <= MODULE_FIELDS_MAX
+_Static_assert(1 GOSPAN_MODULE_TABLES(MODULE_FIELDS_FIT),
 	       "a module table has more fields than a lookup has room for");
+#undef MODULE_FIELDS_FIT
 /*
  * The structs gospan reads are a few hundred bytes; an offset beyond this is a corrupt table,
  * and letting it through would have BPF read some unrelated part of the target's heap.
@@ -356,6 +374,41 @@ void offsets__free(struct offsets *o)
 	free(o);
 }
 
+const struct offsets_fields *offsets__fields(const struct offsets *o)
+{
+	return o->fields;
+}
+
+int module_tables__load(struct module_tables *t)
+{
+	const struct module_def *d;
+	size_t i;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < ARRAY_SIZE(module_defs); i++) {
+		d = &module_defs[i];
+		t->by_module[i] = offsets__parse_table(d->fields, d->json, d->json_end - d->json);
+		if (!t->by_module[i]) {
+			err = -errno;
+			module_tables__free(t);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void module_tables__free(struct module_tables *t)
+{
+	size_t i;
+
+	/* const for their users; module_tables__load() made them. */
+	for (i = 0; i < ARRAY_SIZE(t->by_module); i++) {
+		offsets__free((struct offsets *)t->by_module[i]);
+		t->by_module[i] = NULL;
+	}
+}
+
 void offsets__explain_miss(const struct offsets *o, int major, int minor, int patch)
 {
 	pr_err("no offsets for Go %d.%d.%d: the tables (Go %s to %s) have no %d.%d release at or "
@@ -553,9 +606,9 @@ static const struct offsets_fields *module_fields(const struct offsets *table, c
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(module_tables) / sizeof(module_tables[0]); i++) {
-		if (!strcmp(module_tables[i].path, module))
-			return module_tables[i].fields;
+	for (i = 0; i < ARRAY_SIZE(module_defs); i++) {
+		if (!strcmp(module_defs[i].path, module))
+			return module_defs[i].fields;
 	}
 	return table ? table->fields : NULL;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Struct member offsets per Go release and per release of the modules gospan traces (grpc-go,
- * pgx, go-redis), from the JSON tables in offsets/ (embedded in the binary). BPF code holds no
- * version-specific numbers: everything it needs to walk Go's and those modules' structs comes
- * from here.
+ * pgx, go-redis, the routers gin, echo, chi and gorilla/mux: GOSPAN_MODULE_TABLES in fields.h),
+ * from the JSON tables in offsets/ (embedded in the binary). BPF code holds no version-specific
+ * numbers: everything it needs to walk Go's and those modules' structs comes from here.
  */
 #ifndef GOSPAN_OFFSETS_H
 #define GOSPAN_OFFSETS_H
@@ -16,11 +16,36 @@
 
 struct offsets;
 
-/* The offset tables of the libraries gospan knows, for target__analyse; any may be NULL. */
+#define MODULE_TABLE_ONE(name, path) +1
+/* How many modules gospan has a table of. */
+enum { MODULE_TABLES__COUNT = 0 GOSPAN_MODULE_TABLES(MODULE_TABLE_ONE) };
+#undef MODULE_TABLE_ONE
+
+/*
+ * The offset tables of the modules gospan knows, for target__analyse; any may be NULL. One member
+ * per line of GOSPAN_MODULE_TABLES, named as there and in its order: grpc, pgx, redis, gin, echo
+ * (echo v4), echo5 (echo v5), chi, mux (gorilla/mux). by_module[] is the same tables as an array,
+ * for code that goes through every module.
+ */
 struct module_tables {
-	const struct offsets *grpc, *pgx, *redis;
+	union {
+		struct {
+#define MODULE_TABLE_MEMBER(name, path) const struct offsets *name;
+			GOSPAN_MODULE_TABLES(MODULE_TABLE_MEMBER)
+#undef MODULE_TABLE_MEMBER
+		};
+		const struct offsets *by_module[MODULE_TABLES__COUNT];
+	};
 };
 
+/*
+ * Parses the table of every module in GOSPAN_MODULE_TABLES that is built into gospan (embed.c)
+ * into T. 0, or a negative errno with the reason logged and T all NULL: a bad table stops gospan
+ * at start-up.
+ */
+int module_tables__load(struct module_tables *t);
+/* Frees what module_tables__load() put in T, and sets T all NULL. */
+void module_tables__free(struct module_tables *t);
 
 /*
  * Parses a table (JSON text of LEN bytes) that lists FIELDS. NULL with errno set when malformed;
@@ -37,6 +62,8 @@ struct offsets *pgx_offsets__parse(const char *json, size_t len);
 /* offsets__parse_table() of the go-redis table (redis_offsets.json). */
 struct offsets *redis_offsets__parse(const char *json, size_t len);
 void offsets__free(struct offsets *o);
+/* The fields table O lists, those it was parsed with. */
+const struct offsets_fields *offsets__fields(const struct offsets *o);
 
 /*
  * A release as a lookup asks for it. PRERELEASE marks a version that comes before
@@ -94,11 +121,11 @@ void offsets__explain_miss(const struct offsets *o, int major, int minor, int pa
 struct gobin;
 
 /*
- * The offsets of the fields of a module's table (grpc-go's, pgx's, go-redis's) for the Go binary
+ * The offsets of the fields of a module's table (grpc-go's, pgx's, gin's, ...) for the Go binary
  * at PATH, whose buildinfo is GB, which may use MODULE (as buildinfo names it:
- * "github.com/jackc/pgx/v5"). TABLE is that module's table, or NULL (DWARF only) for a module
- * gospan has a table of: google.golang.org/grpc, github.com/jackc/pgx/v5 and
- * github.com/redis/go-redis/v9. OUT has one entry per field of the table (PGX_FIELD__COUNT, ...).
+ * "github.com/jackc/pgx/v5"). TABLE is that module's table (its member of struct module_tables),
+ * or NULL (DWARF only) for a module gospan has a table of (GOSPAN_MODULE_TABLES in fields.h).
+ * OUT has one entry per field of the table (PGX_FIELD__COUNT, GIN_FIELD__COUNT, ...).
  *
  * From the binary's DWARF when it has some, else from the table row for the version of MODULE in
  * its buildinfo (its dependency, or its main module for the module's own programs): the nearest

@@ -7,7 +7,10 @@
  * pseudo-versions and releases newer than the table resolving to the nearest row below) and the
  * choice grpc_offsets__for_binary() makes for a binary without DWARF; the real
  * offsets/pgx_offsets.json and offsets/redis_offsets.json (known offsets, the members that were
- * renamed or moved, every release's fields) and module_offsets__for_binary() on them.
+ * renamed or moved, every release's fields) and module_offsets__for_binary() on them; every
+ * module table as module_tables__load() gives it from the gospan binary (the same bytes as in
+ * offsets/), and the router tables among them (gin, echo v4 and v5, chi, gorilla/mux: known
+ * offsets, every release's fields, releases below the tables).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "helpers.h"
+#include "analysis/embed.h"
 #include "analysis/gobin.h"
 #include "core/log.h"
 #include "analysis/offsets.h"
@@ -31,6 +35,8 @@ static struct offsets *grpc_table;
 static char *pgx_json, *redis_json;
 static size_t pgx_len, redis_len;
 static struct offsets *pgx_table, *redis_table;
+/* Every module's table as gospan embeds it. */
+static struct module_tables modules;
 
 static int setup(void **state)
 {
@@ -57,6 +63,8 @@ static int setup(void **state)
 	}
 	pgx_table = pgx_offsets__parse(pgx_json, pgx_len);
 	redis_table = redis_offsets__parse(redis_json, redis_len);
+	if (module_tables__load(&modules))
+		return -1;
 	return table && grpc_table && pgx_table && redis_table ? 0 : -1;
 }
 
@@ -71,6 +79,7 @@ static int teardown(void **state)
 	free(pgx_json);
 	offsets__free(redis_table);
 	free(redis_json);
+	module_tables__free(&modules);
 	return 0;
 }
 
@@ -105,27 +114,18 @@ static void latest_of_minor(int minor, char *buf, size_t size)
 	snprintf(buf, size, "1.%d.%d", minor, best);
 }
 
-/* Room for a row of any of the four tables. */
+/* Room for a row of any table. */
 #define ROW_MAX 64
-_Static_assert((int)GO_FIELD__COUNT <= ROW_MAX && (int)GRPC_FIELD__COUNT <= ROW_MAX &&
-		       (int)PGX_FIELD__COUNT <= ROW_MAX && (int)REDIS_FIELD__COUNT <= ROW_MAX,
+#define ROW_FITS(name, path) &&sizeof(name##_field_names) / sizeof(char *) <= ROW_MAX
+_Static_assert((int)GO_FIELD__COUNT <= ROW_MAX GOSPAN_MODULE_TABLES(ROW_FITS),
 	       "a row does not fit");
-
-/* What table T, one of the four setup() loaded, lists. */
-static const struct offsets_fields *fields_of(const struct offsets *t)
-{
-	if (t == table)
-		return &go_offsets_fields;
-	if (t == grpc_table)
-		return &grpc_offsets_fields;
-	return t == pgx_table ? &pgx_offsets_fields : &redis_offsets_fields;
-}
+#undef ROW_FITS
 
 /* Looks module VERSION ("v1.50.0") up in table T, which must resolve it to WANT_RESOLVED. */
 static void module_find_ok(const struct offsets *t, const char *version, const char *want_resolved,
 			   int64_t *out)
 {
-	const struct offsets_fields *fields = fields_of(t);
+	const struct offsets_fields *fields = offsets__fields(t);
 	struct offsets_version v;
 	const char *resolved = NULL;
 
@@ -171,7 +171,7 @@ struct known {
 
 static void check_known(const struct offsets *t, const struct known *k, size_t n)
 {
-	const struct offsets_fields *fields = fields_of(t);
+	const struct offsets_fields *fields = offsets__fields(t);
 	const char *row = NULL, *resolved;
 	int64_t o[ROW_MAX];
 	int ma, mi, pa;
@@ -1349,32 +1349,46 @@ static void test_offsets__datastore_tables_every_release(void **state)
 	}
 }
 
+/* A module table as gospan embeds it: its module, its text, its major version. */
+#define EMBEDDED_LEN(sym) (size_t)(sym##_end - sym)
+#define EMBEDDED(name, module, major)                                                              \
+	{                                                                                          \
+		modules.name, module, gospan_##name##_offsets_json,                                \
+			EMBEDDED_LEN(gospan_##name##_offsets_json), major                          \
+	}
+
 /*
- * Without DWARF the pgx and go-redis tables decide as the grpc-go one does: a listed release
- * quietly, a release newer than the table with its newest row and a warning naming the table; a
- * binary without the module is -ENOENT, one whose version no row fits -ENOTSUP. A table of
- * another module than the one asked for is the caller's mistake.
+ * Without DWARF the pgx, go-redis and router tables decide as the grpc-go one does: a listed
+ * release quietly, a release newer than the table with its newest row and a warning naming the
+ * table; a binary without the module is -ENOENT, one whose version no row fits (below the table)
+ * -ENOTSUP. A table of another module than the one asked for is the caller's mistake.
  */
-static void test_offsets__datastores_for_binary_without_dwarf(void **state)
+static void test_offsets__modules_for_binary_without_dwarf(void **state)
 {
 	const struct {
 		const struct offsets *t;
-		const char *module, *json, *what;
-		size_t len, count;
+		const char *module, *json;
+		size_t len;
+		int major;
 	} mods[] = {
-		{ pgx_table, PGX_MODULE, pgx_json, "pgx", pgx_len, PGX_FIELD__COUNT },
-		{ redis_table, REDIS_MODULE, redis_json, "go-redis", redis_len,
-		  REDIS_FIELD__COUNT },
+		{ pgx_table, PGX_MODULE, pgx_json, pgx_len, 5 },
+		{ redis_table, REDIS_MODULE, redis_json, redis_len, 9 },
+		EMBEDDED(gin, "github.com/gin-gonic/gin", 1),
+		EMBEDDED(echo, "github.com/labstack/echo/v4", 4),
+		EMBEDDED(echo5, "github.com/labstack/echo/v5", 5),
+		EMBEDDED(chi, "github.com/go-chi/chi/v5", 5),
+		EMBEDDED(mux, "github.com/gorilla/mux", 1),
 	};
+	const size_t nmods = sizeof(mods) / sizeof(mods[0]);
 	int64_t o[ROW_MAX], want[ROW_MAX];
 	char source[48], oldest[32], newest[32], version[48], expect[96], *msg;
 	const char *bin = no_dwarf_bin();
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
-		const struct offsets *t = mods[i].t, *other = mods[1 - i].t;
+	for (size_t i = 0; i < nmods; i++) {
+		const struct offsets *t = mods[i].t, *other = mods[(i + 1) % nmods].t;
 		const char *module = mods[i].module;
-		size_t n = mods[i].count;
+		size_t n = offsets__fields(t)->count;
 
 		listed_end(mods[i].json, mods[i].len, true, oldest, sizeof(oldest));
 		listed_end(mods[i].json, mods[i].len, false, newest, sizeof(newest));
@@ -1386,7 +1400,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 		assert_string_equal(msg, "");
 		free(msg);
 		assert_string_equal(source, "");
-		test_assert_unset(fields_of(t), o);
+		test_assert_unset(offsets__fields(t), o);
 
 		/* The oldest release, listed: its row, quietly. */
 		snprintf(version, sizeof(version), "v%s", oldest);
@@ -1401,13 +1415,14 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 		assert_memory_equal(o, want, n * sizeof(*o));
 
 		/* Newer than the table: its newest row, with a warning that names the table. */
-		snprintf(version, sizeof(version), "v%d.999.0", i == 0 ? 5 : 9);
+		snprintf(version, sizeof(version), "v%d.999.0", mods[i].major);
 		assert_int_equal(module_for_binary(t, module, bin, version, o, source,
 						   sizeof(source), &msg),
 				 0);
 		snprintf(expect, sizeof(expect), "table v%s", newest);
 		assert_string_equal(source, expect);
-		snprintf(expect, sizeof(expect), "newer than the %s offset table", mods[i].what);
+		snprintf(expect, sizeof(expect), "newer than the %s offset table",
+			 offsets__fields(t)->what);
 		if (!strstr(msg, expect))
 			fail_msg("no '%s' in: %s", expect, msg);
 		free(msg);
@@ -1415,13 +1430,13 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 		assert_memory_equal(o, want, n * sizeof(*o));
 
 		/* Older than the table, a directory replacement, no table: -ENOTSUP. */
-		snprintf(version, sizeof(version), "v%d.0.0-rc.1", i == 0 ? 5 : 9);
+		snprintf(version, sizeof(version), "v%d.0.0-rc.1", mods[i].major);
 		assert_int_equal(module_for_binary(t, module, bin, version, o, source,
 						   sizeof(source), &msg),
 				 -ENOTSUP);
 		assert_non_null(strstr(msg, "older than the"));
 		free(msg);
-		test_assert_unset(fields_of(t), o);
+		test_assert_unset(offsets__fields(t), o);
 		assert_int_equal(module_for_binary(t, module, bin, "(devel)", o, source,
 						   sizeof(source), &msg),
 				 -ENOTSUP);
@@ -1437,7 +1452,7 @@ static void test_offsets__datastores_for_binary_without_dwarf(void **state)
 						   sizeof(source), &msg),
 				 -EINVAL);
 		free(msg);
-		test_assert_unset(fields_of(t), o);
+		test_assert_unset(offsets__fields(t), o);
 		assert_int_equal(module_for_binary(grpc_table, module, bin, version, o, source,
 						   sizeof(source), &msg),
 				 -EINVAL);
@@ -1480,6 +1495,246 @@ static void test_offsets__datastore_tables_malformed(void **state)
 	offsets__free(t);
 }
 
+/* ---- every module table as embedded, and the router tables ---- */
+
+/* NAME's table as module_tables__load() gave it from the JSON that embed.c built in. */
+static void check_embedded(const char *name, const struct offsets *t, const char *json,
+			   const char *json_end)
+{
+	char path[256];
+	size_t len = 0;
+	char *file;
+
+	if (!t)
+		fail_msg("module_tables__load() left the %s table out", name);
+	snprintf(path, sizeof(path), "../../offsets/%s_offsets.json", name);
+	file = test_read_file(path, &len);
+	assert_non_null(file);
+	/* A stale build would embed another table than the one committed. */
+	if (len != (size_t)(json_end - json) || memcmp(file, json, len))
+		fail_msg("the embedded %s table is not %s", name, path);
+	free(file);
+}
+
+/* Every module of GOSPAN_MODULE_TABLES has its table loaded, from the committed bytes. */
+static void test_offsets__embedded_module_tables(void **state)
+{
+	(void)state;
+#define CHECK_EMBEDDED(name, path)                                                                 \
+	check_embedded(#name, modules.name, gospan_##name##_offsets_json,                          \
+		       gospan_##name##_offsets_json_end);
+	GOSPAN_MODULE_TABLES(CHECK_EMBEDDED)
+#undef CHECK_EMBEDDED
+	assert_ptr_equal(offsets__fields(modules.gin), &gin_offsets_fields);
+	assert_ptr_equal(offsets__fields(modules.mux), &mux_offsets_fields);
+	assert_ptr_equal(modules.by_module[0], modules.grpc);
+}
+
+/*
+ * Values read by llvm-dwarfdump from the generator's probes (gin 1.7.0 and 1.12.0; echo 4.0.0,
+ * 4.11.4, 4.12.0, 4.13.0 and 4.16.4; echo v5 5.0.0, 5.1.1, 5.2.0 and 5.4.5; chi 5.0.0, 5.0.1 and
+ * 5.5.0; mux 1.6.0, 1.6.2, 1.7.0 and 1.8.1), and computed by hand from those releases' structs.
+ */
+static void test_offsets__router_known_values(void **state)
+{
+	/* gin: Context.fullPath after writermem (32), Request, Writer, Params, handlers, index. */
+	static const struct known gin[] = {
+		ROW("v1.7.0", "1.7.0"),
+		AT(GIN_FIELD_CONTEXT_FULLPATH, 112),
+		ROW("v1.12.0", "1.12.0"),
+		AT(GIN_FIELD_CONTEXT_FULLPATH, 112),
+		/* Not listed (v1.7.1 to v1.7.6 have v1.7.0's layout): the nearest below. */
+		ROW("v1.7.3", "1.7.0"),
+	};
+	/*
+	 * echo v4: path second (after request and response) up to v4.11.4; v4.12.0 put new members
+	 * ahead of both, v4.13.0 moved the handler ahead of the path.
+	 */
+	static const struct known echo[] = {
+		ROW("v4.0.0", "4.0.0"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 16),
+		AT(ECHO_FIELD_CONTEXT_HANDLER, 88),
+		ROW("v4.11.4", "4.11.4"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 16),
+		AT(ECHO_FIELD_CONTEXT_HANDLER, 88),
+		ROW("v4.12.0", "4.12.0"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 80),
+		AT(ECHO_FIELD_CONTEXT_HANDLER, 144),
+		ROW("v4.13.0", "4.13.0"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 88),
+		AT(ECHO_FIELD_CONTEXT_HANDLER, 80),
+		ROW("v4.16.4", "4.16.4"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 88),
+		AT(ECHO_FIELD_CONTEXT_HANDLER, 80),
+		/* v4.1.5 is not listed (v4.1.0 and v4.1.17 agree): v4.1.0's row. */
+		ROW("v4.1.5", "4.1.0"),
+		AT(ECHO_FIELD_CONTEXT_PATH, 16),
+	};
+	/* echo v5: handler arrived in v5.2.0, ahead of path, which moved from 88 to 128. */
+	static const struct known echo5[] = {
+		ROW("v5.0.0", "5.0.0"),
+		AT(ECHO5_FIELD_CONTEXT_PATH, 88),
+		AT(ECHO5_FIELD_CONTEXT_HANDLER, -1),
+		AT(ECHO5_FIELD_CONTEXT_ROUTE, 48),
+		AT(ECHO5_FIELD_ROUTEINFO_PATH, 32),
+		ROW("v5.1.1", "5.1.1"),
+		AT(ECHO5_FIELD_CONTEXT_PATH, 88),
+		AT(ECHO5_FIELD_CONTEXT_HANDLER, -1),
+		ROW("v5.2.0", "5.2.0"),
+		AT(ECHO5_FIELD_CONTEXT_PATH, 128),
+		AT(ECHO5_FIELD_CONTEXT_HANDLER, 64),
+		AT(ECHO5_FIELD_CONTEXT_ROUTE, 48),
+		AT(ECHO5_FIELD_ROUTEINFO_PATH, 32),
+		ROW("v5.4.5", "5.4.5"),
+		AT(ECHO5_FIELD_CONTEXT_PATH, 128),
+		AT(ECHO5_FIELD_CONTEXT_HANDLER, 64),
+	};
+	/*
+	 * chi: v5.0.1 put parentCtx, URLParams and routeParams ahead of the patterns (v5.0.0 had
+	 * the stack right after Routes, RoutePath and RouteMethod).
+	 */
+	static const struct known chi[] = {
+		ROW("v5.0.0", "5.0.0"),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERNS, 48),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERN, 120),
+		ROW("v5.0.1", "5.0.1"),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERNS, 176),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERN, 160),
+		ROW("v5.5.0", "5.5.0"),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERNS, 176),
+		AT(CHI_FIELD_CONTEXT_ROUTE_PATTERN, 160),
+	};
+	/* mux: a *routeRegexpGroup at 56 to v1.6.2; from v1.7.0 routeConf 64, its group 8 in it. */
+	static const struct known mux[] = {
+		ROW("v1.6.0", "1.6.0"),
+		AT(MUX_FIELD_ROUTEMATCH_ROUTE, 0),
+		AT(MUX_FIELD_ROUTE_REGEXP_PTR, 56),
+		AT(MUX_FIELD_ROUTE_ROUTECONF, -1),
+		AT(MUX_FIELD_ROUTECONF_REGEXP, -1),
+		AT(MUX_FIELD_GROUP_PATH, 8),
+		AT(MUX_FIELD_REGEXP_TEMPLATE, 0),
+		ROW("v1.6.2", "1.6.2"),
+		AT(MUX_FIELD_ROUTE_REGEXP_PTR, 56),
+		AT(MUX_FIELD_ROUTE_ROUTECONF, -1),
+		ROW("v1.7.0", "1.7.0"),
+		AT(MUX_FIELD_ROUTEMATCH_ROUTE, 0),
+		AT(MUX_FIELD_ROUTE_REGEXP_PTR, -1),
+		AT(MUX_FIELD_ROUTE_ROUTECONF, 64),
+		AT(MUX_FIELD_ROUTECONF_REGEXP, 8),
+		AT(MUX_FIELD_GROUP_PATH, 8),
+		AT(MUX_FIELD_REGEXP_TEMPLATE, 0),
+		ROW("v1.8.1", "1.8.1"),
+		AT(MUX_FIELD_ROUTE_REGEXP_PTR, -1),
+		AT(MUX_FIELD_ROUTE_ROUTECONF, 64),
+		AT(MUX_FIELD_ROUTECONF_REGEXP, 8),
+	};
+
+	(void)state;
+	CHECK_KNOWN(modules.gin, gin);
+	CHECK_KNOWN(modules.echo, echo);
+	CHECK_KNOWN(modules.echo5, echo5);
+	CHECK_KNOWN(modules.chi, chi);
+	CHECK_KNOWN(modules.mux, mux);
+}
+
+/* A release below a table's range, or of another major, has no row: -ENOENT. */
+static void test_offsets__router_below_range(void **state)
+{
+	static const struct {
+		const char *version;
+		enum { GIN, ECHO, ECHO5, CHI, MUX } table;
+	} below[] = {
+		{ "v1.6.3", GIN },	  { "v1.7.0-rc.1", GIN }, { "v3.3.10", ECHO },
+		{ "v4.0.0-rc.1", ECHO }, { "v5.0.0-rc.1", ECHO5 }, { "v4.5.0", ECHO5 },
+		{ "v4.1.2", CHI },	  { "v1.5.0", MUX },	  { "v1.6.0-rc.1", MUX },
+	};
+	const struct offsets *tables[] = { modules.gin, modules.echo, modules.echo5, modules.chi,
+					   modules.mux };
+	struct offsets_version v;
+	int64_t o[ROW_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(below) / sizeof(below[0]); i++) {
+		const struct offsets *t = tables[below[i].table];
+		int err;
+
+		assert_int_equal(offsets__parse_module_version(below[i].version, &v), 0);
+		err = offsets__find_version(t, &v, OFFSETS_MATCH_NEAREST_BELOW, o,
+					    offsets__fields(t)->count, NULL);
+		if (err != -ENOENT)
+			fail_msg("%s %s: %d, want -ENOENT", offsets__fields(t)->what,
+				 below[i].version, err);
+	}
+}
+
+/*
+ * Every listed release of a router table resolves to itself and has what a route template is
+ * read with: gin's fullPath, echo's path and handler, echo v5's path, route and RouteInfo.Path
+ * (its handler from v5.2.0), chi's both, and mux's Route, the group's path and the template, and
+ * exactly one way from a Route to its group.
+ */
+static void test_offsets__router_tables_every_release(void **state)
+{
+	const struct {
+		const struct offsets *t;
+		const char *json, *json_end;
+		int min;
+	} tables[] = {
+		{ modules.gin, gospan_gin_offsets_json, gospan_gin_offsets_json_end, 10 },
+		{ modules.echo, gospan_echo_offsets_json, gospan_echo_offsets_json_end, 25 },
+		{ modules.echo5, gospan_echo5_offsets_json, gospan_echo5_offsets_json_end, 9 },
+		{ modules.chi, gospan_chi_offsets_json, gospan_chi_offsets_json_end, 10 },
+		{ modules.mux, gospan_mux_offsets_json, gospan_mux_offsets_json_end, 6 },
+	};
+	int64_t o[ROW_MAX];
+	char version[48];
+	const cJSON *v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		const struct offsets *t = tables[i].t;
+		cJSON *root = cJSON_ParseWithLength(tables[i].json,
+						    tables[i].json_end - tables[i].json);
+		int n = 0;
+
+		assert_non_null(root);
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(root, "versions"))
+		{
+			snprintf(version, sizeof(version), "v%s", v->valuestring);
+			module_find_ok(t, version, v->valuestring, o);
+			n++;
+			if (t == modules.echo5) {
+				assert_true(o[ECHO5_FIELD_CONTEXT_PATH] >= 0);
+				assert_true(o[ECHO5_FIELD_CONTEXT_ROUTE] >= 0);
+				assert_true(o[ECHO5_FIELD_ROUTEINFO_PATH] >= 0);
+				continue;
+			}
+			if (t != modules.mux) {
+				for (size_t f = 0; f < offsets__fields(t)->count; f++)
+					if (o[f] < 0)
+						fail_msg("%s %s: no '%s'", offsets__fields(t)->what,
+							 version, offsets__fields(t)->names[f]);
+				continue;
+			}
+			assert_true(o[MUX_FIELD_ROUTEMATCH_ROUTE] >= 0);
+			assert_true(o[MUX_FIELD_GROUP_PATH] >= 0);
+			assert_true(o[MUX_FIELD_REGEXP_TEMPLATE] >= 0);
+			/* The embedded routeConf's two offsets together, or the pointer alone. */
+			assert_int_equal(o[MUX_FIELD_ROUTE_ROUTECONF] >= 0,
+					 o[MUX_FIELD_ROUTECONF_REGEXP] >= 0);
+			if ((o[MUX_FIELD_ROUTE_REGEXP_PTR] >= 0) ==
+			    (o[MUX_FIELD_ROUTE_ROUTECONF] >= 0))
+				fail_msg("gorilla/mux %s: not one way to the route's regexp group",
+					 version);
+		}
+		cJSON_Delete(root);
+		/* Every minor of the range, most with their .0 and latest patch. */
+		if (n < tables[i].min)
+			fail_msg("%s: %d releases, want at least %d", offsets__fields(t)->what, n,
+				 tables[i].min);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1503,7 +1758,11 @@ int main(void)
 		cmocka_unit_test(test_offsets__pgx_known_values),
 		cmocka_unit_test(test_offsets__redis_known_values),
 		cmocka_unit_test(test_offsets__datastore_tables_every_release),
-		cmocka_unit_test(test_offsets__datastores_for_binary_without_dwarf),
+		cmocka_unit_test(test_offsets__modules_for_binary_without_dwarf),
+		cmocka_unit_test(test_offsets__embedded_module_tables),
+		cmocka_unit_test(test_offsets__router_known_values),
+		cmocka_unit_test(test_offsets__router_below_range),
+		cmocka_unit_test(test_offsets__router_tables_every_release),
 		cmocka_unit_test(test_offsets__datastore_tables_malformed),
 	};
 
