@@ -751,13 +751,32 @@ static void db_parts(const struct target *t, char *buf, size_t size)
 			 d->redis_version, d->redis_offsets, steps_text(d->redis_steps, steps));
 }
 
+/*
+ * The router frameworks whose routes T's spans get, for the attach line: " + gin routes
+ * (v1.12.0, offsets from DWARF; single-stepped hits: 0 a request)".
+ */
+static void router_parts(const struct target *t, char *buf, size_t size)
+{
+	const struct router_target *r = &t->routers;
+	char steps[16];
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < r->n && len < size; i++)
+		len += snprintf(buf + len, size - len,
+				" + %s routes (%s, offsets from %s; single-stepped hits: %s a "
+				"request)",
+				r->v[i].name, r->v[i].version, r->v[i].offsets,
+				steps_text(r->v[i].steps, steps));
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
-	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384];
+	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -831,13 +850,14 @@ static int add_target(struct app *app, size_t i)
 			 tg->nfuncs == 1 ? "" : "s");
 	grpc_parts(tg, rpc, sizeof(rpc));
 	db_parts(tg, db, sizeof(db));
+	router_parts(tg, routes, sizeof(routes));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s), "
+		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
-		tg->serve_http.addr ? "HTTP server" : "no HTTP server",
+		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
 		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, db, tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",

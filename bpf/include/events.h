@@ -91,6 +91,7 @@ enum event_type {
 	EVENT_GRPC_CLIENT_START = 10,
 	EVENT_GRPC_CLIENT_END = 11,
 	EVENT_DB_CALL = 12,
+	EVENT_HTTP_ROUTE = 13,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -677,6 +678,64 @@ struct db_call {
 	char inner[DB_ERROR_STRS][MAX_DB_ERROR_LEN];
 	__u8 nargs[MAX_DB_BATCH]; /* go-redis: each command's argument count, name included */
 	char commands[MAX_DB_BATCH][MAX_DB_COMMAND_LEN];
+};
+
+/*
+ * Route templates of HTTP router frameworks (gin, echo, chi, gorilla/mux): bpf/routes.bpf.c reads
+ * the template the framework matched at one emulated site per request (a direct CALL, or the
+ * first emulated instruction after one), placed by exporter/analysis/routers.c. Its probe's attach
+ * cookie holds the target in the low 32 bits and the route_sites index above them.
+ */
+#define MAX_ROUTE_SITES 64
+#define ROUTE_HOPS 3
+#define MAX_ROUTE_PARTS 4	/* chi: one pattern per router the request went through */
+#define MAX_ROUTE_PART_LEN 128
+#define ROUTE_SITE_SHIFT 32
+
+/* What the template is (struct route_site.kind). */
+enum route_kind {
+	ROUTE_STRING = 1,  /* one Go string */
+	ROUTE_STRINGS = 2, /* a []string of parts, in order, that user space joins (chi) */
+};
+
+/*
+ * How the program at one route site finds the template: from the word in integer register slot
+ * BASE_SLOT (0: the stack pointer) plus BASE_OFF, NHOPS pointer hops (base = *(base + HOPS[i])),
+ * then the string or slice header at base + STR_OFF. NEED_OFF >= 0: a word there must be non-zero,
+ * or the router matched no route (chi's routePattern length); CHECK_OFF >= 0: the record carries
+ * the code address of the func value there (echo's handler), by which user space tells a handler
+ * of the application's from the router's own not-found and method-not-allowed ones.
+ */
+struct route_site {
+	__u32 kind;
+	__u32 base_slot;
+	__s64 base_off;
+	__u32 nhops;
+	__u32 _pad;
+	__s64 hops[ROUTE_HOPS];
+	__s64 str_off;
+	__s64 need_off;
+	__s64 check_off;
+};
+
+/*
+ * A route template, sent when the router has matched one: HDR names the goroutine's ServeHTTP call
+ * in flight (its start_ns), which the template belongs to. LEN[i] is part i's real length, NPARTS
+ * how many parts there were (more than MAX_ROUTE_PARTS: the rest were not read).
+ */
+struct http_route {
+	struct record_header hdr;
+	__u32 site; /* the route_sites index */
+	__u32 nparts;
+	/*
+	 * CHECK_OFF's func value: its code address, and the code address of the func value its
+	 * closure holds first (echo wraps every route's handler in a closure that holds it); runtime
+	 * addresses, 0: none.
+	 */
+	__u64 check;
+	__u64 check_inner;
+	__u32 len[MAX_ROUTE_PARTS];
+	char part[MAX_ROUTE_PARTS][MAX_ROUTE_PART_LEN];
 };
 
 #endif

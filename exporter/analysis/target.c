@@ -756,6 +756,12 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	err = datastores__configure(&a, &t->db, t->offs, modules, &t->cfg);
 	if (err)
 		goto cleanup;
+	/* Routers serve inside net/http's ServeHTTP: their routes go to its spans. */
+	if (t->serve_http.addr) {
+		err = routers__find(&a, modules, &t->routers);
+		if (err)
+			goto cleanup;
+	}
 	count_steps(&a, t);
 	t->analysis = malloc(sizeof(*t->analysis));
 	if (!t->analysis) {
@@ -806,6 +812,7 @@ void target__free(struct target *t)
 	probe_site__release(&t->grpc.header_fields);
 	probe_site__release(&t->grpc.write_header);
 	datastores__release(&t->db);
+	routers__release(&t->routers);
 	target__release_funcs(t);
 	gobin__free(t->gobin);
 	free(t->path);

@@ -16,6 +16,7 @@
 #include "analysis/gotype.h"
 #include "analysis/offsets.h"
 #include "analysis/planner.h"
+#include "analysis/routers.h"
 
 struct analysis;
 struct gobin;
@@ -90,6 +91,7 @@ struct target {
 	int server_steps, client_steps;
 	struct grpc_target grpc;
 	struct db_target db;
+	struct router_target routers; /* route templates of the router frameworks it serves with */
 	/*
 	 * The binary as target__analyse read it, open for functions__resolve and
 	 * cputime__resolve so that they need not read it again; NULL after target__end_analysis.

@@ -33,6 +33,7 @@ struct probes {
 	struct uprobes *uprobes;
 	uint32_t ntargets;
 	uint32_t nfuncs; /* entries of the funcs map in use */
+	uint32_t nroutes; /* entries of the route_sites map in use */
 	int ncpus;
 	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
 };
@@ -233,6 +234,51 @@ static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint3
 	return err;
 }
 
+/*
+ * T's router frameworks: how each finds its route templates in the route_sites map, and its
+ * probes, whose cookies carry that map's index above the target's (events.h).
+ */
+static int attach_routes(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			 struct probe_counts *n)
+{
+	struct router_target *r = &t->routers;
+	const struct router *rt;
+	uint64_t cookie;
+	uint32_t idx;
+	size_t i, j;
+	int err = 0;
+
+	if (!r->n)
+		return 0;
+	if (p->nroutes + r->n > MAX_ROUTE_SITES) {
+		pr_warn("'%s': no routes from its router framework: %d frameworks at most in all "
+			"targets",
+			t->path, MAX_ROUTE_SITES);
+		return 0;
+	}
+	r->site_base = p->nroutes;
+	for (i = 0; !err && i < r->n; i++) {
+		rt = &r->v[i];
+		idx = r->site_base + (uint32_t)i;
+		if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.route_sites), &idx, &rt->recipe,
+					BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot store how '%s' finds %s routes: %s", t->path, rt->name,
+			       strerror(-err));
+			break;
+		}
+		cookie = c | ((uint64_t)idx << ROUTE_SITE_SHIFT);
+		for (j = 0; !err && j < rt->site.nends; j++) {
+			err = uprobes__add(p->uprobes, p->skel->progs.route_seen, t->path, pid,
+					   rt->site.ends[j].off, cookie, false);
+			*(rt->site.ends[j].emulated ? &n->emulated : &n->stepped) += !err;
+		}
+	}
+	if (!err)
+		p->nroutes += (uint32_t)r->n;
+	return err;
+}
+
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie, struct probe_counts *n)
 {
@@ -339,6 +385,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	if (follow_goroutines)
 		err = err ?: attach_site(p, &newg, pid, t->path, &t->newproc1, c, n);
 	err = err ?: attach_functions(p, t, pid, c, n);
+	err = err ?: attach_routes(p, t, pid, c, n);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
 	err = err ?: uprobes__commit(p->uprobes);

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Route templates (routes.h). gin, echo and gorilla/mux keep the whole template in one string;
+ * chi keeps one pattern per router the request passed, which it joins itself when asked
+ * (Context.RoutePattern), and which are joined here the same way, so that the route reads as
+ * chi's own instrumentation reports it.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "analysis/routers.h"
+#include "capture/routes.h"
+
+/* Replaces every mount wildcard ("/", "*", "/") in S (LEN bytes) with "/", until none is left. */
+static size_t drop_mount_wildcards(char *s, size_t len)
+{
+	char *at;
+
+	while ((at = memmem(s, len, "/*/", 3))) {
+		memmove(at + 1, at + 3, len - (size_t)(at + 3 - s));
+		len -= 2;
+	}
+	s[len] = '\0';
+	return len;
+}
+
+/*
+ * chi's RoutePattern(): the parts joined, the mounts' wildcards between them dropped, and
+ * a trailing "//" or "/" trimmed from anything but "/".
+ */
+static int chi_join(const struct http_route *e, char *out, size_t size)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < e->nparts; i++) {
+		if (e->len[i] > MAX_ROUTE_PART_LEN || len + e->len[i] >= size)
+			return -1;
+		memcpy(out + len, e->part[i], e->len[i]);
+		len += e->len[i];
+	}
+	out[len] = '\0';
+	len = drop_mount_wildcards(out, len);
+	if (len > 1 && len >= 2 && !strcmp(out + len - 2, "//"))
+		len -= 2;
+	else if (len > 1 && out[len - 1] == '/')
+		len--;
+	out[len] = '\0';
+	return (int)len;
+}
+
+int routes__template(const struct router *rt, const struct http_route *e, uint64_t bias, char *out,
+		     size_t size)
+{
+	if (!size || !e->nparts || e->nparts > MAX_ROUTE_PARTS)
+		return -1;
+	if (rt->kind == ROUTER_CHI)
+		return chi_join(e, out, size);
+	if (routers__router_answered(rt, e->check ? e->check - bias : 0,
+				     e->check_inner ? e->check_inner - bias : 0))
+		return -1;
+	if (e->len[0] > MAX_ROUTE_PART_LEN || e->len[0] >= size)
+		return -1;
+	memcpy(out, e->part[0], e->len[0]);
+	out[e->len[0]] = '\0';
+	return (int)e->len[0];
+}
