@@ -4,7 +4,7 @@
  * database conventions: db.system.name, db.operation.name, db.collection.name where the query
  * makes it plain, db.query.text (literals replaced by '?' unless the setting says raw),
  * server.address and server.port where the client knows them, and on failure error.type and
- * db.response.status_code.
+ * db.response.status_code. The data store family's records (records_family.h) become spans here.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -15,6 +15,9 @@
 #include "model/dbquery.h"
 #include "capture/dbspan.h"
 #include "events.h"
+#include "capture/process.h"
+#include "capture/records.h"
+#include "capture/records_family.h"
 #include "model/semconv.h"
 #include "model/span.h"
 #include "analysis/target.h"
@@ -295,3 +298,23 @@ void dbspan__fill(struct span *s, const struct db_call *e, const struct db_targe
 	if (e->err_itab)
 		fill_error(s, e, d, bias, system, mode);
 }
+
+/* A data store call: one record, the whole span (it has no children). */
+static void on_db_call(struct records *r, const void *record)
+{
+	const struct db_call *e = record;
+	struct process *proc;
+	struct span *s;
+
+	s = records__whole_span(r, &e->hdr, e->cookie, &e->ids, SPAN_KIND_CLIENT, e->end_ns, &proc);
+	if (!s)
+		return;
+	dbspan__fill(s, e, &proc->target->db, proc->load_bias,
+		     (enum db_query_text)records__opts(r)->db_query_text);
+	records__emit(r, s);
+}
+
+const struct record_handler db_records[] = {
+	{ EVENT_DB_CALL, sizeof(struct db_call), on_db_call },
+	{ 0 },
+};

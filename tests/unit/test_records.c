@@ -23,6 +23,7 @@
 #include "export/export.h"
 #include "helpers.h"
 #include "analysis/offsets.h"
+#include "capture/http.h"
 #include "capture/process.h"
 #include "capture/records.h"
 #include "model/semconv.h"
@@ -592,6 +593,41 @@ static void test_records__routes_from_patterns(void **state)
 		assert_int_equal(f->nspans, i + 1);
 		assert_string_equal(f->spans[i]->name, cases[i][1]);
 	}
+}
+
+/* A router framework's route (capture/routes.c) names the server call, whatever the mux matched. */
+static void test_records__router_routes_win_over_patterns(void **state)
+{
+	char too_long[HTTP_ROUTE_MAX + 1];
+	struct fixture *f = *state;
+	struct pending *p;
+
+	send_start(f, 1, 10, "GET", "/users/42", "127.0.0.1:1");
+	/* Only the call in flight that began then is the route's. */
+	assert_null(http_server__find(f->r, getpid(), 1, 11));
+	assert_null(http_server__find(f->r, getpid(), 2, 10));
+	p = http_server__find(f->r, getpid(), 1, 10);
+	assert_non_null(p);
+	memset(too_long, '/', sizeof(too_long));
+	assert_int_equal(http_server__set_route(p, too_long, sizeof(too_long)), -E2BIG);
+	assert_int_equal(http_server__set_route(p, "/", 0), -EINVAL);
+	assert_int_equal(http_server__set_route(p, "/users/:id", 10), 0);
+	send_end(f, 1, 10, 20, 200, "GET /", true);
+	assert_int_equal(f->nspans, 1);
+	assert_string_equal(f->spans[0]->name, "GET /users/:id");
+	assert_string_equal(str_attr(f->spans[0], SC_HTTP_ROUTE), "/users/:id");
+
+	/* A call that panicked and never returned keeps it too; bytes not UTF-8 are replaced. */
+	send_start(f, 2, 10, "POST", "/items", "127.0.0.1:1");
+	p = http_server__find(f->r, getpid(), 2, 10);
+	assert_non_null(p);
+	assert_int_equal(http_server__set_route(p, "/items/\xff", 8), 0);
+	send_panic(f, 2, 10, 30, "/");
+	records__tick(f->r, 30 + GRACE_NS);
+	assert_int_equal(f->nspans, 2);
+	assert_string_equal(f->spans[1]->name, "POST /items/\xef\xbf\xbd");
+	assert_string_equal(str_attr(f->spans[1], SC_HTTP_ROUTE), "/items/\xef\xbf\xbd");
+	assert_int_equal(f->spans[1]->status, SPAN_STATUS_ERROR);
 }
 
 static void test_records__unknown_method_is_other(void **state)
@@ -1168,6 +1204,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__status_errors_and_foreign_writers,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__routes_from_patterns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__router_routes_win_over_patterns, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_records__unsampled_traces_are_not_exported, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__client_spans, setup, teardown),

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The net/http family's calls as other capture modules reach them: a router framework's route
+ * template (routes.c) names the SERVER call it was matched for, in place of net/http's mux.
+ */
+#ifndef GOSPAN_HTTP_H
+#define GOSPAN_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pending;
+struct records;
+
+/* The longest route http_server__set_route takes, in bytes as the target had them. */
+#define HTTP_ROUTE_MAX 512
+
+/* The net/http server call in flight on (PID, GOID) that began at START_NS; NULL: none is. */
+struct pending *http_server__find(struct records *r, uint32_t pid, uint64_t goid,
+				  uint64_t start_ns);
+/*
+ * Makes ROUTE (LEN bytes as the target had them, made valid UTF-8 here) server call P's
+ * http.route and names its span "METHOD ROUTE", whatever pattern net/http's mux matched; a
+ * later call replaces it. -EINVAL for an empty route; -E2BIG, and nothing set, for one longer
+ * than HTTP_ROUTE_MAX (the caller's bound cut it, and a cut one names a route that does not
+ * exist).
+ */
+int http_server__set_route(struct pending *p, const char *route, size_t len);
+
+#endif
