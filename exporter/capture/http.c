@@ -381,6 +381,16 @@ int http_server__set_route(struct pending *p, const char *route, size_t len)
 	return 0;
 }
 
+void http_server__no_route(struct pending *p)
+{
+	struct http_call *c = http_call(p);
+
+	if (c->routed)
+		return;
+	span__set_name(p->span, c->method, strlen(c->method));
+	c->routed = true;
+}
+
 const struct record_handler http_records[] = {
 	{ EVENT_HTTP_SERVER_START, sizeof(struct http_server_start), on_start },
 	{ EVENT_HTTP_SERVER_END, sizeof(struct http_server_end), on_end },

@@ -27,4 +27,11 @@ struct pending *http_server__find(struct records *r, uint32_t pid, uint64_t goid
  */
 int http_server__set_route(struct pending *p, const char *route, size_t len);
 
+/*
+ * Server call P's router framework matched no route (it answered a 404 or 405 itself): the span
+ * is named by its method alone, whatever pattern net/http's mux matched on the way to it. A route
+ * set before stays.
+ */
+void http_server__no_route(struct pending *p);
+
 #endif

@@ -44,6 +44,7 @@ static const struct record_handler *const families[] = {
 	grpc_records,
 	func_records,
 	db_records,
+	route_records,
 };
 
 struct records {

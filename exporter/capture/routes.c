@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "analysis/routers.h"
+#include "analysis/target.h"
+#include "capture/http.h"
+#include "capture/process.h"
+#include "capture/records_family.h"
 #include "capture/routes.h"
 
 /* Replaces every mount wildcard ("/", "*", "/") in S (LEN bytes) with "/", until none is left. */
@@ -64,3 +68,36 @@ int routes__template(const struct router *rt, const struct http_route *e, uint64
 	out[e->len[0]] = '\0';
 	return (int)e->len[0];
 }
+
+/*
+ * A route record: the template goes to the net/http server call it names (in flight: the record
+ * comes from inside it). A call no longer in flight (ended at a panic before the record was read)
+ * or a record of another target's site is left alone.
+ */
+static void on_route(struct records *r, const void *record)
+{
+	const struct http_route *e = record;
+	char route[HTTP_ROUTE_MAX + 1];
+	const struct router_target *rt;
+	struct pending *p;
+	uint32_t i;
+	int len;
+
+	p = http_server__find(r, e->hdr.pid, e->hdr.goid, e->hdr.start_ns);
+	if (!p)
+		return;
+	rt = &p->proc->target->routers;
+	i = e->site - rt->site_base;
+	if (e->site < rt->site_base || i >= rt->n)
+		return;
+	len = routes__template(&rt->v[i], e, p->proc->load_bias, route, sizeof(route));
+	if (len > 0)
+		http_server__set_route(p, route, (size_t)len);
+	else
+		http_server__no_route(p);
+}
+
+const struct record_handler route_records[] = {
+	{ EVENT_HTTP_ROUTE, sizeof(struct http_route), on_route },
+	{ 0 },
+};
