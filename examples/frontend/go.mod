@@ -3,6 +3,7 @@ module gospan.example/frontend
 go 1.26.0
 
 require (
+	github.com/go-chi/chi/v5 v5.5.0
 	google.golang.org/grpc v1.85.0
 	gospan.example/inventory v0.0.0
 )

@@ -1,8 +1,9 @@
-// frontend is the upstream half of gospan's distributed-tracing example: each request it serves
-// calls the backend with net/http's client, on the handler's own goroutine or on one the handler
-// starts, so gospan has client calls to link to the request that caused them. With -background
-// it also calls the backend on a timer, outside any request. With -inventory it also looks the
-// request's item up in the inventory example over gRPC, on the handler's goroutine.
+// frontend is the upstream half of gospan's distributed-tracing example: each request it serves,
+// routed by chi, calls the backend with net/http's client, on the handler's own goroutine or on
+// one the handler starts, so gospan has client calls to link to the request that caused them.
+// With -background it also calls the backend on a timer, outside any request. With -inventory
+// it also looks the request's item up in the inventory example over gRPC, on the handler's
+// goroutine.
 package main
 
 import (
@@ -23,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -173,27 +176,56 @@ func answer(w http.ResponseWriter, l *lookup, calls ...call) {
 	writeJSON(w, status, body)
 }
 
-func (a *app) routes() *http.ServeMux {
-	mux := http.NewServeMux()
+// itemID is the request's {id}, decoded as net/http's ServeMux hands it over. chi routes on the
+// escaped path when it differs from the decoded one (an id with an escaped "/") and then gives
+// the parameter as it found it there, still escaped.
+func itemID(r *http.Request) string {
+	id := chi.URLParam(r, "id")
+	if r.URL.RawPath == "" {
+		return id
+	}
+	if s, err := url.PathUnescape(id); err == nil {
+		return s
+	}
+	return id
+}
+
+// routes serves the frontend's requests with chi. /direct, /spawn and /both are each a
+// sub-router mounted at the prefix, so chi assembles their route template ("/both/{id}") from
+// the mount's pattern and the sub-router's own, as larger chi services do.
+func (a *app) routes() http.Handler {
+	r := chi.NewRouter()
+	// GetHead answers HEAD with the GET route, as net/http's ServeMux does for a "GET /path"
+	// pattern; Recoverer turns a handler's panic into a 500 and a stack on stderr.
+	r.Use(middleware.GetHead, middleware.Recoverer)
 
 	// The routes with an item id look the item up (with -inventory) on the handler's own
 	// goroutine before calling the backend.
-	mux.HandleFunc("GET /direct/{id}", func(w http.ResponseWriter, r *http.Request) {
-		l := a.lookup(r.Context(), r.PathValue("id"))
-		answer(w, l, a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct")))
+	r.Route("/direct", func(r chi.Router) {
+		r.Get("/{id}", func(w http.ResponseWriter, r *http.Request) {
+			id := itemID(r)
+			l := a.lookup(r.Context(), id)
+			answer(w, l, a.get(r.Context(), "direct", a.workURL(id, "direct")))
+		})
 	})
-	mux.HandleFunc("GET /spawn/{id}", func(w http.ResponseWriter, r *http.Request) {
-		l := a.lookup(r.Context(), r.PathValue("id"))
-		answer(w, l, <-a.spawn(r.Context(), r.PathValue("id")))
+	r.Route("/spawn", func(r chi.Router) {
+		r.Get("/{id}", func(w http.ResponseWriter, r *http.Request) {
+			id := itemID(r)
+			l := a.lookup(r.Context(), id)
+			answer(w, l, <-a.spawn(r.Context(), id))
+		})
 	})
-	mux.HandleFunc("GET /both/{id}", func(w http.ResponseWriter, r *http.Request) {
-		l := a.lookup(r.Context(), r.PathValue("id"))
-		// The spawned call runs while the direct one does, on a second connection.
-		ch := a.spawn(r.Context(), r.PathValue("id"))
-		direct := a.get(r.Context(), "direct", a.workURL(r.PathValue("id"), "direct"))
-		answer(w, l, direct, <-ch)
+	r.Route("/both", func(r chi.Router) {
+		r.Get("/{id}", func(w http.ResponseWriter, r *http.Request) {
+			id := itemID(r)
+			l := a.lookup(r.Context(), id)
+			// The spawned call runs while the direct one does, on a second connection.
+			ch := a.spawn(r.Context(), id)
+			direct := a.get(r.Context(), "direct", a.workURL(id, "direct"))
+			answer(w, l, direct, <-ch)
+		})
 	})
-	mux.HandleFunc("GET /credentials/{id}", func(w http.ResponseWriter, r *http.Request) {
+	r.Get("/credentials/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// Calls the backend with the credentials this request brought in every place a call
 		// can hold them: user info in the URL (which net/http turns into an Authorization
 		// header), query values, and the X-Api-Key and Cookie headers passed on. A tracer
@@ -205,7 +237,7 @@ func (a *app) routes() *http.ServeMux {
 			return
 		}
 		u.User = url.UserPassword(q.Get("user"), q.Get("password"))
-		u.Path = "/work/" + r.PathValue("id")
+		u.Path = "/work/" + itemID(r)
 		u.RawQuery = url.Values{"token": {q.Get("token")}, "user": {q.Get("user")}}.Encode()
 		h := http.Header{}
 		for _, k := range []string{"X-Api-Key", "Cookie"} {
@@ -215,16 +247,16 @@ func (a *app) routes() *http.ServeMux {
 		}
 		answer(w, nil, a.getWith(r.Context(), "credentials", u.String(), h))
 	})
-	mux.HandleFunc("GET /error", func(w http.ResponseWriter, r *http.Request) {
+	r.Get("/error", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, nil, a.get(r.Context(), "error", a.unreachable+"/nowhere"))
 	})
-	mux.HandleFunc("GET /backend-fail", func(w http.ResponseWriter, r *http.Request) {
+	r.Get("/backend-fail", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, nil, a.get(r.Context(), "backend-fail", a.backend+"/fail"))
 	})
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+	r.Get("/health", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	return mux
+	return r
 }
 
 // background calls the backend every backgroundEvery until ctx ends, outside any request.
