@@ -585,8 +585,10 @@ def test_backend_reaches_its_data_stores(compose):
 
 
 def test_loadgen_covers_the_frontend_routes_that_call_the_backend(compose):
-    src = (REPO / "examples" / "frontend" / "main.go").read_text()
-    patterns = re.findall(r'HandleFunc\("GET (/[^"]*)"', src)
+    # The frontend's routes as its README's table lists them: chi assembles some from a mount
+    # and a sub-router's own pattern, so its source holds no whole pattern to read.
+    doc = (REPO / "examples" / "frontend" / "README.md").read_text()
+    patterns = re.findall(r"^\| `GET (/[^`?]*)", doc, re.M)
     assert patterns
     port = _port_of_addr(_flag(compose["services"]["frontend"]["command"], "-addr"))[1]
     argv = compose["services"]["loadgen"]["command"]
