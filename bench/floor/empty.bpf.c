@@ -47,6 +47,12 @@ int floor_inject(void *ctx)
 }
 
 SEC("uprobe")
+int floor_route(void *ctx)
+{
+	return 0;
+}
+
+SEC("uprobe")
 int floor_goroutine(void *ctx)
 {
 	return 0;

@@ -4,7 +4,9 @@
  * analysis (exporter/analysis/target.c and the modules under it, linked from libgospan.a) and attaches
  * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and ends,
  * runtime.gopanic, (*Transport).roundTrip's entry and ends, the call site where requests are
- * marked for the socket-layer writer, runtime.newproc1's ends with --follow-goroutines.
+ * marked for the socket-layer writer, the sites where gospan reads the route a router framework
+ * matched (gin, echo, chi, gorilla/mux: found as gospan finds them, DWARF or its offset tables),
+ * runtime.newproc1's ends with --follow-goroutines.
  * The service then pays the uprobe traps and nothing else: the floor gospan is measured against.
  * --sites picks other sites for the same functions: gospan's entry sites with every RET (what
  * gospan probed before its end sites), or the first instruction with every RET (what other
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +106,12 @@ static int attach_site(struct floor *f, struct bpf_program *entry, struct bpf_pr
 
 	if (!site->addr)
 		return 0;
-	if (entry) {
+	/* As probes.c: the entry on the direct CALLs of it, when the planner chose those. */
+	for (i = 0; !err && entry && i < site->nentry_calls; i++) {
+		err = attach_at(f, entry, pid, path, site->entry_calls[i]);
+		f->emulated += !err;
+	}
+	if (!err && entry && !site->nentry_calls) {
 		err = attach_at(f, entry, pid, path, site->entry_off);
 		*(site->entry_emulated ? &f->emulated : &f->stepped) += !err;
 	}
@@ -124,6 +132,24 @@ static int consume(void *ctx, void *data, size_t size)
 	(void)data;
 	(void)size;
 	return 0;
+}
+
+/* An empty program at each router framework's site, as probes.c's attach_routes() (ends only). */
+static int attach_routes(struct floor *f, struct bpf_program *prog, pid_t pid, const char *path,
+			 const struct router_target *r)
+{
+	const struct probe_site *site;
+	size_t i, j;
+	int err = 0;
+
+	for (i = 0; !err && i < r->n; i++) {
+		site = &r->v[i].site;
+		for (j = 0; !err && j < site->nends; j++) {
+			err = attach_at(f, prog, pid, path, site->ends[j].off);
+			*(site->ends[j].emulated ? &f->emulated : &f->stepped) += !err;
+		}
+	}
+	return err;
 }
 
 /* The cost model (--ops): every ops program at ServeHTTP's entry and at each of its RETs. */
@@ -156,6 +182,18 @@ static int attach_ops(struct floor *f, pid_t pid, const char *path, const struct
 			return err;
 	}
 	return 0;
+}
+
+/* One part of the attach line: SEP is " " before the first, " + " after it. */
+__attribute__((format(printf, 2, 3))) static void say_site(const char **sep, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(*sep, stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	*sep = " + ";
 }
 
 static void print_runs(struct bpf_object *obj)
@@ -252,7 +290,9 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = on_signal};
 	bool follow = false, ops = false, inject;
 	char path[64], *end;
+	const char *sep = " ";
 	struct offsets *tables = NULL;
+	struct module_tables modules = {};
 	struct target *t = NULL;
 	struct floor f = {};
 	struct emulation emu;
@@ -312,6 +352,10 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	/* The router frameworks' tables, for their sites in binaries without DWARF. */
+	err = module_tables__load(&modules);
+	if (err)
+		goto cleanup;
 	f.skel = empty_bpf__open_and_load();
 	if (!f.skel) {
 		err = -errno;
@@ -326,8 +370,8 @@ int main(int argc, char **argv)
 	}
 	disasm__set_emulation(&emu);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	/* The floor probes net/http only: no grpc-go table. */
-	t = target__analyse(path, NULL, tables, NULL, true);
+	/* With gospan's module tables: the routers' sites are found as gospan finds them. */
+	t = target__analyse(path, NULL, tables, &modules, true);
 	if (!t) {
 		err = -errno;
 		goto cleanup;
@@ -351,17 +395,28 @@ int main(int argc, char **argv)
 				  &t->round_trip);
 	if (!err && inject)
 		err = attach_site(&f, NULL, pr->floor_inject, pid, path, &t->inject);
+	if (!err)
+		err = attach_routes(&f, pr->floor_route, pid, path, &t->routers);
 	if (!err && follow)
 		err = attach_site(&f, NULL, pr->floor_goroutine, pid, path, &t->newproc1);
 	if (err)
 		goto cleanup;
-	printf("floor: attached: pid %d, %zu probes (%zu emulated, %zu single-stepped; ServeHTTP "
-	       "entry + %zu ends%s%s%s%s)\n",
-	       (int)pid, f.nlinks, f.emulated, f.stepped, t->serve_http.nrets + t->serve_http.nends,
-	       t->gopanic.addr ? " + gopanic" : "",
-	       t->round_trip.addr ? " + HTTP client" : "",
-	       inject && t->inject.addr ? " + request marker" : "",
-	       follow && t->newproc1.addr ? " + newproc1" : "");
+	printf("floor: attached: pid %d, %zu probes (%zu emulated, %zu single-stepped;", (int)pid,
+	       f.nlinks, f.emulated, f.stepped);
+	if (t->serve_http.addr)
+		say_site(&sep, "ServeHTTP entry + %zu ends",
+			 t->serve_http.nrets + t->serve_http.nends);
+	if (t->gopanic.addr)
+		say_site(&sep, "gopanic");
+	if (t->round_trip.addr)
+		say_site(&sep, "HTTP client");
+	if (inject && t->inject.addr)
+		say_site(&sep, "request marker");
+	for (i = 0; i < (int)t->routers.n; i++)
+		say_site(&sep, "%s routes", t->routers.v[i].name);
+	if (follow && t->newproc1.addr)
+		say_site(&sep, "newproc1");
+	printf(")\n");
 
 run:
 	while (!stop_signal) {
@@ -387,6 +442,7 @@ cleanup:
 	emulation__release();
 	empty_bpf__destroy(f.skel);
 	target__free(t);
+	module_tables__free(&modules);
 	offsets__free(tables);
 	return err ? 1 : 0;
 }
