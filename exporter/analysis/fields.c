@@ -128,6 +128,53 @@ const char *const mux_field_names[MUX_FIELD__COUNT] = {
 	[MUX_FIELD_REGEXP_TEMPLATE] = MUX "routeRegexp.template",
 };
 
+#define FASTHTTP "github.com/valyala/fasthttp."
+
+const char *const fasthttp_field_names[FASTHTTP_FIELD__COUNT] = {
+	[FASTHTTP_FIELD_CTX_REQUEST] = FASTHTTP "RequestCtx.Request",
+	[FASTHTTP_FIELD_CTX_RESPONSE] = FASTHTTP "RequestCtx.Response",
+	[FASTHTTP_FIELD_CTX_CONN] = FASTHTTP "RequestCtx.c",
+	[FASTHTTP_FIELD_REQ_HEADER] = FASTHTTP "Request.Header",
+	[FASTHTTP_FIELD_REQ_URI] = FASTHTTP "Request.uri",
+	[FASTHTTP_FIELD_REQ_IS_TLS] = FASTHTTP "Request.isTLS",
+	[FASTHTTP_FIELD_RESP_HEADER] = FASTHTTP "Response.Header",
+	[FASTHTTP_FIELD_RH_METHOD] = FASTHTTP "RequestHeader.method",
+	[FASTHTTP_FIELD_RH_REQUEST_URI] = FASTHTTP "RequestHeader.requestURI",
+	[FASTHTTP_FIELD_RH_HOST] = FASTHTTP "RequestHeader.host",
+	[FASTHTTP_FIELD_RH_HEADER] = FASTHTTP "RequestHeader.header",
+	[FASTHTTP_FIELD_RH_PROTO] = FASTHTTP "RequestHeader.proto",
+	[FASTHTTP_FIELD_RH_H] = FASTHTTP "RequestHeader.h",
+	[FASTHTTP_FIELD_RH_CONTENT_LENGTH] = FASTHTTP "RequestHeader.contentLength",
+	[FASTHTTP_FIELD_RESPH_STATUS_CODE] = FASTHTTP "ResponseHeader.statusCode",
+	[FASTHTTP_FIELD_RESPH_HEADER] = FASTHTTP "ResponseHeader.header",
+	[FASTHTTP_FIELD_RESPH_PROTOCOL] = FASTHTTP "ResponseHeader.protocol",
+	[FASTHTTP_FIELD_HEADER_PROTOCOL] = FASTHTTP "header.protocol",
+	[FASTHTTP_FIELD_HEADER_H] = FASTHTTP "header.h",
+	[FASTHTTP_FIELD_HEADER_CONTENT_LENGTH] = FASTHTTP "header.contentLength",
+	[FASTHTTP_FIELD_URI_SCHEME] = FASTHTTP "URI.scheme",
+	[FASTHTTP_FIELD_URI_HOST] = FASTHTTP "URI.host",
+	[FASTHTTP_FIELD_URI_PATH] = FASTHTTP "URI.path",
+	[FASTHTTP_FIELD_URI_QUERY] = FASTHTTP "URI.queryString",
+	[FASTHTTP_FIELD_KV_KEY] = FASTHTTP "argsKV.key",
+	[FASTHTTP_FIELD_KV_VALUE] = FASTHTTP "argsKV.value",
+	[FASTHTTP_FIELD_CONN_FD] = "net.conn.fd",
+	[FASTHTTP_FIELD_NETFD_RADDR] = "net.netFD.raddr",
+};
+
+const char *const fiber2_field_names[FIBER_FIELD__COUNT] = {
+	[FIBER_FIELD_CTX_ROUTE] = "github.com/gofiber/fiber/v2.Ctx.route",
+	[FIBER_FIELD_CTX_MATCHED] = "github.com/gofiber/fiber/v2.Ctx.matched",
+	[FIBER_FIELD_CTX_IS_MATCHED] = "github.com/gofiber/fiber/v2.Ctx.isMatched",
+	[FIBER_FIELD_ROUTE_PATH] = "github.com/gofiber/fiber/v2.Route.Path",
+};
+
+const char *const fiber3_field_names[FIBER_FIELD__COUNT] = {
+	[FIBER_FIELD_CTX_ROUTE] = "github.com/gofiber/fiber/v3.DefaultCtx.route",
+	[FIBER_FIELD_CTX_MATCHED] = "github.com/gofiber/fiber/v3.DefaultCtx.matched",
+	[FIBER_FIELD_CTX_IS_MATCHED] = "github.com/gofiber/fiber/v3.DefaultCtx.isMatched",
+	[FIBER_FIELD_ROUTE_PATH] = "github.com/gofiber/fiber/v3.Route.Path",
+};
+
 /* A table's fields: its name for messages and its names, as many as the array has. */
 #define OFFSETS_FIELDS(what_, names_)                                                              \
 	{                                                                                          \
@@ -143,3 +190,7 @@ const struct offsets_fields echo_offsets_fields = OFFSETS_FIELDS("echo", echo_fi
 const struct offsets_fields echo5_offsets_fields = OFFSETS_FIELDS("echo v5", echo5_field_names);
 const struct offsets_fields chi_offsets_fields = OFFSETS_FIELDS("chi", chi_field_names);
 const struct offsets_fields mux_offsets_fields = OFFSETS_FIELDS("gorilla/mux", mux_field_names);
+const struct offsets_fields fasthttp_offsets_fields =
+	OFFSETS_FIELDS("fasthttp", fasthttp_field_names);
+const struct offsets_fields fiber2_offsets_fields = OFFSETS_FIELDS("fiber v2", fiber2_field_names);
+const struct offsets_fields fiber3_offsets_fields = OFFSETS_FIELDS("fiber v3", fiber3_field_names);

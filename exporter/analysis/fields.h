@@ -219,6 +219,71 @@ enum mux_field {
 /* "github.com/gorilla/mux.RouteMatch.Route", ... */
 extern const char *const mux_field_names[MUX_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from fasthttp's (github.com/valyala/fasthttp) structs, from
+ * offsets/fasthttp_offsets.json, keyed by fasthttp's module version: one member a struct, as
+ * DWARF names them, which analysis/fasthttp.c adds up into the ways from a *RequestCtx (server)
+ * or a *Request and *Response (client) to what a span reports. Request and response headers
+ * either hold their members themselves (RH_PROTO, RH_H, RH_CONTENT_LENGTH, RESPH_PROTOCOL: up to
+ * v1.5x) or embed a shared header struct (RH_HEADER, RESPH_HEADER and the HEADER_ members,
+ * later): a release has one layout, the other's members are -1. CONN_FD and NETFD_RADDR are
+ * Go's net package's (a *net.TCPConn's peer address), the same in every Go release since 1.17.
+ * Keep in step with fasthttp_field_names[] and offsets/gen.
+ */
+enum fasthttp_field {
+	FASTHTTP_FIELD_CTX_REQUEST,
+	FASTHTTP_FIELD_CTX_RESPONSE,
+	FASTHTTP_FIELD_CTX_CONN,
+	FASTHTTP_FIELD_REQ_HEADER,
+	FASTHTTP_FIELD_REQ_URI,
+	FASTHTTP_FIELD_REQ_IS_TLS,
+	FASTHTTP_FIELD_RESP_HEADER,
+	FASTHTTP_FIELD_RH_METHOD,
+	FASTHTTP_FIELD_RH_REQUEST_URI,
+	FASTHTTP_FIELD_RH_HOST,
+	FASTHTTP_FIELD_RH_HEADER,
+	FASTHTTP_FIELD_RH_PROTO,
+	FASTHTTP_FIELD_RH_H,
+	FASTHTTP_FIELD_RH_CONTENT_LENGTH,
+	FASTHTTP_FIELD_RESPH_STATUS_CODE,
+	FASTHTTP_FIELD_RESPH_HEADER,
+	FASTHTTP_FIELD_RESPH_PROTOCOL,
+	FASTHTTP_FIELD_HEADER_PROTOCOL,
+	FASTHTTP_FIELD_HEADER_H,
+	FASTHTTP_FIELD_HEADER_CONTENT_LENGTH,
+	FASTHTTP_FIELD_URI_SCHEME,
+	FASTHTTP_FIELD_URI_HOST,
+	FASTHTTP_FIELD_URI_PATH,
+	FASTHTTP_FIELD_URI_QUERY,
+	FASTHTTP_FIELD_KV_KEY,
+	FASTHTTP_FIELD_KV_VALUE,
+	FASTHTTP_FIELD_CONN_FD,
+	FASTHTTP_FIELD_NETFD_RADDR,
+	FASTHTTP_FIELD__COUNT,
+};
+
+/* "github.com/valyala/fasthttp.RequestCtx.Request", ... */
+extern const char *const fasthttp_field_names[FASTHTTP_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from Fiber's request context, v2's Ctx and v3's DefaultCtx (two
+ * modules, a table each: offsets/fiber2_offsets.json, fiber3_offsets.json), in this order for
+ * both: the route it matched last (middleware are routes too), whether a route that is not
+ * middleware matched, and a route's path as registered (its group's prefix included). Keep in
+ * step with fiber2_field_names[], fiber3_field_names[] and offsets/gen.
+ */
+enum fiber_field {
+	FIBER_FIELD_CTX_ROUTE,
+	FIBER_FIELD_CTX_MATCHED,
+	FIBER_FIELD_CTX_IS_MATCHED, /* the same flag, renamed in v3.3.0: one of the two is -1 */
+	FIBER_FIELD_ROUTE_PATH,
+	FIBER_FIELD__COUNT,
+};
+
+/* "github.com/gofiber/fiber/v2.Ctx.route", ...; "github.com/gofiber/fiber/v3.DefaultCtx.route" */
+extern const char *const fiber2_field_names[FIBER_FIELD__COUNT];
+extern const char *const fiber3_field_names[FIBER_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
 	const char *what; /* "Go", "grpc-go", "pgx", "go-redis", "gin", ... */
@@ -231,6 +296,8 @@ extern const struct offsets_fields grpc_offsets_fields;
 extern const struct offsets_fields pgx_offsets_fields, redis_offsets_fields;
 extern const struct offsets_fields gin_offsets_fields, echo_offsets_fields, echo5_offsets_fields;
 extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
+extern const struct offsets_fields fasthttp_offsets_fields, fiber2_offsets_fields;
+extern const struct offsets_fields fiber3_offsets_fields;
 
 /*
  * The modules gospan has an offset table of, one X(NAME, PATH) each: PATH is the module as
@@ -248,6 +315,9 @@ extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
 	X(echo, "github.com/labstack/echo/v4")                                                     \
 	X(echo5, "github.com/labstack/echo/v5")                                                    \
 	X(chi, "github.com/go-chi/chi/v5")                                                         \
-	X(mux, "github.com/gorilla/mux")
+	X(mux, "github.com/gorilla/mux")                                                           \
+	X(fasthttp, "github.com/valyala/fasthttp")                                                 \
+	X(fiber2, "github.com/gofiber/fiber/v2")                                                   \
+	X(fiber3, "github.com/gofiber/fiber/v3")
 
 #endif

@@ -320,6 +320,145 @@ var muxTypes = map[string]string{
 	muxPkg + ".routeRegexp.template":  "struct string",
 }
 
+// fasthttp (github.com/valyala/fasthttp), which serves and calls HTTP without net/http: what
+// its server's per-connection RequestCtx and its client's Request and Response hold, member by
+// member, in the order of fasthttp_field_names[] (exporter/analysis/fields.c). The request and
+// response headers embed a shared header struct in later releases (v1.69 has it, v1.51 not);
+// before, their members are the headers' own: each release has one of the two ways, all of it.
+// net.conn.fd and net.netFD.raddr are Go's own (the way from a *net.TCPConn to its peer's
+// address), in this table because the Go table would need every Go release rebuilt for them:
+// they have not moved since Go 1.17, and a binary's own DWARF still comes first.
+const fasthttpPkg = "github.com/valyala/fasthttp"
+
+var fasthttpFields = []field{
+	{fasthttpPkg + ".RequestCtx", "Request"},
+	{fasthttpPkg + ".RequestCtx", "Response"},
+	{fasthttpPkg + ".RequestCtx", "c"},
+	{fasthttpPkg + ".Request", "Header"},
+	{fasthttpPkg + ".Request", "uri"},
+	{fasthttpPkg + ".Request", "isTLS"},
+	{fasthttpPkg + ".Response", "Header"},
+	{fasthttpPkg + ".RequestHeader", "method"},
+	{fasthttpPkg + ".RequestHeader", "requestURI"},
+	{fasthttpPkg + ".RequestHeader", "host"},
+	{fasthttpPkg + ".RequestHeader", "header"},
+	{fasthttpPkg + ".RequestHeader", "proto"},
+	{fasthttpPkg + ".RequestHeader", "h"},
+	{fasthttpPkg + ".RequestHeader", "contentLength"},
+	{fasthttpPkg + ".ResponseHeader", "statusCode"},
+	{fasthttpPkg + ".ResponseHeader", "header"},
+	{fasthttpPkg + ".ResponseHeader", "protocol"},
+	{fasthttpPkg + ".header", "protocol"},
+	{fasthttpPkg + ".header", "h"},
+	{fasthttpPkg + ".header", "contentLength"},
+	{fasthttpPkg + ".URI", "scheme"},
+	{fasthttpPkg + ".URI", "host"},
+	{fasthttpPkg + ".URI", "path"},
+	{fasthttpPkg + ".URI", "queryString"},
+	{fasthttpPkg + ".argsKV", "key"},
+	{fasthttpPkg + ".argsKV", "value"},
+	{"net.conn", "fd"},
+	{"net.netFD", "raddr"},
+}
+
+const goBytes = "struct []uint8"
+
+var fasthttpTypes = map[string]string{
+	fasthttpPkg + ".RequestCtx.Request":          fasthttpPkg + ".Request",
+	fasthttpPkg + ".RequestCtx.Response":         fasthttpPkg + ".Response",
+	fasthttpPkg + ".RequestCtx.c":                "net.Conn",
+	fasthttpPkg + ".Request.Header":              fasthttpPkg + ".RequestHeader",
+	fasthttpPkg + ".Request.uri":                 fasthttpPkg + ".URI",
+	fasthttpPkg + ".Request.isTLS":               "bool",
+	fasthttpPkg + ".Response.Header":             fasthttpPkg + ".ResponseHeader",
+	fasthttpPkg + ".RequestHeader.method":        goBytes,
+	fasthttpPkg + ".RequestHeader.requestURI":    goBytes,
+	fasthttpPkg + ".RequestHeader.host":          goBytes,
+	fasthttpPkg + ".RequestHeader.header":        fasthttpPkg + ".header",
+	fasthttpPkg + ".RequestHeader.proto":         goBytes,
+	fasthttpPkg + ".RequestHeader.h":             "struct []" + fasthttpPkg + ".argsKV",
+	fasthttpPkg + ".RequestHeader.contentLength": "int",
+	fasthttpPkg + ".ResponseHeader.statusCode":   "int",
+	fasthttpPkg + ".ResponseHeader.header":       fasthttpPkg + ".header",
+	fasthttpPkg + ".ResponseHeader.protocol":     goBytes,
+	fasthttpPkg + ".header.protocol":             goBytes,
+	fasthttpPkg + ".header.h":                    "struct []" + fasthttpPkg + ".argsKV",
+	fasthttpPkg + ".header.contentLength":        "int",
+	fasthttpPkg + ".URI.scheme":                  goBytes,
+	fasthttpPkg + ".URI.host":                    goBytes,
+	fasthttpPkg + ".URI.path":                    goBytes,
+	fasthttpPkg + ".URI.queryString":             goBytes,
+	fasthttpPkg + ".argsKV.key":                  goBytes,
+	fasthttpPkg + ".argsKV.value":                goBytes,
+	"net.conn.fd":                                "*net.netFD",
+	"net.netFD.raddr":                            "net.Addr",
+}
+
+var fasthttpMust = []string{fasthttpPkg + ".RequestCtx", fasthttpPkg + ".Request",
+	fasthttpPkg + ".Response", fasthttpPkg + ".RequestHeader", fasthttpPkg + ".ResponseHeader",
+	fasthttpPkg + ".URI", fasthttpPkg + ".argsKV", "net.conn", "net.netFD"}
+
+// The members every release has; and the two header layouts, one of which a release has.
+var fasthttpAlways = []string{fasthttpPkg + ".RequestCtx.Request",
+	fasthttpPkg + ".RequestCtx.Response", fasthttpPkg + ".RequestCtx.c",
+	fasthttpPkg + ".Request.Header", fasthttpPkg + ".Request.uri", fasthttpPkg + ".Request.isTLS",
+	fasthttpPkg + ".Response.Header", fasthttpPkg + ".RequestHeader.method",
+	fasthttpPkg + ".RequestHeader.requestURI", fasthttpPkg + ".RequestHeader.host",
+	fasthttpPkg + ".ResponseHeader.statusCode", fasthttpPkg + ".URI.scheme",
+	fasthttpPkg + ".URI.host", fasthttpPkg + ".URI.path", fasthttpPkg + ".URI.queryString",
+	fasthttpPkg + ".argsKV.key", fasthttpPkg + ".argsKV.value", "net.conn.fd",
+	"net.netFD.raddr"}
+
+var fasthttpLayouts = [][]string{
+	{fasthttpPkg + ".RequestHeader.proto", fasthttpPkg + ".RequestHeader.h",
+		fasthttpPkg + ".RequestHeader.contentLength", fasthttpPkg + ".ResponseHeader.protocol"},
+	{fasthttpPkg + ".RequestHeader.header", fasthttpPkg + ".ResponseHeader.header",
+		fasthttpPkg + ".header.protocol", fasthttpPkg + ".header.h",
+		fasthttpPkg + ".header.contentLength"},
+}
+
+// Fiber v2 and v3 (github.com/gofiber/fiber/v2, /v3): the route a request's context matched
+// last, whether a route that is not middleware matched, and a route's path as registered.
+const (
+	fiber2Pkg = "github.com/gofiber/fiber/v2"
+	fiber3Pkg = "github.com/gofiber/fiber/v3"
+)
+
+// The flag was renamed isMatched in Fiber v3.3.0: a release has one of the two names.
+var fiber2Fields = []field{
+	{fiber2Pkg + ".Ctx", "route"},
+	{fiber2Pkg + ".Ctx", "matched"},
+	{fiber2Pkg + ".Ctx", "isMatched"},
+	{fiber2Pkg + ".Route", "Path"},
+}
+
+var fiber2Types = map[string]string{
+	fiber2Pkg + ".Ctx.route":     "*" + fiber2Pkg + ".Route",
+	fiber2Pkg + ".Ctx.matched":   "bool",
+	fiber2Pkg + ".Ctx.isMatched": "bool",
+	fiber2Pkg + ".Route.Path":    "struct string",
+}
+
+var fiber3Fields = []field{
+	{fiber3Pkg + ".DefaultCtx", "route"},
+	{fiber3Pkg + ".DefaultCtx", "matched"},
+	{fiber3Pkg + ".DefaultCtx", "isMatched"},
+	{fiber3Pkg + ".Route", "Path"},
+}
+
+var fiber3Types = map[string]string{
+	fiber3Pkg + ".DefaultCtx.route":     "*" + fiber3Pkg + ".Route",
+	fiber3Pkg + ".DefaultCtx.matched":   "bool",
+	fiber3Pkg + ".DefaultCtx.isMatched": "bool",
+	fiber3Pkg + ".Route.Path":           "struct string",
+}
+
+// fiberCheck: the route and its path, and one of the two names of the flag.
+func fiberCheck(pkg, ctx string) func(map[string]*dwarf.StructType, map[string]int64) error {
+	return checkMembers([]string{pkg + "." + ctx + ".route", pkg + ".Route.Path"},
+		[][]string{{pkg + "." + ctx + ".matched"}, {pkg + "." + ctx + ".isMatched"}})
+}
+
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
@@ -574,6 +713,66 @@ var muxProbeMain = routerProbe(`	"net/http"
 		_, _ = w.Write([]byte(t + mux.Vars(req)["id"]))
 	})`)
 
+// fasthttp: a server whose handler reads what a span reports, and a HostClient call; the
+// *net.TCPConn assertion brings net's conn and netFD into the DWARF. It never runs.
+const fasthttpProbeMain = `package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/valyala/fasthttp"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		if ln, err := net.Listen("tcp", os.Args[1]); err == nil {
+			_ = fasthttp.Serve(ln, func(ctx *fasthttp.RequestCtx) {
+				_, _ = ctx.WriteString(string(ctx.Method()) + string(ctx.RequestURI()) +
+					string(ctx.Host()) + string(ctx.Request.Header.Peek("Traceparent")) +
+					ctx.RemoteAddr().String() + fmt.Sprint(ctx.IsTLS()))
+				ctx.SetStatusCode(ctx.Response.StatusCode())
+			})
+		}
+	}
+	if len(os.Args) > 2 {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI(os.Args[2])
+		err := (&fasthttp.HostClient{Addr: os.Args[2]}).Do(req, resp)
+		u := req.URI()
+		_, _ = os.Stdout.WriteString(string(u.Scheme()) + string(u.Host()) + string(u.Path()) +
+			string(u.QueryString()) + fmt.Sprint(resp.StatusCode(), err))
+		if c, err := net.Dial("tcp", os.Args[2]); err == nil {
+			_, _ = os.Stdout.WriteString(c.(*net.TCPConn).RemoteAddr().String())
+		}
+	}
+}
+`
+
+// fiberProbe is a Fiber probe's program: a route with a parameter whose handler reads the route
+// it matched; CTX is the handler's context type. It never runs.
+func fiberProbe(pkg, ctx string) string {
+	return `package main
+
+import (
+	"os"
+
+	"` + pkg + `"
+)
+
+func main() {
+	app := fiber.New()
+	app.Get("/users/:id", func(c ` + ctx + `) error {
+		return c.SendString(c.Route().Path + c.Params("id"))
+	})
+	if len(os.Args) > 1 {
+		_ = app.Listen(os.Args[1])
+	}
+}
+`
+}
+
 // modTable is a table keyed by one Go module's version: what to cover, how to probe it.
 type modTable struct {
 	path     string // the module path, as buildinfo lists it: "google.golang.org/grpc"
@@ -627,6 +826,17 @@ var modTables = []*modTable{
 	{path: chiPkg, name: "chi", major: 5, probeMain: chiProbeMain, binPrefix: "chi",
 		fields: chiFields, must: []string{chiPkg + ".Context"}, types: chiTypes,
 		check: checkMembers(names(chiFields))},
+	{path: fasthttpPkg, name: "fasthttp", major: 1, minMinor: 40, probeMain: fasthttpProbeMain,
+		binPrefix: "fasthttp", fields: fasthttpFields, must: fasthttpMust,
+		types: fasthttpTypes, check: checkMembers(fasthttpAlways, fasthttpLayouts)},
+	{path: fiber2Pkg, name: "fiber v2", major: 2, minMinor: 40,
+		probeMain: fiberProbe(fiber2Pkg, "*fiber.Ctx"), binPrefix: "fiber2",
+		fields: fiber2Fields, must: []string{fiber2Pkg + ".Ctx", fiber2Pkg + ".Route"},
+		types: fiber2Types, check: fiberCheck(fiber2Pkg, "Ctx")},
+	{path: fiber3Pkg, name: "fiber v3", major: 3, probeMain: fiberProbe(fiber3Pkg, "fiber.Ctx"),
+		binPrefix: "fiber3", fields: fiber3Fields,
+		must:  []string{fiber3Pkg + ".DefaultCtx", fiber3Pkg + ".Route"},
+		types: fiber3Types, check: fiberCheck(fiber3Pkg, "DefaultCtx")},
 	{path: muxPkg, name: "gorilla/mux", major: 1, minMinor: 6, probeMain: muxProbeMain,
 		binPrefix: "mux", fields: muxFields,
 		must: []string{muxPkg + ".RouteMatch", muxPkg + ".Route", muxPkg + ".routeRegexpGroup",
