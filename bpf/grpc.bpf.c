@@ -21,6 +21,7 @@
  */
 #include "probe.bpf.h"
 #include "go_map.bpf.h"
+#include "go_net.bpf.h"
 
 /* How many contexts the walk for the incoming metadata follows from the stream's own. */
 #define CTX_WALK_MAX 6
@@ -86,22 +87,6 @@ struct {
 #define TRACEPARENT_MD(k) struct map_key k = { .name = "traceparent", .len = 11 }
 #define TRACESTATE_MD(k) struct map_key k = { .name = "tracestate", .len = 10 }
 
-/*
- * The load bias of the process this probe fires in: the probe's own address less the link-time
- * address user space placed it at (AT, 0 when it could not say). 0 for executables that do not
- * move.
- */
-static __always_inline __u64 load_bias(GO_REGS *ctx, __u64 at)
-{
-	return at ? GO_IP(ctx) - at : 0;
-}
-
-/* Whether the interface whose itab is ITAB has a dynamic type whose method I is FN + BIAS. */
-static __always_inline bool itab_is(__u64 itab, __u32 i, __u64 fn, __u64 bias)
-{
-	return itab && fn && go_read_word((void *)itab, ITAB_FUN0 + 8 * i) == fn + bias;
-}
-
 /* Whether TYPE (a Go type descriptor) is a map[string][]T, as metadata.MD is. */
 static __always_inline bool is_string_slice_map(__u64 type)
 {
@@ -151,29 +136,6 @@ static __always_inline void *incoming_md(const struct target_config *cfg, const 
 			return NULL;
 	}
 	return NULL;
-}
-
-/* The endpoint of the net.Addr interface at ADDR, when it is a *net.TCPAddr. */
-static __always_inline void read_endpoint(const struct target_config *cfg, const void *addr,
-					  __u64 bias, struct net_endpoint *ep)
-{
-	struct {
-		__u64 itab, data;
-	} a;
-	struct go_string ip;
-
-	ep->ip_len = 0;
-	ep->port = 0;
-	/* net.Addr's methods: Network, String. */
-	if (bpf_probe_read_user(&a, sizeof(a), addr) || !a.data ||
-	    !itab_is(a.itab, 0, cfg->fn_tcpaddr_network, bias) ||
-	    bpf_probe_read_user(&ip, sizeof(ip), (void *)(a.data + cfg->tcpaddr_ip)))
-		return;
-	if (ip.len == 4 && !bpf_probe_read_user(ep->ip, 4, ip.ptr))
-		ep->ip_len = 4;
-	else if (ip.len == 16 && !bpf_probe_read_user(ep->ip, 16, ip.ptr))
-		ep->ip_len = 16;
-	ep->port = (__u16)go_read_word((void *)a.data, cfg->tcpaddr_port);
 }
 
 /* The code and message of the *status.Status ST; a Status without its proto message is OK. */

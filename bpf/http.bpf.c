@@ -388,7 +388,8 @@ int go_panic(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_GO_PANIC, &key, st->start_ns);
 	e->panic_ns = bpf_ktime_get_ns();
-	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);
+	/* A call without a ResponseWriter is another server's (fasthttp.bpf.c): no http.Request. */
+	e->pattern_len = st->rw_itab ? read_pattern(cfg, (void *)st->req, e->pattern) : 0;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

@@ -770,6 +770,31 @@ static void router_parts(const struct target *t, char *buf, size_t size)
 				steps_text(r->v[i].steps, steps));
 }
 
+/*
+ * What gospan traces of T's fasthttp, for the attach line: " + fasthttp server + fasthttp client
+ * (v1.78.0, offsets from DWARF; single-stepped hits: 0 a request served, 0 a call made)".
+ */
+static void fasthttp_parts(const struct target *t, char *buf, size_t size)
+{
+	const struct fasthttp_target *f = &t->fasthttp;
+	char served[16], made[16];
+
+	buf[0] = '\0';
+	if (!f->version[0])
+		return;
+	if (!f->start.addr && !f->client.addr) {
+		snprintf(buf, size, " + no fasthttp (%s: see the warning above)", f->version);
+		return;
+	}
+	snprintf(buf, size,
+		 "%s%s (fasthttp %s, offsets from %s; single-stepped hits: %s a request served, %s "
+		 "a call made)",
+		 f->start.addr ? " + fasthttp server" : "",
+		 f->client.addr ? " + fasthttp client" : "",
+		 f->version, f->offsets, steps_text(f->server_steps, served),
+		 steps_text(f->client_steps, made));
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
@@ -777,6 +802,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
+	char fh[256];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -808,7 +834,7 @@ static int add_target(struct app *app, size_t i)
 	if (err)
 		return err;
 	if (!tg->serve_http.addr && !tg->nfuncs && !tg->grpc.handle_stream.addr &&
-	    !datastores__any(&tg->db)) {
+	    !fasthttp__serves(&tg->fasthttp) && !datastores__any(&tg->db)) {
 		pr_err("cannot trace '%s': it serves no HTTP with net/http and none of the functions "
 		       "to trace is in it",
 		       tg->path);
@@ -851,15 +877,16 @@ static int add_target(struct app *app, size_t i)
 	grpc_parts(tg, rpc, sizeof(rpc));
 	db_parts(tg, db, sizeof(db));
 	router_parts(tg, routes, sizeof(routes));
+	fasthttp_parts(tg, fh, sizeof(fh));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s), "
+		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, db, tg->offsets_source,
+		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, fh, db, tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
 	if (cfg->verbose)

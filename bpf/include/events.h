@@ -92,6 +92,8 @@ enum event_type {
 	EVENT_GRPC_CLIENT_END = 11,
 	EVENT_DB_CALL = 12,
 	EVENT_HTTP_ROUTE = 13,
+	EVENT_FASTHTTP_SERVER_START = 14,
+	EVENT_FASTHTTP_SERVER_END = 15,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -345,6 +347,44 @@ struct target_config {
 	__s64 redis_cmd_args;
 	/* Methods that tell error values apart (see fn_error_string): go-redis's RedisError. */
 	__u64 fn_redis_error;
+
+	/*
+	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its
+	 * table (analysis/fasthttp.c), -1: unknown. A *RequestCtx's Request and Response, its
+	 * net.Conn; from a *Request: method, request URI, Host, protocol, headers ([]argsKV),
+	 * Content-Length, TLS, and its parsed URI's parts; from a *Response: status and protocol.
+	 * FH_END_CTX: what the end site's first argument is less the *RequestCtx (0:
+	 * writeResponse's ctx; the Response's offset where writeResponse is inlined and
+	 * (*Response).Write is probed). FH_KV_SIZE, FH_KV_KEY, FH_KV_VALUE: an argsKV's size and
+	 * its two []byte. Then the way from a *net.TCPConn to its peer's *net.TCPAddr, and the
+	 * method that tells a *net.TCPConn in a net.Conn (net.(*TCPConn).Close, its first in
+	 * net.Conn's order).
+	 */
+	__u32 fasthttp_server;
+	__u32 fasthttp_client;
+	__s64 fh_ctx_request;
+	__s64 fh_ctx_response;
+	__s64 fh_ctx_conn;
+	__s64 fh_end_ctx;
+	__s64 fh_req_method;
+	__s64 fh_req_uri;
+	__s64 fh_req_host;
+	__s64 fh_req_proto;
+	__s64 fh_req_headers;
+	__s64 fh_req_content_length;
+	__s64 fh_req_tls;
+	__s64 fh_uri_scheme;
+	__s64 fh_uri_host;
+	__s64 fh_uri_path;
+	__s64 fh_uri_query;
+	__s64 fh_resp_status;
+	__s64 fh_resp_proto;
+	__s64 fh_kv_size;
+	__s64 fh_kv_key;
+	__s64 fh_kv_value;
+	__s64 conn_fd;
+	__s64 netfd_raddr;
+	__u64 fn_tcpconn_close;
 };
 
 /* In a Go itab, where the method words begin (after inter, _type, hash and padding). */
@@ -567,6 +607,36 @@ struct net_endpoint {
 	__u8 _pad;
 	__u16 port;
 	__u32 _pad2;
+};
+
+/*
+ * fasthttp's server (bpf/fasthttp.bpf.c), where the server loop reads a request's body: the
+ * request line and headers as parsed, the request URI as received (percent-encoded, the query
+ * with it, or the absolute form), and the peer where the connection is a *net.TCPConn. User
+ * space makes it a SERVER span as net/http's (capture/fasthttp.c); its end is a struct
+ * http_server_end of type EVENT_FASTHTTP_SERVER_END (no writer, no pattern).
+ */
+#define MAX_REQUEST_URI_LEN (MAX_PATH_LEN + MAX_QUERY_LEN)
+
+struct fasthttp_server_start {
+	struct record_header hdr;
+	struct span_ids ids;
+	__s64 content_length; /* -1: none, or chunked */
+	__u32 cookie;
+	__u8 tls;
+	__u8 _pad[3];
+	__u32 method_len;
+	__u32 uri_len;
+	__u32 host_len;
+	__u32 proto_len;
+	char method[MAX_METHOD_LEN];
+	char uri[MAX_REQUEST_URI_LEN];
+	char host[MAX_HOST_LEN];
+	char proto[MAX_PROTO_LEN];
+	struct net_endpoint peer;
+	__u32 tracestate_len;
+	__u32 _pad2;
+	char tracestate[MAX_TRACESTATE_LEN];
 };
 
 /*

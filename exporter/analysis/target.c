@@ -702,17 +702,19 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 				       AFTER_CALL_PASS_CALLS, -1);
 	find_grpc_sites(&a, &t->grpc);
 	/* A worker without a server may still call databases: their spans start traces. */
-	if (datastores__find_sites(&a, &t->db) == -ENOMEM) {
+	if (datastores__find_sites(&a, &t->db) == -ENOMEM ||
+	    fasthttp__find(&a, modules, &t->fasthttp) == -ENOMEM) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (err == -ENOENT &&
-	    (!need_http || t->grpc.handle_stream.addr || datastores__any(&t->db))) {
-		/* A gRPC server, data store calls, or only the functions of a --functions file. */
+	if (err == -ENOENT && (!need_http || t->grpc.handle_stream.addr ||
+			       fasthttp__serves(&t->fasthttp) || datastores__any(&t->db))) {
+		/* A gRPC or fasthttp server, data store calls, or a --functions file's functions */
 		pr_info("'%s' does not serve HTTP with net/http: only its %s traced", path,
-			t->grpc.handle_stream.addr ? "gRPC calls are" :
-			datastores__any(&t->db)	   ? "data store calls are" :
-						     "functions are");
+			t->grpc.handle_stream.addr	 ? "gRPC calls are" :
+			fasthttp__serves(&t->fasthttp) ? "fasthttp requests and calls are" :
+			datastores__any(&t->db)		 ? "data store calls are" :
+							   "functions are");
 		t->serve_http.addr = 0;
 		err = 0;
 	} else if (err) {
@@ -756,8 +758,9 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	err = datastores__configure(&a, &t->db, t->offs, modules, &t->cfg);
 	if (err)
 		goto cleanup;
-	/* Routers serve inside net/http's ServeHTTP: their routes go to its spans. */
-	if (t->serve_http.addr) {
+	fasthttp__configure(&a, &t->fasthttp, t->offs, &t->cfg);
+	/* Routers serve inside net/http's or fasthttp's server: their routes go to its spans. */
+	if (t->serve_http.addr || fasthttp__serves(&t->fasthttp)) {
 		err = routers__find(&a, modules, &t->routers);
 		if (err)
 			goto cleanup;
@@ -813,6 +816,7 @@ void target__free(struct target *t)
 	probe_site__release(&t->grpc.write_header);
 	datastores__release(&t->db);
 	routers__release(&t->routers);
+	fasthttp__release(&t->fasthttp);
 	target__release_funcs(t);
 	gobin__free(t->gobin);
 	free(t->path);

@@ -13,6 +13,7 @@
 
 #include "events.h"
 #include "analysis/datastores.h"
+#include "analysis/fasthttp.h"
 #include "analysis/gotype.h"
 #include "analysis/offsets.h"
 #include "analysis/planner.h"
@@ -92,6 +93,7 @@ struct target {
 	struct grpc_target grpc;
 	struct db_target db;
 	struct router_target routers; /* route templates of the router frameworks it serves with */
+	struct fasthttp_target fasthttp; /* its fasthttp server and client, if it links fasthttp */
 	/*
 	 * The binary as target__analyse read it, open for functions__resolve and
 	 * cputime__resolve so that they need not read it again; NULL after target__end_analysis.

@@ -166,9 +166,8 @@ static void set_method(struct span *s, struct http_call *c, const char *raw, uin
 	}
 }
 
-static void on_start(struct records *r, const void *record)
+void http_server__start(struct records *r, const struct http_server_start *e)
 {
-	const struct http_server_start *e = record;
 	char host[MAX_HOST_LEN * 3 + 1], remote[MAX_ADDR_LEN * 3 + 1];
 	struct http_call *c;
 	struct span *s;
@@ -200,9 +199,13 @@ static void on_start(struct records *r, const void *record)
 		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
 }
 
-static void on_end(struct records *r, const void *record)
+static void on_start(struct records *r, const void *record)
 {
-	const struct http_server_end *e = record;
+	http_server__start(r, record);
+}
+
+void http_server__end(struct records *r, const struct http_server_end *e, bool own_writer)
+{
 	const struct target *t;
 	struct http_call *c;
 	struct pending *p;
@@ -223,7 +226,8 @@ static void on_end(struct records *r, const void *record)
 	 * serves every HTTP/1.x request with a *response.
 	 */
 	t = p->proc->target;
-	status_known = t->response_itab ? e->rw_itab == t->response_itab + p->proc->load_bias :
+	status_known = own_writer ? true :
+		       t->response_itab ? e->rw_itab == t->response_itab + p->proc->load_bias :
 					  c->http1;
 	status = e->status ? e->status : 200; /* nothing written: net/http sends 200 */
 	if (status_known && status >= 100 && status <= 999) {
@@ -242,6 +246,11 @@ static void on_end(struct records *r, const void *record)
 		set_route_and_name(s, c->method, e->pattern, e->pattern_len);
 	/* A panic recovered inside the handler: the call returned as any other. */
 	records__finish(r, p, e->cpu_ns);
+}
+
+static void on_end(struct records *r, const void *record)
+{
+	http_server__end(r, record, false);
 }
 
 /*

@@ -6,11 +6,23 @@
 #ifndef GOSPAN_HTTP_H
 #define GOSPAN_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+struct http_server_end;
+struct http_server_start;
 struct pending;
 struct records;
+
+/*
+ * A SERVER call of another HTTP server than net/http's (fasthttp.c), told in net/http's records:
+ * E as serverHandler.ServeHTTP's entry would have sent it opens the call, with the same
+ * attributes, name and route; E as its return would have sent it ends it. OWN_WRITER: E's status
+ * is what went out, with no ResponseWriter of net/http's to check it by.
+ */
+void http_server__start(struct records *r, const struct http_server_start *e);
+void http_server__end(struct records *r, const struct http_server_end *e, bool own_writer);
 
 /* The longest route http_server__set_route takes, in bytes as the target had them. */
 #define HTTP_ROUTE_MAX 512

@@ -279,6 +279,32 @@ static int attach_routes(struct probes *p, struct target *t, pid_t pid, uint32_t
 	return err;
 }
 
+/*
+ * fasthttp's probes: the answers' CALLs and the client's attempts as any site; the requests'
+ * starts with their link-time address above the target in the cookie (bpf/fasthttp.bpf.c takes
+ * the process's load bias from it), last, so that no request starts without its end in place.
+ */
+static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			   struct probe_counts *n)
+{
+	const struct site_progs end = { .at_ends = p->skel->progs.fasthttp_server_end };
+	const struct site_progs client = { .entry = p->skel->progs.fasthttp_client_entry,
+					   .at_rets = p->skel->progs.fasthttp_client_end,
+					   .at_ends = p->skel->progs.fasthttp_client_end };
+	const struct fasthttp_target *f = &t->fasthttp;
+	size_t i;
+	int err;
+
+	err = attach_site(p, &client, pid, t->path, &f->client, c, n);
+	err = err ?: attach_site(p, &end, pid, t->path, &f->end, c, n);
+	for (i = 0; !err && f->start.addr && i < f->start.nends; i++) {
+		err = uprobes__add(p->uprobes, p->skel->progs.fasthttp_server_entry, t->path, pid,
+				   f->start.ends[i].off, c | f->start_at[i] << 32, true);
+		n->emulated += !err;
+	}
+	return err;
+}
+
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie, struct probe_counts *n)
 {
@@ -386,6 +412,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 		err = err ?: attach_site(p, &newg, pid, t->path, &t->newproc1, c, n);
 	err = err ?: attach_functions(p, t, pid, c, n);
 	err = err ?: attach_routes(p, t, pid, c, n);
+	err = err ?: attach_fasthttp(p, t, pid, c, n);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
 	err = err ?: uprobes__commit(p->uprobes);
@@ -502,7 +529,8 @@ bool probes__can_propagate(const struct probes *p)
 
 int probes__track_process(struct probes *p, pid_t pid, const struct target *t)
 {
-	if (!p->wire || (!t->round_trip.addr && !t->grpc.new_stream.addr))
+	if (!p->wire ||
+	    (!t->round_trip.addr && !t->grpc.new_stream.addr && !t->fasthttp.client.addr))
 		return 0;
 	return wire__add_process(p->wire, pid, &t->cfg);
 }

@@ -45,6 +45,7 @@ static const struct record_handler *const families[] = {
 	func_records,
 	db_records,
 	route_records,
+	fasthttp_records,
 };
 
 struct records {

@@ -38,6 +38,7 @@ extern const struct record_handler grpc_records[];
 extern const struct record_handler func_records[];
 extern const struct record_handler db_records[];
 extern const struct record_handler route_records[];
+extern const struct record_handler fasthttp_records[];
 
 struct pending;
 
