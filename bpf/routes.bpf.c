@@ -44,6 +44,16 @@ static __always_inline __u32 read_parts(struct http_route *e, const void *hdr)
 	return slice.len > 0xffff ? 0xffff : (__u32)slice.len;
 }
 
+/* Whether the word (or the byte: a bool) at BASE + RS->need_off says a route matched. */
+static __always_inline bool route_needed(const struct route_site *rs, __u64 base)
+{
+	__u8 b = 0;
+
+	if (!rs->need_byte)
+		return go_read_word((void *)base, rs->need_off) != 0;
+	return !bpf_probe_read_user(&b, 1, (void *)(base + rs->need_off)) && b;
+}
+
 SEC("uprobe")
 int route_seen(GO_REGS *ctx)
 {
@@ -66,16 +76,20 @@ int route_seen(GO_REGS *ctx)
 	gs = bpf_map_lookup_elem(&goroutines, &key);
 	if (!gs || !gs->server.start_ns)
 		return 0;
-	base = (rs->base_slot ? go_arg(ctx, rs->base_slot) : GO_SP(ctx)) + rs->base_off;
-	for (i = 0; i < ROUTE_HOPS; i++) {
-		if (i >= rs->nhops)
+	if (rs->base_slot == ROUTE_BASE_CLOSURE)
+		base = GO_CLOSURE_PTR(ctx);
+	else
+		base = rs->base_slot ? go_arg(ctx, rs->base_slot) : GO_SP(ctx);
+	base += rs->base_off;
+	for (i = 0; i <= ROUTE_HOPS; i++) {
+		if (i == rs->need_hop && rs->need_off >= 0 && !route_needed(rs, base))
+			return 0;
+		if (i >= rs->nhops || i == ROUTE_HOPS)
 			break;
 		base = go_read_word((void *)base, rs->hops[i]);
 		if (!base)
 			return 0; /* gorilla/mux: no route matched */
 	}
-	if (rs->need_off >= 0 && !go_read_word((void *)base, rs->need_off))
-		return 0;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -26,6 +26,8 @@
 /* amd64: g in R14; integer args in RAX, RBX, RCX, RDI, RSI, R8, R9, R10, R11. */
 #define GO_REGS struct pt_regs
 #define GO_G_PTR(ctx) ((void *)(ctx)->r14)
+/* The closure context register: a func value's closure, at the entry of the code it calls. */
+#define GO_CLOSURE_PTR(ctx) ((ctx)->rdx)
 /* The stack pointer: at a function's entry and at its RETs it points at the return address. */
 #define GO_SP(ctx) ((ctx)->rsp)
 /* Where the probe fired: the probed instruction's address. */
@@ -83,6 +85,7 @@ struct gospan_arm64_regs {
 /* arm64: g in X28; integer args in X0..X15. */
 #define GO_REGS struct gospan_arm64_regs
 #define GO_G_PTR(ctx) ((void *)(ctx)->regs[28])
+#define GO_CLOSURE_PTR(ctx) ((ctx)->regs[26])
 /* The stack pointer: the same at a function's entry and at its RETs (the epilogue restores it). */
 #define GO_SP(ctx) ((ctx)->sp)
 #define GO_IP(ctx) ((ctx)->pc)

@@ -761,6 +761,7 @@ struct db_call {
 #define MAX_ROUTE_PARTS 4	/* chi: one pattern per router the request went through */
 #define MAX_ROUTE_PART_LEN 128
 #define ROUTE_SITE_SHIFT 32
+#define ROUTE_BASE_CLOSURE 0xff
 
 /* What the template is (struct route_site.kind). */
 enum route_kind {
@@ -770,9 +771,11 @@ enum route_kind {
 
 /*
  * How the program at one route site finds the template: from the word in integer register slot
- * BASE_SLOT (0: the stack pointer) plus BASE_OFF, NHOPS pointer hops (base = *(base + HOPS[i])),
- * then the string or slice header at base + STR_OFF. NEED_OFF >= 0: a word there must be non-zero,
- * or the router matched no route (chi's routePattern length); CHECK_OFF >= 0: the record carries
+ * BASE_SLOT (0: the stack pointer; ROUTE_BASE_CLOSURE: the closure context register, a deferred
+ * call's wrapper) plus BASE_OFF, NHOPS pointer hops (base = *(base + HOPS[i])), then the string or
+ * slice header at base + STR_OFF. NEED_OFF >= 0: once NEED_HOP of the hops are taken, the word
+ * there (the byte, when NEED_BYTE: a bool) must be non-zero, or the router matched no route (chi's
+ * routePattern length, Fiber's matched); CHECK_OFF >= 0: the record carries
  * the code address of the func value there (echo's handler), by which user space tells a handler
  * of the application's from the router's own not-found and method-not-allowed ones.
  */
@@ -781,7 +784,9 @@ struct route_site {
 	__u32 base_slot;
 	__s64 base_off;
 	__u32 nhops;
-	__u32 _pad;
+	__u8 need_hop;
+	__u8 need_byte;
+	__u16 _pad;
 	__s64 hops[ROUTE_HOPS];
 	__s64 str_off;
 	__s64 need_off;

@@ -30,10 +30,14 @@
 #define ROUTER_FIELDS_MAX 8
 _Static_assert(GIN_FIELD__COUNT <= ROUTER_FIELDS_MAX && ECHO_FIELD__COUNT <= ROUTER_FIELDS_MAX &&
 		       ECHO5_FIELD__COUNT <= ROUTER_FIELDS_MAX &&
-		       CHI_FIELD__COUNT <= ROUTER_FIELDS_MAX && MUX_FIELD__COUNT <= ROUTER_FIELDS_MAX,
+		       CHI_FIELD__COUNT <= ROUTER_FIELDS_MAX &&
+		       MUX_FIELD__COUNT <= ROUTER_FIELDS_MAX &&
+		       FIBER_FIELD__COUNT <= ROUTER_FIELDS_MAX,
 	       "a router's offsets fit ROUTER_FIELDS_MAX");
 
 #define MUX_MODULE "github.com/gorilla/mux"
+#define FIBER2_MODULE "github.com/gofiber/fiber/v2"
+#define FIBER3_MODULE "github.com/gofiber/fiber/v3"
 
 struct router_spec;
 /* Fills RS from the framework's offsets OFFS; false when one it needs is missing. */
@@ -193,6 +197,108 @@ static int echo5_site(struct analysis *a, const struct router_spec *spec, struct
 	return err;
 }
 
+/*
+ * Fiber's context: the route it matched last (middleware are routes too), read only when a route
+ * that is not middleware matched (matched, a bool), so that a 404 or 405 has none; the route's
+ * Path holds its group's prefix. Where the context is, the site says (fiber2_site, fiber3_site).
+ */
+static bool fiber_recipe(const int64_t *offs, struct route_site *rs)
+{
+	recipe_init(rs, ROUTE_STRING);
+	rs->need_off = offs[FIBER_FIELD_CTX_MATCHED] >= 0 ? offs[FIBER_FIELD_CTX_MATCHED] :
+							   offs[FIBER_FIELD_CTX_IS_MATCHED];
+	rs->need_byte = 1;
+	rs->hops[rs->nhops++] = offs[FIBER_FIELD_CTX_ROUTE];
+	rs->str_off = offs[FIBER_FIELD_ROUTE_PATH];
+	return rs->need_off >= 0 && rs->hops[0] >= 0 && rs->str_off >= 0;
+}
+
+/*
+ * The direct CALLs of the function CALLEE in the function IN, into RT's site: -ENOENT, quietly,
+ * when either or none is (the caller looks elsewhere).
+ */
+static int calls_of(struct analysis *a, const char *in, const char *callee, struct router *rt)
+{
+	struct elf_symbol sym, fn;
+	char why[128];
+	int err;
+
+	if (analysis__find_func(a, callee, &sym) || analysis__find_func(a, in, &fn))
+		return -ENOENT;
+	rt->site.symbol = in;
+	err = site_planner__probe_sites(a->sp, fn.addr, fn.size, SITE_CALLS_TO, sym.addr,
+					&rt->site, why, sizeof(why));
+	return err ?: (rt->site.nends ? 0 : -ENOENT);
+}
+
+/*
+ * Fiber v2 returns its Ctx to the pool with (*App).ReleaseCtx(c), c in the second slot, which
+ * clears the route: its CALLs in (*App).handler (v2.40), or in the closure of its deferred call
+ * (later releases, Go 1.21). Where Go 1.22+ inlines ReleaseCtx into that closure (deferwrap1),
+ * nothing is called with the route still set: the closure's entry is the site instead (the
+ * emulated instruction after its stack check), c the second word its closure context holds,
+ * after app (defer app.ReleaseCtx(c)).
+ */
+static int fiber2_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
+{
+	static const char release[] = FIBER2_MODULE ".(*App).ReleaseCtx";
+	static const char func1[] = FIBER2_MODULE ".(*App).handler.func1";
+	static const char wrap[] = FIBER2_MODULE ".(*App).handler.deferwrap1";
+	struct route_site *rs = &rt->recipe;
+	int err;
+
+	rs->base_slot = 2;
+	err = calls_of(a, spec->serve, release, rt);
+	if (err == -ENOENT) {
+		probe_site__release(&rt->site);
+		err = calls_of(a, func1, release, rt);
+	}
+	if (err != -ENOENT)
+		return err;
+	probe_site__release(&rt->site);
+	err = analysis__find_site(a, wrap, &rt->site, SITE_ENTRY, 0);
+	if (err)
+		return err;
+	rt->site.ends = calloc(1, sizeof(*rt->site.ends));
+	if (!rt->site.ends)
+		return -ENOMEM;
+	rt->site.ends[0].off = rt->site.entry_off;
+	rt->site.ends[0].caller = rt->site.addr;
+	rt->site.ends[0].emulated = rt->site.entry_emulated;
+	rt->site.ends[0].result = -1;
+	rt->site.nends = 1;
+	rs->base_slot = ROUTE_BASE_CLOSURE;
+	memmove(rs->hops + 1, rs->hops, sizeof(rs->hops[0]));
+	rs->hops[0] = 16;
+	rs->nhops++;
+	rs->need_hop = 1;
+	return 0;
+}
+
+/*
+ * Fiber v3 releases its context in the closure of (*App).requestHandler's deferred
+ * app.ReleaseCtx(ctx), ctx a CustomCtx interface: a direct CALL with the *DefaultCtx as the
+ * interface's data word, the third slot. An application's own context type (NewWithCustomCtx)
+ * embeds DefaultCtx first, so its fields are where DefaultCtx has them.
+ */
+static int fiber3_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
+{
+	(void)spec;
+	rt->recipe.base_slot = 3;
+	return calls_of(a, FIBER3_MODULE ".(*App).requestHandler.deferwrap1",
+			FIBER3_MODULE ".(*App).ReleaseCtx", rt);
+}
+
+static const struct offsets *fiber2_table(const struct module_tables *m)
+{
+	return m ? m->fiber2 : NULL;
+}
+
+static const struct offsets *fiber3_table(const struct module_tables *m)
+{
+	return m ? m->fiber3 : NULL;
+}
+
 static const struct offsets *gin_table(const struct module_tables *m)
 {
 	return m ? m->gin : NULL;
@@ -229,6 +335,10 @@ static const struct router_spec specs[] = {
 	  chi_table, CHI_FIELD__COUNT },
 	{ ROUTER_MUX, "gorilla/mux", MUX_MODULE, MUX_MODULE ".(*Router).ServeHTTP", mux_recipe,
 	  mux_site, mux_table, MUX_FIELD__COUNT },
+	{ ROUTER_FIBER, "fiber", FIBER2_MODULE, FIBER2_MODULE ".(*App).handler", fiber_recipe,
+	  fiber2_site, fiber2_table, FIBER_FIELD__COUNT },
+	{ ROUTER_FIBER, "fiber", FIBER3_MODULE, FIBER3_MODULE ".(*App).requestHandler",
+	  fiber_recipe, fiber3_site, fiber3_table, FIBER_FIELD__COUNT },
 };
 
 static bool starts_with(const char *s, const char *prefix)

@@ -24,6 +24,7 @@ enum router_kind {
 	ROUTER_ECHO,
 	ROUTER_CHI,
 	ROUTER_MUX,
+	ROUTER_FIBER, /* on fasthttp: its routes go to fasthttp's SERVER spans */
 	ROUTER__COUNT,
 };
 
