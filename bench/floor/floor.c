@@ -5,7 +5,8 @@
  * empty BPF programs at exactly the sites gospan would attach to: ServeHTTP's entry and ends,
  * runtime.gopanic, (*Transport).roundTrip's entry and ends, the call site where requests are
  * marked for the socket-layer writer, the sites where gospan reads the route a router framework
- * matched (gin, echo, chi, gorilla/mux: found as gospan finds them, DWARF or its offset tables),
+ * matched (gin, echo, chi, gorilla/mux, Fiber: found as gospan finds them, DWARF or its offset
+ * tables), fasthttp's server (where a request starts and where it is answered) and client,
  * runtime.newproc1's ends with --follow-goroutines.
  * The service then pays the uprobe traps and nothing else: the floor gospan is measured against.
  * --sites picks other sites for the same functions: gospan's entry sites with every RET (what
@@ -148,6 +149,28 @@ static int attach_routes(struct floor *f, struct bpf_program *prog, pid_t pid, c
 			err = attach_at(f, prog, pid, path, site->ends[j].off);
 			*(site->ends[j].emulated ? &f->emulated : &f->stepped) += !err;
 		}
+	}
+	return err;
+}
+
+/*
+ * fasthttp's server and client, as probes.c's attach_fasthttp(): the client's entry and ends,
+ * the answers' CALLs, then the requests' starts (emulated CALLs, the server entry program's).
+ */
+static int attach_fasthttp(struct floor *f, pid_t pid, const char *path,
+			   const struct fasthttp_target *h)
+{
+	typeof(f->skel->progs) *pr = &f->skel->progs;
+	size_t i;
+	int err;
+
+	err = attach_site(f, pr->floor_client_entry, pr->floor_client_return, pid, path,
+			  &h->client);
+	if (!err)
+		err = attach_site(f, NULL, pr->floor_serve_return, pid, path, &h->end);
+	for (i = 0; !err && h->start.addr && i < h->start.nends; i++) {
+		err = attach_at(f, pr->floor_serve_entry, pid, path, h->start.ends[i].off);
+		f->emulated += !err;
 	}
 	return err;
 }
@@ -397,6 +420,8 @@ int main(int argc, char **argv)
 		err = attach_site(&f, NULL, pr->floor_inject, pid, path, &t->inject);
 	if (!err)
 		err = attach_routes(&f, pr->floor_route, pid, path, &t->routers);
+	if (!err)
+		err = attach_fasthttp(&f, pid, path, &t->fasthttp);
 	if (!err && follow)
 		err = attach_site(&f, NULL, pr->floor_goroutine, pid, path, &t->newproc1);
 	if (err)
@@ -414,6 +439,10 @@ int main(int argc, char **argv)
 		say_site(&sep, "request marker");
 	for (i = 0; i < (int)t->routers.n; i++)
 		say_site(&sep, "%s routes", t->routers.v[i].name);
+	if (fasthttp__serves(&t->fasthttp))
+		say_site(&sep, "fasthttp server");
+	if (t->fasthttp.client.addr)
+		say_site(&sep, "fasthttp client");
 	if (follow && t->newproc1.addr)
 		say_site(&sep, "newproc1");
 	printf(")\n");
