@@ -54,6 +54,50 @@ static __always_inline bool route_needed(const struct route_site *rs, __u64 base
 	return !bpf_probe_read_user(&b, 1, (void *)(base + rs->need_off)) && b;
 }
 
+/*
+ * httprouter's match into E: the request's path (from the call's *http.Request, CFG's offsets)
+ * and each parameter's name and where its value lies in that path. False when there is none.
+ */
+static __always_inline bool read_params(GO_REGS *ctx, const struct target_config *cfg,
+					const struct route_site *rs, const struct goroutine_state *gs,
+					struct http_route *e)
+{
+	struct {
+		struct go_string key, value;
+	} ps[MAX_ROUTE_PARTS - 1];
+	struct go_string path;
+	__u64 n, i, url;
+	const char *at;
+
+	if (!go_arg(ctx, rs->base_slot))
+		return false; /* no handle: nothing matched */
+	n = go_arg(ctx, rs->base_slot + 2);
+	url = go_read_word((void *)gs->server.req, cfg->req_url);
+	if (!url || bpf_probe_read_user(&path, sizeof(path), (void *)(url + cfg->url_path)))
+		return false;
+	e->len[0] = go_copy_string(e->part[0], MAX_ROUTE_PART_LEN, path.ptr, path.len);
+	e->nparts = n + 1 > 0xffff ? 0xffff : (__u32)(n + 1);
+	if (n > MAX_ROUTE_PARTS - 1)
+		n = MAX_ROUTE_PARTS - 1;
+	if (n && bpf_probe_read_user(ps, n * sizeof(ps[0]), (void *)go_arg(ctx, rs->base_slot + 1)))
+		return false;
+	for (i = 0; i < MAX_ROUTE_PARTS - 1; i++) {
+		if (i >= n)
+			break;
+		e->len[i + 1] = go_copy_string(e->part[i + 1], MAX_ROUTE_PART_LEN, ps[i].key.ptr,
+					       ps[i].key.len);
+		at = ps[i].value.ptr;
+		e->value_off[i] = ~0U;
+		e->value_len[i] = 0;
+		if (at >= path.ptr && ps[i].value.len >= 0 && at - path.ptr <= path.len &&
+		    ps[i].value.len <= path.len - (at - path.ptr)) {
+			e->value_off[i] = at - path.ptr;
+			e->value_len[i] = ps[i].value.len;
+		}
+	}
+	return true;
+}
+
 SEC("uprobe")
 int route_seen(GO_REGS *ctx)
 {
@@ -99,7 +143,10 @@ int route_seen(GO_REGS *ctx)
 	fill_header(&e->hdr, EVENT_HTTP_ROUTE, &key, gs->server.start_ns);
 	e->site = idx;
 	__builtin_memset(e->len, 0, sizeof(e->len));
-	if (rs->kind == ROUTE_STRINGS) {
+	if (rs->kind == ROUTE_PARAMS) {
+		if (!read_params(ctx, cfg, rs, gs, e))
+			e->nparts = 0;
+	} else if (rs->kind == ROUTE_STRINGS) {
 		e->nparts = read_parts(e, (void *)(base + rs->str_off));
 	} else {
 		e->len[0] = go_read_string(e->part[0], MAX_ROUTE_PART_LEN, (void *)(base + rs->str_off));

@@ -767,7 +767,17 @@ struct db_call {
 enum route_kind {
 	ROUTE_STRING = 1,  /* one Go string */
 	ROUTE_STRINGS = 2, /* a []string of parts, in order, that user space joins (chi) */
+	/*
+	 * httprouter, which keeps no template: the matched handle (BASE_SLOT, 0: no route) and
+	 * the route's parameters (a []Param in the next two slots), whose values lie in the
+	 * request's path; user space puts each name back where its value was.
+	 */
+	ROUTE_PARAMS = 3,
 };
+
+/* httprouter's Param: {Key, Value string}. */
+#define ROUTE_PARAM_SIZE 32
+#define ROUTE_PARAM_VALUE 16
 
 /*
  * How the program at one route site finds the template: from the word in integer register slot
@@ -811,6 +821,13 @@ struct http_route {
 	__u64 check_inner;
 	__u32 len[MAX_ROUTE_PARTS];
 	char part[MAX_ROUTE_PARTS][MAX_ROUTE_PART_LEN];
+	/*
+	 * ROUTE_PARAMS: part 0 is the request's URL.Path, part i + 1 parameter i's name, and its
+	 * value is VALUE_LEN[i] bytes at VALUE_OFF[i] in that path (~0: not in it). NPARTS is one
+	 * more than the parameters.
+	 */
+	__u32 value_off[MAX_ROUTE_PARTS - 1];
+	__u32 value_len[MAX_ROUTE_PARTS - 1];
 };
 
 #endif

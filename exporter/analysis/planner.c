@@ -4,6 +4,7 @@
  * uprobes take. Its entry where the kernel emulates the instruction when it can, its RETs, and,
  * where every call of it is a direct call, ends in its callers instead of its RETs (sites.c).
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,65 @@ int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *si
 			return err;
 	}
 	return 0;
+}
+
+int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t size,
+			     uint64_t callee, uint16_t keep, struct probe_site *site)
+{
+	struct insns ins = {};
+	struct end_site end;
+	uint8_t *code = NULL;
+	long call = -1, at, i;
+	int err;
+
+	memset(site, 0, sizeof(*site));
+	site->addr = addr;
+	if (sp->machine != EM_X86_64)
+		return -EOPNOTSUPP;
+	code = malloc(size ? size : 1);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(sp->ef, addr, code, size);
+	err = err ?: disasm__decode(sp->machine, code, size, addr, &ins);
+	if (err)
+		goto cleanup;
+	for (i = 0; i < (long)ins.n; i++) {
+		if (ins.v[i].kind != INSN_CALL || ins.v[i].target != callee)
+			continue;
+		err = call >= 0 ? -ENOENT : 0;
+		call = i;
+	}
+	if (err || call < 0 || call + 1 >= (long)ins.n) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	/* With a result register, it stops where another path joins. */
+	sites__after_call(&ins, call + 1, 0, X86_AX, &end);
+	at = disasm__index(&ins, end.off - addr);
+	if (!end.emulated || end.result >= 0 || at < 0) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	for (i = call + 1; i < at; i++) {
+		if (ins.v[i].writes & keep) {
+			err = -ENOENT;
+			goto cleanup;
+		}
+	}
+	site->ends = calloc(1, sizeof(*site->ends));
+	if (!site->ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	site->ends[0] = end;
+	site->nends = 1;
+	err = site_planner__ends_to_offsets(sp, site);
+cleanup:
+	disasm__insns_free(&ins);
+	free(code);
+	if (err)
+		probe_site__release(site);
+	return err;
 }
 
 int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,

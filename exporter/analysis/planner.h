@@ -84,6 +84,15 @@ int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t s
 int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,
 			      unsigned int find_flags, unsigned int after_flags, int result_reg);
 
+/*
+ * SITE's one end right after the one direct call of CALLEE in the function at ADDR (SIZE bytes):
+ * the first emulated instruction its return leads to (sites__after_call), before which no
+ * instruction writes the registers of KEEP (a mask of x86 register numbers: results to read
+ * there) and no other path joins. -ENOENT when the code has no such call, more than one, or no
+ * such instruction; -EOPNOTSUPP on arm64.
+ */
+int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t size,
+			     uint64_t callee, uint16_t keep, struct probe_site *site);
 /* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 

@@ -38,6 +38,7 @@ _Static_assert(GIN_FIELD__COUNT <= ROUTER_FIELDS_MAX && ECHO_FIELD__COUNT <= ROU
 #define MUX_MODULE "github.com/gorilla/mux"
 #define FIBER2_MODULE "github.com/gofiber/fiber/v2"
 #define FIBER3_MODULE "github.com/gofiber/fiber/v3"
+#define HTTPROUTER_MODULE "github.com/julienschmidt/httprouter"
 
 struct router_spec;
 /* Fills RS from the framework's offsets OFFS; false when one it needs is missing. */
@@ -299,6 +300,35 @@ static const struct offsets *fiber3_table(const struct module_tables *m)
 	return m ? m->fiber3 : NULL;
 }
 
+/*
+ * httprouter (v1.3) keeps no template: its tree gives the handle and the parameters, whose values
+ * are cut out of the request's path. Right after (*Router).ServeHTTP's call of (*node).getValue,
+ * the registers still hold what it returned: the handle (0: no route), the parameters' array and
+ * their count; user space puts the names back into the path (capture/routes.c). Params are
+ * {Key, Value string}: no offsets needed.
+ */
+static bool httprouter_recipe(const int64_t *offs, struct route_site *rs)
+{
+	(void)offs;
+	recipe_init(rs, ROUTE_PARAMS);
+	rs->base_slot = 1;
+	return true;
+}
+
+static int httprouter_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
+{
+	struct elf_symbol serve, get;
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s.(*node).getValue", spec->module);
+	if (analysis__find_func(a, spec->serve, &serve) || analysis__find_func(a, name, &get))
+		return -ENOENT;
+	rt->site.symbol = spec->serve;
+	return site_planner__after_call(a->sp, serve.addr, serve.size, get.addr,
+					(1u << X86_AX) | (1u << X86_BX) | (1u << X86_CX),
+					&rt->site);
+}
+
 static const struct offsets *gin_table(const struct module_tables *m)
 {
 	return m ? m->gin : NULL;
@@ -339,6 +369,8 @@ static const struct router_spec specs[] = {
 	  fiber2_site, fiber2_table, FIBER_FIELD__COUNT },
 	{ ROUTER_FIBER, "fiber", FIBER3_MODULE, FIBER3_MODULE ".(*App).requestHandler",
 	  fiber_recipe, fiber3_site, fiber3_table, FIBER_FIELD__COUNT },
+	{ ROUTER_HTTPROUTER, "httprouter", HTTPROUTER_MODULE, HTTPROUTER_MODULE ".(*Router).ServeHTTP",
+	  httprouter_recipe, httprouter_site, NULL, 0 },
 };
 
 static bool starts_with(const char *s, const char *prefix)
@@ -418,8 +450,14 @@ static int find_router(struct analysis *a, const struct module_tables *modules,
 	rt->name = spec->name;
 	rt->module = spec->module;
 	snprintf(rt->version, sizeof(rt->version), "%s", version);
-	err = module_offsets__for_binary(spec->table(modules), spec->module, a->path, a->gobin,
-					 offs, rt->offsets, sizeof(rt->offsets));
+	/* A framework whose structs are Go's own needs no table (httprouter's Params). */
+	if (!spec->table) {
+		snprintf(rt->offsets, sizeof(rt->offsets), "httprouter.Param");
+		err = 0;
+	} else {
+		err = module_offsets__for_binary(spec->table(modules), spec->module, a->path,
+						 a->gobin, offs, rt->offsets, sizeof(rt->offsets));
+	}
 	if (err == -ENOMEM)
 		return err;
 	if (err || !spec->recipe(offs, &rt->recipe)) {

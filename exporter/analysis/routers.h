@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Target analysis for HTTP router frameworks: gin, echo (v4), chi (v5) and gorilla/mux. Such a
+ * Target analysis for HTTP router frameworks: gin, echo (v4, v5), chi (v5), gorilla/mux and
+ * julienschmidt/httprouter. Such a
  * router serves inside net/http's ServeHTTP, so its requests are already SERVER spans; what it
  * knows beyond net/http is the route template it matched ("/users/:id"), kept in its own request
  * context. For each framework the binary links: where one probe a request can read that template
@@ -25,6 +26,7 @@ enum router_kind {
 	ROUTER_CHI,
 	ROUTER_MUX,
 	ROUTER_FIBER, /* on fasthttp: its routes go to fasthttp's SERVER spans */
+	ROUTER_HTTPROUTER,
 	ROUTER__COUNT,
 };
 

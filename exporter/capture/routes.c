@@ -52,6 +52,50 @@ static int chi_join(const struct http_route *e, char *out, size_t size)
 	return (int)len;
 }
 
+/*
+ * httprouter's template, which it does not keep: the request's path with each parameter's value
+ * put back as its name, ":name" (a value without a slash), "*name" (a catch-all's, which starts
+ * with the slash before it); the values lie in the path in order. -1 when the path or a name was
+ * cut, or a value is not where the record says.
+ */
+static int params_join(const struct http_route *e, char *out, size_t size)
+{
+	uint32_t nparams = e->nparts - 1, i, from = 0, off, vlen;
+	const char *path = e->part[0];
+	size_t len = 0, klen;
+
+	if (e->len[0] > MAX_ROUTE_PART_LEN)
+		return -1;
+	for (i = 0; i < nparams; i++) {
+		off = e->value_off[i];
+		vlen = e->value_len[i];
+		klen = e->len[i + 1];
+		if (off == ~0U || off < from || off + vlen > e->len[0] || klen > MAX_ROUTE_PART_LEN ||
+		    !vlen)
+			return -1;
+		if (len + (off - from) + 2 + klen >= size)
+			return -1;
+		memcpy(out + len, path + from, off - from);
+		len += off - from;
+		if (path[off] == '/') {
+			/* A catch-all: its value begins with the slash before "*name". */
+			out[len++] = '/';
+			out[len++] = '*';
+		} else {
+			out[len++] = ':';
+		}
+		memcpy(out + len, e->part[i + 1], klen);
+		len += klen;
+		from = off + vlen;
+	}
+	if (len + (e->len[0] - from) >= size)
+		return -1;
+	memcpy(out + len, path + from, e->len[0] - from);
+	len += e->len[0] - from;
+	out[len] = '\0';
+	return (int)len;
+}
+
 int routes__template(const struct router *rt, const struct http_route *e, uint64_t bias, char *out,
 		     size_t size)
 {
@@ -59,6 +103,8 @@ int routes__template(const struct router *rt, const struct http_route *e, uint64
 		return -1;
 	if (rt->kind == ROUTER_CHI)
 		return chi_join(e, out, size);
+	if (rt->kind == ROUTER_HTTPROUTER)
+		return params_join(e, out, size);
 	if (routers__router_answered(rt, e->check ? e->check - bias : 0,
 				     e->check_inner ? e->check_inner - bias : 0))
 		return -1;

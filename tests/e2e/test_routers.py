@@ -1,4 +1,5 @@
-"""Route templates from router frameworks: gin, echo (v4 and v5), chi and gorilla/mux.
+"""Route templates from router frameworks: gin, echo (v4 and v5), chi, gorilla/mux and
+httprouter.
 
 Each framework's service of tests/e2e/routers (the releases its go.mod pins, the installed Go)
 is traced by gospan, plain and as a stripped PIE (no symbols, no DWARF: the offsets come from
@@ -32,7 +33,7 @@ import pytest
 from conftest import Service, _clean_env, perform, wait_until
 
 ROUTERS = Path(__file__).resolve().parent / "routers"
-FRAMEWORKS = ["gin", "echo", "echo5", "chi", "mux"]
+FRAMEWORKS = ["gin", "echo", "echo5", "chi", "mux", "httprouter"]
 SPAN_SERVER, SPAN_CLIENT = 2, 3
 STATUS_ERROR = 2
 SPAN_WAIT = 20.0
@@ -68,7 +69,7 @@ def expected(fw, method, route, status):
     # gospan reads the template: a panic nothing recovers never gets there (README.md, Routers).
     if status is None and fw in ("gin", "echo", "chi"):
         return None
-    return colon(route) if fw in ("gin", "echo", "echo5") else route
+    return colon(route) if fw in ("gin", "echo", "echo5", "httprouter") else route
 
 
 class Backend:
@@ -197,3 +198,34 @@ def test_routes(fw, flavour, build_dir, backend, otlp_receiver, start_gospan):
                 problems.append(f"{target}: the backend got {backend.traceparents}, none "
                                 f"naming CLIENT span {clients[0].span_id.hex()}")
     assert not problems, f"{fw} {flavour}:\n" + "\n".join(problems)
+
+
+def test_release_without_table_keeps_its_spans(build_dir, otlp_receiver, start_gospan):
+    """gin v1.6.3, older than the offset table, stripped (no DWARF): its requests are SERVER
+    spans as before, without a route, and gospan says once which framework and release it
+    cannot read routes of."""
+    out = build_dir / "e2e" / "routers" / "gin-v1.6.3-stripped"
+    res = subprocess.run(["bash", str(ROUTERS / "build.sh"), str(out), "local", "gin", "v1.6.3",
+                          "--", "-ldflags=-s -w"], capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        pytest.fail(f"cannot build gin v1.6.3:\n{res.stderr}")
+    svc = Service(out, env=_clean_env())
+    try:
+        g = start_gospan(svc.pid, otlp_receiver)
+        line = g.wait_attached()
+        assert "routes" not in line, line
+        before = len(otlp_receiver.snapshot())
+
+        class Req:
+            error = None
+        req = Req()
+        perform(req, svc.port, target="/users/42")
+        assert req.error is None and req.got_status == 200, req.error or req.got_status
+        assert wait_until(lambda: len(otlp_receiver.snapshot()) > before, SPAN_WAIT), g.stderr
+        g.stop_cleanly()
+    finally:
+        svc.stop()
+    s = otlp_receiver.snapshot()[before]
+    assert s.name == "GET" and "http.route" not in s.attrs, (s.name, s.attrs)
+    warnings = [ln for ln in g.stderr.splitlines() if "gin v1.6.3" in ln and "no route" in ln]
+    assert len(warnings) == 1, g.stderr

@@ -3,7 +3,8 @@
  * capture/routes.c: route records made into templates. chi's parts joined as chi's own
  * RoutePattern() joins them (each case a request the chi service of tests/e2e/routers answers,
  * with the patterns chi's Context held for it); echo's requests its router answered itself (the
- * handler, or the handler its closure holds, one of echo's own) have none; a cut template none.
+ * handler, or the handler its closure holds, one of echo's own) have none; httprouter's names put
+ * back where their values were in the path; a cut template none.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,12 +115,78 @@ static void test_routes__echo_router_answered_has_no_route(void **state)
 	assert_int_equal(routes__template(&echo, &e, 0, out, sizeof(out)), 14);
 }
 
+/* A record of httprouter's match of PATH: its parameters NAMES, each value VALUES[i] found in it. */
+static struct http_route params_record(const char *path, const char *const *names,
+				       const char *const *values, uint32_t n)
+{
+	const char *parts[MAX_ROUTE_PARTS] = { path };
+	struct http_route e;
+	const char *at = path;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		parts[i + 1] = names[i];
+	e = record(parts, n + 1);
+	for (i = 0; i < n; i++) {
+		at = strstr(at, values[i]);
+		assert_non_null(at);
+		e.value_off[i] = (uint32_t)(at - path);
+		e.value_len[i] = (uint32_t)strlen(values[i]);
+		at += strlen(values[i]);
+	}
+	return e;
+}
+
+static void expect_params(const char *want, const struct http_route *e)
+{
+	const struct router hr = { .kind = ROUTER_HTTPROUTER, .name = "httprouter" };
+	char out[MAX_ROUTE_PARTS * MAX_ROUTE_PART_LEN + 1];
+	int len = routes__template(&hr, e, 0, out, sizeof(out));
+
+	if (!want) {
+		assert_int_equal(len, -1);
+		return;
+	}
+	assert_int_equal(len, (int)strlen(want));
+	assert_string_equal(out, want);
+}
+
+static void test_routes__httprouter_names_put_back(void **state)
+{
+	struct http_route e;
+
+	(void)state;
+	e = params_record("/users/42", (const char *[]){ "id" }, (const char *[]){ "42" }, 1);
+	expect_params("/users/:id", &e);
+	e = params_record("/orders/7/items/7", (const char *[]){ "oid", "iid" },
+			  (const char *[]){ "7", "7" }, 2);
+	expect_params("/orders/:oid/items/:iid", &e);
+	/* A catch-all's value takes the slash before it. */
+	e = params_record("/src/a/b.txt", (const char *[]){ "filepath" },
+			  (const char *[]){ "/a/b.txt" }, 1);
+	expect_params("/src/*filepath", &e);
+	/* A static route: the path itself. */
+	e = params_record("/health", NULL, NULL, 0);
+	expect_params("/health", &e);
+	/* A value not in the path, or the path cut: none. */
+	e = params_record("/users/42", (const char *[]){ "id" }, (const char *[]){ "42" }, 1);
+	e.value_off[0] = ~0U;
+	expect_params(NULL, &e);
+	e = params_record("/users/42", (const char *[]){ "id" }, (const char *[]){ "42" }, 1);
+	e.value_off[0] = 8;
+	expect_params(NULL, &e);
+	e = params_record("/users/42", (const char *[]){ "id" }, (const char *[]){ "42" }, 1);
+	e.len[0] = MAX_ROUTE_PART_LEN + 1;
+	expect_params(NULL, &e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes__chi_joins_as_route_pattern),
 		cmocka_unit_test(test_routes__cut_or_missing_parts_give_no_route),
 		cmocka_unit_test(test_routes__echo_router_answered_has_no_route),
+		cmocka_unit_test(test_routes__httprouter_names_put_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
 #
 #   OUT_FILE     the binary to write (its directory is created if missing)
 #   GOTOOLCHAIN  local, go1.X.Y (fetched through the module proxy) or the path of a go command
-#   FRAMEWORK    gin, echo (Echo v4), echo5, chi (chi v5) or mux (gorilla/mux)
+#   FRAMEWORK    gin, echo (Echo v4), echo5, chi (chi v5), mux (gorilla/mux) or httprouter
 #   VERSION      the framework release, v1.7.0 for instance; the committed go.mod's unless given
 #
 # Prints nothing on success; on failure names the step, shows the go command's output on stderr
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 OUT_FILE GOTOOLCHAIN gin|echo|echo5|chi|mux [VERSION] [-- go build flags...]" >&2
+	echo "usage: $0 OUT_FILE GOTOOLCHAIN gin|echo|echo5|chi|mux|httprouter [VERSION] [-- go build flags...]" >&2
 	exit 2
 }
 [ $# -ge 3 ] || usage
@@ -30,6 +30,7 @@ echo) module=github.com/labstack/echo/v4 ;;
 echo5) module=github.com/labstack/echo/v5 ;;
 chi) module=github.com/go-chi/chi/v5 ;;
 mux) module=github.com/gorilla/mux ;;
+httprouter) module=github.com/julienschmidt/httprouter ;;
 *) usage ;;
 esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
