@@ -375,16 +375,18 @@ def perform(req, port, conn=None, method="GET", target="/", body=None, headers=N
             c.close()
 
 
-def traced_get(port, path, status=200, where=""):
-    """GET PATH from the service on PORT under a trace of its own, the caller's span made up;
-    fails the test unless it answers STATUS, naming WHERE (a build, say) first. Returns (trace
-    id, the caller's span id, req), the ids as bytes, req as perform() left it."""
+def traced_get(port, path, status=200, where="", method="GET"):
+    """GET PATH (or another METHOD, a POST with an empty body) from the service on PORT under a
+    trace of its own, the caller's span made up; fails the test unless it answers STATUS, naming
+    WHERE (a build, say) first. Returns (trace id, the caller's span id, req), the ids as bytes,
+    req as perform() left it."""
     trace_id, parent = secrets.token_hex(16), secrets.token_hex(8)
 
     class Req:
         error = None
     req = Req()
-    perform(req, port, target=path, headers={"traceparent": f"00-{trace_id}-{parent}-01"})
+    perform(req, port, method=method, target=path, body=b"" if method == "POST" else None,
+            headers={"traceparent": f"00-{trace_id}-{parent}-01"})
     assert req.error is None, f"{where}{path}: {req.error}"
     assert req.got_status == status, f"{where}{path}: {req.got_status} {req.got_body!r}"
     return bytes.fromhex(trace_id), bytes.fromhex(parent), req
