@@ -26,7 +26,6 @@ data store section of COMPATIBILITY.md from the results a run saved (for a run c
 shares with the grpc-go matrix (grpc_matrix.py) is matrix.py's.
 """
 
-import json
 import platform
 import sys
 import textwrap
@@ -34,7 +33,7 @@ import time
 
 import matrix
 from datastores import build_dbmix
-from matrix import FLAVOURS, parse, shown_result, tally
+from matrix import FLAVOURS, para, parse, shown_result, tally
 from test_go_versions import DEBIAN_GO as GO_DEBIAN
 from test_go_versions import VERSIONS as GO_VERSIONS
 
@@ -85,37 +84,16 @@ def sql_releases():
     return ["go" + v for v in GO_VERSIONS]
 
 
-def table(lib):
-    return json.loads(TABLES[lib].read_text())
-
-
 def table_row_version(lib, release):
-    """The table release whose row a binary of RELEASE without DWARF takes: the newest at or
-    below it (the newest of all for a newer release, as gospan's lookup does)."""
-    vs = sorted(table(lib)["versions"], key=parse)
-    below = [v for v in vs if parse(v) <= parse(release)]
-    return below[-1] if below else None
-
-
-def layout_edges(lib):
-    """The releases an offset table's rows start or end at, "v5.5.3"."""
-    edges = set()
-    for rows in table(lib)["fields"].values():
-        for r in rows:
-            edges.update((r["from"], r["to"]))
-    return {"v" + v for v in edges}
+    """The table release whose row a binary of RELEASE without DWARF takes
+    (matrix.table_row_version)."""
+    return matrix.table_row_version(TABLES[lib], release)
 
 
 def module_releases(lib):
     """Every minor's latest patch of the module (the proxy's list, and the table's releases for
     the minors the list leaves out), plus the table's layout edges; sorted."""
-    listed = matrix.module_releases(MODULES[lib])
-    latest = {}
-    for v in listed + ["v" + v for v in table(lib)["versions"]]:
-        p = parse(v)
-        if p[:2] not in latest or p > parse(latest[p[:2]]):
-            latest[p[:2]] = v
-    return sorted(set(latest.values()) | layout_edges(lib), key=parse)
+    return matrix.minor_releases(MODULES[lib], TABLES[lib])
 
 
 def sql_cells():
@@ -215,9 +193,6 @@ def page_text(results, cells, kernel=None, note=None):
     def count(lib):
         return tally(by_lib[lib], results)
 
-    def para(text):
-        return textwrap.wrap(text, 95, break_on_hyphens=False)
-
     lines = ["## Data stores (database/sql, pgx, go-redis)", ""]
     lines += para(
         "Produced by `make compat` (`GOSPAN_COMPAT=1 pytest tests/e2e/test_db_versions.py`), "
@@ -316,11 +291,7 @@ def page_text(results, cells, kernel=None, note=None):
         lines += ["", "| library | release | Go | flavour | result |", "|---|---|---|---|---|"]
         for c in slice_:
             lines.append(f"| {LIBS[c[0]]} | {c[1]} | {go_label([c])} | {c[3]} | {result(c)} |")
-    if fails:
-        lines += ["", "Failures:", ""]
-        for c, r in fails.items():
-            lines.append(f"- {LIBS[c[0]]} {c[1]}, {r.get('toolchain') or c[2]}, {c[3]}: "
-                         + r.get("why", "?").replace("|", "\\|"))
+    lines += matrix.failure_lines(fails, lambda c: f"{LIBS[c[0]]} {c[1]}")
     return "\n".join(lines) + "\n"
 
 

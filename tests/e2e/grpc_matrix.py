@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import matrix
 # go_version: datastores.py and db_matrix.py take it from here
@@ -87,13 +86,7 @@ def releases():
 
 def go_directive(version):
     """The go directive of grpc-go VERSION's own go.mod, "1.17"."""
-    res = subprocess.run(["go", "mod", "download", "-json", f"google.golang.org/grpc@{version}"],
-                         capture_output=True, text=True, timeout=300, env=go_env(), cwd="/")
-    if res.returncode != 0:
-        raise RuntimeError(f"cannot download grpc-go {version}:\n{res.stderr}{res.stdout}")
-    gomod = Path(json.loads(res.stdout)["GoMod"]).read_text()
-    m = re.search(r"^go\s+(\d+\.\d+(?:\.\d+)?)\s*$", gomod, re.M)
-    return m.group(1) if m else "1.17"
+    return matrix.go_directive("google.golang.org/grpc", version) or "1.17"
 
 
 def oldest_toolchain(version):
@@ -313,11 +306,7 @@ def page_text(results, cells, kernel=None, note=None):
                   "|---|---|---|---|---|"]
         for c in slice_:
             lines.append(f"| {c[0]} | {label(c[0], c[1])} | {c[2]} | {result(c)} | {steps(c)} |")
-    if fails:
-        lines += ["", "Failures:", ""]
-        for (v, tc, f), r in fails.items():
-            lines.append(f"- grpc-go {v}, {r.get('toolchain') or tc}, {f}: "
-                         + r.get("why", "?").replace("|", "\\|"))
+    lines += matrix.failure_lines(fails, lambda c: f"grpc-go {c[0]}")
     return "\n".join(lines) + "\n"
 
 

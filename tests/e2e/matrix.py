@@ -1,14 +1,19 @@
-"""What the release matrices share: grpc-go's (grpc_matrix.py, test_grpc_versions.py) and the data
-stores' (db_matrix.py, test_db_versions.py). A matrix is a list of cells, tuples naming what one
-build is made of (a library release, a Go toolchain, a build flavour); each family module says
-which cells there are and how one is built, this one how they are run and recorded:
+"""What the release matrices share: grpc-go's (grpc_matrix.py, test_grpc_versions.py), the data
+stores' (db_matrix.py, test_db_versions.py) and the routers' (router_matrix.py,
+test_router_versions.py). A matrix is a list of cells, tuples naming what one build is made of
+(a library release, a Go toolchain, a build flavour); each family module says which cells there
+are and how one is built, this one how they are run and recorded:
 
-- Go toolchains named as the build scripts take them (grpcmix/build.sh, dbmix/build.sh):
-  "local", "go1.X.Y" (through the module proxy) or the path of a go command; go_version() says
-  which release one really is.
-- The build cache: <cache>/<program>-<hash of its sources>/..., where <cache> is the family's
-  environment variable, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan; a program's homes for
-  other sources go once no run has used them for an hour.
+- Go toolchains named as the build scripts take them (grpcmix/build.sh, dbmix/build.sh,
+  routers/build.sh): "local", "go1.X.Y" (through the module proxy) or the path of a go command;
+  go_version() says which release one really is.
+- Module releases: what the module proxy lists, a release's go directive, and a module's offset
+  table (offsets/NAME_offsets.json): the row a release without DWARF takes, the releases its
+  rows start and end at, every minor's latest patch from its first release on.
+- The build cache: <cache>/<program>-<hash of its sources>/<build>/, where <cache> is the
+  family's environment variable, else $XDG_CACHE_HOME/gospan, else ~/.cache/gospan; a build is
+  made once (cached_build), and a program's homes for other sources go once no run has used
+  them for an hour.
 - The cells a run takes (COMPAT: GOSPAN_COMPAT=1, `make compat`, runs the full matrix and the
   slice; else the slice CI runs), built and run in the background in order, and the record of
   each, saved after every cell to $GOSPAN_BUILD/e2e/<name>-full.json or -slice.json.
@@ -16,12 +21,14 @@ which cells there are and how one is built, this one how they are run and record
   line that lists the cells or rewrites the section from a saved run.
 """
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -94,6 +101,58 @@ def module_releases(module):
     return [v for v in res.stdout.split()[1:] if re.fullmatch(r"v\d+\.\d+\.\d+", v)]
 
 
+def go_directive(module, version):
+    """The go directive of MODULE@VERSION's own go.mod, "1.17", or None where it has none (or no
+    go.mod)."""
+    res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
+                         capture_output=True, text=True, timeout=300, env=go_env(), cwd="/")
+    if res.returncode != 0:
+        raise RuntimeError(f"cannot download {module} {version}:\n{res.stderr}{res.stdout}")
+    gomod = Path(json.loads(res.stdout)["GoMod"]).read_text()
+    m = re.search(r"^go\s+(\d+\.\d+(?:\.\d+)?)\s*$", gomod, re.M)
+    return m.group(1) if m else None
+
+
+# ---- offset tables of module releases -----------------------------------------------------------
+
+
+def offset_table(path):
+    """The offset table at PATH (offsets/NAME_offsets.json), parsed."""
+    return json.loads(Path(path).read_text())
+
+
+def table_row_version(path, release):
+    """The release of the offset table at PATH whose row a binary of RELEASE without DWARF takes:
+    the newest at or below it (the newest of all for a newer release, as gospan's lookup does);
+    None below the first."""
+    vs = sorted(offset_table(path)["versions"], key=parse)
+    below = [v for v in vs if parse(v) <= parse(release)]
+    return below[-1] if below else None
+
+
+def layout_edges(path):
+    """The releases the rows of the offset table at PATH start or end at, "v5.5.3"."""
+    edges = set()
+    for rows in offset_table(path)["fields"].values():
+        for r in rows:
+            edges.update((r["from"], r["to"]))
+    return {"v" + v for v in edges}
+
+
+def minor_releases(module, path):
+    """Every minor's latest patch of MODULE from the first release of its offset table at PATH
+    on (the module proxy's list, and the table's releases for the minors the list leaves out),
+    plus the table's layout edges; sorted."""
+    table = ["v" + v for v in offset_table(path)["versions"]]
+    first = min(parse(v) for v in table)
+    latest = {}
+    for v in module_releases(module) + table:
+        p = parse(v)
+        if p >= first and (p[:2] not in latest or p > parse(latest[p[:2]])):
+            latest[p[:2]] = v
+    return sorted(set(latest.values()) | layout_edges(path), key=parse)
+
+
 # ---- the build cache ----------------------------------------------------------------------------
 
 
@@ -127,6 +186,34 @@ def build_home(variable, program, key):
         if stale:
             shutil.rmtree(other, ignore_errors=True)
     return home
+
+
+def cached_build(home, key, make):
+    """HOME/KEY, a build's directory, and the record of it: made when missing by MAKE(TMP), which
+    builds into the fresh directory TMP and returns what to record (a dict, kept as
+    TMP/built.json); TMP then becomes HOME/KEY in one rename, so that a build cut short leaves
+    nothing that looks built. One process at a time makes a KEY (a lock file in HOME). Returns
+    (HOME/KEY, the record, whether this call made it); what MAKE raises goes to the caller."""
+    dest = home / key
+    meta = dest / "built.json"
+    if meta.exists():
+        return dest, json.loads(meta.read_text()), False
+    with open(home / f".{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if meta.exists():
+            return dest, json.loads(meta.read_text()), False
+        tmp = home / f".{key}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            record = make(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        (tmp / "built.json").write_text(json.dumps(record) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+    return dest, record, True
 
 
 def source_hash(folder, *also):
@@ -173,6 +260,16 @@ def in_background(fn, cells, jobs):
     for f in futures.values():
         f.cancel()
     pool.shutdown(wait=True)
+
+
+def built_and_run(build, run, cells, build_jobs, run_jobs):
+    """A fixture's body: yields {cell: future of RUN(cell, future of BUILD(cell))}, every one of
+    CELLS built in order by a pool of BUILD_JOBS threads and run in order by one of RUN_JOBS, so
+    that the builds overlap the runs of the cells before them."""
+    builds = in_background(build, cells, build_jobs)
+    futures = next(builds)
+    yield from in_background(lambda c: run(c, futures[c]), cells, run_jobs)
+    next(builds, None)  # cancels what has not started, and waits for the rest
 
 
 class Results(dict):
@@ -265,6 +362,11 @@ def rewrite_section(text, begin, end, page=PAGE):
     page.write_text(new)
 
 
+def para(text, **kw):
+    """TEXT as the page's lines: 95 columns, words kept whole (textwrap.wrap's KW)."""
+    return textwrap.wrap(text, 95, break_on_hyphens=False, **kw)
+
+
 def shown_result(results, cell, fails):
     """What the page says of CELL: its result, "FAILED" (then noted in FAILS) or "not run"."""
     r = results.get(cell)
@@ -274,6 +376,17 @@ def shown_result(results, cell, fails):
         fails[cell] = r
         return "FAILED"
     return r["result"]
+
+
+def failure_lines(fails, name):
+    """The page's list of FAILS (cell -> its record, as shown_result() noted them), each named by
+    NAME(cell), then the Go that built it and the flavour (the cell's last two fields): lines
+    to add, none without a failure."""
+    lines = ["", "Failures:", ""] if fails else []
+    for c, r in fails.items():
+        lines.append(f"- {name(c)}, {r.get('toolchain') or c[-2]}, {c[-1]}: "
+                     + r.get("why", "?").replace("|", "\\|"))
+    return lines
 
 
 def tally(cells, results):
