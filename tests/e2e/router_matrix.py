@@ -50,9 +50,13 @@ FRAMEWORKS = {
     "echo5": ("echo", "github.com/labstack/echo/v5", ":"),
     "chi": ("chi", "github.com/go-chi/chi/v5", "{}"),
     "mux": ("gorilla/mux", "github.com/gorilla/mux", "{}"),
+    "httprouter": ("httprouter", "github.com/julienschmidt/httprouter", ":"),
 }
 TITLES = {"gin": "gin", "echo": "Echo v4", "echo5": "Echo v5", "chi": "chi v5",
-          "mux": "gorilla/mux"}
+          "mux": "gorilla/mux", "httprouter": "httprouter"}
+# Frameworks gospan reads without an offset table (httprouter's Params are {Key, Value string}):
+# their releases in range, and what the attach line names as the offsets' source.
+NO_TABLE = {"httprouter": (["v1.3.0"], "httprouter.Param")}
 
 
 def named(fw, release):
@@ -115,10 +119,14 @@ SLICE = [
     ("mux", "v1.6.0", "oldest", ["stripped"]),
     ("mux", "v1.7.0", "oldest", ["stripped"]),
     ("mux", "v1.8.1", "local", ["plain", "stripped", "pie"]),
+    ("httprouter", "v1.3.0", "oldest", ["stripped"]),
+    ("httprouter", "v1.3.0", "local", ["plain", "stripped", "pie"]),
 ]
 
 
 def releases(fw):
+    if fw in NO_TABLE:
+        return NO_TABLE[fw][0]
     return matrix.minor_releases(FRAMEWORKS[fw][1], table_path(fw))
 
 
@@ -259,6 +267,11 @@ SITES = [
     ("gorilla/mux", "`(*Router).ServeHTTP`'s call that stores the matched `*Route` in the "
      "request's context (`requestWithRoute`, or before it the second call of `contextSet`), "
      "made only when a route matched; the route is its path regexp's `template`."),
+    ("httprouter", "the first emulated instruction after `(*Router).ServeHTTP`'s CALL of "
+     "`(*node).getValue`, whose results are still in their registers: the handle (none: no "
+     "route) and the parameters, whose values lie in the request's path; httprouter keeps no "
+     "template, and gospan puts each parameter's name back where its value was (no offset "
+     "table: `Params` are Go strings)."),
 ]
 
 
@@ -278,7 +291,7 @@ def page_text(results, cells, kernel=None, note=None):
     def rec(c):
         return results.get(c) or {}
 
-    lines = ["## Routers (gin, Echo v4 and v5, chi v5, gorilla/mux)", ""]
+    lines = ["## Routers (gin, Echo v4 and v5, chi v5, gorilla/mux, httprouter)", ""]
     lines += para(
         "Produced by `make compat` (`GOSPAN_COMPAT=1 pytest tests/e2e/test_router_versions.py`), "
         "which rewrites only this section; do not edit by hand. Each cell is that framework's "
@@ -286,7 +299,7 @@ def page_text(results, cells, kernel=None, note=None):
         "(`tests/e2e/routers/build.sh`), one gospan attached, and five requests, each with a "
         "traceparent of its own, checked as the official opentelemetry-proto decoder read their "
         "spans: exactly one SERVER span each, a child of the caller's span; `GET /users/42` named "
-        "`GET /users/:id` (gin, Echo) or `GET /users/{id}` (chi, gorilla/mux) with that "
+        "`GET /users/:id` (gin, Echo, httprouter) or `GET /users/{id}` (chi, gorilla/mux) with that "
         "http.route; `GET /orders/7/items/9` the full template of the route on the group (gin, "
         "Echo), mounted router (chi) or subrouter (gorilla/mux), `/orders/:oid/items/:iid` or "
         "`/orders/{oid}/items/{iid}`; `POST /fail/503` the route `/fail/:code` or "

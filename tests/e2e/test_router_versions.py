@@ -42,8 +42,9 @@ BUILD_JOBS = 2
 RUN_JOBS = 2
 SPAN_SERVER = 2
 SPAN_TIMEOUT = 15.0
-ATTACH_PART = re.compile(r" \+ (gin|echo|chi|gorilla/mux) routes \((v[0-9.]+), offsets from "
-                         r"(DWARF|table v[0-9.]+); single-stepped hits: (\d+|no probe for) a "
+ATTACH_PART = re.compile(r" \+ (gin|echo|chi|gorilla/mux|httprouter) routes \((v[0-9.]+), offsets "
+                         r"from (DWARF|table v[0-9.]+|httprouter\.Param); single-stepped hits: "
+                         r"(\d+|no probe for) a "
                          r"request\)")
 
 # (method, path, status, route in chi's syntax or None where no route matched)
@@ -73,7 +74,10 @@ def check_attach(cell, line, built_with):
     name, version, source, steps = parts[0]
     assert name == router_matrix.FRAMEWORKS[fw][0], f"{where}: {name} routes:\n{line}"
     assert version == release, f"{where}: {name} {version} read, {release} built:\n{line}"
-    if flavour == "stripped":
+    if fw in router_matrix.NO_TABLE:
+        want = router_matrix.NO_TABLE[fw][1]
+        assert source == want, f"{where}: offsets from {source}, not {want}:\n{line}"
+    elif flavour == "stripped":
         row = matrix.table_row_version(router_matrix.table_path(fw), release)
         assert source == f"table v{row}", f"{where}: offsets from {source}, not row {row}"
     else:
