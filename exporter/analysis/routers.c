@@ -284,10 +284,23 @@ static int fiber2_site(struct analysis *a, const struct router_spec *spec, struc
  */
 static int fiber3_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
 {
+	int err;
+
 	(void)spec;
 	rt->recipe.base_slot = 3;
-	return calls_of(a, FIBER3_MODULE ".(*App).requestHandler.deferwrap1",
-			FIBER3_MODULE ".(*App).ReleaseCtx", rt);
+	err = calls_of(a, FIBER3_MODULE ".(*App).requestHandler.deferwrap1",
+		       FIBER3_MODULE ".(*App).ReleaseCtx", rt);
+	if (err != -ENOENT)
+		return err;
+	/*
+	 * From v3.3.0 an App without a custom context serves with defaultRequestHandler, whose
+	 * deferred call is releaseDefaultCtx(c *DefaultCtx): c in the second slot. Applications
+	 * made with NewWithCustomCtx serve with customRequestHandler instead: no route for them.
+	 */
+	probe_site__release(&rt->site);
+	rt->recipe.base_slot = 2;
+	return calls_of(a, FIBER3_MODULE ".(*App).defaultRequestHandler.deferwrap1",
+			FIBER3_MODULE ".(*App).releaseDefaultCtx", rt);
 }
 
 static const struct offsets *fiber2_table(const struct module_tables *m)
