@@ -3,8 +3,9 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
-#   make compat     the grpc-go, data store (database/sql, pgx, go-redis) and router (gin, echo,
-#                   chi, gorilla/mux) release matrices; rewrites their sections of COMPATIBILITY.md
+#   make compat     the grpc-go, data store (database/sql, pgx, go-redis), router (gin, echo,
+#                   chi, gorilla/mux, httprouter) and fasthttp (with Fiber) release matrices;
+#                   rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, gin, echo,
@@ -290,7 +291,7 @@ compat: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \
 		tests/e2e/test_grpc_versions.py tests/e2e/test_db_versions.py \
-		tests/e2e/test_router_versions.py $(PYTEST_ARGS)
+		tests/e2e/test_router_versions.py tests/e2e/test_fasthttp_versions.py $(PYTEST_ARGS)
 
 # ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
 

@@ -188,8 +188,7 @@ def build(cell):
 
 # ---- the fasthttp section of COMPATIBILITY.md ---------------------------------------------------
 
-BEGIN = ("<!-- BEGIN fasthttp: written by tests/e2e/test_fasthttp_versions.py (GOSPAN_COMPAT=1) "
-         "-->")
+BEGIN = "<!-- BEGIN fasthttp: written by tests/e2e/test_fasthttp_versions.py (make compat) -->"
 END = "<!-- END fasthttp -->"
 # A cell's fields in a row of the results a run saves (test_fasthttp_versions.py).
 FIELDS = ("program", "release", "requested", "flavour")
