@@ -82,7 +82,7 @@ static void test_fasthttp__endpoint(void **state)
 	expect_endpoint(loopback6, 16, 8080, "[::1]:8080");
 	/* Not a *net.TCPAddr (the probe left it empty): no address at all. */
 	expect_endpoint(v4, 0, 80, "");
-	expect_endpoint(v4, 5, 80, "");
+	expect_endpoint(v6, 5, 80, ""); /* a length no address has */
 }
 
 int main(void)
