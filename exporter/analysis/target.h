@@ -15,6 +15,7 @@
 #include "analysis/datastores.h"
 #include "analysis/fasthttp.h"
 #include "analysis/gotype.h"
+#include "analysis/grpc.h"
 #include "analysis/offsets.h"
 #include "analysis/planner.h"
 #include "analysis/routers.h"
@@ -38,28 +39,6 @@ struct traced_func {
 	struct traced_arg args[MAX_FUNC_ARGS];
 };
 
-
-/*
- * gRPC (google.golang.org/grpc) in a binary: VERSION[0] 0 when it has none. Each probe_site's
- * addr is 0 when that part is not traced (no server, no client, or no offsets for it).
- */
-struct grpc_target {
-	char version[32]; /* the module's version in buildinfo, e.g. "v1.62.1" */
-	const char *offsets_source; /* "DWARF", or "table v1.62.0" */
-	char offsets_desc[48];
-	struct probe_site handle_stream;  /* (*Server).handleStream: entry */
-	struct probe_site write_status;	  /* the HTTP/2 transport's status writer: entry */
-	struct probe_site handler_write_status; /* the ServeHTTP transport's: entry, if any */
-	struct probe_site new_stream;	  /* newClientStream: entry */
-	struct probe_site new_attempt;	  /* (*clientStream).newAttemptLocked: entry */
-	struct probe_site attempt_finish; /* (*csAttempt).finish: entry */
-	/* Outgoing trace context: where a call's header fields are made, and where written. */
-	struct probe_site header_fields; /* (*http2Client).createHeaderFields: ends only */
-	struct probe_site write_header;	 /* originateStream's calls of writeHeader: ends */
-	/* Link-time addresses of the methods that identify interface values (events.h). */
-	uint64_t fn_valuectx_value, fn_tcpaddr_network, fn_status_error, fn_error_string;
-	int server_steps, client_steps; /* as target.server_steps; -1: not traced */
-};
 
 struct target {
 	char *path;	/* what was analysed (e.g. /proc/PID/exe) */
