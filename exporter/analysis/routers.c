@@ -134,18 +134,28 @@ static bool echo5_recipe(const int64_t *offs, struct route_site *rs)
 	return rs->str_off >= 0;
 }
 
+/*
+ * The direct CALLs of the function CALLEE in the function IN, into RT's site: -ENOENT, quietly,
+ * when either or none is (the caller looks elsewhere).
+ */
+static int calls_of(struct analysis *a, const char *in, const char *callee, struct router *rt)
+{
+	struct elf_symbol sym, fn;
+	char why[128];
+	int err;
+
+	if (analysis__find_func(a, callee, &sym) || analysis__find_func(a, in, &fn))
+		return -ENOENT;
+	rt->site.symbol = in;
+	err = site_planner__probe_sites(a->sp, fn.addr, fn.size, SITE_CALLS_TO, sym.addr,
+					&rt->site, why, sizeof(why));
+	return err ?: (rt->site.nends ? 0 : -ENOENT);
+}
+
 /* The CALL of (*sync.Pool).Put in ServeHTTP: the context it puts back is its argument. */
 static int pool_put_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
 {
-	struct elf_symbol sym;
-	int err;
-
-	if (analysis__find_func(a, POOL_PUT, &sym))
-		return -ENOENT;
-	err = analysis__find_site(a, spec->serve, &rt->site, SITE_CALLS_TO, sym.addr);
-	if (!err && !rt->site.nends)
-		err = -ENOENT;
-	return err;
+	return calls_of(a, spec->serve, POOL_PUT, rt);
 }
 
 /*
@@ -187,13 +197,11 @@ static int mux_site(struct analysis *a, const struct router_spec *spec, struct r
  */
 static int echo5_site(struct analysis *a, const struct router_spec *spec, struct router *rt)
 {
-	struct router_spec wrap = *spec;
 	char name[128];
 	int err;
 
 	snprintf(name, sizeof(name), "%s.(*Echo).serveHTTP.deferwrap1", spec->module);
-	wrap.serve = name;
-	err = pool_put_site(a, &wrap, rt);
+	err = calls_of(a, name, POOL_PUT, rt);
 	rt->site.symbol = spec->serve; /* NAME does not outlive this call */
 	return err;
 }
@@ -212,24 +220,6 @@ static bool fiber_recipe(const int64_t *offs, struct route_site *rs)
 	rs->hops[rs->nhops++] = offs[FIBER_FIELD_CTX_ROUTE];
 	rs->str_off = offs[FIBER_FIELD_ROUTE_PATH];
 	return rs->need_off >= 0 && rs->hops[0] >= 0 && rs->str_off >= 0;
-}
-
-/*
- * The direct CALLs of the function CALLEE in the function IN, into RT's site: -ENOENT, quietly,
- * when either or none is (the caller looks elsewhere).
- */
-static int calls_of(struct analysis *a, const char *in, const char *callee, struct router *rt)
-{
-	struct elf_symbol sym, fn;
-	char why[128];
-	int err;
-
-	if (analysis__find_func(a, callee, &sym) || analysis__find_func(a, in, &fn))
-		return -ENOENT;
-	rt->site.symbol = in;
-	err = site_planner__probe_sites(a->sp, fn.addr, fn.size, SITE_CALLS_TO, sym.addr,
-					&rt->site, why, sizeof(why));
-	return err ?: (rt->site.nends ? 0 : -ENOENT);
 }
 
 /*
