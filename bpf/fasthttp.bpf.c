@@ -285,7 +285,6 @@ int fasthttp_server_end(GO_REGS *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
 	struct http_server_end *e;
-	struct goroutine_state *gs;
 	struct goroutine_key key;
 	struct inflight_call *st;
 	void *rctx;
@@ -293,18 +292,10 @@ int fasthttp_server_end(GO_REGS *ctx)
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->fasthttp_server)
 		return 0;
-	gs = own_state(&key);
-	if (!gs) {
-		count_drop(DROP_END_NO_ENTRY);
+	/* None: begun before we attached, or an answer to a request never read whole. */
+	st = server_call_end(&key);
+	if (!st)
 		return 0;
-	}
-	if (!gs->server.start_ns)
-		return 0; /* begun before we attached, or an answer to a request never read whole */
-	st = &gs->server;
-	if (st->has_prev)
-		gs->active = st->prev;
-	else
-		gs->active.live = 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);

@@ -314,7 +314,6 @@ int serve_http_return(GO_REGS *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
 	struct http_server_end *e;
-	struct goroutine_state *gs;
 	struct goroutine_key key;
 	struct inflight_call *st;
 
@@ -322,21 +321,9 @@ int serve_http_return(GO_REGS *ctx)
 	if (!cfg)
 		return 0;
 	/* A call that returns after all, but after user space ended it at its panic, is over. */
-	gs = own_state(&key);
-	if (!gs) {
-		/* Evicted from the LRU map mid-call, or its start was never stored: counted. */
-		count_drop(DROP_END_NO_ENTRY);
+	st = server_call_end(&key);
+	if (!st)
 		return 0;
-	}
-	if (!gs->server.start_ns)
-		return 0; /* the call began before we attached, or was forgotten */
-	st = &gs->server;
-
-	/* Back to the function span the request was served in, if any. */
-	if (st->has_prev)
-		gs->active = st->prev;
-	else
-		gs->active.live = 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);

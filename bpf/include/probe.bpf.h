@@ -193,6 +193,29 @@ static __always_inline struct goroutine_state *own_state(const struct goroutine_
 }
 
 /*
+ * The server call (net/http's ServeHTTP, fasthttp's request) goroutine KEY is ending, with the
+ * goroutine back to the span it worked for before it (a function span), if any; NULL when it has
+ * none in flight: begun before gospan attached, or ended already (forgotten at a panic), or its
+ * entry gone from the LRU map (counted).
+ */
+static __always_inline struct inflight_call *server_call_end(const struct goroutine_key *key)
+{
+	struct goroutine_state *gs = own_state(key);
+
+	if (!gs) {
+		count_drop(DROP_END_NO_ENTRY);
+		return NULL;
+	}
+	if (!gs->server.start_ns)
+		return NULL;
+	if (gs->server.has_prev)
+		gs->active = gs->server.prev;
+	else
+		gs->active.live = 0;
+	return &gs->server;
+}
+
+/*
  * The span KEY's goroutine works for, or NULL. Entries are written in place, so a goroutine
  * reading another's entry (a child its parent's) while that one rewrites it could see half of
  * each span: only when the parent starts a new span in that same instant, when which span is the
