@@ -92,6 +92,7 @@ func sqlRoutes(mux *http.ServeMux, cfg *config) (func(), error) {
 		"/sql/cancel":    sqlCancel,
 		"/sql/password":  sqlPassword,
 		"/sql/goroutine": sqlGoroutine,
+		"/sql/run":       sqlRun,
 	}
 	for path, f := range routes {
 		f := f
@@ -361,4 +362,30 @@ func sqlGoroutine(ctx context.Context, d *sqlDB, r *http.Request) (string, error
 		return "", err
 	}
 	return fmt.Sprintf("goroutine: %d", v), nil
+}
+
+// sqlRun runs each ?q= statement in order, as given (no placeholders, no arguments), through
+// ExecContext, or through QueryContext with every row read when ?query=1: any statement form a
+// test wants to see traced, on whichever driver. The first failure ends it (500).
+func sqlRun(ctx context.Context, d *sqlDB, r *http.Request) (string, error) {
+	params := r.URL.Query()
+	stmts := params["q"]
+	if len(stmts) == 0 {
+		return "", badRequest("run: no ?q= statement given")
+	}
+	for i, q := range stmts {
+		var err error
+		if params.Get("query") == "1" {
+			err = drain(ctx, d.db, q)
+		} else {
+			_, err = d.db.ExecContext(ctx, q)
+		}
+		if err != nil {
+			return "", fmt.Errorf("run: statement %d of %d: %v", i+1, len(stmts), err)
+		}
+	}
+	if len(stmts) == 1 {
+		return "run: 1 statement", nil
+	}
+	return fmt.Sprintf("run: %d statements", len(stmts)), nil
 }
