@@ -62,12 +62,14 @@ MODULE_FLAVOURS = ["plain", "stripped", "pie"]
 # text); go-redis's first and last release of each of its table's two layouts (9.22.0 moved
 # baseClient.opt), where 9.23.0 is also the first whose (*baseClient).process is inlined into
 # its method value, so that gospan probes processStartingAt instead. Each stripped (traced from
-# the pclntab and the table row alone), the oldest and newest also plain (offsets from DWARF).
+# the pclntab and the table row alone), the oldest and newest also plain (offsets from DWARF);
+# the newest pgx also PIE, where database/sql's probes take the load bias from their cookies to
+# tell the driver's connection by its methods' addresses.
 SLICE = [
     ("pgx", "v5.0.0", ["plain", "stripped"]),
     ("pgx", "v5.5.2", ["stripped"]),
     ("pgx", "v5.5.3", ["stripped"]),
-    ("pgx", "v5.12.0", ["plain", "stripped"]),
+    ("pgx", "v5.12.0", ["plain", "stripped", "pie"]),
     ("redis", "v9.0.0", ["plain", "stripped"]),
     ("redis", "v9.21.0", ["stripped"]),
     ("redis", "v9.22.0", ["stripped"]),
