@@ -63,6 +63,9 @@ struct db_pending {
 	__u64 last_conn;
 	__u32 server;
 	__u32 last_server;
+	/* The process's load bias, as the entry's probe saw it: a peer's itab is told by it. */
+	__u64 bias;
+	__u64 last_bias;
 };
 
 struct {
@@ -109,6 +112,7 @@ static __always_inline struct db_pending *db_begin(const struct goroutine_key *k
 	p->sql_op = DB_SQL_QUERY;
 	p->conn = 0;
 	p->server = 0;
+	p->bias = 0;
 	return p;
 }
 
@@ -274,11 +278,15 @@ static __always_inline __u32 sql_server_of(const struct target_config *cfg, __u6
 	return 0;
 }
 
-/* Where the driver connection CONN of sql_servers[SERVER - 1] says its server is, into E. */
+/*
+ * Where the driver connection CONN of sql_servers[SERVER - 1] says its server is, into E: its
+ * host and port, or its net.Conn's peer (BIAS: the process's load bias).
+ */
 static __always_inline void sql_details(const struct target_config *cfg, __u32 server, __u64 conn,
-					struct db_call *e)
+					__u64 bias, struct db_call *e)
 {
 	const struct sql_server *s;
+	struct net_endpoint ep;
 	__u64 at = conn;
 	__u16 port = 0;
 	__u32 i;
@@ -286,6 +294,16 @@ static __always_inline void sql_details(const struct target_config *cfg, __u32 s
 	if (!server || server > MAX_SQL_SERVERS || !conn)
 		return;
 	s = &cfg->sql_servers[server - 1];
+	if (s->peer >= 0) {
+		read_conn_peer(cfg, (void *)(conn + s->peer), bias, &ep);
+		if (ep.ip_len == 4 || ep.ip_len == 16) {
+			__builtin_memcpy(e->addr, ep.ip, sizeof(ep.ip));
+			e->addr_ip = ep.ip_len;
+			e->addr_len = ep.ip_len;
+			e->port = ep.port;
+		}
+		return;
+	}
 	for (i = 0; i < SQL_SERVER_HOPS; i++) {
 		if (s->hops[i] < 0)
 			break;
@@ -372,11 +390,13 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 		p->last_driver_fn = p->driver_fn;
 		p->last_conn = p->conn;
 		p->last_server = p->server;
+		p->last_bias = p->bias;
 	}
 	e->err_itab = err_itab;
 	e->err_fn = itab_fn0(err_itab);
 	e->batch_size = 0;
 	e->addr_len = 0;
+	e->addr_ip = 0;
 	e->port = 0;
 	__builtin_memset(e->nargs, 0, sizeof(e->nargs));
 	__builtin_memset(e->commands, 0, sizeof(e->commands));
@@ -388,7 +408,7 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 	else if (p->client == DB_CLIENT_REDIS || p->client == DB_CLIENT_REDIS_PIPELINE)
 		redis_details(cfg, p, e);
 	else
-		sql_details(cfg, p->server, p->conn, e);
+		sql_details(cfg, p->server, p->conn, p->bias, e);
 	p->start_ns = 0;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
@@ -451,7 +471,8 @@ static __always_inline void sql_conn(GO_REGS *ctx, const struct target_config *c
 {
 	p->driver_fn = itab_fn0(itab);
 	p->conn = conn;
-	p->server = sql_server_of(cfg, p->driver_fn, load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32));
+	p->bias = load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32);
+	p->server = sql_server_of(cfg, p->driver_fn, p->bias);
 }
 
 /*
@@ -591,6 +612,7 @@ static __always_inline int sql_tx_end_begin(GO_REGS *ctx, __u32 op)
 		p->driver_fn = p->last_driver_fn;
 		p->conn = p->last_conn;
 		p->server = p->last_server;
+		p->bias = p->last_bias;
 		p->sql_op = op;
 		p->err_slot = 1;
 	}

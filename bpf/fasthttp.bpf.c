@@ -140,30 +140,6 @@ static __always_inline __u32 read_method(char *dst, const void *req, __s64 off)
 	return 3;
 }
 
-/*
- * The peer of the connection C (the RequestCtx's net.Conn at CONN) into EP, when it is a
- * *net.TCPConn (its Close is the itab's first method): the netFD's raddr, a *net.TCPAddr. BIAS:
- * the process's load bias. Another conn (TLS, a listener's own wrapper) leaves EP empty.
- */
-static __always_inline void read_peer(const struct target_config *cfg, const void *conn, __u64 bias,
-				      struct net_endpoint *ep)
-{
-	struct {
-		__u64 itab, data;
-	} c;
-	__u64 fd;
-
-	ep->ip_len = 0;
-	ep->port = 0;
-	if (cfg->fh_ctx_conn < 0 || cfg->conn_fd < 0 || cfg->netfd_raddr < 0 ||
-	    bpf_probe_read_user(&c, sizeof(c), conn) || !c.data ||
-	    !itab_is(c.itab, 0, cfg->fn_tcpconn_close, bias))
-		return;
-	fd = go_read_word((void *)c.data, cfg->conn_fd);
-	if (fd)
-		read_endpoint(cfg, (void *)(fd + cfg->netfd_raddr), bias, ep);
-}
-
 /* This CPU's fh_scratch, claimed; NULL, counted, when a preempted program has it. */
 static __always_inline struct fh_scratch *fh_scratch_claim(void)
 {
@@ -226,8 +202,9 @@ static __always_inline void server_start(GO_REGS *ctx, struct fh_scratch *sc)
 	if (cfg->fh_req_tls >= 0)
 		bpf_probe_read_user(&tls, 1, req + cfg->fh_req_tls);
 	e->tls = tls != 0;
-	read_peer(cfg, rctx + cfg->fh_ctx_conn, GO_IP(ctx) - (cookie >> FH_SITE_AT_SHIFT),
-		  &e->peer);
+	/* the RequestCtx's net.Conn */
+	read_conn_peer(cfg, cfg->fh_ctx_conn >= 0 ? rctx + cfg->fh_ctx_conn : NULL,
+		       GO_IP(ctx) - (cookie >> FH_SITE_AT_SHIFT), &e->peer);
 
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (outer)

@@ -199,7 +199,8 @@ struct tracestate_val {
  * ExecContext, Exec for the Queryer and Execer interfaces, Begin for driver.Conn), at their
  * link-time addresses (0: unused); from the connection, pointers to follow at the offsets of HOPS
  * (-1: none), then at HOST a Go string, the host or "host:port", and at PORT a uint16 (-1: the
- * port is in HOST, or unknown). exporter/analysis/datastores.c fills them per driver.
+ * port is in HOST, or unknown), or the peer of the net.Conn at PEER. exporter/analysis/datastores.c
+ * fills them per driver.
  */
 #define MAX_SQL_SERVERS 4
 #define SQL_SERVER_FNS 5
@@ -210,6 +211,13 @@ struct sql_server {
 	__s32 hops[SQL_SERVER_HOPS];
 	__s32 host;
 	__s32 port;
+	/*
+	 * A driver that keeps no host (lib/pq before v1.11): where its connection holds the
+	 * net.Conn it talks over, whose peer (a *net.TCPConn's, through the target's conn_fd,
+	 * netfd_raddr, tcpaddr_*) is the server. -1: none.
+	 */
+	__s32 peer;
+	__s32 _pad;
 };
 
 /*
@@ -768,6 +776,8 @@ struct db_call {
 	__u64 err_head;
 	__u16 err_len8;
 	char err8[MAX_DB_ERROR_LEN];
+	/* ADDR holds the server's IP address, this many bytes (4 or 16), not text; 0: text. */
+	__u8 addr_ip;
 	/*
 	 * The same of the error it wraps, where its value begins with one (pgx's PrepareError):
 	 * the first two words read as an interface. INNER_FN 0: none.

@@ -54,4 +54,28 @@ static __always_inline void read_endpoint(const struct target_config *cfg, const
 	ep->port = (__u16)go_read_word((void *)a.data, cfg->tcpaddr_port);
 }
 
+/*
+ * The peer of the net.Conn interface at CONN (NULL: none) into EP, when it is a *net.TCPConn (its
+ * Close is the itab's first method): its netFD's raddr, a *net.TCPAddr. BIAS: the process's load
+ * bias. Another conn (TLS, a listener's own wrapper) leaves EP empty.
+ */
+static __always_inline void read_conn_peer(const struct target_config *cfg, const void *conn,
+					   __u64 bias, struct net_endpoint *ep)
+{
+	struct {
+		__u64 itab, data;
+	} c;
+	__u64 fd;
+
+	ep->ip_len = 0;
+	ep->port = 0;
+	if (!conn || cfg->conn_fd < 0 || cfg->netfd_raddr < 0 ||
+	    bpf_probe_read_user(&c, sizeof(c), conn) || !c.data ||
+	    !itab_is(c.itab, 0, cfg->fn_tcpconn_close, bias))
+		return;
+	fd = go_read_word((void *)c.data, cfg->conn_fd);
+	if (fd)
+		read_endpoint(cfg, (void *)(fd + cfg->netfd_raddr), bias, ep);
+}
+
 #endif

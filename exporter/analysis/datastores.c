@@ -42,7 +42,12 @@
 
 #define REDIS_MODULE "github.com/redis/go-redis/v9"
 #define REDIS_PROCESS REDIS_MODULE ".(*baseClient).process"
-/* Newer releases inline process into its method value: its one callee has the same arguments. */
+/*
+ * From v9.23 process only calls processStartingAt, whose first arguments are the same, and is
+ * inlined into its method value: the binary may keep an out-of-line process that nothing calls
+ * (another package's code can make the linker keep it). Every command goes through
+ * processStartingAt, so it is probed where it exists.
+ */
 #define REDIS_PROCESS_AT REDIS_MODULE ".(*baseClient).processStartingAt"
 #define REDIS_PIPELINE REDIS_MODULE ".(*baseClient).processPipeline"
 #define REDIS_TX_PIPELINE REDIS_MODULE ".(*baseClient).processTxPipeline"
@@ -339,9 +344,9 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	if (!version)
 		return 0;
 	snprintf(d->redis_version, sizeof(d->redis_version), "%s", version);
-	err = analysis__find_site(a, REDIS_PROCESS, &d->redis_process, SITE_RETS, 0);
+	err = analysis__find_site(a, REDIS_PROCESS_AT, &d->redis_process, SITE_RETS, 0);
 	if (err == -ENOENT)
-		err = analysis__find_site(a, REDIS_PROCESS_AT, &d->redis_process, SITE_RETS, 0);
+		err = analysis__find_site(a, REDIS_PROCESS, &d->redis_process, SITE_RETS, 0);
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
@@ -450,7 +455,7 @@ static struct sql_server *add_server(struct analysis *a, struct target_config *c
 		return NULL;
 	s = &c->sql_servers[i];
 	memset(s, 0, sizeof(*s));
-	s->hops[0] = s->hops[1] = s->host = s->port = -1;
+	s->hops[0] = s->hops[1] = s->host = s->port = s->peer = -1;
 	if (server_fns(a, recv, s)) {
 		memset(s, 0, sizeof(*s));
 		return NULL;
@@ -459,12 +464,36 @@ static struct sql_server *add_server(struct analysis *a, struct target_config *c
 }
 
 /*
+ * Whether C can read the peer of a connection's net.Conn (bpf/include/go_net.bpf.h's
+ * read_conn_peer): the Go offsets GO_OFFS from a *net.TCPConn to its peer's *net.TCPAddr, and the
+ * methods that tell those types in their interfaces, which it sets in C.
+ */
+static bool peer_readable(struct analysis *a, const int64_t *go_offs, struct target_config *c)
+{
+	struct elf_symbol sym;
+
+	/* The binary's own Go offsets; gRPC's and fasthttp's analyses set the same. */
+	c->conn_fd = go_offs[GO_FIELD_CONN_FD];
+	c->netfd_raddr = go_offs[GO_FIELD_NETFD_RADDR];
+	c->tcpaddr_ip = go_offs[GO_FIELD_TCPADDR_IP];
+	c->tcpaddr_port = go_offs[GO_FIELD_TCPADDR_PORT];
+	if (!c->fn_tcpconn_close && !analysis__find_func(a, "net.(*TCPConn).Close", &sym))
+		c->fn_tcpconn_close = sym.addr;
+	if (!c->fn_tcpaddr_network && !analysis__find_func(a, "net.(*TCPAddr).Network", &sym))
+		c->fn_tcpaddr_network = sym.addr;
+	return c->conn_fd >= 0 && c->netfd_raddr >= 0 && c->tcpaddr_ip >= 0 &&
+	       c->tcpaddr_port >= 0 && c->fn_tcpconn_close && c->fn_tcpaddr_network;
+}
+
+/*
  * database/sql spans' server.address and server.port, from the connections of the drivers that
- * keep them: lib/pq (v1.11 on: its Config, by value), go-sql-driver/mysql (its *Config's Addr)
- * and pgx's own driver (its *pgx.Conn's configuration, PGX: pgx's offsets, or NULL).
+ * keep them: lib/pq (v1.11 on: its Config, by value; before, the peer of its net.Conn),
+ * go-sql-driver/mysql (its *Config's Addr) and pgx's own driver (its *pgx.Conn's
+ * configuration, PGX: pgx's offsets, or NULL). GO_OFFS: the Go offsets.
  */
 static void configure_sql_servers(struct analysis *a, const struct module_tables *modules,
-				  const int64_t *pgx, struct target_config *c)
+				  const int64_t *go_offs, const int64_t *pgx,
+				  struct target_config *c)
 {
 	int64_t pq[PQ_FIELD__COUNT], my[MYSQL_FIELD__COUNT];
 	const char *version;
@@ -480,9 +509,13 @@ static void configure_sql_servers(struct analysis *a, const struct module_tables
 			if (pq[PQ_FIELD_CONFIG_PORT] >= 0)
 				s->port = (int32_t)(pq[PQ_FIELD_CONN_CFG] +
 						    pq[PQ_FIELD_CONFIG_PORT]);
+		} else if (pq[PQ_FIELD_CONN_C] >= 0 && peer_readable(a, go_offs, c)) {
+			/* Its options are a map: the address its socket is connected to instead. */
+			s->peer = (int32_t)pq[PQ_FIELD_CONN_C];
 		} else {
-			pr_info("'%s' uses lib/pq %s, which keeps its connections' host in a map: "
-				"its spans have no server address (lib/pq v1.11 and later have it)",
+			pr_info("'%s' uses lib/pq %s, which keeps its connections' host in a map, and "
+				"the way to its socket's peer is unknown (no DWARF, and a Go release "
+				"the table lacks): its spans have no server address",
 				a->path, version);
 		}
 	}
@@ -561,7 +594,7 @@ int datastores__configure(struct analysis *a, struct db_target *d, const int64_t
 		}
 	}
 	if (datastores__sql(d))
-		configure_sql_servers(a, modules, have_pgx ? pgx : NULL, c);
+		configure_sql_servers(a, modules, go_offs, have_pgx ? pgx : NULL, c);
 	c->db_sql = datastores__sql(d);
 	c->db_pgx = datastores__pgx(d);
 	c->db_redis = d->redis_process.addr != 0;

@@ -40,6 +40,8 @@ const char *const go_field_names[GO_FIELD__COUNT] = {
 	[GO_FIELD_VALUECTX_KEY] = "context.valueCtx.key",
 	[GO_FIELD_VALUECTX_VAL] = "context.valueCtx.val",
 	[GO_FIELD_SQL_STMT_QUERY] = "database/sql.Stmt.query",
+	[GO_FIELD_CONN_FD] = "net.conn.fd",
+	[GO_FIELD_NETFD_RADDR] = "net.netFD.raddr",
 };
 
 #define GRPC_TRANSPORT "google.golang.org/grpc/internal/transport."

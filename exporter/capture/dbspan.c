@@ -6,6 +6,7 @@
  * server.address and server.port where the client knows them, and on failure error.type and
  * db.response.status_code. The data store family's records (records_family.h) become spans here.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -268,11 +269,23 @@ static void fill_error(struct span *s, const struct db_call *e, const struct db_
 		s->status_msg = span__strndup(s, msg, strlen(msg));
 }
 
-/* Where the client says the server is: go-redis's "host:port", pgx's host and port. */
+/*
+ * Where the client says the server is: go-redis's "host:port", pgx's and pq's host and port,
+ * go-sql-driver/mysql's "host:port"; or, for a driver that keeps no host, the IP address its
+ * socket is connected to.
+ */
 static void fill_server(struct span *s, const struct db_call *e)
 {
 	char addr[MAX_DB_ADDR_LEN * 3 + 1];
 
+	if (e->addr_ip == 4 || e->addr_ip == 16) {
+		if (!inet_ntop(e->addr_ip == 4 ? AF_INET : AF_INET6, e->addr, addr, sizeof(addr)))
+			return;
+		span__set_str(s, SC_SERVER_ADDRESS, addr, strlen(addr));
+		if (e->port)
+			span__set_int(s, SC_SERVER_PORT, e->port);
+		return;
+	}
 	if (!e->addr_len || e->addr_len > MAX_DB_ADDR_LEN)
 		return;
 	attrs__captured_copy(addr, sizeof(addr), e->addr, e->addr_len, MAX_DB_ADDR_LEN);

@@ -105,18 +105,25 @@ var goFields = []field{
 	{"context.valueCtx", "val"},
 	// The SQL text a prepared statement was made from: database/sql keeps it in the Stmt.
 	{"database/sql.Stmt", "query"},
+	// From a *net.TCPConn (whose net.conn it embeds first) to its peer's net.Addr: the server a
+	// database driver that keeps no host of its own (lib/pq before v1.11) is connected to.
+	{"net.conn", "fd"},
+	{"net.netFD", "raddr"},
 }
 
 // goTypes are the types of the Go members gospan reads through, where it matters (see
 // grpcTypes): a string read as a (pointer, length) pair must still be a string.
 var goTypes = map[string]string{
 	"database/sql.Stmt.query": "struct string",
+	"net.conn.fd":             "*net.netFD",
+	"net.netFD.raddr":         "net.Addr",
 }
 
 // The Go structs every release from 1.17 has: a probe's DWARF without one means the probe no
 // longer pulls it in, not that Go dropped it.
 var goMust = []string{"runtime.g", "net/http.Request", "net/url.URL", "net/http.response",
-	"net/http.Response", "bufio.Writer", "net.TCPAddr", "context.valueCtx", "database/sql.Stmt"}
+	"net/http.Response", "bufio.Writer", "net.TCPAddr", "context.valueCtx", "database/sql.Stmt",
+	"net.conn", "net.netFD"}
 
 const (
 	grpcTransport = "google.golang.org/grpc/internal/transport"
