@@ -149,7 +149,7 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
 	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
-	postgresql redis-server
+	postgresql redis-server mariadb-server mariadb-client
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
 
 deps:
