@@ -55,6 +55,8 @@ BUILD_TIMEOUT = 1800
 PQ_VERSION = "v1.12.3"
 PGX_VERSION = "v5.12.0"
 REDIS_VERSION = "v9.23.0"
+# github.com/go-sql-driver/mysql's newest release (go list -m -versions, 2026-11-28).
+MYSQL_VERSION = "v1.10.1"
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -79,9 +81,11 @@ def _build_env():
     return env
 
 
-def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, flags=()):
-    """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis at the versions
-    given, and modernc.org/sqlite when SQLITE is true (a version string picks the release),
+def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, mysql=None,
+                flags=()):
+    """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis, go-sql-driver/mysql
+    at the versions given, and modernc.org/sqlite when SQLITE is true (a version string picks the
+    release),
     built by TOOLCHAIN (as build.sh takes it) with go build FLAGS. Built once into the cache;
     the binary is then copied to OUT, whose path is returned (the cached binary's path when OUT
     is None). Raises BuildError with build.sh's output when the build fails."""
@@ -100,6 +104,9 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     if sqlite:
         drivers.append(f"sqlite-{sqlite if isinstance(sqlite, str) else 'default'}")
         args += ["--sqlite"] + ([sqlite] if isinstance(sqlite, str) else [])
+    if mysql:
+        drivers.append(f"mysql-{mysql}")
+        args += ["--mysql", mysql]
     key = "-".join([label, *drivers])
     if flags:
         key += "-" + hashlib.sha256("\0".join(flags).encode()).hexdigest()[:8]

@@ -8,7 +8,7 @@
 # is left alone. The steps are ../mixbuild.sh's, which grpcmix/build.sh takes too.
 #
 #   build.sh OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]
-#            [--sqlite [VERSION]] [-- go build flags...]
+#            [--sqlite [VERSION]] [--mysql VERSION] [-- go build flags...]
 #
 #   OUT_FILE     the binary to write (its directory is created if missing)
 #   GOTOOLCHAIN  as the go command takes it: local, or go1.X.Y (fetched through the module
@@ -18,8 +18,9 @@
 #   --redis      github.com/redis/go-redis/v9 at VERSION, built with the redis tag
 #   --sqlite     modernc.org/sqlite, built with the sqlite tag, at VERSION when one follows,
 #                else at $SQLITE_DEFAULT below
+#   --mysql      github.com/go-sql-driver/mysql at VERSION, built with the mysql tag
 #
-# Without --pgx, --redis and --sqlite it builds the pq-only program (Go 1.17 and later).
+# Without --pgx, --redis, --sqlite and --mysql it builds the pq-only program (Go 1.17 and later).
 # Prints nothing on success. On failure, says which step failed and shows the go command's
 # output, on stderr, and exits 1.
 set -euo pipefail
@@ -30,7 +31,7 @@ SQLITE_DEFAULT=v1.62.0
 
 usage() {
 	echo "usage: $0 OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]" \
-		"[--sqlite [VERSION]] [-- go build flags...]" >&2
+		"[--sqlite [VERSION]] [--mysql VERSION] [-- go build flags...]" >&2
 	exit 2
 }
 [ $# -ge 2 ] || usage
@@ -39,10 +40,10 @@ shift 2
 
 isversion() { [[ ${1:-} == v[0-9]* ]]; }
 
-pq=$PQ_DEFAULT pgx= redis= sqlite=
+pq=$PQ_DEFAULT pgx= redis= sqlite= mysql=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--pq | --pgx | --redis)
+	--pq | --pgx | --redis | --mysql)
 		isversion "${2:-}" || usage
 		printf -v "${1#--}" %s "$2"
 		shift 2
@@ -84,6 +85,10 @@ fi
 if [ -n "$sqlite" ]; then
 	files+=(sqlite.go) requires+=("modernc.org/sqlite@$sqlite") tags+=(sqlite)
 	drivers+=", sqlite $sqlite"
+fi
+if [ -n "$mysql" ]; then
+	files+=(mysql.go) requires+=("github.com/go-sql-driver/mysql@$mysql") tags+=(mysql)
+	drivers+=", go-sql-driver/mysql $mysql"
 fi
 
 mix_begin dbmix "$toolchain" "$drivers"
