@@ -57,6 +57,10 @@ PGX_VERSION = "v5.12.0"
 REDIS_VERSION = "v9.23.0"
 # github.com/go-sql-driver/mysql's newest release (go list -m -versions, 2026-11-28).
 MYSQL_VERSION = "v1.10.1"
+# build_dbmix()'s arguments for dbmix with every driver at those releases, and gorm and sqlx:
+# the one build test_datastores.py, test_mysql.py, test_orms.py and test_dbmix_service.py share.
+EVERY_DRIVER = dict(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True,
+                    mysql=MYSQL_VERSION, orm=True)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -82,10 +86,10 @@ def _build_env():
 
 
 def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, mysql=None,
-                flags=()):
+                orm=False, flags=()):
     """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis, go-sql-driver/mysql
-    at the versions given, and modernc.org/sqlite when SQLITE is true (a version string picks the
-    release),
+    at the versions given, modernc.org/sqlite when SQLITE is true (a version string picks the
+    release), and gorm and sqlx (build.sh's releases of them) when ORM is true,
     built by TOOLCHAIN (as build.sh takes it) with go build FLAGS. Built once into the cache;
     the binary is then copied to OUT, whose path is returned (the cached binary's path when OUT
     is None). Raises BuildError with build.sh's output when the build fails."""
@@ -107,6 +111,9 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     if mysql:
         drivers.append(f"mysql-{mysql}")
         args += ["--mysql", mysql]
+    if orm:
+        drivers.append("orm")
+        args.append("--orm")
     key = "-".join([label, *drivers])
     if flags:
         key += "-" + hashlib.sha256("\0".join(flags).encode()).hexdigest()[:8]

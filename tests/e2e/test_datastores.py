@@ -25,7 +25,7 @@ import pytest
 
 from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, traced_get,
                       wait_until)
-from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
+from datastores import EVERY_DRIVER, BuildError, build_dbmix
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SPAN_TIMEOUT = 15.0
@@ -37,7 +37,7 @@ PASSWORD = "hunter2-SECRET-pw"
 @pytest.fixture(scope="module")
 def dbmix_bin():
     try:
-        return build_dbmix(None, pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
+        return build_dbmix(None, **EVERY_DRIVER)
     except BuildError as e:
         pytest.fail(str(e))
 

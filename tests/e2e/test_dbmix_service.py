@@ -20,8 +20,7 @@ import time
 import pytest
 
 from conftest import Service, _clean_env
-from datastores import (DEBIAN_GO, MYSQL_VERSION, PGX_VERSION, PQ_VERSION, REDIS_VERSION,
-                        BuildError, RedisError, build_dbmix)
+from datastores import DEBIAN_GO, EVERY_DRIVER, BuildError, RedisError, build_dbmix
 
 SQL_DRIVERS = ["pq", "pgx", "sqlite", "mysql"]
 
@@ -62,8 +61,7 @@ def _build(**kw):
 def dbmix_bin():
     if not _which("go"):
         pytest.skip("Go is not installed; it is needed to build dbmix")
-    return _build(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True,
-                  mysql=MYSQL_VERSION)
+    return _build(**EVERY_DRIVER)
 
 
 def _which(name):
@@ -190,6 +188,29 @@ def test_pgx_routes(dbmix, postgres_server):
     assert get(dbmix, "/pgx/nothing")[0] == 404
 
 
+def test_orm_routes(dbmix, postgres_server):
+    pg = postgres_server.query
+    assert ok(dbmix, "/sql/setup") == "setup: items 3 rows, users 2 rows"
+    assert ok(dbmix, "/orm/setup") == "setup: orm_items 0 rows"
+    body = ok(dbmix, "/orm/gorm/create")
+    m = re.fullmatch(r"create: id (\d+)", body)
+    assert m, body
+    new = int(m.group(1))
+    assert pg(f"SELECT name, price FROM orm_items WHERE id = {new}") == "gorm-widget|9.99"
+    assert ok(dbmix, "/orm/gorm/first") == f"first: id {new}, gorm-widget 9.99"
+    assert ok(dbmix, "/orm/gorm/update") == f"update: 1 row (id {new})"
+    assert pg(f"SELECT price FROM orm_items WHERE id = {new}") == "2.50"
+    assert ok(dbmix, "/orm/gorm/delete") == f"delete: 1 row (id {new})"
+    assert pg("SELECT count(*) FROM orm_items") == "0"
+    assert get(dbmix, "/orm/gorm/first") == (500, "record not found")
+    assert ok(dbmix, "/orm/sqlx/get") == "get: 42 widget 9.99"
+    assert ok(dbmix, "/orm/sqlx/select") == "select: 3 rows: 7 gadget; 8 gizmo; 42 widget"
+    body = ok(dbmix, "/orm/sqlx/namedexec")
+    m = re.fullmatch(r"namedexec: 1 row \(id (\d+)\)", body)
+    assert m, body
+    assert pg(f"SELECT name, price FROM items WHERE id = {m.group(1)}") == "named|5.50"
+
+
 def test_redis_routes(dbmix, redis_server):
     r = redis_server.command
     r("DEL", "dbmix:key", "dbmix:missing", "dbmix:counter", "dbmix:text")
@@ -217,6 +238,7 @@ def test_without_servers(dbmix_bin):
         assert get(svc, "/sql/select?driver=mysql") == (400, "driver 'mysql' needs -mysql")
         assert get(svc, "/pgx/query") == (400, "pgx needs -pg")
         assert get(svc, "/redis/get") == (400, "redis needs -redis")
+        assert get(svc, "/orm/gorm/first") == (400, "orm needs -pg")
     finally:
         assert svc.stop() == 0, svc.err.text
 
