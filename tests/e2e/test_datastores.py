@@ -42,15 +42,19 @@ def dbmix_bin():
         pytest.fail(str(e))
 
 
-def start_dbmix(binary, pg, redis, tmp):
-    """dbmix on the session's servers, its tables made and filled (before any gospan)."""
-    svc = Service(binary, env=_clean_env(),
-                  args=("-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")))
-    for d in SQL_DRIVERS:
-        status = call(svc, "GET", f"/sql/setup?driver={d}")
+def start_dbmix(binary, pg, redis, tmp, mysql=None, setup=()):
+    """dbmix on the session's servers (and MYSQL's, a MariadbServer, when given), its tables made
+    and filled (before any gospan), and each path of SETUP called."""
+    args = ["-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")]
+    if mysql is not None:
+        args += ["-mysql", mysql.dsn]
+    svc = Service(binary, env=_clean_env(), args=args)
+    paths = [f"/sql/setup?driver={d}" for d in SQL_DRIVERS + (["mysql"] if mysql else [])]
+    for path in paths + list(setup):
+        status = call(svc, "GET", path)
         if status != 200:
             svc.stop()
-            raise AssertionError(f"dbmix /sql/setup?driver={d}: {status}")
+            raise AssertionError(f"dbmix {path}: {status}")
     return svc
 
 
