@@ -57,10 +57,13 @@ PGX_VERSION = "v5.12.0"
 REDIS_VERSION = "v9.23.0"
 # github.com/go-sql-driver/mysql's newest release (go list -m -versions, 2026-11-28).
 MYSQL_VERSION = "v1.10.1"
-# build_dbmix()'s arguments for dbmix with every driver at those releases, and gorm and sqlx:
-# the one build test_datastores.py, test_mysql.py, test_orms.py and test_dbmix_service.py share.
+# build_dbmix()'s arguments for dbmix with every driver at those releases: the one build
+# test_datastores.py and test_mysql.py share. WITH_ORMS adds gorm and sqlx (test_orms.py,
+# test_dbmix_service.py): a build of its own, because gorm changes what the Go linker keeps of
+# go-redis (see test_orms.test_redis_beside_gorm), and the other tests are about the drivers.
 EVERY_DRIVER = dict(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True,
-                    mysql=MYSQL_VERSION, orm=True)
+                    mysql=MYSQL_VERSION)
+WITH_ORMS = dict(EVERY_DRIVER, orm=True)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0

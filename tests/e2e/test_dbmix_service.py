@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import Service, _clean_env
-from datastores import DEBIAN_GO, EVERY_DRIVER, BuildError, RedisError, build_dbmix
+from datastores import DEBIAN_GO, WITH_ORMS, BuildError, RedisError, build_dbmix
 
 SQL_DRIVERS = ["pq", "pgx", "sqlite", "mysql"]
 
@@ -61,7 +61,7 @@ def _build(**kw):
 def dbmix_bin():
     if not _which("go"):
         pytest.skip("Go is not installed; it is needed to build dbmix")
-    return _build(**EVERY_DRIVER)
+    return _build(**WITH_ORMS)
 
 
 def _which(name):

@@ -16,8 +16,8 @@ import re
 import pytest
 
 from conftest import STATUS_UNSET
-from datastores import EVERY_DRIVER, BuildError, build_dbmix
-from test_datastores import Traced, start_dbmix
+from datastores import WITH_ORMS, BuildError, build_dbmix
+from test_datastores import Traced, check_db_span, start_dbmix
 
 SYSTEM = "postgresql"
 
@@ -25,7 +25,7 @@ SYSTEM = "postgresql"
 @pytest.fixture(scope="module")
 def dbmix_bin():
     try:
-        return build_dbmix(None, **EVERY_DRIVER)
+        return build_dbmix(None, **WITH_ORMS)
     except BuildError as e:
         pytest.fail(str(e))
 
@@ -106,3 +106,22 @@ def test_sqlx_get_select_namedexec(traced, postgres_server):
                     "INSERT INTO items (id, name, price) VALUES ($1, $2, $3)")])
     assert span.attrs["db.collection.name"] == "items"
     assert postgres_server.query(f"SELECT name FROM items WHERE id = {m.group(1)}") == "named"
+
+
+def test_redis_beside_gorm(traced, redis_server):
+    """go-redis v9.23.0 in a binary that also holds gorm: one SET span for a SET.
+
+    Fails with gospan as of 2026-11-28: there is no SET span, only the PIPELINE of go-redis's
+    connection setup (CLIENT SETINFO) when the request dials. gospan probes
+    (*baseClient).process where the binary has that symbol, else processStartingAt (v9.23.0
+    inlines process into its method value, process-fm, which the hooks call). Without gorm the
+    linker drops the out-of-line process and gospan probes processStartingAt: right. With gorm
+    (reflection that keeps methods alive) the binary keeps an out-of-line process that the
+    command path never calls, gospan probes it, and no command is seen. `go tool nm` on this
+    build lists (*baseClient).process, process-fm and processStartingAt-fm; the build without
+    gorm lists process-fm and processStartingAt only. A service using gorm and go-redis gets no
+    Redis command spans."""
+    _, (span,) = traced.trace("/redis/set", 1)
+    check_db_span(span, "redis", "SET", "SET ? ?", "SET")
+    _, (span,) = traced.trace("/redis/get", 1)
+    check_db_span(span, "redis", "GET", "GET ?", "GET")
