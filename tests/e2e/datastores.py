@@ -406,7 +406,8 @@ def redis_server(free_port):
 # or "\t\t", then the connection id right-aligned in 7, the command ("Query", "Prepare",
 # "Execute", "Connect", "Close stmt", ...), a tab and its argument, which runs on over the lines
 # that follow when the statement holds newlines.
-_GENERAL_LOG_ENTRY = re.compile(r"^(?:\d{6} [ \d]\d:\d\d:\d\d\t|\t\t)\s*(\d+) ([A-Za-z][A-Za-z ]*)\t(.*)$")
+_GENERAL_LOG_ENTRY = re.compile(
+    r"^(?:\d{6} [ \d]\d:\d\d:\d\d\t|\t\t)\s*(\d+) ([A-Za-z][A-Za-z ]*)\t(.*)$")
 
 
 @dataclass(frozen=True)

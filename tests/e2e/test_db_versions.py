@@ -1,7 +1,7 @@
 """Data store clients across Go releases, driver releases and build flavours, traced for real:
 tests/e2e/dbmix built for one cell (db_matrix.py, cached), run against the session's PostgreSQL,
-Redis and MariaDB (datastores.py), one gospan on it, a few requests, and every span checked as the OTLP
-receiver decoded it, as test_datastores.py checks them:
+Redis and MariaDB (datastores.py), one gospan on it, a few requests, and every span checked as the
+OTLP receiver decoded it, as test_datastores.py checks them:
 
 - database/sql (the pq-only dbmix, lib/pq v1.10.9) built by every Go release gospan supports:
   a SELECT with literals, a prepared statement queried 5 times, a transaction (BEGIN, INSERT,

@@ -2,12 +2,12 @@
 README says against real servers, or a tracer test failing could be the service's fault.
 
 dbmix is built with every driver (lib/pq, pgx, go-redis, modernc.org/sqlite, go-sql-driver/mysql)
-by the installed Go and run against the session's PostgreSQL, Redis and MariaDB (datastores.py)
-and a SQLite file; every endpoint is called for every driver and its status and body checked
-exactly, and what the writes did is read back through psql, a raw Redis connection, Python's
-sqlite3 or the mariadb client, not through dbmix. Then the pq-only build, which old toolchains build: with Debian's Go 1.19 and with
-go1.21.13 through the module proxy. No BPF and no root needed (PostgreSQL then runs as the
-test's own user).
+by the installed Go and run against the session's PostgreSQL, Redis and MariaDB (datastores.py) and
+a SQLite file; every endpoint is called for every driver and its status and body checked exactly,
+and what the writes did is read back through psql, a raw Redis connection, Python's sqlite3 or the
+mariadb client, not through dbmix. Then the pq-only build, which old toolchains build: with
+Debian's Go 1.19 and with go1.21.13 through the module proxy. No BPF and no root needed (PostgreSQL
+then runs as the test's own user).
 """
 
 import http.client
