@@ -20,6 +20,7 @@
  * (probe.bpf.h).
  */
 #include "probe.bpf.h"
+#include "go_net.bpf.h"
 
 /* database/sql's ErrSkip: the driver declined the fast path and the call goes on prepared. */
 #define SQL_ERR_SKIP "driver: skip fast-path"
@@ -54,6 +55,14 @@ struct db_pending {
 	__u32 _pad;
 	/* The driver of the goroutine's last database/sql call: a transaction's end is on it. */
 	__u64 last_driver_fn;
+	/*
+	 * database/sql: the driver's connection (the data word of its interface) and which of
+	 * the target's sql_servers it is, + 1 (0: none); then the same of the last call.
+	 */
+	__u64 conn;
+	__u64 last_conn;
+	__u32 server;
+	__u32 last_server;
 };
 
 struct {
@@ -98,6 +107,8 @@ static __always_inline struct db_pending *db_begin(const struct goroutine_key *k
 	p->err_slot = 0;
 	p->nested = 0;
 	p->sql_op = DB_SQL_QUERY;
+	p->conn = 0;
+	p->server = 0;
 	return p;
 }
 
@@ -131,9 +142,18 @@ static __always_inline void leading_strings(__u64 data, __u16 *lens,
  */
 static __always_inline void error_strings(__u64 data, struct db_call *e)
 {
+	struct go_string s8 = {};
 	__u64 w[2] = {};
 
 	leading_strings(data, e->err_lens, e->err);
+	e->err_head = 0;
+	e->err_len8 = 0;
+	if (data && !bpf_probe_read_user(w, sizeof(w[0]), (void *)data))
+		e->err_head = w[0];
+	if (data && !bpf_probe_read_user(&s8, sizeof(s8), (void *)(data + 8)) && s8.len > 0 &&
+	    s8.len <= 4096)
+		e->err_len8 = (__u16)go_copy_string(e->err8, MAX_DB_ERROR_LEN, s8.ptr, s8.len);
+	w[0] = 0;
 	e->inner_fn = 0;
 	if (data && !bpf_probe_read_user(w, sizeof(w), (void *)data) && w[0] && w[1])
 		e->inner_fn = itab_fn0(w[0]);
@@ -237,6 +257,50 @@ static __always_inline void pgx_details(const struct target_config *cfg,
 }
 
 /*
+ * Which of the target's sql_servers the driver connection whose itab's first method is FN (a
+ * runtime address, BIAS above its link-time one) is of: its index + 1; 0 when none.
+ */
+static __always_inline __u32 sql_server_of(const struct target_config *cfg, __u64 fn, __u64 bias)
+{
+	__u32 i, j;
+
+	if (!fn)
+		return 0;
+	fn -= bias;
+	for (i = 0; i < MAX_SQL_SERVERS; i++)
+		for (j = 0; j < SQL_SERVER_FNS; j++)
+			if (cfg->sql_servers[i].fns[j] == fn)
+				return i + 1;
+	return 0;
+}
+
+/* Where the driver connection CONN of sql_servers[SERVER - 1] says its server is, into E. */
+static __always_inline void sql_details(const struct target_config *cfg, __u32 server, __u64 conn,
+					struct db_call *e)
+{
+	const struct sql_server *s;
+	__u64 at = conn;
+	__u16 port = 0;
+	__u32 i;
+
+	if (!server || server > MAX_SQL_SERVERS || !conn)
+		return;
+	s = &cfg->sql_servers[server - 1];
+	for (i = 0; i < SQL_SERVER_HOPS; i++) {
+		if (s->hops[i] < 0)
+			break;
+		at = go_read_word((void *)at, s->hops[i]);
+		if (!at)
+			return;
+	}
+	if (s->host < 0)
+		return;
+	e->addr_len = go_read_string(e->addr, MAX_DB_ADDR_LEN, (void *)(at + s->host));
+	if (s->port >= 0 && !bpf_probe_read_user(&port, sizeof(port), (void *)(at + s->port)))
+		e->port = port;
+}
+
+/*
  * Ends the call in flight on this goroutine, of a client in [LO, HI]: one record. Its error's
  * itab is in ERR_SLOT, its data word in DATA_SLOT (0: the call returns no error).
  */
@@ -304,8 +368,11 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 	e->client = p->client;
 	e->driver_fn = p->driver_fn;
 	e->sql_op = (__u16)p->sql_op;
-	if (p->driver_fn)
+	if (p->driver_fn) {
 		p->last_driver_fn = p->driver_fn;
+		p->last_conn = p->conn;
+		p->last_server = p->server;
+	}
 	e->err_itab = err_itab;
 	e->err_fn = itab_fn0(err_itab);
 	e->batch_size = 0;
@@ -320,6 +387,8 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 		pgx_details(cfg, p, e);
 	else if (p->client == DB_CLIENT_REDIS || p->client == DB_CLIENT_REDIS_PIPELINE)
 		redis_details(cfg, p, e);
+	else
+		sql_details(cfg, p->server, p->conn, e);
 	p->start_ns = 0;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
@@ -348,10 +417,11 @@ static __always_inline bool db_nested(const struct goroutine_key *key, __u32 cli
 
 /*
  * The entry of a call of CLIENT, with its text (QP, QL) and its client object OBJ: the call in
- * flight on this goroutine from now, or NULL when it is not one of its own.
+ * flight on this goroutine from now, or NULL when it is not one of its own; its target's config
+ * into *CFGP.
  */
 static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, __u64 qp, __s64 ql,
-						   __u64 obj)
+						   __u64 obj, const struct target_config **cfgp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
@@ -361,12 +431,27 @@ static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, _
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return NULL;
+	*cfgp = cfg;
 	on = client == DB_CLIENT_SQL ? cfg->db_sql :
 	     client <= DB_CLIENT_PGX_BATCH ? cfg->db_pgx :
 					    cfg->db_redis;
 	if (!on || db_nested(&key, client, now))
 		return NULL;
 	return db_begin(&key, client, qp, ql, obj, now);
+}
+
+/*
+ * The database/sql call P goes to the driver connection whose interface is ITAB, CONN: its
+ * driver, and which of the target's sql_servers it is. The entry probes' attach cookies carry
+ * their link-time address above the target (exporter/capture/probes.c): with the probe's own,
+ * the process's load bias.
+ */
+static __always_inline void sql_conn(GO_REGS *ctx, const struct target_config *cfg,
+				     struct db_pending *p, __u64 itab, __u64 conn)
+{
+	p->driver_fn = itab_fn0(itab);
+	p->conn = conn;
+	p->server = sql_server_of(cfg, p->driver_fn, load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32));
 }
 
 /*
@@ -378,11 +463,16 @@ static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, _
 SEC("uprobe")
 int db_sql_entry(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, go_arg(ctx, 7), (__s64)go_arg(ctx, 8), 0);
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, go_arg(ctx, 7), (__s64)go_arg(ctx, 8), 0,
+					&cfg);
 	__u64 itab = go_arg(ctx, 3);
 
-	if (p) {
-		p->driver_fn = itab_fn0(itab ? itab : go_arg(ctx, 5));
+	if (p && cfg) {
+		if (itab)
+			sql_conn(ctx, cfg, p, itab, go_arg(ctx, 4));
+		else
+			sql_conn(ctx, cfg, p, go_arg(ctx, 5), go_arg(ctx, 6));
 		p->err_slot = 3;
 	}
 	return 0;
@@ -443,12 +533,13 @@ int db_sql_prepare(GO_REGS *ctx)
 SEC("uprobe")
 int db_sql_stmt_entry(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, 0);
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, 0, &cfg);
 
-	if (p) {
+	if (p && cfg) {
 		p->query_ptr = p->note_ptr;
 		p->query_len = p->note_len;
-		p->driver_fn = itab_fn0(go_arg(ctx, 3));
+		sql_conn(ctx, cfg, p, go_arg(ctx, 3), go_arg(ctx, 4));
 		p->err_slot = 3;
 	}
 	return 0;
@@ -474,10 +565,11 @@ int db_sql_end(GO_REGS *ctx)
 SEC("uprobe")
 int db_sql_begin(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 4));
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 4), &cfg);
 
-	if (p) {
-		p->driver_fn = itab_fn0(go_arg(ctx, 4));
+	if (p && cfg) {
+		sql_conn(ctx, cfg, p, go_arg(ctx, 4), go_arg(ctx, 5));
 		p->sql_op = DB_SQL_BEGIN;
 		p->err_slot = 3;
 	}
@@ -491,11 +583,14 @@ int db_sql_begin(GO_REGS *ctx)
  */
 static __always_inline int sql_tx_end_begin(GO_REGS *ctx, __u32 op)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 1));
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_SQL, 0, 0, go_arg(ctx, 1), &cfg);
 
 	if (p) {
 		/* db_begin leaves the last driver alone */
 		p->driver_fn = p->last_driver_fn;
+		p->conn = p->last_conn;
+		p->server = p->last_server;
 		p->sql_op = op;
 		p->err_slot = 1;
 	}
@@ -530,8 +625,9 @@ int db_sql_tx_end(GO_REGS *ctx)
 SEC("uprobe")
 int db_pgx_entry(GO_REGS *ctx)
 {
+	const struct target_config *cfg = NULL;
 	struct db_pending *p = db_entry(ctx, DB_CLIENT_PGX, go_arg(ctx, 4), (__s64)go_arg(ctx, 5),
-					go_arg(ctx, 1));
+					go_arg(ctx, 1), &cfg);
 
 	if (p)
 		p->err_slot = 3;
@@ -542,7 +638,8 @@ int db_pgx_entry(GO_REGS *ctx)
 SEC("uprobe")
 int db_pgx_batch_entry(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_PGX_BATCH, 0, 0, go_arg(ctx, 1));
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_PGX_BATCH, 0, 0, go_arg(ctx, 1), &cfg);
 
 	if (p)
 		p->items = go_arg(ctx, 4);
@@ -564,7 +661,8 @@ int db_pgx_end(GO_REGS *ctx)
 SEC("uprobe")
 int db_redis_entry(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS, 0, 0, go_arg(ctx, 1));
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS, 0, 0, go_arg(ctx, 1), &cfg);
 
 	if (p) {
 		p->items = go_arg(ctx, 5);
@@ -578,7 +676,8 @@ int db_redis_entry(GO_REGS *ctx)
 SEC("uprobe")
 int db_redis_pipeline_entry(GO_REGS *ctx)
 {
-	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS_PIPELINE, 0, 0, go_arg(ctx, 1));
+	const struct target_config *cfg = NULL;
+	struct db_pending *p = db_entry(ctx, DB_CLIENT_REDIS_PIPELINE, 0, 0, go_arg(ctx, 1), &cfg);
 	__u64 n = go_arg(ctx, 5);
 
 	if (p) {

@@ -194,6 +194,25 @@ struct tracestate_val {
 };
 
 /*
+ * A database/sql driver whose connections say which server they talk to (bpf/db.bpf.c): its
+ * connection type, told by the methods an itab of it has first (QueryContext, Query,
+ * ExecContext, Exec for the Queryer and Execer interfaces, Begin for driver.Conn), at their
+ * link-time addresses (0: unused); from the connection, pointers to follow at the offsets of HOPS
+ * (-1: none), then at HOST a Go string, the host or "host:port", and at PORT a uint16 (-1: the
+ * port is in HOST, or unknown). exporter/analysis/datastores.c fills them per driver.
+ */
+#define MAX_SQL_SERVERS 4
+#define SQL_SERVER_FNS 5
+#define SQL_SERVER_HOPS 2
+
+struct sql_server {
+	__u64 fns[SQL_SERVER_FNS];
+	__s32 hops[SQL_SERVER_HOPS];
+	__s32 host;
+	__s32 port;
+};
+
+/*
  * Offsets for one target, filled by user space from the offset tables (or DWARF). A negative
  * offset means "this Go version has no such field". Register slots are 1-based indexes into the
  * Go internal ABI integer argument sequence (amd64: RAX RBX RCX RDI RSI R8 R9 R10 R11; arm64:
@@ -347,6 +366,8 @@ struct target_config {
 	__s64 redis_cmd_args;
 	/* Methods that tell error values apart (see fn_error_string): go-redis's RedisError. */
 	__u64 fn_redis_error;
+	/* database/sql: the drivers whose connections say which server they talk to. */
+	struct sql_server sql_servers[MAX_SQL_SERVERS];
 
 	/*
 	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its
@@ -728,7 +749,7 @@ struct db_call {
 	__u32 query_len; /* the text's real length: more than MAX_DB_QUERY_LEN when cut */
 	__u32 batch_size;
 	__u32 addr_len;
-	__u16 port;	 /* pgx: the configured port; 0: in ADDR or unknown */
+	__u16 port;	 /* the configured port (pgx, pq, pgx's stdlib); 0: in ADDR or unknown */
 	__u16 sql_op;	 /* database/sql's transaction calls: enum db_sql_op; 0: a query */
 	char query[MAX_DB_QUERY_LEN];
 	char addr[MAX_DB_ADDR_LEN];
@@ -739,6 +760,14 @@ struct db_call {
 	 */
 	__u16 err_lens[DB_ERROR_STRS];
 	char err[DB_ERROR_STRS][MAX_DB_ERROR_LEN];
+	/*
+	 * The error value's first word as it is, and the string at its second word: where
+	 * go-sql-driver/mysql's MySQLError keeps its Number (a uint16, then SQLSTATE's five bytes
+	 * from v1.7) and its Message.
+	 */
+	__u64 err_head;
+	__u16 err_len8;
+	char err8[MAX_DB_ERROR_LEN];
 	/*
 	 * The same of the error it wraps, where its value begins with one (pgx's PrepareError):
 	 * the first two words read as an interface. INNER_FN 0: none.

@@ -34,6 +34,12 @@
 #define PGX_EXEC PGX_MODULE ".(*Conn).Exec"
 #define PGX_BATCH PGX_MODULE ".(*Conn).SendBatch"
 
+#define PGX_STDLIB_CONN PGX_MODULE "/stdlib.(*Conn)"
+#define PQ_MODULE "github.com/lib/pq"
+#define PQ_CONN PQ_MODULE ".(*conn)"
+#define MYSQL_MODULE "github.com/go-sql-driver/mysql"
+#define MYSQL_CONN MYSQL_MODULE ".(*mysqlConn)"
+
 #define REDIS_MODULE "github.com/redis/go-redis/v9"
 #define REDIS_PROCESS REDIS_MODULE ".(*baseClient).process"
 /* Newer releases inline process into its method value: its one callee has the same arguments. */
@@ -408,9 +414,102 @@ static bool module_offsets(struct analysis *a, const struct offsets *table, cons
 	return true;
 }
 
+/*
+ * The methods an itab of a driver's connection type RECV ("github.com/lib/pq.(*conn)") may have
+ * first: QueryerContext's, Queryer's, ExecerContext's, Execer's and driver.Conn's, into S. A
+ * method the program never calls may not be linked; -ENOENT when none is.
+ */
+static int server_fns(struct analysis *a, const char *recv, struct sql_server *s)
+{
+	static const char *const methods[SQL_SERVER_FNS] = { "QueryContext", "Query",
+							     "ExecContext", "Exec", "Begin" };
+	struct elf_symbol sym;
+	char name[160];
+	size_t i, n = 0;
+
+	for (i = 0; i < SQL_SERVER_FNS; i++) {
+		snprintf(name, sizeof(name), "%s.%s", recv, methods[i]);
+		if (!analysis__find_func(a, name, &sym))
+			s->fns[n++] = sym.addr;
+	}
+	return n ? 0 : -ENOENT;
+}
+
+/*
+ * The next free entry of C's sql_servers for the driver whose connection type is RECV, with no
+ * way to its server yet; NULL when the binary has none of its methods or the table is full.
+ */
+static struct sql_server *add_server(struct analysis *a, struct target_config *c, const char *recv)
+{
+	struct sql_server *s;
+	size_t i;
+
+	for (i = 0; i < MAX_SQL_SERVERS && c->sql_servers[i].fns[0]; i++)
+		;
+	if (i == MAX_SQL_SERVERS)
+		return NULL;
+	s = &c->sql_servers[i];
+	memset(s, 0, sizeof(*s));
+	s->hops[0] = s->hops[1] = s->host = s->port = -1;
+	if (server_fns(a, recv, s)) {
+		memset(s, 0, sizeof(*s));
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * database/sql spans' server.address and server.port, from the connections of the drivers that
+ * keep them: lib/pq (v1.11 on: its Config, by value), go-sql-driver/mysql (its *Config's Addr)
+ * and pgx's own driver (its *pgx.Conn's configuration, PGX: pgx's offsets, or NULL).
+ */
+static void configure_sql_servers(struct analysis *a, const struct module_tables *modules,
+				  const int64_t *pgx, struct target_config *c)
+{
+	int64_t pq[PQ_FIELD__COUNT], my[MYSQL_FIELD__COUNT];
+	const char *version;
+	struct sql_server *s;
+	char desc[48];
+
+	version = gobin__module_version(a->gobin, PQ_MODULE);
+	if (version && (s = add_server(a, c, PQ_CONN)) &&
+	    module_offsets(a, modules ? modules->pq : NULL, PQ_MODULE, version, pq, PQ_FIELD__COUNT,
+			   desc, sizeof(desc), "its spans will have no server address")) {
+		if (pq[PQ_FIELD_CONN_CFG] >= 0 && pq[PQ_FIELD_CONFIG_HOST] >= 0) {
+			s->host = (int32_t)(pq[PQ_FIELD_CONN_CFG] + pq[PQ_FIELD_CONFIG_HOST]);
+			if (pq[PQ_FIELD_CONFIG_PORT] >= 0)
+				s->port = (int32_t)(pq[PQ_FIELD_CONN_CFG] +
+						    pq[PQ_FIELD_CONFIG_PORT]);
+		} else {
+			pr_info("'%s' uses lib/pq %s, which keeps its connections' host in a map: "
+				"its spans have no server address (lib/pq v1.11 and later have it)",
+				a->path, version);
+		}
+	}
+	version = gobin__module_version(a->gobin, MYSQL_MODULE);
+	if (version && (s = add_server(a, c, MYSQL_CONN)) &&
+	    module_offsets(a, modules ? modules->mysql : NULL, MYSQL_MODULE, version, my,
+			   MYSQL_FIELD__COUNT, desc, sizeof(desc),
+			   "its spans will have no server address")) {
+		s->hops[0] = (int32_t)my[MYSQL_FIELD_CONN_CFG];
+		s->host = s->hops[0] >= 0 ? (int32_t)my[MYSQL_FIELD_CONFIG_ADDR] : -1;
+	}
+	if (pgx && pgx[PGX_FIELD_STDLIB_CONN] >= 0 && pgx[PGX_FIELD_CONN_CONFIG] >= 0 &&
+	    pgx[PGX_FIELD_CONNCONFIG_CONFIG] >= 0 && pgx[PGX_FIELD_CONFIG_HOST] >= 0 &&
+	    (s = add_server(a, c, PGX_STDLIB_CONN))) {
+		s->hops[0] = (int32_t)pgx[PGX_FIELD_STDLIB_CONN];
+		s->hops[1] = (int32_t)pgx[PGX_FIELD_CONN_CONFIG];
+		s->host = (int32_t)(pgx[PGX_FIELD_CONNCONFIG_CONFIG] + pgx[PGX_FIELD_CONFIG_HOST]);
+		if (pgx[PGX_FIELD_CONFIG_PORT] >= 0)
+			s->port = (int32_t)(pgx[PGX_FIELD_CONNCONFIG_CONFIG] +
+					    pgx[PGX_FIELD_CONFIG_PORT]);
+	}
+}
+
 int datastores__configure(struct analysis *a, struct db_target *d, const int64_t *go_offs,
 			  const struct module_tables *modules, struct target_config *c)
 {
+	bool have_pgx = false;
 	int64_t pgx[PGX_FIELD__COUNT], redis[REDIS_FIELD__COUNT];
 
 	c->sql_stmt_query = go_offs[GO_FIELD_SQL_STMT_QUERY];
@@ -424,10 +523,14 @@ int datastores__configure(struct analysis *a, struct db_target *d, const int64_t
 			"will have no query text",
 			a->path);
 	}
-	if (datastores__pgx(d) &&
-	    module_offsets(a, modules ? modules->pgx : NULL, PGX_MODULE, d->pgx_version, pgx,
-			   PGX_FIELD__COUNT, d->pgx_offsets, sizeof(d->pgx_offsets),
-			   "pgx spans will have no server address or batch text")) {
+	memset(c->sql_servers, 0, sizeof(c->sql_servers));
+	/* pgx's offsets serve its own API and its database/sql driver alike. */
+	if (d->pgx_version[0] && (datastores__pgx(d) || datastores__sql(d)))
+		have_pgx = module_offsets(a, modules ? modules->pgx : NULL, PGX_MODULE,
+					  d->pgx_version, pgx, PGX_FIELD__COUNT, d->pgx_offsets,
+					  sizeof(d->pgx_offsets),
+					  "pgx spans will have no server address or batch text");
+	if (datastores__pgx(d) && have_pgx) {
 		c->pgx_conn_config = pgx[PGX_FIELD_CONN_CONFIG];
 		if (pgx[PGX_FIELD_CONNCONFIG_CONFIG] >= 0 && pgx[PGX_FIELD_CONFIG_HOST] >= 0)
 			c->pgx_config_host =
@@ -457,6 +560,8 @@ int datastores__configure(struct analysis *a, struct db_target *d, const int64_t
 			d->redis_steps = -1;
 		}
 	}
+	if (datastores__sql(d))
+		configure_sql_servers(a, modules, have_pgx ? pgx : NULL, c);
 	c->db_sql = datastores__sql(d);
 	c->db_pgx = datastores__pgx(d);
 	c->db_redis = d->redis_process.addr != 0;

@@ -79,6 +79,7 @@ const char *const pgx_field_names[PGX_FIELD__COUNT] = {
 	[PGX_FIELD_BATCH_QUEUED_OLD] = PGX "Batch.queuedQueries",
 	[PGX_FIELD_QUERY_SQL] = PGX "QueuedQuery.SQL",
 	[PGX_FIELD_QUERY_SQL_OLD] = PGX "QueuedQuery.query",
+	[PGX_FIELD_STDLIB_CONN] = "github.com/jackc/pgx/v5/stdlib.Conn.conn",
 };
 
 #define REDIS "github.com/redis/go-redis/v9."
@@ -87,6 +88,22 @@ const char *const redis_field_names[REDIS_FIELD__COUNT] = {
 	[REDIS_FIELD_BASECLIENT_OPT] = REDIS "baseClient.opt",
 	[REDIS_FIELD_OPTIONS_ADDR] = REDIS "Options.Addr",
 	[REDIS_FIELD_BASECMD_ARGS] = REDIS "baseCmd.args",
+};
+
+#define PQ "github.com/lib/pq."
+
+const char *const pq_field_names[PQ_FIELD__COUNT] = {
+	[PQ_FIELD_CONN_C] = PQ "conn.c",
+	[PQ_FIELD_CONN_CFG] = PQ "conn.cfg",
+	[PQ_FIELD_CONFIG_HOST] = PQ "Config.Host",
+	[PQ_FIELD_CONFIG_PORT] = PQ "Config.Port",
+};
+
+#define MYSQL "github.com/go-sql-driver/mysql."
+
+const char *const mysql_field_names[MYSQL_FIELD__COUNT] = {
+	[MYSQL_FIELD_CONN_CFG] = MYSQL "mysqlConn.cfg",
+	[MYSQL_FIELD_CONFIG_ADDR] = MYSQL "Config.Addr",
 };
 
 const char *const gin_field_names[GIN_FIELD__COUNT] = {
@@ -185,6 +202,9 @@ const struct offsets_fields go_offsets_fields = OFFSETS_FIELDS("Go", go_field_na
 const struct offsets_fields grpc_offsets_fields = OFFSETS_FIELDS("grpc-go", grpc_field_names);
 const struct offsets_fields pgx_offsets_fields = OFFSETS_FIELDS("pgx", pgx_field_names);
 const struct offsets_fields redis_offsets_fields = OFFSETS_FIELDS("go-redis", redis_field_names);
+const struct offsets_fields pq_offsets_fields = OFFSETS_FIELDS("lib/pq", pq_field_names);
+const struct offsets_fields mysql_offsets_fields =
+	OFFSETS_FIELDS("go-sql-driver/mysql", mysql_field_names);
 const struct offsets_fields gin_offsets_fields = OFFSETS_FIELDS("gin", gin_field_names);
 const struct offsets_fields echo_offsets_fields = OFFSETS_FIELDS("echo", echo_field_names);
 const struct offsets_fields echo5_offsets_fields = OFFSETS_FIELDS("echo v5", echo5_field_names);

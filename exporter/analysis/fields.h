@@ -108,6 +108,8 @@ enum pgx_field {
 	PGX_FIELD_BATCH_QUEUED_OLD,
 	PGX_FIELD_QUERY_SQL,
 	PGX_FIELD_QUERY_SQL_OLD,
+	/* pgx's database/sql driver (stdlib): its connection's *pgx.Conn */
+	PGX_FIELD_STDLIB_CONN,
 	PGX_FIELD__COUNT,
 };
 
@@ -128,6 +130,39 @@ enum redis_field {
 
 /* "github.com/redis/go-redis/v9.baseClient.opt", ... */
 extern const char *const redis_field_names[REDIS_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from lib/pq's (github.com/lib/pq) connection, for the server a
+ * database/sql span went to, from offsets/pq_offsets.json, keyed by pq's module version. Keep in
+ * step with pq_field_names[] and offsets/gen. From v1.11 a conn keeps its Config by value (the
+ * host at CONN_CFG + CONFIG_HOST, a uint16 port at CONN_CFG + CONFIG_PORT); before, its options
+ * were a map, and CONN_CFG is -1. CONN_C: its net.Conn, first in every release.
+ */
+enum pq_field {
+	PQ_FIELD_CONN_C,
+	PQ_FIELD_CONN_CFG,
+	PQ_FIELD_CONFIG_HOST,
+	PQ_FIELD_CONFIG_PORT,
+	PQ_FIELD__COUNT,
+};
+
+/* "github.com/lib/pq.conn.cfg", ... */
+extern const char *const pq_field_names[PQ_FIELD__COUNT];
+
+/*
+ * The fields gospan reads from go-sql-driver/mysql's (github.com/go-sql-driver/mysql)
+ * connection, from offsets/mysql_offsets.json, keyed by its module version. Keep in step with
+ * mysql_field_names[] and offsets/gen. A mysqlConn's cfg is a *Config, whose Addr is
+ * "host:port" (a socket's path for Net "unix").
+ */
+enum mysql_field {
+	MYSQL_FIELD_CONN_CFG,
+	MYSQL_FIELD_CONFIG_ADDR,
+	MYSQL_FIELD__COUNT,
+};
+
+/* "github.com/go-sql-driver/mysql.mysqlConn.cfg", ... */
+extern const char *const mysql_field_names[MYSQL_FIELD__COUNT];
 
 /*
  * The fields gospan reads from gin's (github.com/gin-gonic/gin) Context, from
@@ -294,6 +329,7 @@ struct offsets_fields {
 extern const struct offsets_fields go_offsets_fields;
 extern const struct offsets_fields grpc_offsets_fields;
 extern const struct offsets_fields pgx_offsets_fields, redis_offsets_fields;
+extern const struct offsets_fields pq_offsets_fields, mysql_offsets_fields;
 extern const struct offsets_fields gin_offsets_fields, echo_offsets_fields, echo5_offsets_fields;
 extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
 extern const struct offsets_fields fasthttp_offsets_fields, fiber2_offsets_fields;
@@ -311,6 +347,8 @@ extern const struct offsets_fields fiber3_offsets_fields;
 	X(grpc, "google.golang.org/grpc")                                                          \
 	X(pgx, "github.com/jackc/pgx/v5")                                                          \
 	X(redis, "github.com/redis/go-redis/v9")                                                   \
+	X(pq, "github.com/lib/pq")                                                                 \
+	X(mysql, "github.com/go-sql-driver/mysql")                                                 \
 	X(gin, "github.com/gin-gonic/gin")                                                         \
 	X(echo, "github.com/labstack/echo/v4")                                                     \
 	X(echo5, "github.com/labstack/echo/v5")                                                    \

@@ -305,6 +305,7 @@ int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t s
 		site->entry_off = 0;
 		site->entry_emulated = false;
 	}
+	site->entry_at = addr + site->entry_off;
 	site->entry_off += start_off;
 	if (kind == SITE_ENTRY)
 		goto cleanup;

@@ -25,6 +25,7 @@ struct probe_site {
 	const char *symbol;
 	uint64_t addr; /* link-time address of the function */
 	uint64_t entry_off;
+	uint64_t entry_at; /* ... and its link-time address */
 	bool entry_emulated;
 	/*
 	 * When its own entry would be single-stepped (a function without Go's stack check, whose

@@ -221,6 +221,21 @@ static int read_error(const char *type, const char *system, const uint16_t *lens
 }
 
 /*
+ * go-sql-driver/mysql's *MySQLError: the server's error number (a uint16 first in the value,
+ * E's err_head) into CODE, as the conventions want MySQL's codes, and its Message (at the
+ * value's second word, E's err8) into MSG.
+ */
+static void read_mysql_error(const struct db_call *e, char *code, size_t code_cap, char *msg,
+			     size_t msg_cap)
+{
+	unsigned int number = (unsigned int)(e->err_head & 0xffff);
+
+	if (number)
+		snprintf(code, code_cap, "%u", number);
+	attrs__captured_copy(msg, msg_cap, e->err8, e->err_len8, MAX_DB_ERROR_LEN);
+}
+
+/*
  * The call failed: status ERROR, and error.type the database's own code where the error (or the
  * error it wraps, as pgx's PrepareError does) carries one, else the error's Go type. Messages
  * can quote the query's values: they go out only with the raw setting.
@@ -232,7 +247,10 @@ static void fill_error(struct span *s, const struct db_call *e, const struct db_
 	const char *type = e->err_fn ? datastores__error_type(d, e->err_fn - bias) : NULL;
 	const char *inner = e->inner_fn ? datastores__error_type(d, e->inner_fn - bias) : NULL;
 
-	if (read_error(type, system, e->err_lens, e->err, code, sizeof(code), msg, sizeof(msg)))
+	if (type && !strcmp(type, "*mysql.MySQLError"))
+		read_mysql_error(e, code, sizeof(code), msg, sizeof(msg));
+	else if (read_error(type, system, e->err_lens, e->err, code, sizeof(code), msg,
+			    sizeof(msg)))
 		return;
 	if (!code[0] && inner &&
 	    read_error(inner, system, e->inner_lens, e->inner, code, sizeof(code), msg,

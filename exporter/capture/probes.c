@@ -156,10 +156,13 @@ static uint64_t end_cookie(const struct end_site *e, uint32_t c)
 /*
  * The programs of one probed function: ENTRY at its entry, if given; AT_RETS at the RETs that
  * stay, AT_ENDS at its other ends, SUCCESS (when given) at those that end only error-free calls.
- * Nothing when the site's addr is 0. Counts what each probe costs in *N.
+ * Nothing when the site's addr is 0. Counts what each probe costs in *N. ENTRY_AT: the entry's
+ * cookie carries its link-time address above the target, for a program that needs the
+ * process's load bias (bpf/include/go_net.bpf.h's load_bias).
  */
 struct site_progs {
 	struct bpf_program *entry, *at_rets, *at_ends, *success;
+	bool entry_at;
 };
 
 static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid, const char *path,
@@ -193,7 +196,8 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 		n->emulated += !err;
 	}
 	if (!err && sp->entry && !site->nentry_calls) {
-		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_off, c, true);
+		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_off,
+				   c | (sp->entry_at ? site->entry_at << 32 : 0), true);
 		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	return err;
@@ -328,15 +332,19 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs rpc_fields = { .at_rets = p->skel->progs.grpc_header_fields,
 					       .at_ends = p->skel->progs.grpc_header_fields };
 	const struct site_progs rpc_header = { .at_ends = p->skel->progs.grpc_write_header };
+	/* database/sql's entries tell a driver's connection by its methods' addresses (entry_at). */
 	const struct site_progs sql_call = { .entry = p->skel->progs.db_sql_entry,
 					     .at_rets = p->skel->progs.db_sql_end,
-					     .at_ends = p->skel->progs.db_sql_end };
+					     .at_ends = p->skel->progs.db_sql_end,
+					     .entry_at = true };
 	const struct site_progs sql_stmt_call = { .entry = p->skel->progs.db_sql_stmt_entry,
 						  .at_rets = p->skel->progs.db_sql_end,
-						  .at_ends = p->skel->progs.db_sql_end };
+						  .at_ends = p->skel->progs.db_sql_end,
+						  .entry_at = true };
 	const struct site_progs sql_begin = { .entry = p->skel->progs.db_sql_begin,
 					      .at_rets = p->skel->progs.db_sql_end,
-					      .at_ends = p->skel->progs.db_sql_end };
+					      .at_ends = p->skel->progs.db_sql_end,
+					      .entry_at = true };
 	const struct site_progs sql_commit = { .entry = p->skel->progs.db_sql_commit,
 					       .at_rets = p->skel->progs.db_sql_tx_end,
 					       .at_ends = p->skel->progs.db_sql_tx_end };

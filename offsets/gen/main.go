@@ -184,13 +184,15 @@ var grpcMust = []string{grpcTransport + ".Stream", grpcTransport + ".http2Server
 const (
 	pgxPkg    = "github.com/jackc/pgx/v5"
 	pgconnPkg = "github.com/jackc/pgx/v5/pgconn"
+	pgxStdlib = "github.com/jackc/pgx/v5/stdlib"
 )
 
 // pgxFields is the one list of what gospan reads from pgx v5's structs, in the order of
 // pgx_field_names[] in exporter/analysis/fields.c: the connection's configuration (a *ConnConfig, which
 // embeds pgconn.Config by value) for the server's host and port, and a batch's queued queries
 // with their SQL text. Early v5 releases kept both unexported (Batch.queuedQueries,
-// QueuedQuery.query); a release has one name or the other, and the table lists both.
+// QueuedQuery.query); a release has one name or the other, and the table lists both. Last, the
+// *pgx.Conn of a connection of pgx's database/sql driver (stdlib), for its server.
 var pgxFields = []field{
 	{pgxPkg + ".Conn", "config"},
 	{pgxPkg + ".ConnConfig", "Config"},
@@ -200,6 +202,7 @@ var pgxFields = []field{
 	{pgxPkg + ".Batch", "queuedQueries"},
 	{pgxPkg + ".QueuedQuery", "SQL"},
 	{pgxPkg + ".QueuedQuery", "query"},
+	{pgxStdlib + ".Conn", "conn"},
 }
 
 var pgxTypes = map[string]string{
@@ -211,11 +214,63 @@ var pgxTypes = map[string]string{
 	pgxPkg + ".Batch.queuedQueries": "struct []*" + pgxPkg + ".QueuedQuery",
 	pgxPkg + ".QueuedQuery.SQL":     "struct string",
 	pgxPkg + ".QueuedQuery.query":   "struct string",
+	pgxStdlib + ".Conn.conn":        "*" + pgxPkg + ".Conn",
 }
 
 // The pgx structs every v5 release has.
 var pgxMust = []string{pgxPkg + ".Conn", pgxPkg + ".ConnConfig", pgconnPkg + ".Config",
-	pgxPkg + ".Batch", pgxPkg + ".QueuedQuery"}
+	pgxPkg + ".Batch", pgxPkg + ".QueuedQuery", pgxStdlib + ".Conn"}
+
+// lib/pq (github.com/lib/pq): what gospan reads from a connection for the server a
+// database/sql span went to, in the order of pq_field_names[] (exporter/analysis/fields.c): its
+// net.Conn, and from v1.11 its Config (by value) with the host and port it connected to.
+const pqPkg = "github.com/lib/pq"
+
+var pqFields = []field{
+	{pqPkg + ".conn", "c"},
+	{pqPkg + ".conn", "cfg"},
+	{pqPkg + ".Config", "Host"},
+	{pqPkg + ".Config", "Port"},
+}
+
+var pqTypes = map[string]string{
+	pqPkg + ".conn.c":      "net.Conn",
+	pqPkg + ".conn.cfg":    pqPkg + ".Config",
+	pqPkg + ".Config.Host": "struct string",
+	pqPkg + ".Config.Port": "uint16",
+}
+
+// checkPQ: every pq release has conn.c; from v1.11 its Config with Host and Port, all three or
+// none.
+func checkPQ(_ map[string]*dwarf.StructType, offs map[string]int64) error {
+	if _, ok := offs[pqPkg+".conn.c"]; !ok {
+		return fmt.Errorf("%s.conn.c is missing", pqPkg)
+	}
+	n := 0
+	for _, f := range pqFields[1:] {
+		if _, ok := offs[f.name()]; ok {
+			n++
+		}
+	}
+	if n != 0 && n != len(pqFields)-1 {
+		return fmt.Errorf("%s: conn.cfg, Config.Host and Config.Port: %d of the three", pqPkg, n)
+	}
+	return nil
+}
+
+// go-sql-driver/mysql (github.com/go-sql-driver/mysql): a connection's *Config and its Addr,
+// in the order of mysql_field_names[].
+const mysqlPkg = "github.com/go-sql-driver/mysql"
+
+var mysqlFields = []field{
+	{mysqlPkg + ".mysqlConn", "cfg"},
+	{mysqlPkg + ".Config", "Addr"},
+}
+
+var mysqlTypes = map[string]string{
+	mysqlPkg + ".mysqlConn.cfg": "*" + mysqlPkg + ".Config",
+	mysqlPkg + ".Config.Addr":   "struct string",
+}
 
 const redisPkg = "github.com/redis/go-redis/v9"
 
@@ -582,8 +637,8 @@ func main() {
 `
 
 // The pgx probe connects, reads its connection's configuration, queues a batch and sends it,
-// which links Conn and ConnConfig with the embedded pgconn.Config, Batch and QueuedQuery. It
-// never runs.
+// which links Conn and ConnConfig with the embedded pgconn.Config, Batch and QueuedQuery, and
+// opens a database through pgx's database/sql driver (stdlib.Conn). It never runs.
 const pgxProbeMain = `package main
 
 import (
@@ -591,10 +646,15 @@ import (
 	"os"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 func main() {
 	ctx := context.Background()
+	if len(os.Args) > 2 {
+		// pgx's database/sql driver, whose connections gospan reads too
+		_ = stdlib.OpenDB(pgx.ConnConfig{}).Close()
+	}
 	if len(os.Args) > 1 {
 		conn, err := pgx.Connect(ctx, os.Args[1])
 		if err == nil {
@@ -611,6 +671,34 @@ func main() {
 	}
 }
 `
+
+// sqlDriverProbe is the probe of a database/sql driver at import path PKG: it opens a
+// database with it and runs a query, which links the driver's connection and its
+// configuration. It never runs.
+func sqlDriverProbe(pkg string) string {
+	return fmt.Sprintf(`package main
+
+import (
+	"database/sql"
+	"os"
+
+	_ %q
+)
+
+func main() {
+	if len(os.Args) > 2 {
+		db, err := sql.Open(os.Args[1], os.Args[2])
+		if err == nil {
+			rows, err := db.Query(os.Args[0])
+			if err == nil {
+				_ = rows.Close()
+			}
+			_ = db.Close()
+		}
+	}
+}
+`, pkg)
+}
 
 // The go-redis probe makes a client from Options, runs one command and reads its arguments, and
 // runs a pipeline: that links baseClient, Options and baseCmd. It never runs.
@@ -807,12 +895,19 @@ var modTables = []*modTable{
 		types: grpcTypes, check: checkGRPC},
 	{path: pgxPkg, name: "pgx", major: 5, probeMain: pgxProbeMain, binPrefix: "pgx",
 		fields: pgxFields, must: pgxMust, types: pgxTypes,
-		check: checkMembers(names(pgxFields[:4]),
+		check: checkMembers(append(names(pgxFields[:4]), pgxStdlib+".Conn.conn"),
 			[][]string{{pgxPkg + ".Batch.QueuedQueries"}, {pgxPkg + ".Batch.queuedQueries"}},
 			[][]string{{pgxPkg + ".QueuedQuery.SQL"}, {pgxPkg + ".QueuedQuery.query"}})},
 	{path: redisPkg, name: "go-redis", major: 9, probeMain: redisProbeMain,
 		binPrefix: "redis", fields: redisFields, must: redisMust, types: redisTypes,
 		check: checkMembers(names(redisFields))},
+	{path: pqPkg, name: "lib/pq", major: 1, minMinor: 8, probeMain: sqlDriverProbe(pqPkg),
+		binPrefix: "pq", fields: pqFields, must: []string{pqPkg + ".conn"}, types: pqTypes,
+		check: checkPQ},
+	{path: mysqlPkg, name: "go-sql-driver/mysql", major: 1, minMinor: 5,
+		probeMain: sqlDriverProbe(mysqlPkg), binPrefix: "mysql", fields: mysqlFields,
+		must: []string{mysqlPkg + ".mysqlConn", mysqlPkg + ".Config"}, types: mysqlTypes,
+		check: checkMembers(names(mysqlFields))},
 	{path: ginPkg, name: "gin", major: 1, minMinor: 7, probeMain: ginProbeMain,
 		binPrefix: "gin", fields: ginFields, must: []string{ginPkg + ".Context"},
 		types: ginTypes, check: checkMembers(names(ginFields))},

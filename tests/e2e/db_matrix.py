@@ -16,9 +16,8 @@ A cell is (library, release, toolchain, flavour):
 The pgx and go-redis releases are every minor's latest patch (the module proxy's list, and the
 offset table's releases for the minors the list leaves out: pgx v5.0 to v5.2, go-redis v9.1 and
 the retracted v9.15), plus each release an offset table row starts or ends at
-(offsets/pgx_offsets.json, offsets/redis_offsets.json): the edges of every layout. The
-go-sql-driver/mysql releases are every minor's latest patch from MYSQL_FIRST on (and the layout
-edges of offsets/mysql_offsets.json once there is one).
+(offsets/pgx_offsets.json, offsets/redis_offsets.json, offsets/mysql_offsets.json): the edges of
+every layout. go-sql-driver/mysql's table, and so its cells, start at v1.5.0.
 
 Builds are datastores.build_dbmix()'s: <cache>/dbmix-<hash of tests/e2e/dbmix>/<go>-<drivers>
 [-<flags hash>]/, where <cache> is $GOSPAN_DBMIX_CACHE, else $XDG_CACHE_HOME/gospan, else
@@ -55,9 +54,6 @@ MODULES = {"pgx": "github.com/jackc/pgx/v5", "redis": "github.com/redis/go-redis
            "mysql": "github.com/go-sql-driver/mysql"}
 TABLES = {"pgx": OFFSETS / "pgx_offsets.json", "redis": OFFSETS / "redis_offsets.json",
           "mysql": OFFSETS / "mysql_offsets.json"}
-# The oldest go-sql-driver/mysql the matrix builds: v1.5.0 (January 2020) is the first with a
-# go.mod, and builds with today's Go, as does every release after it.
-MYSQL_FIRST = "v1.5.0"
 
 SQL_FLAVOURS = ["plain", "stripped", "pie"]
 MODULE_FLAVOURS = ["plain", "stripped", "pie"]
@@ -72,18 +68,22 @@ MODULE_FLAVOURS = ["plain", "stripped", "pie"]
 # text); go-redis's first and last release of each of its table's two layouts (9.22.0 moved
 # baseClient.opt), where 9.23.0 is also the first whose (*baseClient).process is inlined into
 # its method value, so that gospan probes processStartingAt instead. Each stripped (traced from
-# the pclntab and the table row alone), the oldest and newest also plain (offsets from DWARF).
-# go-sql-driver/mysql: its oldest and newest release stripped, the newest also plain.
+# the pclntab and the table row alone), the oldest and newest also plain (offsets from DWARF);
+# the newest pgx also PIE, where database/sql's probes take the load bias from their cookies to
+# tell the driver's connection by its methods' addresses. go-sql-driver/mysql (table from
+# v1.5.0, the first with a go.mod; mysqlConn.cfg moved in v1.8.0 and v1.9.0): a release of each
+# layout stripped, the newest also plain.
 SLICE = [
     ("pgx", "v5.0.0", ["plain", "stripped"]),
     ("pgx", "v5.5.2", ["stripped"]),
     ("pgx", "v5.5.3", ["stripped"]),
-    ("pgx", "v5.12.0", ["plain", "stripped"]),
+    ("pgx", "v5.12.0", ["plain", "stripped", "pie"]),
     ("redis", "v9.0.0", ["plain", "stripped"]),
     ("redis", "v9.21.0", ["stripped"]),
     ("redis", "v9.22.0", ["stripped"]),
     ("redis", "v9.23.0", ["plain", "stripped"]),
-    ("mysql", MYSQL_FIRST, ["stripped"]),
+    ("mysql", "v1.5.0", ["stripped"]),
+    ("mysql", "v1.8.1", ["stripped"]),
     ("mysql", "v1.10.1", ["plain", "stripped"]),
 ]
 
@@ -105,15 +105,7 @@ def table_row_version(lib, release):
 
 def module_releases(lib):
     """Every minor's latest patch of the module (the proxy's list, and the table's releases for
-    the minors the list leaves out), plus the table's layout edges; sorted. go-sql-driver/mysql,
-    which has no table yet: every minor's latest patch from MYSQL_FIRST on."""
-    if lib == "mysql" and not TABLES[lib].exists():
-        latest = {}
-        for v in matrix.module_releases(MODULES[lib]):
-            p = parse(v)
-            if p >= parse(MYSQL_FIRST) and (p[:2] not in latest or p > parse(latest[p[:2]])):
-                latest[p[:2]] = v
-        return sorted(latest.values(), key=parse)
+    the minors the list leaves out), plus the table's layout edges; sorted."""
     return matrix.minor_releases(MODULES[lib], TABLES[lib])
 
 
@@ -281,7 +273,7 @@ def page_text(results, cells, kernel=None, note=None):
 
     mysql_note = ("go-sql-driver/mysql has no probe of its own: gospan traces its "
                   "database/sql calls, and reads its error number (`*mysql.MySQLError`) and "
-                  "its connection's address (`Config.Addr`).")
+                  "its connection's address (`mysqlConn.cfg`, `Config.Addr`).")
     for lib, what, probe_note in (
             ("pgx", "pgx v5 (`github.com/jackc/pgx/v5`)",
              "gospan probes `(*Conn).Query`, `(*Conn).Exec` and `(*Conn).SendBatch`; each cell"
@@ -296,13 +288,10 @@ def page_text(results, cells, kernel=None, note=None):
             continue
         rs = releases(lib)
         lines += ["", f"### {what}: {rs[0]} to {rs[-1]}, {count(lib)}", ""]
-        which = (f"Every minor's latest patch from {MYSQL_FIRST}"
-                 if lib == "mysql" and not TABLES[lib].exists() else
-                 "Every minor's latest patch, and the first and last release of each layout of "
-                 f"`offsets/{TABLES[lib].name}`")
         lines += textwrap.wrap(
-            f"{which}, built with the installed Go, plain, stripped and PIE. " + probe_note, 95,
-            break_on_hyphens=False)
+            "Every minor's latest patch, and the first and last release of each layout of "
+            f"`offsets/{TABLES[lib].name}`, built with the installed Go, plain, stripped and "
+            "PIE. " + probe_note, 95, break_on_hyphens=False)
         lines += ["",
                   f"| {LIBS[lib]} | Go | " + " | ".join(MODULE_FLAVOURS)
                   + " | single-stepped hits / " + ("command" if lib == "redis" else "query")
@@ -324,8 +313,9 @@ def page_text(results, cells, kernel=None, note=None):
             "What CI runs (`make test`): every database/sql cell above, and of pgx and go-redis "
             "the first and last release of each offset table layout, stripped, the oldest and "
             "newest also plain (go-redis v9.23.0 is also the first traced through "
-            "`processStartingAt`), and go-sql-driver/mysql's oldest and newest, stripped, the "
-            "newest also plain; `tests/e2e/db_matrix.py` lists them (SLICE):")
+            "`processStartingAt`), the newest pgx also PIE, and a go-sql-driver/mysql release of "
+            "each layout of its table, stripped, the newest also plain; `tests/e2e/db_matrix.py` "
+            "lists them (SLICE):")
         lines += ["", "| library | release | Go | flavour | result |", "|---|---|---|---|---|"]
         for c in slice_:
             lines.append(f"| {LIBS[c[0]]} | {c[1]} | {go_label([c])} | {c[3]} | {result(c)} |")

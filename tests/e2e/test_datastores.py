@@ -13,7 +13,9 @@ What gospan must make of each call:
 - db.query.text with every literal replaced by '?' (never a secret: a password literal is looked
   for in every attribute of every span), db.operation.name, db.collection.name where the query
   names one table, the span named "{operation} {collection}";
-- server.address/port where the client knows them (pgx's config, go-redis's options);
+- server.address/port where the client knows them: pgx's config, go-redis's options, and for
+  database/sql the driver connection's own configuration (pq, pgx's stdlib driver; SQLite has no
+  server), never anything else of its DSN;
 - on failure status ERROR, error.type and db.response.status_code the database's code where it
   has one (PostgreSQL's SQLSTATE, a Redis error's prefix), else the error's Go type; a Redis
   GET of a missing key is no failure.
@@ -120,14 +122,24 @@ def check_db_span(span, system, name, text, op, coll=None):
     assert a.get("db.collection.name") == coll, a
 
 
+def check_server(span, driver, pg):
+    """server.address and server.port of a database/sql span: PostgreSQL's as the DSN gave them
+    (pq and pgx's stdlib driver read them from their connection's configuration); none for
+    SQLite, a file with no server."""
+    if driver == "sqlite":
+        assert "server.address" not in span.attrs and "server.port" not in span.attrs, span.attrs
+    else:
+        assert span.attrs.get("server.address") == pg.host, (span.name, span.attrs)
+        assert span.attrs.get("server.port") == pg.port, (span.name, span.attrs)
+
+
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
-def test_select_with_literals_is_sanitized(traced, driver):
+def test_select_with_literals_is_sanitized(traced, postgres_server, driver):
     _, (span,) = traced.trace(f"/sql/select?driver={driver}", 1)
     check_db_span(span, SYSTEM[driver], "SELECT items",
                   "SELECT id, name FROM items WHERE id = ? AND name = ?", "SELECT", "items")
     assert span.status_code == STATUS_UNSET
-    # database/sql does not say where its driver connects
-    assert "server.address" not in span.attrs
+    check_server(span, driver, postgres_server)
 
 
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
@@ -142,20 +154,24 @@ def test_insert_update_delete(traced, driver):
 
 
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
-def test_prepared_statement_reused_100_times(traced, driver):
+def test_prepared_statement_reused_100_times(traced, postgres_server, driver):
     _, spans = traced.trace(f"/sql/prepared?driver={driver}&n=100", 100)
     placeholder = "?" if driver == "sqlite" else "$1"
     for s in spans:
         check_db_span(s, SYSTEM[driver], "SELECT items",
                       f"SELECT name FROM items WHERE id = {placeholder}", "SELECT", "items")
+        check_server(s, driver, postgres_server)
     # one after the other, on the one goroutine
     for a, b in zip(spans, spans[1:]):
         assert a.end_ns <= b.start_ns
 
 
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
-def test_transaction(traced, driver):
+def test_transaction(traced, postgres_server, driver):
     _, (begin, insert, count, commit) = traced.trace(f"/sql/tx?driver={driver}", 4)
+    # the transaction's own calls too: they go to the connection its begin took
+    for span in (begin, insert, count, commit):
+        check_server(span, driver, postgres_server)
     for span, op in ((begin, "BEGIN"), (commit, "COMMIT")):
         # what the driver sends for them is its own: no text
         assert span.name == op and span.attrs["db.operation.name"] == op, span.attrs

@@ -9,7 +9,7 @@ OTLP receiver decoded it, as test_datastores.py checks them:
 - pgx v5 at every minor's latest patch and the edges of its offset table's layouts: Query,
   QueryRow, Exec, SendBatch (BATCH, db.operation.batch.size 3, the first query's text from the
   batch's queued queries), a failing Exec, server.address/port; one SELECT through pgx's
-  database/sql driver;
+  database/sql driver, with server.address/port from its connection;
 - go-redis v9 likewise: SET, GET, a missing key, a pipeline (batch size 3, every command's
   name), an error reply (error.type ERR), server.address/port;
 - go-sql-driver/mysql at every minor's latest patch from v1.5.0, through database/sql against
@@ -168,7 +168,7 @@ def run_sql(r, where):
     _, (span,) = got["/sql/select?driver=pq"]
     check_db_span(span, "postgresql", "SELECT items", SELECT_TEXT, "SELECT", "items", where)
     check_ok(span, where)
-    # database/sql does not say where its driver connects
+    # lib/pq before v1.11 keeps its connections' host in a map: no server address
     assert "server.address" not in span.attrs, (where, span.attrs)
 
     _, spans = got[f"/sql/prepared?driver=pq&n={PREPARED_N}"]
@@ -241,6 +241,8 @@ def run_pgx(r, pg, where):
     check_db_span(span, "postgresql", "SELECT items", SELECT_TEXT, "SELECT", "items",
                   f"{where} database/sql")
     check_ok(span, f"{where} database/sql")
+    # from the driver's connection: stdlib.Conn's *pgx.Conn and its configuration
+    check_server(span, pg.host, pg.port, f"{where} database/sql")
 
 
 def run_mysql(r, my, where):

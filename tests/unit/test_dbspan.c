@@ -29,14 +29,18 @@
 #define PGX_PREPARE 0x405000   /* *pgconn.PrepareError */
 #define REDIS_ERROR 0x406000   /* proto.RedisError */
 #define ERROR_STRING 0x407000  /* *errors.errorString */
+#define MYSQL_QUERY 0x408000   /* github.com/go-sql-driver/mysql.(*mysqlConn).QueryContext */
+#define MYSQL_ERROR 0x409000   /* *mysql.MySQLError */
 
-static struct db_method drivers[] = { { PQ_QUERY, "postgresql" }, { SQLITE_QUERY, "sqlite" } };
+static struct db_method drivers[] = { { PQ_QUERY, "postgresql" },
+				      { SQLITE_QUERY, "sqlite" },
+				      { MYSQL_QUERY, "mysql" } };
 static struct db_method errors[] = {
 	{ PQ_ERROR, "*pq.Error" },	      { PGX_PGERROR, "*pgconn.PgError" },
 	{ PGX_PREPARE, "*pgconn.PrepareError" }, { REDIS_ERROR, "proto.RedisError" },
-	{ ERROR_STRING, "*errors.errorString" },
+	{ ERROR_STRING, "*errors.errorString" }, { MYSQL_ERROR, "*mysql.MySQLError" },
 };
-static struct db_target target = { .drivers = drivers, .ndrivers = 2, .errors = errors, .nerrors = 5 };
+static struct db_target target = { .drivers = drivers, .ndrivers = 3, .errors = errors, .nerrors = 6 };
 
 static void set_str(char *dst, size_t cap, uint32_t *len, const char *s)
 {
@@ -211,6 +215,82 @@ static void test_dbspan__other_errors_by_go_type(void **state)
 	free(e);
 }
 
+/*
+ * go-sql-driver/mysql's *MySQLError: its Number (the value's first two bytes, then SQLSTATE's
+ * five from v1.7) is db.response.status_code and error.type, as the conventions' MySQL page
+ * says; its Message (the string at the value's second word) only with the raw setting.
+ */
+static void test_dbspan__mysql_error_number(void **state)
+{
+	struct db_call *e = sql_call("SELEC 1", MYSQL_QUERY);
+	struct span *s;
+	uint32_t len;
+
+	(void)state;
+	e->err_itab = 0x7000;
+	e->err_fn = MYSQL_ERROR + BIAS;
+	/* 1064, then "42000" as the bytes after it */
+	e->err_head = 1064 | (uint64_t)'4' << 16 | (uint64_t)'2' << 24 | (uint64_t)'0' << 32 |
+		      (uint64_t)'0' << 40 | (uint64_t)'0' << 48;
+	set_str(e->err8, MAX_DB_ERROR_LEN, &len, "You have an error in your SQL syntax");
+	e->err_len8 = (uint16_t)len;
+	s = fill(e, DB_QUERY_TEXT_SANITIZED);
+	assert_string_equal(str_attr(s, SC_DB_SYSTEM_NAME), "mysql");
+	assert_int_equal(s->status, SPAN_STATUS_ERROR);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "1064");
+	assert_string_equal(str_attr(s, SC_DB_RESPONSE_STATUS_CODE), "1064");
+	assert_true(!s->status_msg || !s->status_msg[0]);
+	span__free(s);
+	s = fill(e, DB_QUERY_TEXT_RAW);
+	assert_string_equal(s->status_msg, "You have an error in your SQL syntax");
+	span__free(s);
+	/* no number: the Go type, as for any other error */
+	e->err_head = 0;
+	s = fill(e, DB_QUERY_TEXT_SANITIZED);
+	assert_string_equal(str_attr(s, SC_ERROR_TYPE), "*mysql.MySQLError");
+	assert_null(span__get(s, SC_DB_RESPONSE_STATUS_CODE));
+	span__free(s);
+	free(e);
+}
+
+/*
+ * database/sql's server, as the driver's connection says it: go-sql-driver/mysql's "host:port"
+ * Addr, pq's host and port apart; a unix socket's path is no server address.
+ */
+static void test_dbspan__sql_server_address(void **state)
+{
+	struct db_call *e = sql_call("SELECT 1", MYSQL_QUERY);
+	const struct attr *port;
+	struct span *s;
+
+	(void)state;
+	set_str(e->addr, sizeof(e->addr), &e->addr_len, "db.internal:3307");
+	s = fill(e, DB_QUERY_TEXT_SANITIZED);
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "db.internal");
+	port = span__get(s, SC_SERVER_PORT);
+	assert_non_null(port);
+	assert_int_equal(port->i, 3307);
+	span__free(s);
+	free(e);
+
+	e = sql_call("SELECT 1", PQ_QUERY);
+	set_str(e->addr, sizeof(e->addr), &e->addr_len, "pg.internal");
+	e->port = 5433;
+	s = fill(e, DB_QUERY_TEXT_SANITIZED);
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "pg.internal");
+	port = span__get(s, SC_SERVER_PORT);
+	assert_non_null(port);
+	assert_int_equal(port->i, 5433);
+	span__free(s);
+
+	set_str(e->addr, sizeof(e->addr), &e->addr_len, "/var/run/postgresql");
+	s = fill(e, DB_QUERY_TEXT_SANITIZED);
+	assert_null(span__get(s, SC_SERVER_ADDRESS));
+	assert_null(span__get(s, SC_SERVER_PORT));
+	span__free(s);
+	free(e);
+}
+
 static void test_dbspan__transaction_calls(void **state)
 {
 	struct db_call *e = sql_call("", PQ_QUERY);
@@ -378,6 +458,8 @@ int main(void)
 		cmocka_unit_test(test_dbspan__cut_query_is_marked_and_leaks_nothing),
 		cmocka_unit_test(test_dbspan__postgresql_error_codes),
 		cmocka_unit_test(test_dbspan__other_errors_by_go_type),
+		cmocka_unit_test(test_dbspan__mysql_error_number),
+		cmocka_unit_test(test_dbspan__sql_server_address),
 		cmocka_unit_test(test_dbspan__transaction_calls),
 		cmocka_unit_test(test_dbspan__redis_command),
 		cmocka_unit_test(test_dbspan__redis_pipeline),

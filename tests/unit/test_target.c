@@ -328,7 +328,7 @@ static void test_target__newer_than_tables_needs_dwarf(void **state)
 
 /*
  * A pgx and go-redis client without a server (testdata/dbclient, at the oldest releases its go.mod
- * names): traced for its data store calls alone, with the clients' offsets from its DWARF, and
+ * names), which also pings through pgx's database/sql driver: traced for its data store calls alone, with the clients' offsets from its DWARF, and
  * the errors it can return named by their Go type, found from their Error methods.
  */
 static void test_target__data_store_clients(void **state)
@@ -344,15 +344,25 @@ static void test_target__data_store_clients(void **state)
 	assert_non_null(t);
 	assert_int_equal(t->serve_http.addr, 0);
 	assert_true(datastores__any(&t->db));
-	assert_false(datastores__sql(&t->db)); /* pgx's own API: no database/sql */
-	/* the program sends a batch and nothing else: the other methods are not linked */
-	assert_int_equal(t->db.pgx_query.addr, 0);
+	/*
+	 * It pings through pgx's database/sql driver too: database/sql is traced, and its
+	 * connections' server is read the way of pgx's own (stdlib.Conn.conn, then Conn.config).
+	 */
+	assert_true(datastores__sql(&t->db));
+	assert_int_not_equal(t->cfg.sql_servers[0].fns[0], 0);
+	assert_int_equal(t->cfg.sql_servers[0].hops[0], 0);
+	assert_int_equal(t->cfg.sql_servers[0].hops[1], 8);
+	assert_int_equal(t->cfg.sql_servers[0].host, 0);
+	assert_int_equal(t->cfg.sql_servers[0].port, 16);
+	assert_int_equal(t->cfg.sql_servers[1].fns[0], 0);
+	/* the program sends a batch; pgx's database/sql driver links Query */
+	assert_int_not_equal(t->db.pgx_query.addr, 0);
 	assert_int_not_equal(t->db.pgx_batch.addr, 0);
 	assert_int_not_equal(t->db.redis_process.addr, 0);
 	assert_string_equal(t->db.pgx_offsets, "DWARF");
 	assert_int_equal(t->cfg.db_pgx, 1);
 	assert_int_equal(t->cfg.db_redis, 1);
-	assert_int_equal(t->cfg.db_sql, 0);
+	assert_int_equal(t->cfg.db_sql, 1);
 	assert_int_equal(t->cfg.pgx_conn_config, 8);
 	assert_int_equal(t->cfg.pgx_config_host, 0);
 	assert_int_equal(t->cfg.pgx_config_port, 16);

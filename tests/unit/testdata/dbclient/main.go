@@ -1,6 +1,6 @@
 // A pgx v5 and go-redis v9 client: gives the unit tests a real binary whose DWARF describes the
 // pgx and go-redis structs gospan reads (pgx's Conn, ConnConfig with its pgconn.Config, Batch and
-// QueuedQuery; go-redis's baseClient, Options and baseCmd). The tests build it against several
+// QueuedQuery, and its database/sql driver's Conn; go-redis's baseClient, Options and baseCmd). The tests build it against several
 // releases of each, in a copy of this directory whose go.mod they point at those releases (go
 // mod edit -require), so the go.mod here names only the oldest. Given no arguments it exits.
 package main
@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,6 +25,9 @@ func main() {
 		}
 		cfg := conn.Config()
 		fmt.Println(cfg.Host, cfg.Port)
+		if err := stdlib.OpenDB(*cfg).Ping(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		b := &pgx.Batch{}
 		b.Queue("SELECT 1")
 		b.Queue("SELECT 2")
