@@ -12,9 +12,9 @@ read it (so the form reached and ran on the server as that text); the span's db.
 be the statement with every literal replaced by '?' and the comments dropped, and no secret
 written in any of them (nor the DSN's password) may appear in any span.
 
-What needs gospan's capture of MySQL error numbers and of server.address/port for database/sql
-(on main after 2026-11-28; see the messages of test_failing_query_has_the_error_number and
-test_server_address_and_port) fails until this branch has it.
+The error number (error.type and db.response.status_code "1064") and server.address/port need
+gospan's reading of the driver's values (*mysql.MySQLError's Number, the connection's
+Config.Addr), which came on main on 2026-11-28; their failure messages say so.
 """
 
 import urllib.parse
