@@ -3,9 +3,9 @@
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
 #   make deps       install what is missing (Debian packages, Python test packages)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
-#   make compat     the grpc-go, data store (database/sql, pgx, go-redis), router (gin, echo,
-#                   chi, gorilla/mux, httprouter) and fasthttp (with Fiber) release matrices;
-#                   rewrites their sections of COMPATIBILITY.md
+#   make compat     the grpc-go, data store (database/sql, pgx, go-redis, go-sql-driver/mysql),
+#                   router (gin, echo, chi, gorilla/mux, httprouter) and fasthttp (with Fiber)
+#                   release matrices; rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, gin, echo,
@@ -149,7 +149,7 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
 	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
-	postgresql redis-server
+	postgresql redis-server mariadb-server mariadb-client
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
 
 deps:
@@ -272,19 +272,21 @@ test: deps
 #   the oldest Go each allows, plain, stripped and PIE. 222 cells: on two cores about 20 minutes
 #   with the builds cached, up to an hour without (the builds take about 40 minutes of it).
 # - data stores (tests/e2e/test_db_versions.py, cells in tests/e2e/db_matrix.py): database/sql
-#   (lib/pq) built by every Go release of test_go_versions.py, and every pgx v5 and go-redis v9
-#   minor (and each offset table layout's first and last release) with the installed Go, plain,
-#   stripped and PIE, against a real PostgreSQL and Redis. 162 cells: on two cores 3 minutes
-#   with the builds cached; a first run builds them two at a time beside the runs (96 of them
-#   took 23 minutes of build time, most of it pgx and go-redis PIE builds).
+#   (lib/pq) built by every Go release of test_go_versions.py, and every pgx v5, go-redis v9 and
+#   go-sql-driver/mysql minor (and each offset table layout's first and last release) with the
+#   installed Go, plain, stripped and PIE, against a real PostgreSQL, Redis and MariaDB. 189
+#   cells: on two cores 3 minutes with the builds cached; a first run builds them two at a time
+#   beside the runs (96 of them took 23 minutes of build time, most of it pgx and go-redis PIE
+#   builds; the 24 go-sql-driver/mysql cells built and ran in about 1.5 minutes).
 # - routers (tests/e2e/test_router_versions.py, cells in tests/e2e/router_matrix.py): every minor
 #   of gin, echo v4 and v5, chi v5 and gorilla/mux (and each offset table row's first and last
 #   release) with the installed Go and the oldest Go each allows, plain, stripped and PIE. 270
 #   cells: on two cores 5.5 minutes with the builds cached, 8 building every cell (with the
 #   frameworks' packages in Go's build cache), 19 from a Go build cache without them.
-# make test (CI) runs a slice of each; for the data stores, every database/sql cell (39) and 12
-# pgx and go-redis cells: about a minute with the builds cached, 2.3 minutes without them (but
-# with the Go standard library of each toolchain in Go's build cache, which test_go_versions.py
+# make test (CI) runs a slice of each; for the data stores, every database/sql cell (39), 13
+# pgx and go-redis cells and 4 go-sql-driver/mysql cells: about a minute with the builds cached,
+# 2.3 minutes without them (but with the Go standard library of each toolchain in Go's build
+# cache, which test_go_versions.py
 # builds need anyway); for the routers, 25 cells (a release of every offset table row, stripped,
 # and each framework's newest plain, stripped and PIE): 27 s with the builds cached, 45 s without.
 compat: deps

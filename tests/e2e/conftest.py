@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from datastores import postgres_server, redis_server  # noqa: F401 (fixtures: real servers)
+from datastores import mariadb_server, postgres_server, redis_server  # noqa: F401 (fixtures)
 from procs import end_process
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,10 +6,15 @@
   .dsn, .host, .port, .query(sql).
 - redis_server: a redis-server of its own on loopback, persisting nothing. Yields a RedisServer:
   .addr, .host, .port, .command(*args).
+- mariadb_server: a MariaDB (Debian's mariadbd, standing in for MySQL) in a temporary directory,
+  on loopback and a unix socket there, nothing synced; user `gospan` with a password, allowed
+  from 127.0.0.1, database `gospan`; the general query log on, to a file. As root it runs as
+  the `mysql` user. Yields a MariadbServer: .host, .port, .user, .password, .database, .dsn
+  (go-sql-driver/mysql's form), .query(sql), .general_log().
 
-Both are session fixtures (conftest.py exports them), stopped and removed after the session
+All are session fixtures (conftest.py exports them), stopped and removed after the session
 whatever happened. Where the server is not installed they skip naming the Debian package
-(`make deps` installs both); conftest.py turns that skip into a failure under CI=true.
+(`make deps` installs them); conftest.py turns that skip into a failure under CI=true.
 
 - build_dbmix(): tests/e2e/dbmix built with tests/e2e/dbmix/build.sh for a set of drivers, one
   Go toolchain and go build flags, cached in <cache>/dbmix-<hash of dbmix>/<go>-<drivers>/, where
@@ -22,6 +27,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -49,6 +55,15 @@ BUILD_TIMEOUT = 1800
 PQ_VERSION = "v1.12.3"
 PGX_VERSION = "v5.12.0"
 REDIS_VERSION = "v9.23.0"
+# github.com/go-sql-driver/mysql's newest release (go list -m -versions, 2026-11-28).
+MYSQL_VERSION = "v1.10.1"
+# build_dbmix()'s arguments for dbmix with every driver at those releases: the one build
+# test_datastores.py and test_mysql.py share. WITH_ORMS adds gorm and sqlx (test_orms.py,
+# test_dbmix_service.py): a build of its own, because gorm changes what the Go linker keeps of
+# go-redis (see test_orms.test_redis_beside_gorm), and the other tests are about the drivers.
+EVERY_DRIVER = dict(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True,
+                    mysql=MYSQL_VERSION)
+WITH_ORMS = dict(EVERY_DRIVER, orm=True)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -73,9 +88,11 @@ def _build_env():
     return env
 
 
-def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, flags=()):
-    """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis at the versions
-    given, and modernc.org/sqlite when SQLITE is true (a version string picks the release),
+def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=False, mysql=None,
+                orm=False, flags=()):
+    """dbmix with lib/pq (at PQ, else build.sh's default), and pgx, go-redis, go-sql-driver/mysql
+    at the versions given, modernc.org/sqlite when SQLITE is true (a version string picks the
+    release), and gorm and sqlx (build.sh's releases of them) when ORM is true,
     built by TOOLCHAIN (as build.sh takes it) with go build FLAGS. Built once into the cache;
     the binary is then copied to OUT, whose path is returned (the cached binary's path when OUT
     is None). Raises BuildError with build.sh's output when the build fails."""
@@ -94,6 +111,12 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     if sqlite:
         drivers.append(f"sqlite-{sqlite if isinstance(sqlite, str) else 'default'}")
         args += ["--sqlite"] + ([sqlite] if isinstance(sqlite, str) else [])
+    if mysql:
+        drivers.append(f"mysql-{mysql}")
+        args += ["--mysql", mysql]
+    if orm:
+        drivers.append("orm")
+        args.append("--orm")
     key = "-".join([label, *drivers])
     if flags:
         key += "-" + hashlib.sha256("\0".join(flags).encode()).hexdigest()[:8]
@@ -375,3 +398,182 @@ def redis_server(free_port):
             end_process(proc, timeout=STOP_TIMEOUT)
         shutil.rmtree(tmp, ignore_errors=True)
 
+
+
+# ---- MariaDB (for MySQL) ---------------------------------------------------------------------
+
+# One entry of the general query log: "YYMMDD HH:MM:SS\t" (only on the first entry of a second)
+# or "\t\t", then the connection id right-aligned in 7, the command ("Query", "Prepare",
+# "Execute", "Connect", "Close stmt", ...), a tab and its argument, which runs on over the lines
+# that follow when the statement holds newlines.
+_GENERAL_LOG_ENTRY = re.compile(
+    r"^(?:\d{6} [ \d]\d:\d\d:\d\d\t|\t\t)\s*(\d+) ([A-Za-z][A-Za-z ]*)\t(.*)$")
+
+
+@dataclass(frozen=True)
+class LoggedCommand:
+    conn: int  # the server's connection id
+    command: str  # "Query", "Prepare", "Execute", ...
+    text: str  # the statement as the server received it (Execute: with its values in it)
+
+
+@dataclass
+class MariadbServer:
+    host: str
+    port: int
+    dir: Path
+    socket: Path
+    password: str
+    user: str = "gospan"
+    database: str = "gospan"
+
+    @property
+    def dsn(self):
+        """go-sql-driver/mysql's data source name."""
+        return f"{self.user}:{self.password}@tcp({self.host}:{self.port})/{self.database}"
+
+    @property
+    def general_log_file(self):
+        return self.dir / "general.log"
+
+    def _client(self, sql, database, root=False, timeout=60):
+        if root:
+            # root has no password and is reached on the socket only (mariadb-install-db's
+            # default for it, with --auth-root-authentication-method=normal)
+            cmd = ["mariadb", "--no-defaults", "--protocol=socket", "-S", str(self.socket),
+                   "-u", "root"]
+            env = dict(os.environ)
+        else:
+            cmd = ["mariadb", "--no-defaults", "--protocol=tcp", "-h", self.host,
+                   "-P", str(self.port), "-u", self.user]
+            env = dict(os.environ, MYSQL_PWD=self.password)
+        # --comments: sent as written (the client strips them by default); --raw: values
+        # unescaped; --batch: tab-separated rows
+        cmd += ["--batch", "--raw", "--skip-column-names", "--comments",
+                "--connect-timeout=10", "-e", sql]
+        if database:
+            cmd.append(database)
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"mariadb -e {sql!r} did not finish within {timeout} s") from None
+        if res.returncode != 0:
+            raise AssertionError(f"mariadb -e {sql!r} failed: {res.stderr.strip()}")
+        return res.stdout
+
+    def query(self, sql, database=None):
+        """SQL's result through the mariadb client as user gospan: one line per row, columns
+        split by '|' (NULL as NULL), as PostgresServer.query. Raises AssertionError with the
+        client's error when it fails."""
+        out = self._client(sql, database or self.database)
+        return "\n".join(line.replace("\t", "|") for line in out.rstrip("\n").split("\n")) \
+            if out.strip("\n") else ""
+
+    def general_log(self, commands=("Query", "Prepare", "Execute")):
+        """What the server received since it started, from its general query log, in order:
+        LoggedCommand entries of COMMANDS (all of them when None). A prepared statement shows
+        as Prepare (its text) and Execute (its text with the values in it)."""
+        try:
+            text = self.general_log_file.read_text(errors="replace")
+        except OSError as e:
+            raise AssertionError(f"cannot read the general log '{self.general_log_file}': {e}")
+        entries, cur = [], None
+        if text.endswith("\n"):
+            text = text[:-1]  # the last entry's end, not part of its statement
+        # the file's first three lines are the server's banner and the column heads
+        for line in text.split("\n")[3:]:
+            m = _GENERAL_LOG_ENTRY.match(line)
+            if m:
+                cur = [int(m.group(1)), m.group(2), m.group(3)]
+                entries.append(cur)
+            elif cur is not None:
+                cur[2] += "\n" + line
+        got = [LoggedCommand(*e) for e in entries]
+        return [e for e in got if commands is None or e.command in commands]
+
+
+def _mariadb_binaries():
+    return shutil.which("mariadbd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"), \
+        shutil.which("mariadb-install-db"), shutil.which("mariadb")
+
+
+@pytest.fixture(scope="session")
+def mariadb_server(free_port):
+    mariadbd, install_db, client = _mariadb_binaries()
+    if not (mariadbd and install_db and client):
+        pytest.skip("MariaDB is not installed (mariadbd, mariadb-install-db and mariadb are "
+                    "needed): make deps installs Debian's mariadb-server and mariadb-client "
+                    "packages")
+    as_user = []
+    owner = None
+    if os.geteuid() == 0:
+        # mariadbd refuses root unless told --user=root: as root, run it as the user Debian's
+        # package makes, else as root.
+        try:
+            owner = pwd.getpwnam("mysql")
+            as_user = ["--user=mysql"]
+        except KeyError:
+            as_user = ["--user=root"]
+
+    tmp = Path(tempfile.mkdtemp(prefix="gospan-mariadb-"))
+    data, log = tmp / "data", tmp / "mariadb.log"
+    server = MariadbServer("127.0.0.1", free_port(), tmp, tmp / "sock",
+                           password="gospan-db-" + os.urandom(6).hex())
+    if owner is not None:
+        os.chown(tmp, owner.pw_uid, owner.pw_gid)
+    # A throwaway server: no fsync, no doublewrite, a small redo log.
+    common = ["--no-defaults", f"--datadir={data}", *as_user, "--innodb-log-file-size=16M",
+              "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0",
+              "--innodb-flush-method=nosync", "--sync-binlog=0", "--skip-name-resolve"]
+    proc = None
+    try:
+        with open(log, "ab") as logf:
+            res = subprocess.run([install_db, *common, "--skip-test-db",
+                                  "--auth-root-authentication-method=normal"],
+                                 stdin=subprocess.DEVNULL, stdout=logf,
+                                 stderr=subprocess.STDOUT, timeout=120)
+            if res.returncode != 0:
+                raise AssertionError(f"mariadb-install-db failed (status {res.returncode}); "
+                                     f"{log}:\n{_tail(log)}")
+            proc = subprocess.Popen([mariadbd, *common, "--bind-address=" + server.host,
+                                     f"--port={server.port}", f"--socket={server.socket}",
+                                     f"--pid-file={tmp / 'mariadbd.pid'}",
+                                     f"--log-error={log}", "--general-log=1",
+                                     f"--general-log-file={server.general_log_file}",
+                                     "--skip-log-bin", "--character-set-server=utf8mb4"],
+                                    stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_mariadb(server, proc, log)
+        yield server
+    finally:
+        if proc is not None:
+            end_process(proc, timeout=STOP_TIMEOUT)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wait_mariadb(server, proc, log):
+    """Waits until root can connect on the socket, then makes the database and the user: real
+    statements."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"mariadbd exited with status {proc.returncode} at start; "
+                                 f"{log}:\n{_tail(log)}")
+        try:
+            server._client("SELECT 1", None, root=True, timeout=10)
+            break
+        except AssertionError as e:
+            why = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"mariadbd did not accept connections on {server.socket} "
+                                 f"within {START_TIMEOUT:.0f} s ({why}); {log}:\n{_tail(log)}")
+        time.sleep(0.1)
+    try:
+        server._client(f"CREATE DATABASE {server.database}; "
+                       f"CREATE USER '{server.user}'@'{server.host}' "
+                       f"IDENTIFIED BY '{server.password}'; "
+                       f"GRANT ALL ON {server.database}.* TO '{server.user}'@'{server.host}'",
+                       None, root=True)
+        server.query("SELECT 1")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {log}:\n{_tail(log)}") from None

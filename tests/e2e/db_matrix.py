@@ -9,12 +9,15 @@ A cell is (library, release, toolchain, flavour):
   (/usr/lib/go-1.19/bin/go), the others through the module proxy (GOTOOLCHAIN=go1.X.Y);
 - ("pgx", "v5.X.Y", "local", flavour): pgx's own API (and its database/sql driver) in a dbmix
   built with pgx at that release and the installed Go;
-- ("redis", "v9.X.Y", "local", flavour): go-redis at that release, the installed Go.
+- ("redis", "v9.X.Y", "local", flavour): go-redis at that release, the installed Go;
+- ("mysql", "v1.X.Y", "local", flavour): database/sql through go-sql-driver/mysql at that
+  release (a dbmix with lib/pq and it), the installed Go, against the session's MariaDB.
 
 The pgx and go-redis releases are every minor's latest patch (the module proxy's list, and the
 offset table's releases for the minors the list leaves out: pgx v5.0 to v5.2, go-redis v9.1 and
 the retracted v9.15), plus each release an offset table row starts or ends at
-(offsets/pgx_offsets.json, offsets/redis_offsets.json): the edges of every layout.
+(offsets/pgx_offsets.json, offsets/redis_offsets.json, offsets/mysql_offsets.json): the edges of
+every layout. go-sql-driver/mysql's table, and so its cells, start at v1.5.0.
 
 Builds are datastores.build_dbmix()'s: <cache>/dbmix-<hash of tests/e2e/dbmix>/<go>-<drivers>
 [-<flags hash>]/, where <cache> is $GOSPAN_DBMIX_CACHE, else $XDG_CACHE_HOME/gospan, else
@@ -45,9 +48,12 @@ LIBS = {
     "sql": "database/sql",
     "pgx": "pgx",
     "redis": "go-redis",
+    "mysql": "go-sql-driver/mysql",
 }
-MODULES = {"pgx": "github.com/jackc/pgx/v5", "redis": "github.com/redis/go-redis/v9"}
-TABLES = {"pgx": OFFSETS / "pgx_offsets.json", "redis": OFFSETS / "redis_offsets.json"}
+MODULES = {"pgx": "github.com/jackc/pgx/v5", "redis": "github.com/redis/go-redis/v9",
+           "mysql": "github.com/go-sql-driver/mysql"}
+TABLES = {"pgx": OFFSETS / "pgx_offsets.json", "redis": OFFSETS / "redis_offsets.json",
+          "mysql": OFFSETS / "mysql_offsets.json"}
 
 SQL_FLAVOURS = ["plain", "stripped", "pie"]
 MODULE_FLAVOURS = ["plain", "stripped", "pie"]
@@ -64,7 +70,9 @@ MODULE_FLAVOURS = ["plain", "stripped", "pie"]
 # its method value, so that gospan probes processStartingAt instead. Each stripped (traced from
 # the pclntab and the table row alone), the oldest and newest also plain (offsets from DWARF);
 # the newest pgx also PIE, where database/sql's probes take the load bias from their cookies to
-# tell the driver's connection by its methods' addresses.
+# tell the driver's connection by its methods' addresses. go-sql-driver/mysql (table from
+# v1.5.0, the first with a go.mod; mysqlConn.cfg moved in v1.8.0 and v1.9.0): a release of each
+# layout stripped, the newest also plain.
 SLICE = [
     ("pgx", "v5.0.0", ["plain", "stripped"]),
     ("pgx", "v5.5.2", ["stripped"]),
@@ -74,6 +82,9 @@ SLICE = [
     ("redis", "v9.21.0", ["stripped"]),
     ("redis", "v9.22.0", ["stripped"]),
     ("redis", "v9.23.0", ["plain", "stripped"]),
+    ("mysql", "v1.5.0", ["stripped"]),
+    ("mysql", "v1.8.1", ["stripped"]),
+    ("mysql", "v1.10.1", ["plain", "stripped"]),
 ]
 
 
@@ -104,7 +115,7 @@ def sql_cells():
 
 def full_cells():
     cells = sql_cells()
-    for lib in ("pgx", "redis"):
+    for lib in ("pgx", "redis", "mysql"):
         cells += [(lib, v, "local", f) for v in module_releases(lib) for f in MODULE_FLAVOURS]
     return cells
 
@@ -127,7 +138,8 @@ BUILT = []
 
 def build(cell):
     """The cached dbmix binary of CELL, built when missing: pq-only for database/sql, with pgx
-    alone or go-redis alone (and the always-present lib/pq) for the others."""
+    alone, go-redis alone or go-sql-driver/mysql alone (and the always-present lib/pq) for the
+    others."""
     lib, release, toolchain, flavour = cell
     t0 = time.time()
     kw = {lib: release} if lib in MODULES else {}
@@ -195,14 +207,15 @@ def page_text(results, cells, kernel=None, note=None):
     def count(lib):
         return tally(by_lib[lib], results)
 
-    lines = ["## Data stores (database/sql, pgx, go-redis)", ""]
+    lines = ["## Data stores (database/sql, pgx, go-redis, go-sql-driver/mysql)", ""]
     lines += para(
         "Produced by `make compat` (`GOSPAN_COMPAT=1 pytest tests/e2e/test_db_versions.py`), "
         "which rewrites only this section; do not edit by hand. Each cell is `tests/e2e/dbmix` "
         "built with that driver release, Go and flavour (`tests/e2e/dbmix/build.sh`), run "
         "against a real PostgreSQL and Redis, one gospan attached, and its requests' spans "
         "checked as the official opentelemetry-proto decoder read them, as `test_datastores.py` "
-        "checks them: every request carries a traceparent of its own, and its trace must hold "
+        "checks them (`test_mysql.py` for MySQL, against a real MariaDB): every request carries "
+        "a traceparent of its own, and its trace must hold "
         "exactly dbmix's SERVER span and one CLIENT span per call, each a child of the SERVER "
         "span and inside its window, with the exact name, db.system.name, db.operation.name, "
         "db.collection.name and sanitized db.query.text (literals replaced by `?`); nothing "
@@ -219,7 +232,12 @@ def page_text(results, cells, kernel=None, note=None):
             "each with server.address/port; and one SELECT through pgx's database/sql driver.",
             "go-redis v9: SET, GET, a GET of a missing key (no failure), a pipeline of SET, "
             "INCR, GET (`PIPELINE`, db.operation.batch.size 3, `SET ? ?; INCR ?; GET ?`), an "
-            "INCR of text (status ERROR, error.type `ERR`), each with server.address/port."):
+            "INCR of text (status ERROR, error.type `ERR`), each with server.address/port.",
+            "go-sql-driver/mysql (database/sql, against MariaDB): a SELECT with literals; a "
+            "statement the driver prepares on the server, queried 5 times; a transaction: "
+            "BEGIN, an INSERT, a SELECT and COMMIT; a failing query (`SELEC 1`: status ERROR, "
+            "error.type and db.response.status_code the error number `1064`, no message); each "
+            "with server.address/port."):
         lines += textwrap.wrap(item, 95, initial_indent="- ", subsequent_indent="  ",
                                break_on_hyphens=False)
     lines += [""]
@@ -253,6 +271,9 @@ def page_text(results, cells, kernel=None, note=None):
                      + " | ".join(result(c) if c else "-" for c in cs)
                      + f" | {steps(cs)} |")
 
+    mysql_note = ("go-sql-driver/mysql has no probe of its own: gospan traces its "
+                  "database/sql calls, and reads its error number (`*mysql.MySQLError`) and "
+                  "its connection's address (`mysqlConn.cfg`, `Config.Addr`).")
     for lib, what, probe_note in (
             ("pgx", "pgx v5 (`github.com/jackc/pgx/v5`)",
              "gospan probes `(*Conn).Query`, `(*Conn).Exec` and `(*Conn).SendBatch`; each cell"
@@ -261,7 +282,10 @@ def page_text(results, cells, kernel=None, note=None):
              "*Probed* names the `(*baseClient)` methods gospan attached to, from its"
              " `--verbose` lines (one list where every flavour's was the same): `process` where"
              " the binary has it, else `processStartingAt` (where `process` is inlined into its"
-             " method value), and the two pipeline processors.")):
+             " method value), and the two pipeline processors."),
+            ("mysql", "go-sql-driver/mysql (`github.com/go-sql-driver/mysql`)", mysql_note)):
+        if not by_lib[lib]:
+            continue
         rs = releases(lib)
         lines += ["", f"### {what}: {rs[0]} to {rs[-1]}, {count(lib)}", ""]
         lines += textwrap.wrap(
@@ -270,7 +294,7 @@ def page_text(results, cells, kernel=None, note=None):
             "PIE. " + probe_note, 95, break_on_hyphens=False)
         lines += ["",
                   f"| {LIBS[lib]} | Go | " + " | ".join(MODULE_FLAVOURS)
-                  + " | single-stepped hits / " + ("query" if lib == "pgx" else "command")
+                  + " | single-stepped hits / " + ("command" if lib == "redis" else "query")
                   + (" | probed |" if lib == "redis" else " |"),
                   "|---|---|" + "---|" * (len(MODULE_FLAVOURS) + 1)
                   + ("---|" if lib == "redis" else "")]
@@ -289,7 +313,9 @@ def page_text(results, cells, kernel=None, note=None):
             "What CI runs (`make test`): every database/sql cell above, and of pgx and go-redis "
             "the first and last release of each offset table layout, stripped, the oldest and "
             "newest also plain (go-redis v9.23.0 is also the first traced through "
-            "`processStartingAt`); `tests/e2e/db_matrix.py` lists them (SLICE):")
+            "`processStartingAt`), the newest pgx also PIE, and a go-sql-driver/mysql release of "
+            "each layout of its table, stripped, the newest also plain; `tests/e2e/db_matrix.py` "
+            "lists them (SLICE):")
         lines += ["", "| library | release | Go | flavour | result |", "|---|---|---|---|---|"]
         for c in slice_:
             lines.append(f"| {LIBS[c[0]]} | {c[1]} | {go_label([c])} | {c[3]} | {result(c)} |")

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, traced_get,
                       wait_until)
-from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
+from datastores import EVERY_DRIVER, BuildError, build_dbmix
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SPAN_TIMEOUT = 15.0
@@ -39,20 +39,24 @@ PASSWORD = "hunter2-SECRET-pw"
 @pytest.fixture(scope="module")
 def dbmix_bin():
     try:
-        return build_dbmix(None, pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
+        return build_dbmix(None, **EVERY_DRIVER)
     except BuildError as e:
         pytest.fail(str(e))
 
 
-def start_dbmix(binary, pg, redis, tmp):
-    """dbmix on the session's servers, its tables made and filled (before any gospan)."""
-    svc = Service(binary, env=_clean_env(),
-                  args=("-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")))
-    for d in SQL_DRIVERS:
-        status = call(svc, "GET", f"/sql/setup?driver={d}")
+def start_dbmix(binary, pg, redis, tmp, mysql=None, setup=()):
+    """dbmix on the session's servers (and MYSQL's, a MariadbServer, when given), its tables made
+    and filled (before any gospan), and each path of SETUP called."""
+    args = ["-pg", pg.dsn, "-redis", redis.addr, "-sqlite", str(tmp / "db.sqlite")]
+    if mysql is not None:
+        args += ["-mysql", mysql.dsn]
+    svc = Service(binary, env=_clean_env(), args=args)
+    paths = [f"/sql/setup?driver={d}" for d in SQL_DRIVERS + (["mysql"] if mysql else [])]
+    for path in paths + list(setup):
+        status = call(svc, "GET", path)
         if status != 200:
             svc.stop()
-            raise AssertionError(f"dbmix /sql/setup?driver={d}: {status}")
+            raise AssertionError(f"dbmix {path}: {status}")
     return svc
 
 

@@ -1,7 +1,7 @@
 """Data store clients across Go releases, driver releases and build flavours, traced for real:
-tests/e2e/dbmix built for one cell (db_matrix.py, cached), run against the session's PostgreSQL
-and Redis (datastores.py), one gospan on it, a few requests, and every span checked as the OTLP
-receiver decoded it, as test_datastores.py checks them:
+tests/e2e/dbmix built for one cell (db_matrix.py, cached), run against the session's PostgreSQL,
+Redis and MariaDB (datastores.py), one gospan on it, a few requests, and every span checked as the
+OTLP receiver decoded it, as test_datastores.py checks them:
 
 - database/sql (the pq-only dbmix, lib/pq v1.10.9) built by every Go release gospan supports:
   a SELECT with literals, a prepared statement queried 5 times, a transaction (BEGIN, INSERT,
@@ -12,7 +12,11 @@ receiver decoded it, as test_datastores.py checks them:
   batch's queued queries), a failing Exec, server.address/port; one SELECT through pgx's
   database/sql driver, with server.address/port from its connection;
 - go-redis v9 likewise: SET, GET, a missing key, a pipeline (batch size 3, every command's
-  name), an error reply (error.type ERR), server.address/port.
+  name), an error reply (error.type ERR), server.address/port;
+- go-sql-driver/mysql at every minor's latest patch from v1.5.0, through database/sql against
+  MariaDB: a SELECT with literals, a statement prepared on the server queried 5 times, a
+  transaction, a failing query (error.type and db.response.status_code the error number,
+  1064, read from *mysql.MySQLError), server.address/port (from the connection's Config.Addr).
 
 Every request carries a traceparent of its own: its trace must hold exactly dbmix's SERVER span
 (a child of the caller's span) and one CLIENT span per call, children of it, inside its window.
@@ -50,6 +54,7 @@ SPAN_TIMEOUT = 15.0
 PREPARED_N = 5
 SELECT_TEXT = "SELECT id, name FROM items WHERE id = ? AND name = ?"
 BY_ID_TEXT = "SELECT name FROM items WHERE id = $1"
+MYSQL_BY_ID_TEXT = "SELECT name FROM items WHERE id = ?"
 SQL_PART = re.compile(r" \+ SQL \(database/sql; single-stepped hits: (\d+|no probe for) a query\)")
 PGX_PART = re.compile(r" \+ pgx \((v[0-9.]+), offsets from (DWARF|table v[0-9.]+|nowhere); "
                       r"single-stepped hits: (\d+|no probe for) a query\)")
@@ -245,6 +250,55 @@ def run_pgx(r, pg, where):
     check_server(span, pg.host, pg.port, f"{where} database/sql")
 
 
+def run_mysql(r, my, where):
+    """database/sql through go-sql-driver/mysql, as run_sql's calls, and server.address/port,
+    which gospan reads from the driver's connection."""
+    q = "driver=mysql"
+    r.get(f"/sql/setup?{q}", 6)
+    assert r.get(f"/sql/select?{q}", 1) == "1 row: 42 widget\n"
+    assert r.get(f"/sql/prepared?{q}&n={PREPARED_N}", PREPARED_N) == \
+        f"prepared: {PREPARED_N} queries, name widget\n"
+    assert r.get(f"/sql/tx?{q}", 4).startswith("tx: committed, items ")
+    r.get(f"/sql/error?{q}", 1, status=500)
+    got = r.spans()
+
+    _, (span,) = got[f"/sql/select?{q}"]
+    check_db_span(span, "mysql", "SELECT items", SELECT_TEXT, "SELECT", "items", where)
+    check_ok(span, where)
+
+    _, spans = got[f"/sql/prepared?{q}&n={PREPARED_N}"]
+    for s in spans:
+        check_db_span(s, "mysql", "SELECT items", MYSQL_BY_ID_TEXT, "SELECT", "items", where)
+        check_ok(s, where)
+    for a, b in zip(spans, spans[1:]):
+        assert a.end_ns <= b.start_ns, f"{where}: prepared queries overlap"
+
+    _, (begin, insert, count, commit) = got[f"/sql/tx?{q}"]
+    for s, op in ((begin, "BEGIN"), (commit, "COMMIT")):
+        assert s.name == op and s.attrs.get("db.operation.name") == op, (where, s.name, s.attrs)
+        assert s.attrs.get("db.system.name") == "mysql", (where, s.attrs)
+        assert "db.query.text" not in s.attrs, (where, s.attrs)
+        check_ok(s, where)
+    check_db_span(insert, "mysql", "INSERT items",
+                  "INSERT INTO items (id, name, price) VALUES (?, ?, ?)", "INSERT", "items", where)
+    check_db_span(count, "mysql", "SELECT items", "SELECT count(*) FROM items", "SELECT",
+                  "items", where)
+    check_ok(insert, where)
+    check_ok(count, where)
+
+    _, (error,) = got[f"/sql/error?{q}"]
+    check_db_span(error, "mysql", "SELEC", "SELEC ?", "SELEC", None, where)
+    assert error.status_code == STATUS_ERROR, (where, error.attrs)
+    assert error.status_message == "", (where, error.status_message)
+    # Checked last: they need gospan to read the driver's values (*mysql.MySQLError's Number,
+    # the connection's Config.Addr), which came with the BPF change of 2026-11-28 on main.
+    needs = "needs gospan's reading of *mysql.MySQLError and Config.Addr (main, 2026-11-28)"
+    assert error.attrs.get("error.type") == "1064", (where, needs, error.attrs)
+    assert error.attrs.get("db.response.status_code") == "1064", (where, needs, error.attrs)
+    for s in [span, *spans, insert, count, error]:
+        check_server(s, my.host, my.port, f"{where} {s.name}: {needs}")
+
+
 def run_redis(r, rd, where):
     assert r.get("/redis/set", 1) == "set: OK\n"
     assert r.get("/redis/get", 1) == "dbmix-value\n"
@@ -306,7 +360,8 @@ def check_attach(cell, line, built_with, binary):
     assert go, f"{where}: where the Go offsets came from:\n{line}"
     want = "DWARF" if flavour != "stripped" else "table for Go "
     assert go.group(1).startswith(want), f"{where}: Go offsets from {go.group(1)}\n{line}"
-    if lib == "sql":
+    if lib in ("sql", "mysql"):
+        # go-sql-driver/mysql has no probe of its own: its calls are database/sql's
         assert " + pgx (" not in line and " + Redis (" not in line, line
         return go.group(1), steps_of(sql, 1)
     if lib == "pgx":
@@ -366,7 +421,7 @@ def finish(g):
     return g.returncode
 
 
-def run_cell(cell, build, start_gospan, receiver, pg, rd):
+def run_cell(cell, build, start_gospan, receiver, pg, rd, my):
     """Runs CELL once its build is done; raises what failed. Only one cell at a time has its
     service and gospan attached and answering (they share the databases' rows and keys); its
     gospan's exit, which waits for the kernel to remove its probes (0.8 s with uprobe_multi
@@ -379,7 +434,8 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd):
         rec["toolchain"] = matrix.toolchain_label(toolchain)
         if lib == "sql":
             assert built_with == release, (where, built_with)
-        args = ("-pg", pg.dsn) + (("-redis", rd.addr) if lib == "redis" else ())
+        args = ("-pg", pg.dsn) + (("-redis", rd.addr) if lib == "redis" else ()) + \
+            (("-mysql", my.dsn) if lib == "mysql" else ())
         svc = g = None
         took = rec["seconds"] = {}
         try:
@@ -397,6 +453,8 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd):
                     run_sql(r, pg, where)
                 elif lib == "pgx":
                     run_pgx(r, pg, where)
+                elif lib == "mysql":
+                    run_mysql(r, my, where)
                 else:
                     run_redis(r, rd, where)
                 g.proc.send_signal(signal.SIGTERM)
@@ -418,10 +476,12 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd):
 
 
 @pytest.fixture(scope="module")
-def runs(request, builds, start_gospan, otlp_receiver, postgres_server, redis_server):
+def runs(request, builds, start_gospan, otlp_receiver, postgres_server, redis_server,
+         mariadb_server):
     """cell -> future of run_cell(cell), every selected cell submitted in order."""
     def run(c):
-        return run_cell(c, builds[c], start_gospan, otlp_receiver, postgres_server, redis_server)
+        return run_cell(c, builds[c], start_gospan, otlp_receiver, postgres_server, redis_server,
+                        mariadb_server)
     yield from matrix.in_background(run, matrix.selected_cells(request), RUN_JOBS)
 
 

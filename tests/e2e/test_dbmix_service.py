@@ -1,13 +1,13 @@
 """dbmix itself, without gospan: the service the database tracing tests drive must do what its
 README says against real servers, or a tracer test failing could be the service's fault.
 
-dbmix is built with every driver (lib/pq, pgx, go-redis, modernc.org/sqlite) by the installed Go
-and run against the session's PostgreSQL and Redis (datastores.py) and a SQLite file; every
-endpoint is called for every driver and its status and body checked exactly, and what the
-writes did is read back through psql, a raw Redis connection or Python's sqlite3, not through
-dbmix. Then the pq-only build, which old toolchains build: with Debian's Go 1.19 and with
-go1.21.13 through the module proxy. No BPF and no root needed (PostgreSQL then runs as the
-test's own user).
+dbmix is built with every driver (lib/pq, pgx, go-redis, modernc.org/sqlite, go-sql-driver/mysql)
+by the installed Go and run against the session's PostgreSQL, Redis and MariaDB (datastores.py) and
+a SQLite file; every endpoint is called for every driver and its status and body checked exactly,
+and what the writes did is read back through psql, a raw Redis connection, Python's sqlite3 or the
+mariadb client, not through dbmix. Then the pq-only build, which old toolchains build: with
+Debian's Go 1.19 and with go1.21.13 through the module proxy. No BPF and no root needed (PostgreSQL
+then runs as the test's own user).
 """
 
 import http.client
@@ -20,12 +20,12 @@ import time
 import pytest
 
 from conftest import Service, _clean_env
-from datastores import (DEBIAN_GO, PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError,
-                        RedisError, build_dbmix)
+from datastores import DEBIAN_GO, WITH_ORMS, BuildError, RedisError, build_dbmix
 
-SQL_DRIVERS = ["pq", "pgx", "sqlite"]
+SQL_DRIVERS = ["pq", "pgx", "sqlite", "mysql"]
 
-# What each driver says about `SELEC 1` and about the 100 ms deadline on `pg_sleep(5)`, exactly
+# What each driver says about `SELEC 1` and about the 100 ms deadline on `pg_sleep(5)` (MySQL:
+# `SLEEP(5)`), exactly
 # (the server's words for PostgreSQL, through each driver's wrapping; dbmix adds the context's
 # error where the driver's text lacks it). lib/pq's wording changed after v1.10.9, the release
 # the old-Go builds use.
@@ -34,10 +34,14 @@ SYNTAX_ERRORS = {
     "pq-v1.10.9": 'pq: syntax error at or near "SELEC"',
     "pgx": 'ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)',
     "sqlite": 'SQL logic error: near "SELEC": syntax error (1)',
+    "mysql": "Error 1064 (42000): You have an error in your SQL syntax; check the manual that "
+             "corresponds to your MariaDB server version for the right syntax to use near "
+             "'SELEC 1' at line 1",
 }
 CANCEL_ERRORS = {
     "pq": "pq: canceling statement due to user request (57014) (context deadline exceeded)",
     "pgx": "timeout: context deadline exceeded",
+    "mysql": "context deadline exceeded",
 }
 
 
@@ -57,7 +61,7 @@ def _build(**kw):
 def dbmix_bin():
     if not _which("go"):
         pytest.skip("Go is not installed; it is needed to build dbmix")
-    return _build(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
+    return _build(**WITH_ORMS)
 
 
 def _which(name):
@@ -66,11 +70,11 @@ def _which(name):
 
 
 @pytest.fixture(scope="module")
-def dbmix(dbmix_bin, postgres_server, redis_server, tmp_path_factory):
+def dbmix(dbmix_bin, postgres_server, redis_server, mariadb_server, tmp_path_factory):
     sqlite_file = tmp_path_factory.mktemp("dbmix") / "dbmix.sqlite"
     svc = Service(dbmix_bin, env=_clean_env(),
                   args=("-pg", postgres_server.dsn, "-redis", redis_server.addr,
-                        "-sqlite", str(sqlite_file)))
+                        "-sqlite", str(sqlite_file), "-mysql", mariadb_server.dsn))
     svc.sqlite_file = sqlite_file
     yield svc
     assert svc.stop() == 0, f"dbmix exited badly:\n{svc.err.text}"
@@ -93,21 +97,23 @@ def ok(svc, path):
     return body
 
 
-def read_back(driver, postgres, svc, sql):
-    """SQL's rows as tuples of strings, read by psql (pq, pgx) or Python's sqlite3."""
+def read_back(driver, server, svc, sql):
+    """SQL's rows as tuples of strings, read by psql (pq, pgx), the mariadb client (mysql) or
+    Python's sqlite3."""
     if driver == "sqlite":
         with sqlite3.connect(svc.sqlite_file) as db:
             return [tuple(str(v) for v in row) for row in db.execute(sql)]
-    out = postgres.query(sql)
+    out = server.query(sql)
     return [tuple(line.split("|")) for line in out.splitlines()] if out else []
 
 
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
-def test_sql_routes(dbmix, postgres_server, driver):
+def test_sql_routes(dbmix, postgres_server, mariadb_server, driver):
     q = f"driver={driver}"
+    server = mariadb_server if driver == "mysql" else postgres_server
 
     def read(sql):
-        return read_back(driver, postgres_server, dbmix, sql)
+        return read_back(driver, server, dbmix, sql)
 
     assert ok(dbmix, f"/sql/setup?{q}") == "setup: items 3 rows, users 2 rows"
     assert ok(dbmix, f"/sql/setup?{q}") == "setup: items 3 rows, users 2 rows"  # idempotent
@@ -140,13 +146,14 @@ def test_sql_routes(dbmix, postgres_server, driver):
     assert get(dbmix, f"/sql/error?{q}") == (500, SYNTAX_ERRORS[driver])
 
     if driver == "sqlite":
-        assert get(dbmix, f"/sql/cancel?{q}") == (400, "cancel: driver 'sqlite' has no pg_sleep")
+        assert get(dbmix, f"/sql/cancel?{q}") == (
+            400, "cancel: driver 'sqlite' has no sleep statement")
     else:
         t0 = time.monotonic()
         got = get(dbmix, f"/sql/cancel?{q}")
         took = time.monotonic() - t0
         assert got == (500, CANCEL_ERRORS[driver])
-        # Not a timing test: pg_sleep(5) ending on its own would take 5 s; this says it was
+        # Not a timing test: the sleep ending on its own would take 5 s; this says it was
         # cut short by the 100 ms deadline.
         assert took < 4.0, f"/sql/cancel took {took:.1f} s"
         # The pool is usable after the cancelled call.
@@ -162,8 +169,8 @@ def test_sql_routes(dbmix, postgres_server, driver):
 
 def test_sql_driver_choice(dbmix):
     assert ok(dbmix, "/sql/goroutine") == "goroutine: 1"  # pq by default
-    assert get(dbmix, "/sql/select?driver=mysql") == (
-        400, "driver 'mysql' is not built in (built in: pgx, pq, sqlite)")
+    assert get(dbmix, "/sql/select?driver=oracle") == (
+        400, "driver 'oracle' is not built in (built in: mysql, pgx, pq, sqlite)")
     assert get(dbmix, "/sql/update?driver=pq&id=x")[0] == 400
 
 
@@ -179,6 +186,29 @@ def test_pgx_routes(dbmix, postgres_server):
     assert postgres_server.query("SELECT price FROM items WHERE id = 42") == "9.99"
     assert get(dbmix, "/pgx/error") == (500, SYNTAX_ERRORS["pgx"])
     assert get(dbmix, "/pgx/nothing")[0] == 404
+
+
+def test_orm_routes(dbmix, postgres_server):
+    pg = postgres_server.query
+    assert ok(dbmix, "/sql/setup") == "setup: items 3 rows, users 2 rows"
+    assert ok(dbmix, "/orm/setup") == "setup: orm_items 0 rows"
+    body = ok(dbmix, "/orm/gorm/create")
+    m = re.fullmatch(r"create: id (\d+)", body)
+    assert m, body
+    new = int(m.group(1))
+    assert pg(f"SELECT name, price FROM orm_items WHERE id = {new}") == "gorm-widget|9.99"
+    assert ok(dbmix, "/orm/gorm/first") == f"first: id {new}, gorm-widget 9.99"
+    assert ok(dbmix, "/orm/gorm/update") == f"update: 1 row (id {new})"
+    assert pg(f"SELECT price FROM orm_items WHERE id = {new}") == "2.50"
+    assert ok(dbmix, "/orm/gorm/delete") == f"delete: 1 row (id {new})"
+    assert pg("SELECT count(*) FROM orm_items") == "0"
+    assert get(dbmix, "/orm/gorm/first") == (500, "record not found")
+    assert ok(dbmix, "/orm/sqlx/get") == "get: 42 widget 9.99"
+    assert ok(dbmix, "/orm/sqlx/select") == "select: 3 rows: 7 gadget; 8 gizmo; 42 widget"
+    body = ok(dbmix, "/orm/sqlx/namedexec")
+    m = re.fullmatch(r"namedexec: 1 row \(id (\d+)\)", body)
+    assert m, body
+    assert pg(f"SELECT name, price FROM items WHERE id = {m.group(1)}") == "named|5.50"
 
 
 def test_redis_routes(dbmix, redis_server):
@@ -205,8 +235,10 @@ def test_without_servers(dbmix_bin):
         assert get(svc, "/sql/select") == (400, "driver 'pq' needs -pg")
         assert get(svc, "/sql/select?driver=pgx") == (400, "driver 'pgx' needs -pg")
         assert get(svc, "/sql/select?driver=sqlite") == (400, "driver 'sqlite' needs -sqlite")
+        assert get(svc, "/sql/select?driver=mysql") == (400, "driver 'mysql' needs -mysql")
         assert get(svc, "/pgx/query") == (400, "pgx needs -pg")
         assert get(svc, "/redis/get") == (400, "redis needs -redis")
+        assert get(svc, "/orm/gorm/first") == (400, "orm needs -pg")
     finally:
         assert svc.stop() == 0, svc.err.text
 

@@ -8,7 +8,7 @@
 # is left alone. The steps are ../mixbuild.sh's, which grpcmix/build.sh takes too.
 #
 #   build.sh OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]
-#            [--sqlite [VERSION]] [-- go build flags...]
+#            [--sqlite [VERSION]] [--mysql VERSION] [--orm] [-- go build flags...]
 #
 #   OUT_FILE     the binary to write (its directory is created if missing)
 #   GOTOOLCHAIN  as the go command takes it: local, or go1.X.Y (fetched through the module
@@ -18,8 +18,11 @@
 #   --redis      github.com/redis/go-redis/v9 at VERSION, built with the redis tag
 #   --sqlite     modernc.org/sqlite, built with the sqlite tag, at VERSION when one follows,
 #                else at $SQLITE_DEFAULT below
+#   --mysql      github.com/go-sql-driver/mysql at VERSION, built with the mysql tag
+#   --orm        gorm (gorm.io/gorm with gorm.io/driver/postgres, which brings pgx) and sqlx
+#                (github.com/jmoiron/sqlx), at the releases below, built with the orm tag
 #
-# Without --pgx, --redis and --sqlite it builds the pq-only program (Go 1.17 and later).
+# Without --pgx, --redis, --sqlite, --mysql and --orm it builds the pq-only program (Go 1.17 and later).
 # Prints nothing on success. On failure, says which step failed and shows the go command's
 # output, on stderr, and exits 1.
 set -euo pipefail
@@ -27,10 +30,14 @@ set -euo pipefail
 PQ_DEFAULT=v1.10.9
 # The newest release when this was written; it needs Go 1.26.
 SQLITE_DEFAULT=v1.62.0
+# --orm's: the newest releases on 2026-11-28 (gorm's need Go 1.18; with pgx v5.12.0, Go 1.25).
+GORM_VERSION=v1.31.2
+GORM_POSTGRES_VERSION=v1.6.3
+SQLX_VERSION=v1.4.0
 
 usage() {
 	echo "usage: $0 OUT_FILE GOTOOLCHAIN [--pq VERSION] [--pgx VERSION] [--redis VERSION]" \
-		"[--sqlite [VERSION]] [-- go build flags...]" >&2
+		"[--sqlite [VERSION]] [--mysql VERSION] [--orm] [-- go build flags...]" >&2
 	exit 2
 }
 [ $# -ge 2 ] || usage
@@ -39,10 +46,10 @@ shift 2
 
 isversion() { [[ ${1:-} == v[0-9]* ]]; }
 
-pq=$PQ_DEFAULT pgx= redis= sqlite=
+pq=$PQ_DEFAULT pgx= redis= sqlite= mysql= orm=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--pq | --pgx | --redis)
+	--pq | --pgx | --redis | --mysql)
 		isversion "${2:-}" || usage
 		printf -v "${1#--}" %s "$2"
 		shift 2
@@ -54,6 +61,10 @@ while [ $# -gt 0 ]; do
 			sqlite=$1
 			shift
 		fi
+		;;
+	--orm)
+		orm=1
+		shift
 		;;
 	--)
 		shift
@@ -84,6 +95,16 @@ fi
 if [ -n "$sqlite" ]; then
 	files+=(sqlite.go) requires+=("modernc.org/sqlite@$sqlite") tags+=(sqlite)
 	drivers+=", sqlite $sqlite"
+fi
+if [ -n "$mysql" ]; then
+	files+=(mysql.go) requires+=("github.com/go-sql-driver/mysql@$mysql") tags+=(mysql)
+	drivers+=", go-sql-driver/mysql $mysql"
+fi
+if [ -n "$orm" ]; then
+	files+=(orm.go) tags+=(orm)
+	requires+=("gorm.io/gorm@$GORM_VERSION" "gorm.io/driver/postgres@$GORM_POSTGRES_VERSION"
+		"github.com/jmoiron/sqlx@$SQLX_VERSION")
+	drivers+=", gorm $GORM_VERSION (postgres $GORM_POSTGRES_VERSION), sqlx $SQLX_VERSION"
 fi
 
 mix_begin dbmix "$toolchain" "$drivers"

@@ -1,9 +1,10 @@
 // dbmix makes database and cache calls on request, for the tests of gospan's tracing of them: a
 // small net/http API whose handlers call PostgreSQL (lib/pq, and pgx with the pgx tag), Redis
-// (go-redis, redis tag) and SQLite (modernc.org/sqlite, sqlite tag), each on the handler's own
-// goroutine with the request's context, so the client spans belong inside the HTTP SERVER span.
+// (go-redis, redis tag), SQLite (modernc.org/sqlite, sqlite tag) and MySQL (go-sql-driver/mysql,
+// mysql tag), each on the handler's own goroutine with the request's context, so the client
+// spans belong inside the HTTP SERVER span.
 //
-//	dbmix -addr 127.0.0.1:0 -pg postgres://... -redis HOST:PORT -sqlite PATH
+//	dbmix -addr 127.0.0.1:0 -pg postgres://... -redis HOST:PORT -sqlite PATH -mysql DSN
 //	                        prints "listening on HOST:PORT"
 //
 // This file is the HTTP plumbing; each driver group lives in a file of its own (built with its
@@ -28,6 +29,7 @@ type config struct {
 	pg     string // PostgreSQL URL
 	redis  string // HOST:PORT
 	sqlite string // database file
+	mysql  string // go-sql-driver/mysql's data source name
 }
 
 // statusError is an error answered with a status other than 500.
@@ -75,6 +77,8 @@ func main() {
 		"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/db?sslmode=disable")
 	flag.StringVar(&cfg.redis, "redis", "", "Redis address, HOST:PORT")
 	flag.StringVar(&cfg.sqlite, "sqlite", "", "SQLite database file")
+	flag.StringVar(&cfg.mysql, "mysql", "",
+		"MySQL data source name, e.g. user:password@tcp(127.0.0.1:3306)/db")
 	flag.Parse()
 	log.SetFlags(0)
 

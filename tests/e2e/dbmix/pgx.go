@@ -17,7 +17,7 @@ import (
 
 func init() {
 	registerSQL("pgx", &sqlDriver{driver: "pgx", dsn: pgDSN, flag: "-pg", param: "$1",
-		pgSleep: true})
+		sleep: "SELECT pg_sleep(5)"})
 	addRoutes(pgxRoutes)
 }
 

@@ -5,7 +5,7 @@ import _ "github.com/lib/pq" // registers "postgres" with database/sql
 
 func init() {
 	registerSQL("pq", &sqlDriver{driver: "postgres", dsn: pgDSN, flag: "-pg", param: "$1",
-		pgSleep: true})
+		sleep: "SELECT pg_sleep(5)"})
 }
 
 func pgDSN(cfg *config) string { return cfg.pg }

@@ -25,7 +25,7 @@ type sqlDriver struct {
 	dsn      func(cfg *config) string // its data source, "" when the flag it needs is missing
 	flag     string                   // that flag, for the error saying it is missing
 	param    string                   // its first placeholder: "$1" or "?"
-	pgSleep  bool                     // the server has pg_sleep (PostgreSQL)
+	sleep    string                   // a statement taking 5 s on its server, "" for none
 	selected string                   // filled in by registerSQL: the ?driver= name
 }
 
@@ -51,7 +51,7 @@ const selectItem = "SELECT id, name FROM items WHERE id = 42 AND name = 'widget'
 var setupStatements = []string{
 	// CREATE IF NOT EXISTS and refilling, not DROP: a schema change would leave drivers that
 	// cache prepared statements (pgx) with plans that fail once.
-	"CREATE TABLE IF NOT EXISTS items (id integer PRIMARY KEY, name text, price numeric)",
+	"CREATE TABLE IF NOT EXISTS items (id integer PRIMARY KEY, name text, price numeric(10, 2))",
 	"CREATE TABLE IF NOT EXISTS users (id integer, name text, password text)",
 	"DELETE FROM items",
 	"DELETE FROM users",
@@ -316,14 +316,14 @@ func sqlError(ctx context.Context, d *sqlDB, r *http.Request) (string, error) {
 }
 
 func sqlCancel(ctx context.Context, d *sqlDB, r *http.Request) (string, error) {
-	if !d.pgSleep {
-		return "", badRequest("cancel: driver '%s' has no pg_sleep", d.selected)
+	if d.sleep == "" {
+		return "", badRequest("cancel: driver '%s' has no sleep statement", d.selected)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err := drain(ctx, d.db, "SELECT pg_sleep(5)")
+	err := drain(ctx, d.db, d.sleep)
 	if err == nil {
-		return "cancel: pg_sleep(5) was not cancelled", nil
+		return fmt.Sprintf("cancel: %q was not cancelled", d.sleep), nil
 	}
 	// Drivers word it their own way (pq passes the server's "canceling statement due to user
 	// request"), so the context's own error follows when the driver's does not include it.
