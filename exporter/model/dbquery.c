@@ -801,8 +801,12 @@ static bool read_name(struct reader *r, const struct token *t, struct span_ref *
 		if (!is_punct(&la, &dot, '.'))
 			break;
 		lex(&la, &part);
-		if (!name_part_ok(r, &part))
+		if (!name_part_ok(r, &part)) {
+			/* "schema." at the cut: the table's name is what was cut */
+			if (r->lx.truncated && dot.end >= r->lx.len)
+				n->end = dot.end;
 			break;
+		}
 		n->end = part.end;
 		r->lx = la;
 	}
@@ -1195,6 +1199,9 @@ void dbquery__read(const char *sql, size_t len, bool truncated, enum db_dialect 
 		else
 			r->prev_distinct = false;
 	}
+	/* WITH x AS (...) and nothing after: the text was cut, or is no statement. */
+	if (r->op_pending && !r->op_any_depth)
+		set_operation(r, "WITH");
 	if (r->targets == 1 && strcmp(st->operation, "EXPLAIN") && strcmp(st->operation, "CALL") &&
 	    !r->copy_query)
 		unquote(r, r->first, st->collection, sizeof(st->collection));
