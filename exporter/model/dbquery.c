@@ -2,7 +2,8 @@
 /*
  * Database query text: one lexer, which cuts SQL into tokens the way the database would, and two
  * readers of its tokens. The sanitizer copies every token but literals (replaced by '?') and
- * comments (dropped); the summary reads the first keyword and the one table a statement names.
+ * comments (dropped); the statement reader follows just enough grammar (statement heads, FROM
+ * and JOIN lists, parentheses, CTEs) to say which operations act on which tables.
  *
  * A literal is safe only where the lexer ends it where the database does. So every dialect is lexed
  * by its own rules, and where the rules are unknown (GENERIC) a token that dialects end in
@@ -573,7 +574,6 @@ static void skip_words(struct lexer *lx, const char *set)
 		;
 }
 
-
 /* Parentheses followed; a statement nested deeper is read no further (what was read decides). */
 #define MAX_DEPTH 32
 /* CTE names remembered, and targets remembered since the last operation (for not repeating). */
@@ -583,14 +583,14 @@ static void skip_words(struct lexer *lx, const char *set)
 /* What the next name in the text is, when the grammar says one comes. */
 enum expect {
 	EXP_NONE,
-	EXP_TABLE,     /* the table of INSERT, MERGE, CREATE/DROP/ALTER/TRUNCATE TABLE */
-	EXP_TABLE_REF, /* a table reference of FROM, JOIN, USING, UPDATE: may be f(...) or (...) */
+	EXP_TABLE,	/* the table of INSERT, MERGE, CREATE/DROP/ALTER/TRUNCATE TABLE */
+	EXP_TABLE_REF,	/* a table reference of FROM, JOIN, USING, UPDATE: may be f(...) or (...) */
 	EXP_TABLE_LAST, /* a table after which nothing names one (ALTER TABLE, COPY) */
-	EXP_PROC,      /* CALL's procedure */
-	EXP_CTE_NAME,  /* WITH [RECURSIVE] name */
-	EXP_CTE_AS,    /* after the CTE's name: its column list, then AS */
-	EXP_CTE_BODY,  /* after AS: [NOT] MATERIALIZED, then the '(' of its body */
-	EXP_CTE_NEXT,  /* after a CTE's body: ',' and the next, or the statement */
+	EXP_PROC,	/* CALL's procedure */
+	EXP_CTE_NAME,	/* WITH [RECURSIVE] name */
+	EXP_CTE_AS,	/* after the CTE's name: its column list, then AS */
+	EXP_CTE_BODY,	/* after AS: [NOT] MATERIALIZED, then the '(' of its body */
+	EXP_CTE_NEXT,	/* after a CTE's body: ',' and the next, or the statement */
 };
 
 /* Which statements may begin at the next word. */
@@ -604,7 +604,7 @@ enum frame_kind {
 	FRAME_PLAIN,
 	FRAME_CTE_COLS, /* WITH x (a, b) */
 	FRAME_CTE_BODY, /* WITH x AS ( ... ) */
-	FRAME_COPY,     /* COPY ( query ) */
+	FRAME_COPY,	/* COPY ( query ) */
 };
 
 /* One level of parentheses (level 0 is the statement itself). */
@@ -628,9 +628,9 @@ struct reader {
 	int depth;
 	enum expect expect;
 	enum start start;
-	bool stop;       /* the rest of this statement names nothing: skip to ';' */
-	bool done;       /* nested too deep: nothing more is read */
-	bool copy;       /* COPY: a '(' for its table opens its query */
+	bool stop;	    /* the rest of this statement names nothing: skip to ';' */
+	bool done;	    /* nested too deep: nothing more is read */
+	bool copy;	    /* COPY: a '(' for its table opens its query */
 	bool prev_distinct; /* the word before was DISTINCT (IS DISTINCT FROM is no table list) */
 	/* db.operation.name: set from the first word, or by the first operation after WITH */
 	bool op_set, op_pending, op_any_depth;
@@ -1024,7 +1024,8 @@ static bool statement(struct reader *r, const char *op, enum start start)
 	} else if (!strcmp(op, "CREATE") || !strcmp(op, "DROP") || !strcmp(op, "ALTER") ||
 		   !strcmp(op, "TRUNCATE")) {
 		add_op(r, op);
-		skip_words(lx, "OR REPLACE GLOBAL LOCAL TEMPORARY TEMP UNLOGGED MATERIALIZED VIRTUAL");
+		skip_words(lx,
+			   "OR REPLACE GLOBAL LOCAL TEMPORARY TEMP UNLOGGED MATERIALIZED VIRTUAL");
 		if (!take_word(lx, "TABLE VIEW") && strcmp(op, "TRUNCATE")) {
 			r->stop = true;
 			return true;
@@ -1045,8 +1046,8 @@ static bool statement(struct reader *r, const char *op, enum start start)
 }
 
 /* Words that end a FROM list (or UPDATE's), so that a ',' after them brings no table. */
-#define LIST_ENDS                                                                                \
-	"WHERE GROUP ORDER HAVING LIMIT WINDOW UNION INTERSECT EXCEPT MINUS RETURNING SET "     \
+#define LIST_ENDS                                                                           \
+	"WHERE GROUP ORDER HAVING LIMIT WINDOW UNION INTERSECT EXCEPT MINUS RETURNING SET " \
 	"VALUES OFFSET FETCH FOR QUALIFY DUPLICATE CONFLICT DO UPDATE WHEN THEN INTO"
 
 /* A word in the body of a statement, where START says which statements may begin. */

@@ -113,8 +113,8 @@ static void check_fields(const struct dbquery_statement *st)
 	CHECK(n <= DBQUERY_SUMMARY_MAX);
 	CHECK(!n || (st->summary[0] != ' ' && st->summary[n - 1] != ' '));
 	/* a table is a target of the summary; a procedure follows a CALL */
-	CHECK(!st->collection[0] || (n && strcmp(st->operation, "EXPLAIN") &&
-				      strcmp(st->operation, "CALL")));
+	CHECK(!st->collection[0] ||
+	      (n && strcmp(st->operation, "EXPLAIN") && strcmp(st->operation, "CALL")));
 	CHECK(!st->procedure[0] || strstr(st->summary, "CALL"));
 }
 
