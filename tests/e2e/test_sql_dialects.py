@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import STATUS_ERROR, Service, _clean_env, perform, wait_until
+import datastores
 from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
 
 TABLE = Path(__file__).resolve().parents[1] / "unit" / "testdata" / "sql_statements.tsv"
@@ -229,8 +230,10 @@ def mysql_rows(out):
 
 
 def fresh_mysql_database(server, name):
-    server.query(f"DROP DATABASE IF EXISTS {name}")
-    server.query(f"CREATE DATABASE {name}")
+    # The fixture's user may use its own database only, which dbmix's other tests fill: a
+    # database of ours, made and granted as root (MariadbServer._client on the socket).
+    server._client(f"DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}; "
+                   f"GRANT ALL ON {name}.* TO '{server.user}'@'{server.host}'", None, root=True)
     for sql in MYSQL_SETUP:
         server.query(sql, database=name)
 
@@ -256,9 +259,11 @@ def test_mysql_runs_every_statement(mariadb):
 
 @pytest.fixture(scope="module")
 def dbmix_bin():
-    # The build test_datastores makes, so that the cache serves both.
+    # The build test_datastores makes (every driver dbmix has), so that the cache serves both.
+    drivers = getattr(datastores, "EVERY_DRIVER", None) or dict(
+        pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
     try:
-        return build_dbmix(None, pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
+        return build_dbmix(None, **drivers)
     except BuildError as e:
         pytest.fail(str(e))
 
@@ -362,8 +367,8 @@ def test_sqlite_span(traced, case):
     check_span(span, case, "sqlite")
 
 
-# Wired at the merge with branch mysql: how dbmix is told MariaDB's address (its flag and the
-# DSN's form are that branch's) -- until then dbmix says the driver is not built in.
+# How dbmix is told MariaDB's address (branch mysql's dbmix: -mysql and go-sql-driver/mysql's
+# DSN); a dbmix without the driver does not start with the flag, and the MySQL spans skip.
 MYSQL_DBMIX_FLAG = "-mysql"
 
 
@@ -371,9 +376,7 @@ MYSQL_DBMIX_FLAG = "-mysql"
 def traced_mysql(dbmix_bin, mariadb, start_gospan, otlp_receiver):
     """A dbmix of its own on MariaDB (so that PostgreSQL's and SQLite's never depend on it)."""
     fresh_mysql_database(mariadb, MYSQL_DB)
-    dsn = getattr(mariadb, "dsn", None)
-    if not dsn:
-        pytest.skip("the mariadb_server fixture gives no DSN for dbmix")
+    dsn = f"{mariadb.user}:{mariadb.password}@tcp({mariadb.host}:{mariadb.port})/{MYSQL_DB}"
     try:
         t = start_traced(dbmix_bin, (MYSQL_DBMIX_FLAG, dsn), start_gospan, otlp_receiver)
     except AssertionError as e:
