@@ -68,7 +68,10 @@ struct dbquery_statement {
  *
  * The collection is given when the summary has one table (however often), except for EXPLAIN,
  * CALL and COPY (query): a join, a second FROM table, UPDATE ... FROM, DELETE ... USING, MERGE
- * from a table each name two.
+ * from a table each name two. It is the summary's target with its quotes off ("Orders" gives
+ * Orders), as gospan gave it before and the databases print it: a table keeps one
+ * db.collection.name whether or not the application quotes it (gorm quotes every name), where
+ * the summary, and so the span's name, keeps what was written.
  *
  * A literal never becomes a name. Names are read only where the grammar wants one (after FROM,
  * JOIN, INTO, UPDATE, USING, TABLE, MERGE INTO, COPY, CALL, and ',' in a table list), and only
