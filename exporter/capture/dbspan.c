@@ -62,29 +62,37 @@ static bool is_sqlstate(const char *s)
 }
 
 /*
- * The span's name, as the conventions build it: "{operation} {collection}", the operation
- * alone, else the system's name.
+ * The span's name, as the conventions build it: the query's summary where there is one, else
+ * the operation, else the system's name.
  */
-static void set_name(struct span *s, const char *op, const char *coll, const char *system)
+static void set_name(struct span *s, const char *summary, const char *op, const char *system)
 {
-	char name[MAX_DB_COMMAND_LEN + 256];
+	const char *name = summary[0] ? summary : op[0] ? op : system;
 
-	if (op[0] && coll[0])
-		snprintf(name, sizeof(name), "%s %s", op, coll);
-	else
-		snprintf(name, sizeof(name), "%s", op[0] ? op : system);
 	span__set_name(s, name, strlen(name));
 }
 
-/* A SQL call: its text sanitized (or not), its operation and collection from it. */
+/* Sets KEY to VAL unless VAL is empty (the statement did not say). */
+static void set_said(struct span *s, const char *key, const char *val)
+{
+	if (val[0])
+		span__set_str(s, key, val, strlen(val));
+}
+
+/*
+ * A SQL call: its text sanitized (or not); its operation, collection, summary and procedure
+ * read from the text as captured, by the database's own dialect (dbquery.h says why no literal
+ * can become a name).
+ */
 static void fill_sql(struct span *s, const struct db_call *e, const char *system,
 		     enum db_query_text mode)
 {
 	static const char *const tx_ops[] = { [DB_SQL_BEGIN] = "BEGIN", [DB_SQL_COMMIT] = "COMMIT",
 					      [DB_SQL_ROLLBACK] = "ROLLBACK" };
 	char raw[MAX_DB_QUERY_LEN * 3 + 1], text[MAX_DB_QUERY_LEN * 3 + 1];
-	char op[32] = "", coll[128] = "";
+	struct dbquery_statement st;
 	bool cut = e->query_len > MAX_DB_QUERY_LEN;
+	enum db_dialect dialect = dialect_of(system);
 	const char *op_name;
 	size_t n;
 
@@ -93,25 +101,24 @@ static void fill_sql(struct span *s, const struct db_call *e, const char *system
 		op_name = e->sql_op < sizeof(tx_ops) / sizeof(tx_ops[0]) ? tx_ops[e->sql_op] : NULL;
 		if (op_name)
 			span__set_str(s, SC_DB_OPERATION_NAME, op_name, strlen(op_name));
-		set_name(s, op_name ? op_name : "", "", system);
+		set_name(s, "", op_name ? op_name : "", system);
 		return;
 	}
 	n = attrs__captured_copy(raw, sizeof(raw), e->query, e->query_len, MAX_DB_QUERY_LEN);
-	/* The summary reads the sanitized text: a literal cannot pass for a table name. */
-	dbquery__sanitize(raw, n, cut, dialect_of(system), text, sizeof(text));
-	dbquery__summary(text, strlen(text), op, sizeof(op), coll, sizeof(coll));
+	dbquery__sanitize(raw, n, cut, dialect, text, sizeof(text));
+	dbquery__read(raw, n, cut, dialect, &st);
 	if (e->client == DB_CLIENT_PGX_BATCH) {
 		span__set_int(s, SC_DB_OPERATION_BATCH_SIZE, e->batch_size);
 		/* Of a batch the text is its first query's: the others are not read. */
 		cut = cut || e->batch_size > 1;
-		snprintf(op, sizeof(op), "BATCH");
-		coll[0] = '\0';
+		memset(&st, 0, sizeof(st));
+		snprintf(st.operation, sizeof(st.operation), "BATCH");
 	}
-	if (op[0])
-		span__set_str(s, SC_DB_OPERATION_NAME, op, strlen(op));
-	if (coll[0])
-		span__set_str(s, SC_DB_COLLECTION_NAME, coll, strlen(coll));
-	set_name(s, op, coll, system);
+	set_said(s, SC_DB_OPERATION_NAME, st.operation);
+	set_said(s, SC_DB_COLLECTION_NAME, st.collection);
+	set_said(s, SC_DB_QUERY_SUMMARY, st.summary);
+	set_said(s, SC_DB_STORED_PROCEDURE_NAME, st.procedure);
+	set_name(s, st.summary, st.operation, system);
 	if (mode == DB_QUERY_TEXT_NONE || !n)
 		return;
 	if (mode == DB_QUERY_TEXT_RAW)

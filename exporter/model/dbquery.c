@@ -2,13 +2,15 @@
 /*
  * Database query text: one lexer, which cuts SQL into tokens the way the database would, and two
  * readers of its tokens. The sanitizer copies every token but literals (replaced by '?') and
- * comments (dropped); the summary reads the first keyword and the one table a statement names.
+ * comments (dropped); the statement reader follows just enough grammar (statement heads, FROM
+ * and JOIN lists, parentheses, CTEs) to say which operations act on which tables.
  *
  * A literal is safe only where the lexer ends it where the database does. So every dialect is lexed
  * by its own rules, and where the rules are unknown (GENERIC) a token that dialects end in
  * different places, such as '\'' after a backslash or a dollar quote holding a quote, stands for
  * the whole rest of the text: what cannot be told apart is replaced, never guessed.
  */
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -506,7 +508,7 @@ size_t dbquery__sanitize(const char *in, size_t len, bool truncated, enum db_dia
 	return o.n;
 }
 
-/* ---- the summary --------------------------------------------------------------------------- */
+/* ---- the statement reader ------------------------------------------------------------------ */
 
 /* The next token that is neither space nor comment. */
 static enum tok_kind next_sig(struct lexer *lx, struct token *t)
@@ -572,200 +574,636 @@ static void skip_words(struct lexer *lx, const char *set)
 		;
 }
 
-/* Appends one part of a name, T, to BUF (N bytes so far), without its quotes. */
-static bool name_part(const struct lexer *lx, const struct token *t, char *buf, size_t cap,
-		      size_t *n)
-{
-	const char *s = lx->s;
-	size_t i = t->start, end = t->end;
-	char q = 0;
+/* Parentheses followed; a statement nested deeper is read no further (what was read decides). */
+#define MAX_DEPTH 32
+/* CTE names remembered, and targets remembered since the last operation (for not repeating). */
+#define MAX_CTES 16
+#define MAX_RECENT 16
 
-	if (t->kind == TOK_QUOTED) {
-		q = s[i];
-		if (q != '"' && q != '`')
-			return false;
-		i++;
-		end--;
-		if (i == end)
-			return false;
-	} else if (t->kind != TOK_WORD) {
-		return false;
-	}
-	for (; i < end; i++) {
-		if (!s[i] || *n + 1 >= cap)
-			return false;
-		buf[(*n)++] = s[i];
-		if (q && s[i] == q)
-			i++; /* the second of a doubled quote */
-	}
-	return true;
+/* What the next name in the text is, when the grammar says one comes. */
+enum expect {
+	EXP_NONE,
+	EXP_TABLE,	/* the table of INSERT, MERGE, CREATE/DROP/ALTER/TRUNCATE TABLE */
+	EXP_TABLE_REF,	/* a table reference of FROM, JOIN, USING, UPDATE: may be f(...) or (...) */
+	EXP_TABLE_LAST, /* a table after which nothing names one (ALTER TABLE, COPY) */
+	EXP_PROC,	/* CALL's procedure */
+	EXP_CTE_NAME,	/* WITH [RECURSIVE] name */
+	EXP_CTE_AS,	/* after the CTE's name: its column list, then AS */
+	EXP_CTE_BODY,	/* after AS: [NOT] MATERIALIZED, then the '(' of its body */
+	EXP_CTE_NEXT,	/* after a CTE's body: ',' and the next, or the statement */
+};
+
+/* Which statements may begin at the next word. */
+enum start {
+	START_NONE,
+	START_QUERY, /* after a plain '(': WITH (SELECT is taken anywhere) */
+	START_ANY,   /* a statement: the text's start, after ';', a CTE or EXPLAIN */
+};
+
+enum frame_kind {
+	FRAME_PLAIN,
+	FRAME_CTE_COLS, /* WITH x (a, b) */
+	FRAME_CTE_BODY, /* WITH x AS ( ... ) */
+	FRAME_COPY,	/* COPY ( query ) */
+};
+
+/* One level of parentheses (level 0 is the statement itself). */
+struct frame {
+	enum frame_kind kind;
+	bool dml;     /* SELECT, UPDATE or DELETE opened here: FROM lists tables */
+	bool in_from; /* inside a table list: ',' brings another table */
+	bool del;     /* a DELETE: USING lists tables */
+	bool merge;   /* a MERGE: USING names its source */
+	bool list;    /* DROP/TRUNCATE: ',' brings another table, no f(...) */
+};
+
+struct span_ref {
+	size_t start, end;
+};
+
+struct reader {
+	struct lexer lx;
+	struct dbquery_statement *st;
+	struct frame frames[MAX_DEPTH];
+	int depth;
+	enum expect expect;
+	enum start start;
+	bool stop;	    /* the rest of this statement names nothing: skip to ';' */
+	bool done;	    /* nested too deep: nothing more is read */
+	bool copy;	    /* COPY: a '(' for its table opens its query */
+	bool prev_distinct; /* the word before was DISTINCT (IS DISTINCT FROM is no table list) */
+	/* db.operation.name: set from the first word, or by the first operation after WITH */
+	bool op_set, op_pending, op_any_depth;
+	bool copy_query;
+	/* the distinct targets: the first as written, and whether another differs from it */
+	struct span_ref first;
+	int targets;
+	struct span_ref ctes[MAX_CTES];
+	size_t nctes;
+	struct span_ref recent[MAX_RECENT];
+	size_t nrecent;
+	size_t sum_len;
+	bool sum_full;
+};
+
+static struct frame *top(struct reader *r)
+{
+	return &r->frames[r->depth < MAX_DEPTH ? r->depth : MAX_DEPTH - 1];
 }
 
-/* The name at LX (a, a.b, "A"."b") into BUF, NUL-terminated; false, and nothing, when none fits. */
-static bool read_name(struct lexer *lx, char *buf, size_t cap)
+/* The next significant token, not taken. */
+static enum tok_kind peek(const struct lexer *lx, struct token *t)
 {
-	struct lexer la;
-	struct token t, dot;
-	size_t n = 0;
+	struct lexer la = *lx;
 
-	next_sig(lx, &t);
-	for (;;) {
-		if (!name_part(lx, &t, buf, cap, &n))
-			return false;
-		la = *lx;
-		lex(&la, &dot);
-		if (!is_punct(&la, &dot, '.'))
-			break;
-		lex(&la, &t);
-		if (t.kind != TOK_WORD && t.kind != TOK_QUOTED)
-			break;
-		if (n + 1 >= cap)
-			return false;
-		buf[n++] = '.';
-		*lx = la;
-	}
-	buf[n] = '\0';
-	return true;
+	return next_sig(&la, t);
 }
 
-/* Whether a ',' follows the name just read, after an alias if any: "FROM a x, b". */
-static bool more_tables(const struct lexer *lx)
+static bool peek_punct(const struct lexer *lx, char c)
 {
 	struct lexer la = *lx;
 	struct token t;
 
 	next_sig(&la, &t);
-	if (is_word(&la, &t, "AS"))
-		next_sig(&la, &t);
-	if (t.kind == TOK_WORD || t.kind == TOK_QUOTED)
-		next_sig(&la, &t);
-	return is_punct(&la, &t, ',');
+	return is_punct(&la, &t, c);
 }
 
 /*
- * Reads the rest of a statement that opened at parenthesis depth DEPTH and says whether it acts
- * on one table: no join, no other SELECT (a subquery, a UNION), no second FROM (UPDATE ... FROM),
- * and for DELETE no USING. With SELECT, the first FROM at DEPTH names the table, into BUF.
- * A literal that does not end ends the reading: what was read decides.
+ * Appends one part (an operation or a target) to the summary. Parts are never cut: the first
+ * that does not fit in DBQUERY_SUMMARY_MAX ends the summary there, as the conventions ask.
  */
-static bool one_table(struct lexer *lx, int depth, bool select, bool del, char *buf, size_t cap)
+static void add_part(struct reader *r, const char *p, size_t n)
+{
+	char *sum = r->st->summary;
+	size_t need = n + (r->sum_len ? 1 : 0);
+
+	if (r->sum_full || !n)
+		return;
+	if (r->sum_len + need > DBQUERY_SUMMARY_MAX) {
+		r->sum_full = true;
+		return;
+	}
+	if (r->sum_len)
+		sum[r->sum_len++] = ' ';
+	memcpy(sum + r->sum_len, p, n);
+	r->sum_len += n;
+	sum[r->sum_len] = '\0';
+}
+
+static void set_operation(struct reader *r, const char *op)
+{
+	snprintf(r->st->operation, sizeof(r->st->operation), "%s", op);
+	r->op_set = true;
+	r->op_pending = false;
+}
+
+/* An operation met in the text, OP upper case. */
+static void add_op(struct reader *r, const char *op)
+{
+	if (r->op_pending && (r->op_any_depth || r->depth == 0))
+		set_operation(r, op);
+	add_part(r, op, strlen(op));
+	r->nrecent = 0;
+}
+
+static bool same_text(const struct reader *r, struct span_ref a, struct span_ref b, bool icase)
+{
+	size_t i, n = a.end - a.start;
+
+	if (n != b.end - b.start)
+		return false;
+	for (i = 0; i < n; i++) {
+		char x = r->lx.s[a.start + i], y = r->lx.s[b.start + i];
+
+		if (icase ? upper(x) != upper(y) : x != y)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A table named at N, as written. A reference to a CTE is none; a table already named since
+ * the last operation is not named again (DELETE FROM a USING a JOIN b: DELETE a b).
+ */
+static void add_target(struct reader *r, struct span_ref n)
+{
+	size_t i;
+
+	for (i = 0; i < r->nctes; i++)
+		if (same_text(r, n, r->ctes[i], true))
+			return;
+	for (i = 0; i < r->nrecent; i++)
+		if (same_text(r, n, r->recent[i], false))
+			return;
+	if (r->nrecent < MAX_RECENT)
+		r->recent[r->nrecent++] = n;
+	if (!r->targets) {
+		r->first = n;
+		r->targets = 1;
+	} else if (!same_text(r, n, r->first, false)) {
+		r->targets = 2;
+	}
+	add_part(r, r->lx.s + n.start, n.end - n.start);
+}
+
+/*
+ * Whether T can be one part of a name. This is where a literal is kept from passing for a name:
+ * only a word or a token the dialect's lexer calls a quoted identifier is one, and "..." in
+ * MySQL and SQLite, which the lexer calls a string (it can be one in an expression), only here,
+ * where the grammar wants a name and a string is no value but a syntax error. A quoted part
+ * holding a quote of the other kind, a backslash or a control byte is none.
+ */
+static bool name_part_ok(const struct reader *r, const struct token *t)
+{
+	const char *s = r->lx.s;
+	size_t i, n = t->end - t->start;
+
+	switch (t->kind) {
+	case TOK_WORD:
+		/* $name and the like are parameters (SQLite, MySQL user variables start with @). */
+		return s[t->start] != '$';
+	case TOK_QUOTED:
+		break;
+	case TOK_LITERAL:
+		if (r->lx.d != DB_DIALECT_MYSQL && r->lx.d != DB_DIALECT_SQLITE)
+			return false;
+		if (s[t->start] != '"' || n < 2 || s[t->end - 1] != '"')
+			return false;
+		break;
+	default:
+		return false;
+	}
+	if (n < 3)
+		return false;
+	for (i = t->start + 1; i + 1 < t->end; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == '\'' || s[i] == '\\')
+			return false;
+	return true;
+}
+
+/*
+ * Reads the name whose first part is T (a, a.b, "A"."b", `a`.`b`, [a].[b]), as written, into
+ * *N. False when T is no name, or when the name reaches the end of a text cut short (it may be
+ * cut itself).
+ */
+static bool read_name(struct reader *r, const struct token *t, struct span_ref *n)
+{
+	struct lexer la;
+	struct token dot, part;
+
+	if (!name_part_ok(r, t))
+		return false;
+	n->start = t->start;
+	n->end = t->end;
+	for (;;) {
+		la = r->lx;
+		lex(&la, &dot);
+		if (!is_punct(&la, &dot, '.'))
+			break;
+		lex(&la, &part);
+		if (!name_part_ok(r, &part)) {
+			/* "schema." at the cut: the table's name is what was cut */
+			if (r->lx.truncated && dot.end >= r->lx.len)
+				n->end = dot.end;
+			break;
+		}
+		n->end = part.end;
+		r->lx = la;
+	}
+	return !(r->lx.truncated && n->end >= r->lx.len);
+}
+
+/* NAME without its quotes into BUF (CAP bytes); "" when it does not fit. */
+static void unquote(const struct reader *r, struct span_ref name, char *buf, size_t cap)
+{
+	const char *s = r->lx.s;
+	size_t i = name.start, n = 0;
+	char close = 0;
+
+	for (; i < name.end; i++) {
+		char c = s[i];
+
+		if (!close && (c == '"' || c == '`' || c == '[')) {
+			close = c == '[' ? ']' : c;
+			continue;
+		}
+		if (close && c == close) {
+			if (close != ']' && i + 1 < name.end && s[i + 1] == close) {
+				i++;
+			} else {
+				close = 0;
+				continue;
+			}
+		}
+		if (n + 1 >= cap) {
+			buf[0] = '\0';
+			return;
+		}
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+}
+
+static void push(struct reader *r, enum frame_kind kind)
+{
+	if (r->depth + 1 >= MAX_DEPTH) {
+		r->done = true;
+		return;
+	}
+	r->depth++;
+	memset(top(r), 0, sizeof(*top(r)));
+	top(r)->kind = kind;
+}
+
+static void pop(struct reader *r)
+{
+	enum frame_kind kind;
+
+	if (!r->depth)
+		return;
+	kind = top(r)->kind;
+	r->depth--;
+	if (kind == FRAME_CTE_BODY)
+		r->expect = EXP_CTE_NEXT;
+	else if (kind == FRAME_CTE_COLS)
+		r->expect = EXP_CTE_AS;
+	else if (kind == FRAME_COPY)
+		r->stop = true;
+}
+
+/* Skips the parenthesized list that LX is before, whole: EXPLAIN (ANALYZE, FORMAT JSON). */
+static void skip_group(struct lexer *lx)
+{
+	struct token t;
+	int d = 0;
+
+	while (next_sig(lx, &t) != TOK_END && t.kind != TOK_REST) {
+		if (nests(lx, &t, &d) && d == 0)
+			return;
+	}
+}
+
+/* EXPLAIN's options in any dialect: ANALYZE, VERBOSE, (...), QUERY PLAN, FORMAT=JSON. */
+static void skip_explain_options(struct lexer *lx)
 {
 	struct lexer la;
 	struct token t;
-	bool found = !select;
-	int d = depth;
 
-	while (next_sig(lx, &t) != TOK_END && t.kind != TOK_REST) {
-		if (nests(lx, &t, &d) || t.kind != TOK_WORD)
+	for (;;) {
+		if (take_word(lx, "ANALYZE ANALYSE VERBOSE QUERY PLAN EXTENDED PARTITIONS"))
 			continue;
-		if (is_word(lx, &t, "JOIN STRAIGHT_JOIN SELECT"))
-			return false;
-		if (d == depth && del && is_word(lx, &t, "USING"))
-			return false;
-		if (d != depth || !is_word(lx, &t, "FROM"))
+		if (peek_punct(lx, '(')) {
+			skip_group(lx);
 			continue;
-		if (found)
-			return false;
-		skip_words(lx, "ONLY");
-		if (!read_name(lx, buf, cap) || more_tables(lx))
-			return false;
-		/* FROM f(...) reads a function's rows. */
+		}
 		la = *lx;
-		if (next_sig(&la, &t) == TOK_PUNCT && is_punct(&la, &t, '('))
-			return false;
-		found = true;
+		if (take_word(&la, "FORMAT") && next_sig(&la, &t) == TOK_PUNCT &&
+		    is_punct(&la, &t, '=') && next_sig(&la, &t) == TOK_WORD) {
+			*lx = la;
+			continue;
+		}
+		return;
 	}
-	return found;
+}
+
+/* The word T, upper-cased, into OP (OP_MAX): letters and '_' only, else false. */
+static bool keyword(const struct reader *r, const struct token *t, char *op)
+{
+	size_t i, n = t->end - t->start;
+
+	if (t->kind != TOK_WORD || !n || n >= OP_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = r->lx.s[t->start + i];
+
+		if (!is_alpha(c) && c != '_')
+			return false;
+		op[i] = upper(c);
+	}
+	op[n] = '\0';
+	return true;
+}
+
+/* A name where the grammar expects one (r->expect); false when T is not taken as one. */
+static bool expected_name(struct reader *r, const struct token *t)
+{
+	struct span_ref n;
+	enum expect e = r->expect;
+
+	if (e == EXP_TABLE_REF && is_word(&r->lx, t, "LATERAL ONLY"))
+		return true;
+	/* These begin a subquery or a clause: the reference was (...) or is missing. */
+	if (is_word(&r->lx, t, "SELECT WITH VALUES WHERE SET ON USING JOIN AS TABLE"))
+		return false;
+	r->expect = EXP_NONE;
+	if (!name_part_ok(r, t))
+		return false;
+	if (!read_name(r, t, &n))
+		return true;
+	switch (e) {
+	case EXP_TABLE_REF:
+		/* FROM f(...) reads a function's rows; DUAL is MySQL's no-table. */
+		if (peek_punct(&r->lx, '('))
+			return true;
+		if (r->lx.d != DB_DIALECT_POSTGRESQL && r->lx.d != DB_DIALECT_SQLITE &&
+		    t->kind == TOK_WORD && n.end - n.start == 4 && is_word(&r->lx, t, "DUAL"))
+			return true;
+		add_target(r, n);
+		return true;
+	case EXP_TABLE_LAST:
+		add_target(r, n);
+		r->stop = true;
+		return true;
+	case EXP_PROC:
+		unquote(r, n, r->st->procedure, sizeof(r->st->procedure));
+		add_part(r, r->lx.s + n.start, n.end - n.start);
+		r->stop = true;
+		return true;
+	case EXP_CTE_NAME:
+		if (r->nctes < MAX_CTES)
+			r->ctes[r->nctes++] = n;
+		r->expect = EXP_CTE_AS;
+		return true;
+	default:
+		add_target(r, n);
+		return true;
+	}
 }
 
 /*
- * Statements that name their table before anything else: words that may come between the
- * keyword and the one that introduces the table, that keyword, and words that may follow it.
+ * The keyword OP where a statement may start (START): reads the statement's head. False when OP
+ * begins no statement here (SELECT is read wherever it is, by word()).
  */
-static const struct {
-	const char *op, *before, *intro, *after;
-	bool intro_required;
-} targets[] = {
-	{ "INSERT", "LOW_PRIORITY DELAYED HIGH_PRIORITY IGNORE", "INTO", "", false },
-	{ "REPLACE", "LOW_PRIORITY DELAYED", "INTO", "", false },
-	{ "UPDATE", "LOW_PRIORITY IGNORE ONLY", "", "", false },
-	{ "DELETE", "LOW_PRIORITY QUICK IGNORE", "FROM", "ONLY", true },
-	{ "CREATE", "OR REPLACE GLOBAL LOCAL TEMPORARY TEMP UNLOGGED", "TABLE", "IF NOT EXISTS",
-	  true },
-	{ "DROP", "TEMPORARY", "TABLE", "IF EXISTS", true },
-	{ "TRUNCATE", "", "TABLE", "ONLY", false },
-	{ "ALTER", "", "TABLE", "IF EXISTS ONLY", true },
-};
-
-/* The table of the statement whose keyword OP was read from LX, at depth DEPTH. */
-static bool collection(struct lexer *lx, const char *op, int depth, char *buf, size_t cap)
+static bool statement(struct reader *r, const char *op, enum start start)
 {
-	size_t i;
+	struct lexer *lx = &r->lx;
+	struct frame *f = top(r);
 
 	if (!strcmp(op, "SELECT"))
-		return one_table(lx, depth, true, false, buf, cap);
-	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
-		if (!strcmp(op, targets[i].op))
-			break;
-	if (i == sizeof(targets) / sizeof(targets[0]))
 		return false;
-	skip_words(lx, targets[i].before);
-	if (*targets[i].intro && !take_word(lx, targets[i].intro) && targets[i].intro_required)
-		return false;
-	skip_words(lx, targets[i].after);
-	if (!read_name(lx, buf, cap) || more_tables(lx))
-		return false;
-	return one_table(lx, depth, false, !strcmp(op, "DELETE"), buf, cap);
-}
-
-/* WITH ... AS (...): the statement the CTEs lead to, the first of these at the same depth. */
-static const char *with_op(struct lexer *lx, int depth)
-{
-	static const char *const ops[] = {"SELECT", "INSERT", "UPDATE", "DELETE"};
-	struct token t;
-	size_t i;
-	int d = depth;
-
-	while (next_sig(lx, &t) != TOK_END && t.kind != TOK_REST) {
-		if (!nests(lx, &t, &d) && d == depth)
-			for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-				if (is_word(lx, &t, ops[i]))
-					return ops[i];
+	if (!strcmp(op, "WITH")) {
+		if (!r->op_set)
+			r->op_pending = true;
+		skip_words(lx, "RECURSIVE");
+		r->expect = EXP_CTE_NAME;
+		return true;
 	}
-	return "WITH";
+	if (start != START_ANY)
+		return false;
+	if (!strcmp(op, "INSERT") || !strcmp(op, "REPLACE") || !strcmp(op, "UPSERT")) {
+		/* SQLite's INSERT OR REPLACE, MySQL's INSERT LOW_PRIORITY IGNORE: no part of it. */
+		skip_words(lx, "OR REPLACE IGNORE ABORT FAIL ROLLBACK LOW_PRIORITY DELAYED "
+			       "HIGH_PRIORITY");
+		take_word(lx, "INTO");
+		r->expect = EXP_TABLE;
+	} else if (!strcmp(op, "UPDATE")) {
+		skip_words(lx, "OR ROLLBACK ABORT REPLACE FAIL IGNORE LOW_PRIORITY ONLY");
+		f->dml = f->in_from = true;
+		r->expect = EXP_TABLE_REF;
+	} else if (!strcmp(op, "DELETE")) {
+		/* MySQL's DELETE a, b FROM ...: the tables it names are those of FROM. */
+		skip_words(lx, "LOW_PRIORITY QUICK IGNORE");
+		f->dml = f->del = true;
+	} else if (!strcmp(op, "MERGE")) {
+		take_word(lx, "INTO");
+		f->merge = true;
+		r->expect = EXP_TABLE;
+	} else if (r->depth) {
+		/* Only data-changing statements nest (CTE bodies, COPY's query). */
+		return false;
+	} else if (!strcmp(op, "COPY")) {
+		r->copy = true;
+		r->expect = EXP_TABLE_LAST;
+	} else if (!strcmp(op, "CALL")) {
+		r->expect = EXP_PROC;
+	} else if (!strcmp(op, "EXPLAIN")) {
+		add_op(r, op);
+		skip_explain_options(lx);
+		r->start = START_ANY;
+		return true;
+	} else if (!strcmp(op, "CREATE") || !strcmp(op, "DROP") || !strcmp(op, "ALTER") ||
+		   !strcmp(op, "TRUNCATE")) {
+		add_op(r, op);
+		skip_words(lx,
+			   "OR REPLACE GLOBAL LOCAL TEMPORARY TEMP UNLOGGED MATERIALIZED VIRTUAL");
+		if (!take_word(lx, "TABLE VIEW") && strcmp(op, "TRUNCATE")) {
+			r->stop = true;
+			return true;
+		}
+		skip_words(lx, "IF NOT EXISTS ONLY");
+		/* ALTER TABLE t RENAME TO u: the rest names no table it reads. */
+		r->expect = strcmp(op, "ALTER") ? EXP_TABLE : EXP_TABLE_LAST;
+		f->list = !strcmp(op, "DROP") || !strcmp(op, "TRUNCATE");
+		return true;
+	} else {
+		/* BEGIN, SET, SHOW, PRAGMA, VALUES, ...: the operation alone. */
+		add_op(r, op);
+		r->stop = true;
+		return true;
+	}
+	add_op(r, op);
+	return true;
 }
 
-void dbquery__summary(const char *sql, size_t len, char *op, size_t op_cap, char *coll,
-		      size_t coll_cap)
-{
-	char kw[OP_MAX];
-	struct lexer lx;
-	struct token t;
-	int depth = 0;
-	size_t i, n;
+/* Words that end a FROM list (or UPDATE's), so that a ',' after them brings no table. */
+#define LIST_ENDS                                                                           \
+	"WHERE GROUP ORDER HAVING LIMIT WINDOW UNION INTERSECT EXCEPT MINUS RETURNING SET " \
+	"VALUES OFFSET FETCH FOR QUALIFY DUPLICATE CONFLICT DO UPDATE WHEN THEN INTO"
 
-	if (op_cap)
-		op[0] = '\0';
-	if (coll_cap)
-		coll[0] = '\0';
-	lexer_init(&lx, sql, len, DB_DIALECT_GENERIC, false);
-	while (next_sig(&lx, &t) == TOK_PUNCT && is_punct(&lx, &t, '('))
-		depth++;
-	n = t.end - t.start;
-	if (t.kind != TOK_WORD || n >= sizeof(kw))
+/* A word in the body of a statement, where START says which statements may begin. */
+static void word(struct reader *r, const struct token *t, enum start start)
+{
+	struct lexer *lx = &r->lx;
+	struct frame *f = top(r);
+	char op[OP_MAX];
+	bool distinct = r->prev_distinct;
+
+	r->prev_distinct = is_word(lx, t, "DISTINCT");
+	if (keyword(r, t, op) && start != START_NONE && statement(r, op, start))
 		return;
-	for (i = 0; i < n; i++) {
-		if (!is_alpha(sql[t.start + i]))
-			return;
-		kw[i] = upper(sql[t.start + i]);
+	if (is_word(lx, t, "SELECT")) {
+		add_op(r, "SELECT");
+		f->dml = true;
+		f->in_from = false;
+	} else if (is_word(lx, t, "FROM")) {
+		if (f->dml && !distinct) {
+			f->in_from = true;
+			r->expect = EXP_TABLE_REF;
+		}
+	} else if (is_word(lx, t, "JOIN STRAIGHT_JOIN")) {
+		f->in_from = true;
+		r->expect = EXP_TABLE_REF;
+	} else if (is_word(lx, t, "USING")) {
+		/* JOIN ... USING (a) lists columns; DELETE's and MERGE's USING a table. */
+		if ((f->del || f->merge) && !peek_punct(lx, '(')) {
+			f->in_from = f->del;
+			r->expect = EXP_TABLE_REF;
+		}
+	} else if (is_word(lx, t, LIST_ENDS)) {
+		f->in_from = false;
+		f->list = false;
 	}
-	kw[n] = '\0';
-	if (!strcmp(kw, "WITH")) {
-		/* The CTEs name tables of their own: no one table to give. */
-		strcpy(kw, with_op(&lx, depth));
-	} else if (coll_cap && !collection(&lx, kw, depth, coll, coll_cap)) {
-		coll[0] = '\0';
+}
+
+static void punct(struct reader *r, const struct token *t)
+{
+	struct frame *f = top(r);
+	char c = r->lx.s[t->start];
+	enum expect e = r->expect;
+
+	r->prev_distinct = false;
+	r->expect = EXP_NONE;
+	r->start = START_NONE;
+	if (c == '(') {
+		if (e == EXP_TABLE_LAST && r->copy) {
+			push(r, FRAME_COPY);
+			r->copy_query = true;
+			r->start = START_ANY;
+		} else if (e == EXP_CTE_AS) {
+			push(r, FRAME_CTE_COLS);
+		} else if (e == EXP_CTE_BODY) {
+			push(r, FRAME_CTE_BODY);
+			r->start = START_ANY;
+		} else {
+			push(r, FRAME_PLAIN);
+			r->start = START_QUERY;
+			if (e == EXP_TABLE_REF && !r->stop && !r->done) {
+				/* FROM (a JOIN b): a table list in parentheses, or a subquery. */
+				top(r)->dml = top(r)->in_from = true;
+				r->expect = EXP_TABLE_REF;
+			}
+		}
+		return;
 	}
-	if (strlen(kw) < op_cap)
-		memcpy(op, kw, strlen(kw) + 1);
+	if (c == ')') {
+		pop(r);
+		return;
+	}
+	if (c == ';' && r->depth == 0) {
+		memset(f, 0, sizeof(*f));
+		r->stop = false;
+		r->copy = false;
+		r->start = START_ANY;
+		return;
+	}
+	if (c == ',' && !r->stop) {
+		if (e == EXP_CTE_NEXT)
+			r->expect = EXP_CTE_NAME;
+		else if (f->in_from)
+			r->expect = EXP_TABLE_REF;
+		else if (f->list)
+			r->expect = EXP_TABLE;
+	}
+}
+
+/* The CTE's head after its name and columns: AS [NOT] MATERIALIZED; '(' then opens its body. */
+static bool cte_head(struct reader *r, const struct token *t)
+{
+	if (r->expect == EXP_CTE_AS && is_word(&r->lx, t, "AS")) {
+		r->expect = EXP_CTE_BODY;
+		return true;
+	}
+	if (r->expect == EXP_CTE_BODY && is_word(&r->lx, t, "NOT MATERIALIZED"))
+		return true;
+	if (r->expect != EXP_CTE_AS && r->expect != EXP_CTE_BODY)
+		return false;
+	r->expect = EXP_NONE;
+	return false;
+}
+
+void dbquery__read(const char *sql, size_t len, bool truncated, enum db_dialect d,
+		   struct dbquery_statement *st)
+{
+	struct reader *r, rd;
+	struct token t;
+	char op[OP_MAX];
+	enum start start;
+
+	memset(st, 0, sizeof(*st));
+	r = &rd;
+	memset(r, 0, sizeof(*r));
+	r->st = st;
+	lexer_init(&r->lx, sql, len, d, truncated);
+	r->start = START_ANY;
+	if (peek(&r->lx, &t) == TOK_PUNCT && is_punct(&r->lx, &t, '(')) {
+		/* (SELECT ...) UNION (SELECT ...): the first statement in the parentheses. */
+		r->op_pending = r->op_any_depth = true;
+	} else if (keyword(r, &t, op)) {
+		if (strcmp(op, "WITH"))
+			set_operation(r, op);
+	}
+	while (!r->done && next_sig(&r->lx, &t) != TOK_END && t.kind != TOK_REST) {
+		if (t.kind == TOK_PUNCT) {
+			punct(r, &t);
+			continue;
+		}
+		start = r->start;
+		r->start = START_NONE;
+		if (r->stop) {
+			r->expect = EXP_NONE;
+			continue;
+		}
+		if (cte_head(r, &t))
+			continue;
+		if (r->expect == EXP_CTE_NEXT) {
+			/* the statement the CTEs lead to */
+			r->expect = EXP_NONE;
+			start = START_ANY;
+		}
+		if (r->expect != EXP_NONE) {
+			if (expected_name(r, &t))
+				continue;
+			r->expect = EXP_NONE;
+		}
+		if (t.kind == TOK_WORD)
+			word(r, &t, start);
+		else
+			r->prev_distinct = false;
+	}
+	/* WITH x AS (...) and nothing after: the text was cut, or is no statement. */
+	if (r->op_pending && !r->op_any_depth)
+		set_operation(r, "WITH");
+	if (r->targets == 1 && strcmp(st->operation, "EXPLAIN") && strcmp(st->operation, "CALL") &&
+	    !r->copy_query)
+		unquote(r, r->first, st->collection, sizeof(st->collection));
 }

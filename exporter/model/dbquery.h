@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a database span says about its query: the query text with every literal value replaced by
- * '?' (db.query.text must never carry a password or a customer's data), and the operation and
- * the one table it acts on (db.operation.name, db.collection.name) where the text makes them plain.
+ * '?' (db.query.text must never carry a password or a customer's data), and what the statement
+ * does: its operation, the tables it acts on (db.query.summary, db.operation.name,
+ * db.collection.name) and the procedure it calls, read by the statement's own dialect.
  */
 #ifndef GOSPAN_DBQUERY_H
 #define GOSPAN_DBQUERY_H
@@ -35,14 +36,54 @@ enum db_dialect {
 size_t dbquery__sanitize(const char *in, size_t len, bool truncated, enum db_dialect d, char *out,
 			 size_t cap);
 
+/* db.query.summary is at most this long (the conventions' bound). */
+#define DBQUERY_SUMMARY_MAX 255
+
+/* What a statement says of itself; every field NUL-terminated, "" for what it does not say. */
+struct dbquery_statement {
+	/* db.operation.name: the leading keyword upper-cased (after WITH, the statement's) */
+	char operation[32];
+	/* db.collection.name: the one table, quotes taken off, schema kept */
+	char collection[256];
+	/* db.query.summary: operations upper-cased and targets as written, in text order */
+	char summary[DBQUERY_SUMMARY_MAX + 1];
+	/* db.stored_procedure.name: CALL's procedure, quotes taken off */
+	char procedure[256];
+};
+
 /*
- * The operation of the query SQL (LEN bytes) into OP: its first keyword upper-cased (SELECT,
- * INSERT, BEGIN, ...; after WITH, the statement the CTEs lead to), and the table it acts on into
- * COLL, as written (schema.table kept, quotes taken off), when it acts on that one table only
- * (no join, subquery, union or second table). SQL is read as GENERIC; sanitized text will do.
- * An empty string for what cannot be said or does not fit; nothing written to a buffer of cap 0.
+ * Reads the statement SQL (LEN bytes, cut short by the capture when TRUNCATED) as dialect D
+ * reads it, into ST.
+ *
+ * The summary lists the operations and the tables they act on, in the order of the text:
+ * "INSERT shipping_details SELECT orders", "SELECT SELECT orders customers". Operations are the
+ * statement keywords (SELECT anywhere; INSERT, UPDATE, DELETE, MERGE, ... where a statement
+ * begins, so ON DUPLICATE KEY UPDATE, DO UPDATE and MERGE's THEN INSERT are no operations), and
+ * dialect modifiers (INSERT OR REPLACE, INSERT IGNORE, LOW_PRIORITY) are none. Targets are
+ * written as in the text, schema and quotes kept, as the conventions' example keeps them
+ * (FROM "song list" gives SELECT "song list"), each once after its operation; a CTE's name, a
+ * function in FROM (generate_series(...)) and MySQL's DUAL are none.
+ * CALL's procedure follows CALL; EXPLAIN is followed by its statement's summary. At most
+ * DBQUERY_SUMMARY_MAX bytes, ended before the first part that does not fit, never inside one.
+ *
+ * The collection is given when the summary has one table (however often), except for EXPLAIN,
+ * CALL and COPY (query): a join, a second FROM table, UPDATE ... FROM, DELETE ... USING, MERGE
+ * from a table each name two. It is the summary's target with its quotes off ("Orders" gives
+ * Orders), as gospan gave it before and the databases print it: a table keeps one
+ * db.collection.name whether or not the application quotes it (gorm quotes every name), where
+ * the summary, and so the span's name, keeps what was written.
+ *
+ * A literal never becomes a name. Names are read only where the grammar wants one (after FROM,
+ * JOIN, INTO, UPDATE, USING, TABLE, MERGE INTO, COPY, CALL, and ',' in a table list), and only
+ * from a word or a token the dialect's lexer reads as a quoted identifier ("x" in PostgreSQL
+ * and GENERIC, `x` in all, [x] in SQLite). The one exception is "x" in MySQL and SQLite, a
+ * string to their lexers in an expression: in a name's place a string is no value (MySQL
+ * without ANSI_QUOTES rejects it, SQLite and ANSI_QUOTES take the name), so there it is taken.
+ * 'x', numbers, E'', dollar quotes, and a quoted name holding a quote of the other kind, a
+ * backslash or a control byte are never taken; nothing after a literal that does not end is
+ * read; and in a text cut short, a name reaching the cut is not taken (it may be cut itself).
  */
-void dbquery__summary(const char *sql, size_t len, char *op, size_t op_cap, char *coll,
-		      size_t coll_cap);
+void dbquery__read(const char *sql, size_t len, bool truncated, enum db_dialect d,
+		   struct dbquery_statement *st);
 
 #endif

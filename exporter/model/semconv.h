@@ -31,6 +31,8 @@
 #define SC_DB_QUERY_TEXT "db.query.text"
 #define SC_DB_OPERATION_NAME "db.operation.name"
 #define SC_DB_COLLECTION_NAME "db.collection.name"
+#define SC_DB_QUERY_SUMMARY "db.query.summary"
+#define SC_DB_STORED_PROCEDURE_NAME "db.stored_procedure.name"
 #define SC_DB_OPERATION_BATCH_SIZE "db.operation.batch.size"
 #define SC_DB_RESPONSE_STATUS_CODE "db.response.status_code"
 

@@ -2,13 +2,17 @@
 /*
  * Unit tests for dbquery.c: the sanitized text of queries as each dialect reads them, compared
  * whole, so that a literal left in place or a token lost fails; a password in every form a query
- * can carry it, cut at every length a capture could cut it, never in the output; and the
- * operation and table of each kind of statement, and none where a statement names several.
+ * can carry it, cut at every length a capture could cut it, never in the output; and what the
+ * statement reader makes of each form of statement, per dialect: the shared case table
+ * (testdata/sql_statements.tsv, which the e2e test runs on the databases themselves) and the
+ * reader's own corners (names, several tables, CTEs, cut texts, literals never taken as names).
  */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -382,223 +386,309 @@ static void test_dbquery__password_never_leaves(void **state)
 	}
 }
 
-/* ---- summary --------------------------------------------------------------------------------- */
+/* ---- the statement reader ---------------------------------------------------------------- */
 
-static void check_summary(const char *sql, const char *want_op, const char *want_coll)
+/* Reads SQL as dialect D and compares every field; PROC NULL for none. */
+static void check_read(enum db_dialect d, bool cut, const char *sql, const char *op,
+		       const char *coll, const char *summary, const char *proc)
 {
-	char op[32], coll[64];
+	struct dbquery_statement st;
 
-	memset(op, 'Z', sizeof(op));
-	memset(coll, 'Z', sizeof(coll));
-	dbquery__summary(sql, strlen(sql), op, sizeof(op), coll, sizeof(coll));
-	if (strcmp(op, want_op) || strcmp(coll, want_coll))
-		fail_msg("'%s' gave op '%s' collection '%s', want '%s' '%s'", sql, op, coll,
-			 want_op, want_coll);
+	memset(&st, 'Z', sizeof(st));
+	dbquery__read(sql, strlen(sql), cut, d, &st);
+	if (strcmp(st.operation, op) || strcmp(st.collection, coll) ||
+	    strcmp(st.summary, summary) || strcmp(st.procedure, proc ? proc : ""))
+		fail_msg("%s%s: '%s' gave op '%s' collection '%s' summary '%s' procedure '%s', "
+			 "want '%s' '%s' '%s' '%s'",
+			 dialect_names[d], cut ? " (cut)" : "", sql, st.operation, st.collection,
+			 st.summary, st.procedure, op, coll, summary, proc ? proc : "");
 }
 
-static void test_dbquery__summary_statements(void **state)
+#define check_gen(sql, op, coll, summary) check_read(GEN, false, sql, op, coll, summary, NULL)
+
+/*
+ * The shared case table (testdata/sql_statements.tsv, also run against the databases by
+ * tests/e2e/test_sql_dialects.py): every case of dialect NAME. Returns the number checked.
+ */
+static int check_table(const char *name, enum db_dialect d)
 {
-	(void)state;
-	check_summary("SELECT * FROM users WHERE id = 1", "SELECT", "users");
-	check_summary("select * from orders", "SELECT", "orders");
-	check_summary("SeLeCt a FROM Orders", "SELECT", "Orders");
-	check_summary("INSERT INTO t(a, b) VALUES (1, 2)", "INSERT", "t");
-	check_summary("insert into t values (1), (2) returning id", "INSERT", "t");
-	check_summary("INSERT t VALUES (1)", "INSERT", "t");
-	check_summary("INSERT IGNORE INTO t SET a = 1", "INSERT", "t");
-	check_summary("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2", "INSERT", "t");
-	check_summary("REPLACE INTO kv VALUES ('k', 'v')", "REPLACE", "kv");
-	check_summary("UPDATE users SET a = 1, b = 2 WHERE id = 2", "UPDATE", "users");
-	check_summary("UPDATE ONLY users u SET a = 1", "UPDATE", "users");
-	check_summary("DELETE FROM sessions WHERE expires < now()", "DELETE", "sessions");
-	check_summary("DELETE LOW_PRIORITY FROM sessions", "DELETE", "sessions");
-	check_summary(
-	    "CREATE TABLE IF NOT EXISTS events (id int, user_id int REFERENCES users(id))",
-	    "CREATE", "events");
-	check_summary("CREATE TEMPORARY TABLE tmp (a int)", "CREATE", "tmp");
-	check_summary("CREATE INDEX i ON t (a)", "CREATE", "");
-	check_summary("DROP TABLE IF EXISTS old_t CASCADE", "DROP", "old_t");
-	check_summary("DROP TABLE t", "DROP", "t");
-	check_summary("DROP VIEW v", "DROP", "");
-	check_summary("TRUNCATE TABLE logs", "TRUNCATE", "logs");
-	check_summary("TRUNCATE logs RESTART IDENTITY", "TRUNCATE", "logs");
-	check_summary("ALTER TABLE users ADD COLUMN age int, ADD COLUMN b int", "ALTER", "users");
-	check_summary("ALTER TABLE IF EXISTS ONLY users DROP COLUMN age", "ALTER", "users");
-	check_summary("BEGIN", "BEGIN", "");
-	check_summary("commit", "COMMIT", "");
-	check_summary("ROLLBACK TO SAVEPOINT s1", "ROLLBACK", "");
-	check_summary("SET search_path = app", "SET", "");
-	check_summary("EXPLAIN SELECT * FROM t", "EXPLAIN", "");
-	check_summary("SELECT 1", "SELECT", "");
-	check_summary("SELECT*FROM t", "SELECT", "t");
+	char line[2048], *f[8], *p;
+	int n = 0, lineno = 0, k;
+	FILE *in = fopen("testdata/sql_statements.tsv", "r");
+
+	if (!in)
+		fail_msg("cannot open 'testdata/sql_statements.tsv': %s", strerror(errno));
+	while (fgets(line, sizeof(line), in)) {
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (!strchr(line, '\n'))
+			fail_msg("sql_statements.tsv:%d: longer than %zu bytes", lineno,
+				 sizeof(line));
+		line[strcspn(line, "\n")] = '\0';
+		for (k = 0, p = line; k < 8; k++) {
+			f[k] = p;
+			p = strchr(p, '\t');
+			if (!p) {
+				k++;
+				break;
+			}
+			*p++ = '\0';
+		}
+		if (k < 7)
+			fail_msg("sql_statements.tsv:%d: %d columns, want 7 or 8", lineno, k);
+		if (strcmp(f[0], name))
+			continue;
+		if (strcmp(f[1], "run") && strcmp(f[1], "cut") && strcmp(f[1], "norun"))
+			fail_msg("sql_statements.tsv:%d: kind '%s'", lineno, f[1]);
+		check_read(d, !strcmp(f[1], "cut"), f[2], f[3], f[4], f[5], f[6]);
+		n++;
+	}
+	fclose(in);
+	return n;
 }
 
-static void test_dbquery__summary_names(void **state)
+static void test_dbquery__table_postgresql(void **state)
 {
 	(void)state;
-	check_summary("SELECT * FROM public.users", "SELECT", "public.users");
-	check_summary("SELECT * FROM db.public.users u", "SELECT", "db.public.users");
-	check_summary("SELECT * FROM \"Public\".\"Orders\"", "SELECT", "Public.Orders");
-	check_summary("SELECT * FROM \"Orders\" WHERE a = 1", "SELECT", "Orders");
-	check_summary("INSERT INTO `shop`.`order items` VALUES (1)", "INSERT", "shop.order items");
-	check_summary("UPDATE \"a\"\"b\" SET c = 1", "UPDATE", "a\"b");
-	check_summary("DELETE FROM \"\" WHERE a = 1", "DELETE", "");
+	assert_true(check_table("postgresql", PG) >= 40);
+}
+
+static void test_dbquery__table_mysql(void **state)
+{
+	(void)state;
+	assert_true(check_table("mysql", MY) >= 30);
+}
+
+static void test_dbquery__table_sqlite(void **state)
+{
+	(void)state;
+	assert_true(check_table("sqlite", LITE) >= 30);
+}
+
+static void test_dbquery__table_generic(void **state)
+{
+	(void)state;
+	assert_true(check_table("generic", GEN) >= 15);
+}
+
+static void test_dbquery__statements(void **state)
+{
+	(void)state;
+	check_gen("SELECT * FROM users WHERE id = 1", "SELECT", "users", "SELECT users");
+	check_gen("select * from orders", "SELECT", "orders", "SELECT orders");
+	check_gen("SeLeCt a FROM Orders", "SELECT", "Orders", "SELECT Orders");
+	check_gen("INSERT INTO t(a, b) VALUES (1, 2)", "INSERT", "t", "INSERT t");
+	check_gen("insert into t values (1), (2) returning id", "INSERT", "t", "INSERT t");
+	check_gen("INSERT t VALUES (1)", "INSERT", "t", "INSERT t");
+	check_gen("INSERT IGNORE INTO t SET a = 1", "INSERT", "t", "INSERT t");
+	check_gen("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2, b = 3", "INSERT", "t",
+		  "INSERT t");
+	check_gen("REPLACE INTO kv VALUES ('k', 'v')", "REPLACE", "kv", "REPLACE kv");
+	check_gen("UPDATE users SET a = 1, b = 2 WHERE id = 2", "UPDATE", "users", "UPDATE users");
+	check_gen("UPDATE ONLY users u SET a = 1", "UPDATE", "users", "UPDATE users");
+	check_gen("DELETE FROM sessions WHERE expires < now()", "DELETE", "sessions",
+		  "DELETE sessions");
+	check_gen("DELETE LOW_PRIORITY FROM sessions", "DELETE", "sessions", "DELETE sessions");
+	check_gen("CREATE TABLE IF NOT EXISTS events (id int, user_id int REFERENCES users(id))",
+		  "CREATE", "events", "CREATE events");
+	check_gen("CREATE TEMPORARY TABLE tmp (a int)", "CREATE", "tmp", "CREATE tmp");
+	check_gen("CREATE INDEX i ON t (a)", "CREATE", "", "CREATE");
+	check_gen("DROP TABLE IF EXISTS old_t CASCADE", "DROP", "old_t", "DROP old_t");
+	check_gen("DROP VIEW v", "DROP", "v", "DROP v");
+	check_gen("TRUNCATE TABLE logs", "TRUNCATE", "logs", "TRUNCATE logs");
+	check_gen("TRUNCATE logs RESTART IDENTITY", "TRUNCATE", "logs", "TRUNCATE logs");
+	check_gen("ALTER TABLE users ADD COLUMN age int, ADD COLUMN b int", "ALTER", "users",
+		  "ALTER users");
+	check_gen("ALTER TABLE IF EXISTS ONLY users DROP COLUMN age", "ALTER", "users",
+		  "ALTER users");
+	check_gen("SET search_path = app", "SET", "", "SET");
+	check_gen("SELECT*FROM t", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * FROM t; ", "SELECT", "t", "SELECT t");
+	/* after ';' the next statement's parts follow; the operation is the first's */
+	check_gen("DELETE FROM a; SELECT * FROM b", "DELETE", "", "DELETE a SELECT b");
+	check_gen("EXPLAIN QUERY PLAN SELECT * FROM t", "EXPLAIN", "", "EXPLAIN SELECT t");
+	check_gen("EXPLAIN ANALYZE VERBOSE DELETE FROM t", "EXPLAIN", "", "EXPLAIN DELETE t");
+	check_gen("EXPLAIN FORMAT=TREE SELECT 1", "EXPLAIN", "", "EXPLAIN SELECT");
+	check_gen("COPY t FROM '/tmp/x.csv' WITH (FORMAT csv)", "COPY", "t", "COPY t");
+	check_gen("COPY public.t (a, b) TO STDOUT", "COPY", "public.t", "COPY public.t");
+	check_read(GEN, false, "CALL \"Proc\"(1)", "CALL", "", "CALL \"Proc\"", "Proc");
+}
+
+static void test_dbquery__names(void **state)
+{
+	(void)state;
+	check_gen("SELECT * FROM public.users", "SELECT", "public.users", "SELECT public.users");
+	check_gen("SELECT * FROM db.public.users u", "SELECT", "db.public.users",
+		  "SELECT db.public.users");
+	check_gen("SELECT * FROM \"Public\".\"Orders\"", "SELECT", "Public.Orders",
+		  "SELECT \"Public\".\"Orders\"");
+	check_gen("INSERT INTO `shop`.`order items` VALUES (1)", "INSERT", "shop.order items",
+		  "INSERT `shop`.`order items`");
+	check_gen("UPDATE \"a\"\"b\" SET c = 1", "UPDATE", "a\"b", "UPDATE \"a\"\"b\"");
+	check_gen("DELETE FROM \"\" WHERE a = 1", "DELETE", "", "DELETE");
 	/* "a . b" is not written as one name; the name is a. */
-	check_summary("SELECT * FROM a .b", "SELECT", "a");
+	check_gen("SELECT * FROM a .b", "SELECT", "a", "SELECT a");
+	/* [x] is SQLite's quoted name; to GENERIC and PostgreSQL it is no name */
+	check_read(LITE, false, "DELETE FROM [a b].[c] WHERE x = 'y'", "DELETE", "a b.c",
+		   "DELETE [a b].[c]", NULL);
+	check_read(PG, false, "DELETE FROM [a]", "DELETE", "", "DELETE", NULL);
+	/* "x" is a name in a name's place in every dialect, never in an expression */
+	check_read(MY, false, "UPDATE \"t\" SET a = \"v\"", "UPDATE", "t", "UPDATE \"t\"", NULL);
+	check_read(LITE, false, "SELECT \"a\" FROM \"t\"", "SELECT", "t", "SELECT \"t\"", NULL);
 }
 
-static void test_dbquery__summary_several_tables(void **state)
+static void test_dbquery__several_tables(void **state)
 {
 	(void)state;
-	check_summary("SELECT * FROM (SELECT 1) s", "SELECT", "");
-	check_summary("SELECT * FROM a JOIN b ON a.id = b.id", "SELECT", "");
-	check_summary("SELECT * FROM a LEFT OUTER JOIN b USING (id)", "SELECT", "");
-	check_summary("SELECT * FROM a STRAIGHT_JOIN b", "SELECT", "");
-	check_summary("SELECT * FROM a, b WHERE a.id = b.id", "SELECT", "");
-	check_summary("SELECT * FROM a x, b y", "SELECT", "");
-	check_summary("SELECT * FROM a AS x, b", "SELECT", "");
-	check_summary("SELECT * FROM a WHERE id IN (SELECT id FROM b)", "SELECT", "");
-	check_summary("SELECT (SELECT max(x) FROM b) FROM a", "SELECT", "");
-	check_summary("SELECT a FROM t UNION SELECT b FROM u", "SELECT", "");
-	check_summary("SELECT * FROM generate_series(1, 3)", "SELECT", "");
-	check_summary("UPDATE t SET a = u.a FROM u WHERE t.id = u.id", "UPDATE", "");
-	check_summary("UPDATE t1, t2 SET t1.a = t2.a", "UPDATE", "");
-	check_summary("DELETE FROM t USING u WHERE t.id = u.id", "DELETE", "");
-	check_summary("DELETE t1 FROM t1 JOIN t2 ON t1.id = t2.id", "DELETE", "");
-	check_summary("INSERT INTO t SELECT * FROM u", "INSERT", "");
-	check_summary("CREATE TABLE t AS SELECT 1", "CREATE", "");
-	check_summary("DROP TABLE a, b", "DROP", "");
-	check_summary("TRUNCATE a, b", "TRUNCATE", "");
+	check_gen("SELECT * FROM (SELECT 1) s", "SELECT", "", "SELECT SELECT");
+	check_gen("SELECT * FROM (SELECT * FROM t) s", "SELECT", "t", "SELECT SELECT t");
+	check_gen("SELECT * FROM a LEFT OUTER JOIN b USING (id)", "SELECT", "", "SELECT a b");
+	check_gen("SELECT * FROM a x, b y", "SELECT", "", "SELECT a b");
+	check_gen("SELECT * FROM a AS x, b", "SELECT", "", "SELECT a b");
+	check_gen("SELECT * FROM (a JOIN b ON a.x = b.x) JOIN c ON c.y = a.y", "SELECT", "",
+		  "SELECT a b c");
+	check_gen("SELECT (SELECT max(x) FROM b) FROM a", "SELECT", "", "SELECT SELECT b a");
+	check_gen("UPDATE t1, t2 SET t1.a = t2.a", "UPDATE", "", "UPDATE t1 t2");
+	check_gen("DELETE t1 FROM t1 JOIN t2 ON t1.id = t2.id", "DELETE", "", "DELETE t1 t2");
+	check_gen("INSERT INTO t SELECT * FROM u", "INSERT", "", "INSERT t SELECT u");
+	check_gen("INSERT INTO t SELECT * FROM t", "INSERT", "t", "INSERT t SELECT t");
+	check_gen("CREATE TABLE t AS SELECT 1", "CREATE", "t", "CREATE t SELECT");
+	check_gen("TRUNCATE a, b", "TRUNCATE", "", "TRUNCATE a b");
+	check_gen("MERGE INTO t USING (SELECT * FROM s) AS x ON t.id = x.id WHEN MATCHED THEN "
+		  "UPDATE SET a = 1, b = 2",
+		  "MERGE", "", "MERGE t SELECT s");
+	check_gen("MERGE INTO t USING (SELECT 1 AS id) AS x ON t.id = x.id WHEN NOT MATCHED THEN "
+		  "INSERT (id) VALUES (x.id)",
+		  "MERGE", "t", "MERGE t SELECT");
 }
 
-static void test_dbquery__summary_one_table(void **state)
+static void test_dbquery__one_table(void **state)
 {
 	(void)state;
 	/* FROM inside a function's parentheses and commas after the FROM list name no table. */
-	check_summary("SELECT extract(year FROM ts), substring(s FROM 2) FROM t", "SELECT", "t");
-	check_summary("SELECT a, b FROM t ORDER BY a, b", "SELECT", "t");
-	check_summary("SELECT * FROM t GROUP BY a, b LIMIT 10, 20", "SELECT", "t");
-	check_summary("SELECT * FROM t AS x WHERE x.a IN ($1, $2)", "SELECT", "t");
-	check_summary("SELECT * FROM ONLY t", "SELECT", "t");
-	check_summary("SELECT * FROM t FOR UPDATE", "SELECT", "t");
-	check_summary("SELECT * FROM t; ", "SELECT", "t");
-	/* Cut by the capture: what was seen decides. */
-	check_summary("SELECT * FROM users WHERE name = 'bo", "SELECT", "users");
-	check_summary("INSERT INTO t VALUES ('a long value cut", "INSERT", "t");
+	check_gen("SELECT extract(year FROM ts), substring(s FROM 2) FROM t", "SELECT", "t",
+		  "SELECT t");
+	check_gen("SELECT a, b FROM t ORDER BY a, b", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * FROM t GROUP BY a, b LIMIT 10, 20", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * FROM t AS x WHERE x.a IN ($1, $2)", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * FROM t FOR UPDATE OF t, u", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * FROM t WHERE a IS NOT DISTINCT FROM b", "SELECT", "t", "SELECT t");
+	/* Cut by the capture: what was read decides; a name reaching the cut is not taken. */
+	check_read(GEN, true, "SELECT * FROM users WHERE name = 'bo", "SELECT", "users",
+		   "SELECT users", NULL);
+	check_read(GEN, true, "INSERT INTO t VALUES ('a long value cut", "INSERT", "t", "INSERT t",
+		   NULL);
+	check_read(GEN, true, "SELECT * FROM a, use", "SELECT", "a", "SELECT a", NULL);
+	check_read(GEN, false, "SELECT * FROM a, use", "SELECT", "", "SELECT a use", NULL);
+	check_read(PG, true, "SELECT * FROM a JOIN public.", "SELECT", "a", "SELECT a", NULL);
 }
 
-static void test_dbquery__summary_leading(void **state)
+static void test_dbquery__leading(void **state)
 {
 	(void)state;
-	check_summary("  /* hi */ -- x\n (SELECT * FROM t)", "SELECT", "t");
-	check_summary("((select 1))", "SELECT", "");
-	check_summary("(SELECT * FROM t) UNION (SELECT * FROM u)", "SELECT", "");
-	check_summary("\n\tDELETE FROM t", "DELETE", "t");
+	check_gen("  /* hi */ -- x\n (SELECT * FROM t)", "SELECT", "t", "SELECT t");
+	check_gen("((select 1))", "SELECT", "", "SELECT");
+	check_gen("(SELECT * FROM t) UNION (SELECT * FROM u)", "SELECT", "", "SELECT t SELECT u");
+	check_gen("\n\tDELETE FROM t", "DELETE", "t", "DELETE t");
 }
 
-static void test_dbquery__summary_with(void **state)
+static void test_dbquery__with(void **state)
 {
 	(void)state;
-	check_summary("WITH x AS (SELECT * FROM t) SELECT * FROM x", "SELECT", "");
-	check_summary("with recursive r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r) "
-		      "insert into t select n from r",
-		      "INSERT", "");
-	check_summary("WITH a AS (SELECT 1), b AS (DELETE FROM t RETURNING *) UPDATE u SET x = 1",
-		      "UPDATE", "");
-	check_summary("WITH x AS (SELECT 1)", "WITH", "");
+	/* a CTE's name is no table: its body's tables are */
+	check_gen("WITH x AS (SELECT * FROM t) SELECT * FROM x", "SELECT", "t", "SELECT t SELECT");
+	check_gen("WITH X AS (SELECT * FROM t) SELECT * FROM x JOIN u ON true", "SELECT", "",
+		  "SELECT t SELECT u");
+	check_gen("with recursive r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r) "
+		  "insert into t select n from r",
+		  "INSERT", "t", "SELECT SELECT INSERT t SELECT");
+	check_gen("WITH a AS (SELECT 1), b AS (DELETE FROM t RETURNING *) UPDATE u SET x = 1",
+		  "UPDATE", "", "SELECT DELETE t UPDATE u");
+	check_gen("WITH a AS MATERIALIZED (SELECT * FROM t) DELETE FROM u USING a", "DELETE", "",
+		  "SELECT t DELETE u");
+	check_gen("WITH x AS (SELECT 1)", "WITH", "", "SELECT");
+	/* WITH that is no CTE list: WITH ORDINALITY, WITH TIME ZONE */
+	check_gen("SELECT * FROM unnest(a) WITH ORDINALITY", "SELECT", "", "SELECT");
+	check_gen("SELECT CAST(a AS timestamp WITH TIME ZONE) FROM t", "SELECT", "t", "SELECT t");
 }
 
-static void test_dbquery__summary_nothing(void **state)
+static void test_dbquery__nothing(void **state)
 {
+	struct dbquery_statement st;
+
 	(void)state;
-	check_summary("", "", "");
-	check_summary("   ", "", "");
-	check_summary("-- only a comment", "", "");
-	check_summary("/* only a comment */", "", "");
-	check_summary("my_proc(1)", "", "");
-	check_summary("'SELECT'", "", "");
-	check_summary("42", "", "");
-	check_summary("\"SELECT\" 1", "", "");
-	check_summary("SELECT1 FROM t", "", "");
+	check_gen("", "", "", "");
+	check_gen("   ", "", "", "");
+	check_gen("-- only a comment", "", "", "");
+	check_gen("/* only a comment */", "", "", "");
+	check_gen("'SELECT'", "", "", "");
+	check_gen("42", "", "", "");
+	check_gen("\"SELECT\" 1", "", "", "");
+	check_gen("SELECT1 FROM t", "", "", "");
+	check_gen("my_proc(1)", "MY_PROC", "", "MY_PROC");
+	memset(&st, 'Z', sizeof(st));
+	dbquery__read(NULL, 0, false, GEN, &st);
+	assert_string_equal(st.operation, "");
+	assert_string_equal(st.summary, "");
 }
 
-/* A table name never comes out of a string or a comment. */
-static void test_dbquery__summary_no_literal(void **state)
+/* A table name never comes out of a string, a number or a comment. */
+static void test_dbquery__no_literal(void **state)
 {
 	(void)state;
-	check_summary("SELECT 'FROM secret' FROM t", "SELECT", "t");
-	check_summary("SELECT * /* FROM secret */ FROM t", "SELECT", "t");
-	check_summary("SELECT $$ FROM secret $$ FROM t", "SELECT", "t");
-	check_summary("SELECT \"x\" FROM t", "SELECT", "t");
-	/* A MySQL escape would hide the first FROM in the string: with two readings, none. */
-	check_summary("SELECT 'a\\' FROM secret' FROM t", "SELECT", "");
-	check_summary("SELECT 1 # FROM secret'\n", "SELECT", "");
-	check_summary("SELECT * FROM 'secret'", "SELECT", "");
-	check_summary("INSERT INTO 'secret' VALUES (1)", "INSERT", "");
-	check_summary("DELETE FROM \"it's\"", "DELETE", "");
+	check_gen("SELECT 'FROM secret' FROM t", "SELECT", "t", "SELECT t");
+	check_gen("SELECT * /* FROM secret */ FROM t", "SELECT", "t", "SELECT t");
+	check_gen("SELECT $$ FROM secret $$ FROM t", "SELECT", "t", "SELECT t");
+	check_gen("SELECT \"x\" FROM t", "SELECT", "t", "SELECT t");
+	/* A MySQL escape would hide the first FROM in the string: the rest is not read. */
+	check_gen("SELECT 'a\\' FROM secret' FROM t", "SELECT", "", "SELECT");
+	check_gen("SELECT 1 # FROM secret'\n", "SELECT", "", "SELECT");
+	check_gen("SELECT * FROM 'secret'", "SELECT", "", "SELECT");
+	check_gen("INSERT INTO 'secret' VALUES (1)", "INSERT", "", "INSERT");
+	check_gen("DELETE FROM \"it's\"", "DELETE", "", "DELETE");
+	check_gen("SELECT * FROM 42", "SELECT", "", "SELECT");
+	check_read(PG, false, "SELECT * FROM $1", "SELECT", "", "SELECT", NULL);
+	check_read(PG, false, "UPDATE E'secret' SET a = 1", "UPDATE", "", "UPDATE", NULL);
+	check_read(PG, false, "INSERT INTO $q$secret$q$ VALUES (1)", "INSERT", "", "INSERT", NULL);
+	check_read(LITE, false, "DELETE FROM 'secret'", "DELETE", "", "DELETE", NULL);
+	check_read(LITE, false, "SELECT * FROM $secret", "SELECT", "", "SELECT", NULL);
+	check_read(MY, false, "INSERT INTO \"se\\\"cret\" VALUES (1)", "INSERT", "", "INSERT",
+		   NULL);
+	check_read(MY, false, "SELECT * FROM t WHERE a IN (\"x\", \"y\")", "SELECT", "t",
+		   "SELECT t", NULL);
+	check_read(MY, false, "SELECT * FROM t, \"it's\"", "SELECT", "t", "SELECT t", NULL);
+	check_read(PG, false, "CALL p('secret')", "CALL", "", "CALL p", "p");
+	check_read(PG, false, "CALL 'secret'()", "CALL", "", "CALL", NULL);
 }
 
-/* As spans are made: the summary of the sanitized text, which no literal is left in. */
-static void test_dbquery__summary_of_sanitized(void **state)
+/* Parts are never cut: the first that does not fit in 255 bytes ends the summary. */
+static void test_dbquery__summary_bound(void **state)
 {
-	static const struct {
-		enum db_dialect d;
-		const char *q, *op, *coll;
-	} cases[] = {
-		{ MY, "SELECT * FROM `orders` WHERE note = \"FROM secret\" # FROM x", "SELECT",
-		  "orders" },
-		{ PG, "UPDATE \"Users\" SET pw = E'\\' FROM secret' WHERE id = $1", "UPDATE",
-		  "Users" },
-		{ PG, "INSERT INTO public.t VALUES ($$ FROM x $$, 1.5)", "INSERT", "public.t" },
-		{ LITE, "DELETE FROM [t] WHERE a = 'x'", "DELETE", "" },
-		{ LITE, "DELETE FROM t WHERE a = \"x\"", "DELETE", "t" },
-	};
-	char text[256], op[32], coll[64];
-	size_t i, n;
+	char sql[1024], want[300], name[64];
+	struct dbquery_statement st;
+	size_t n = 0, w = 0;
+	int i;
 
 	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		n = dbquery__sanitize(cases[i].q, strlen(cases[i].q), false, cases[i].d, text,
-				      sizeof(text));
-		dbquery__summary(text, n, op, sizeof(op), coll, sizeof(coll));
-		if (strcmp(op, cases[i].op) || strcmp(coll, cases[i].coll))
-			fail_msg("'%s' (sanitized '%s') gave '%s' '%s', want '%s' '%s'", cases[i].q,
-				 text, op, coll, cases[i].op, cases[i].coll);
+	n = (size_t)snprintf(sql, sizeof(sql), "SELECT * FROM ");
+	w = (size_t)snprintf(want, sizeof(want), "SELECT");
+	for (i = 0; i < 30; i++) {
+		snprintf(name, sizeof(name), "table_number_%02d", i);
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s%s", i ? ", " : "", name);
+		if (w + 1 + strlen(name) <= DBQUERY_SUMMARY_MAX)
+			w += (size_t)snprintf(want + w, sizeof(want) - w, " %s", name);
 	}
-}
-
-static void test_dbquery__summary_caps(void **state)
-{
-	static const char q[] = "SELECT * FROM users";
-	char op[16], coll[16];
-
-	(void)state;
-	/* A name or keyword that does not fit is not given cut: it would be another one. */
-	dbquery__summary(q, strlen(q), op, 6, coll, 5);
-	assert_string_equal(op, "");
-	assert_string_equal(coll, "");
-	dbquery__summary(q, strlen(q), op, 7, coll, 6);
-	assert_string_equal(op, "SELECT");
-	assert_string_equal(coll, "users");
-	memset(op, 'Z', sizeof(op));
-	memset(coll, 'Z', sizeof(coll));
-	dbquery__summary(q, strlen(q), op, 0, coll, 0);
-	assert_int_equal(op[0], 'Z');
-	assert_int_equal(coll[0], 'Z');
-	dbquery__summary(q, strlen(q), NULL, 0, coll, sizeof(coll));
-	assert_string_equal(coll, "users");
-	dbquery__summary(q, strlen(q), op, sizeof(op), NULL, 0);
-	assert_string_equal(op, "SELECT");
-	dbquery__summary(q, strlen(q), op, 1, coll, 1);
-	assert_string_equal(op, "");
-	assert_string_equal(coll, "");
-	dbquery__summary(NULL, 0, op, sizeof(op), coll, sizeof(coll));
-	assert_string_equal(op, "");
-	assert_string_equal(coll, "");
-	/* LEN bounds the text. */
-	dbquery__summary(q, 16, op, sizeof(op), coll, sizeof(coll));
-	assert_string_equal(op, "SELECT");
-	assert_string_equal(coll, "us");
+	dbquery__read(sql, n, false, GEN, &st);
+	assert_string_equal(st.summary, want);
+	assert_true(strlen(st.summary) <= DBQUERY_SUMMARY_MAX);
+	assert_true(strlen(st.summary) > DBQUERY_SUMMARY_MAX - 17);
+	assert_string_equal(st.collection, "");
+	/* LEN bounds the text */
+	dbquery__read("SELECT * FROM users", 16, false, GEN, &st);
+	assert_string_equal(st.summary, "SELECT us");
+	dbquery__read("SELECT * FROM users", 16, true, GEN, &st);
+	assert_string_equal(st.summary, "SELECT");
 }
 
 int main(void)
@@ -623,16 +713,19 @@ int main(void)
 		cmocka_unit_test(test_dbquery__small_buffers),
 		cmocka_unit_test(test_dbquery__utf8_cut),
 		cmocka_unit_test(test_dbquery__password_never_leaves),
-		cmocka_unit_test(test_dbquery__summary_statements),
-		cmocka_unit_test(test_dbquery__summary_names),
-		cmocka_unit_test(test_dbquery__summary_several_tables),
-		cmocka_unit_test(test_dbquery__summary_one_table),
-		cmocka_unit_test(test_dbquery__summary_leading),
-		cmocka_unit_test(test_dbquery__summary_with),
-		cmocka_unit_test(test_dbquery__summary_nothing),
-		cmocka_unit_test(test_dbquery__summary_no_literal),
-		cmocka_unit_test(test_dbquery__summary_of_sanitized),
-		cmocka_unit_test(test_dbquery__summary_caps),
+		cmocka_unit_test(test_dbquery__table_postgresql),
+		cmocka_unit_test(test_dbquery__table_mysql),
+		cmocka_unit_test(test_dbquery__table_sqlite),
+		cmocka_unit_test(test_dbquery__table_generic),
+		cmocka_unit_test(test_dbquery__statements),
+		cmocka_unit_test(test_dbquery__names),
+		cmocka_unit_test(test_dbquery__several_tables),
+		cmocka_unit_test(test_dbquery__one_table),
+		cmocka_unit_test(test_dbquery__leading),
+		cmocka_unit_test(test_dbquery__with),
+		cmocka_unit_test(test_dbquery__nothing),
+		cmocka_unit_test(test_dbquery__no_literal),
+		cmocka_unit_test(test_dbquery__summary_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

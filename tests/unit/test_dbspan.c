@@ -101,6 +101,8 @@ static void test_dbspan__sql_sanitized_by_default(void **state)
 	assert_string_equal(str_attr(s, SC_DB_SYSTEM_NAME), "postgresql");
 	assert_string_equal(str_attr(s, SC_DB_OPERATION_NAME), "UPDATE");
 	assert_string_equal(str_attr(s, SC_DB_COLLECTION_NAME), "users");
+	assert_string_equal(str_attr(s, SC_DB_QUERY_SUMMARY), "UPDATE users");
+	assert_null(span__get(s, SC_DB_STORED_PROCEDURE_NAME));
 	assert_string_equal(str_attr(s, SC_DB_QUERY_TEXT),
 			    "UPDATE users SET password = ? WHERE id = ?");
 	assert_int_equal(s->status, SPAN_STATUS_UNSET);
@@ -126,6 +128,7 @@ static void test_dbspan__system_from_the_driver(void **state)
 	assert_string_equal(str_attr(s, SC_DB_SYSTEM_NAME), "sqlite");
 	/* no table: the operation alone */
 	assert_string_equal(s->name, "SELECT");
+	assert_string_equal(str_attr(s, SC_DB_QUERY_SUMMARY), "SELECT");
 	assert_null(span__get(s, SC_DB_COLLECTION_NAME));
 	span__free(s);
 	/* a driver gospan does not know, or none seen */
@@ -441,6 +444,9 @@ static void test_dbspan__pgx_server_and_batch(void **state)
 	e->batch_size = 3;
 	s = fill(e, DB_QUERY_TEXT_SANITIZED);
 	assert_string_equal(s->name, "BATCH");
+	assert_string_equal(str_attr(s, SC_DB_OPERATION_NAME), "BATCH");
+	assert_null(span__get(s, SC_DB_QUERY_SUMMARY));
+	assert_null(span__get(s, SC_DB_COLLECTION_NAME));
 	a = span__get(s, SC_DB_OPERATION_BATCH_SIZE);
 	assert_non_null(a);
 	assert_int_equal(a->i, 3);
@@ -448,6 +454,72 @@ static void test_dbspan__pgx_server_and_batch(void **state)
 	assert_non_null(strstr(str_attr(s, GOSPAN_TRUNCATED), SC_DB_QUERY_TEXT));
 	span__free(s);
 	free(e);
+}
+
+/* Fills a span for QUERY on DRIVER in MODE and checks its name and the statement's attributes. */
+static void check_statement(const char *query, uint64_t driver, enum db_query_text mode,
+			    const char *name, const char *op, const char *coll, const char *summary,
+			    const char *proc)
+{
+	struct db_call *e = sql_call(query, driver);
+	struct span *s = fill(e, mode);
+	const char *got;
+
+	if (strcmp(s->name, name))
+		fail_msg("'%s': span name '%s', want '%s'", query, s->name, name);
+	got = str_attr(s, SC_DB_OPERATION_NAME);
+	if (op ? !got || strcmp(got, op) : got != NULL)
+		fail_msg("'%s': operation '%s', want '%s'", query, got, op);
+	got = str_attr(s, SC_DB_COLLECTION_NAME);
+	if (coll ? !got || strcmp(got, coll) : got != NULL)
+		fail_msg("'%s': collection '%s', want '%s'", query, got, coll);
+	got = str_attr(s, SC_DB_QUERY_SUMMARY);
+	if (summary ? !got || strcmp(got, summary) : got != NULL)
+		fail_msg("'%s': summary '%s', want '%s'", query, got, summary);
+	got = str_attr(s, SC_DB_STORED_PROCEDURE_NAME);
+	if (proc ? !got || strcmp(got, proc) : got != NULL)
+		fail_msg("'%s': procedure '%s', want '%s'", query, got, proc);
+	span__free(s);
+	free(e);
+}
+
+/*
+ * The span is named by the summary, read in the driver's own dialect: SQLite's INSERT OR
+ * REPLACE once named a span "INSERT OR" with the table "OR".
+ */
+static void test_dbspan__summary_names_the_span(void **state)
+{
+	(void)state;
+	check_statement("INSERT OR REPLACE INTO items (id, name) VALUES (1, 'a')", SQLITE_QUERY,
+			DB_QUERY_TEXT_SANITIZED, "INSERT items", "INSERT", "items", "INSERT items",
+			NULL);
+	check_statement("SELECT * FROM songs s JOIN artists a ON s.artist_id = a.id", PQ_QUERY,
+			DB_QUERY_TEXT_SANITIZED, "SELECT songs artists", "SELECT", NULL,
+			"SELECT songs artists", NULL);
+	check_statement("INSERT INTO shipping_details SELECT * FROM orders WHERE id = 1", PQ_QUERY,
+			DB_QUERY_TEXT_NONE, "INSERT shipping_details SELECT orders", "INSERT", NULL,
+			"INSERT shipping_details SELECT orders", NULL);
+	/* [x] is a name to SQLite only: the dialect is the driver's */
+	check_statement("DELETE FROM [song list] WHERE id = 1", SQLITE_QUERY,
+			DB_QUERY_TEXT_SANITIZED, "DELETE [song list]", "DELETE", "song list",
+			"DELETE [song list]", NULL);
+	check_statement("DELETE FROM [song list] WHERE id = 1", PQ_QUERY, DB_QUERY_TEXT_SANITIZED,
+			"DELETE", "DELETE", NULL, "DELETE", NULL);
+	/* the raw setting shows the text, never a literal in the summary */
+	check_statement("SELECT * FROM t WHERE a = 'FROM secret'", PQ_QUERY, DB_QUERY_TEXT_RAW,
+			"SELECT t", "SELECT", "t", "SELECT t", NULL);
+	/* no operation: the system names the span */
+	check_statement("'not sql'", PQ_QUERY, DB_QUERY_TEXT_SANITIZED, "postgresql", NULL, NULL,
+			NULL, NULL);
+}
+
+static void test_dbspan__call_names_its_procedure(void **state)
+{
+	(void)state;
+	check_statement("CALL add_item(7, 'secret')", PQ_QUERY, DB_QUERY_TEXT_SANITIZED,
+			"CALL add_item", "CALL", NULL, "CALL add_item", "add_item");
+	check_statement("CALL \"Shop\".\"Add\"()", PQ_QUERY, DB_QUERY_TEXT_SANITIZED,
+			"CALL \"Shop\".\"Add\"", "CALL", NULL, "CALL \"Shop\".\"Add\"", "Shop.Add");
 }
 
 int main(void)
@@ -465,6 +537,8 @@ int main(void)
 		cmocka_unit_test(test_dbspan__redis_pipeline),
 		cmocka_unit_test(test_dbspan__every_record_is_named),
 		cmocka_unit_test(test_dbspan__pgx_server_and_batch),
+		cmocka_unit_test(test_dbspan__summary_names_the_span),
+		cmocka_unit_test(test_dbspan__call_names_its_procedure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
