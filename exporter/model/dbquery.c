@@ -721,12 +721,27 @@ static bool same_text(const struct reader *r, struct span_ref a, struct span_ref
 	return true;
 }
 
+static void unquote(const struct reader *r, struct span_ref name, char *buf, size_t cap);
+
+/* Whether NAME is words and dots only: nothing its quotes kept apart (a space, a quote). */
+static bool plain_name(const char *name)
+{
+	for (; *name; name++)
+		if (!is_ident_char(*name) && *name != '.')
+			return false;
+	return true;
+}
+
 /*
- * A table named at N, as written. A reference to a CTE is none; a table already named since
- * the last operation is not named again (DELETE FROM a USING a JOIN b: DELETE a b).
+ * A table named at N: in the summary without its quotes where it is words and dots only
+ * ("orm_items", `shop`.`items`: gorm quotes every name, and the summary is then the span's name
+ * and matches db.collection.name), else as written ("song list"). A reference to a CTE is
+ * none; a table already named since the last operation is not named again (DELETE FROM a USING a
+ * JOIN b: DELETE a b).
  */
 static void add_target(struct reader *r, struct span_ref n)
 {
+	char plain[256];
 	size_t i;
 
 	for (i = 0; i < r->nctes; i++)
@@ -743,7 +758,11 @@ static void add_target(struct reader *r, struct span_ref n)
 	} else if (!same_text(r, n, r->first, false)) {
 		r->targets = 2;
 	}
-	add_part(r, r->lx.s + n.start, n.end - n.start);
+	unquote(r, n, plain, sizeof(plain));
+	if (plain[0] && plain_name(plain))
+		add_part(r, plain, strlen(plain));
+	else
+		add_part(r, r->lx.s + n.start, n.end - n.start);
 }
 
 /*

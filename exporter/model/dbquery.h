@@ -45,7 +45,7 @@ struct dbquery_statement {
 	char operation[32];
 	/* db.collection.name: the one table, quotes taken off, schema kept */
 	char collection[256];
-	/* db.query.summary: operations upper-cased and targets as written, in text order */
+	/* db.query.summary: operations upper-cased and their targets, in text order */
 	char summary[DBQUERY_SUMMARY_MAX + 1];
 	/* db.stored_procedure.name: CALL's procedure, quotes taken off */
 	char procedure[256];
@@ -60,8 +60,10 @@ struct dbquery_statement {
  * statement keywords (SELECT anywhere; INSERT, UPDATE, DELETE, MERGE, ... where a statement
  * begins, so ON DUPLICATE KEY UPDATE, DO UPDATE and MERGE's THEN INSERT are no operations), and
  * dialect modifiers (INSERT OR REPLACE, INSERT IGNORE, LOW_PRIORITY) are none. Targets are
- * written as in the text, schema and quotes kept, as the conventions' example keeps them
- * (FROM "song list" gives SELECT "song list"), each once after its operation; a CTE's name, a
+ * written as in the text, schema kept, each once after its operation, their quotes taken off
+ * where the name is words and dots only ("orm_items" gives orm_items: ORMs quote every name, and
+ * the summary is the span's name), kept where they hold a name together, as in the conventions'
+ * example (FROM "song list" gives SELECT "song list"); a CTE's name, a
  * function in FROM (generate_series(...)) and MySQL's DUAL are none.
  * CALL's procedure follows CALL; EXPLAIN is followed by its statement's summary. At most
  * DBQUERY_SUMMARY_MAX bytes, ended before the first part that does not fit, never inside one.
@@ -69,9 +71,8 @@ struct dbquery_statement {
  * The collection is given when the summary has one table (however often), except for EXPLAIN,
  * CALL and COPY (query): a join, a second FROM table, UPDATE ... FROM, DELETE ... USING, MERGE
  * from a table each name two. It is the summary's target with its quotes off ("Orders" gives
- * Orders), as gospan gave it before and the databases print it: a table keeps one
- * db.collection.name whether or not the application quotes it (gorm quotes every name), where
- * the summary, and so the span's name, keeps what was written.
+ * Orders, "song list" song list), as gospan gave it before and the databases print it: a table
+ * keeps one db.collection.name whether or not the application quotes it.
  *
  * A literal never becomes a name. Names are read only where the grammar wants one (after FROM,
  * JOIN, INTO, UPDATE, USING, TABLE, MERGE INTO, COPY, CALL, and ',' in a table list), and only

@@ -461,6 +461,12 @@ class MariadbServer:
             raise AssertionError(f"mariadb -e {sql!r} failed: {res.stderr.strip()}")
         return res.stdout
 
+    def fresh_database(self, name):
+        """Database NAME, empty (dropped first if there), which the fixture's user may use:
+        made as root, the one account that may."""
+        self._client(f"DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}; "
+                     f"GRANT ALL ON {name}.* TO '{self.user}'@'{self.host}'", None, root=True)
+
     def query(self, sql, database=None):
         """SQL's result through the mariadb client as user gospan: one line per row, columns
         split by '|' (NULL as NULL), as PostgresServer.query. Raises AssertionError with the

@@ -22,6 +22,7 @@ What gospan must make of each call:
 """
 
 import concurrent.futures
+import contextlib
 
 import pytest
 
@@ -95,22 +96,31 @@ class Traced:
         return server, sorted(clients, key=lambda s: s.start_ns)
 
 
+@contextlib.contextmanager
+def traced_service(svc, start_gospan, receiver, attached=(" + SQL (database/sql",)):
+    """gospan on dbmix SVC (which is stopped at the end, whatever happened), exporting to
+    RECEIVER: a Traced. Its attach line must name each of ATTACHED, and when it stops, every call
+    must have been a span: nothing dropped, nothing left in flight."""
+    try:
+        g = start_gospan(svc.pid, receiver)
+        line = g.wait_attached()
+        for want in attached:
+            assert want in line, line
+        yield Traced(svc, g, receiver)
+        assert g.stop() == 0, g.stderr
+        summary = g.summary_line()
+        assert summary and " dropped 0;" in summary and " in flight 0," in summary, summary
+    finally:
+        svc.stop()
+
+
 @pytest.fixture(scope="module")
 def traced(dbmix_bin, postgres_server, redis_server, start_gospan, otlp_receiver,
            tmp_path_factory):
     svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path_factory.mktemp("dbmix"))
-    try:
-        g = start_gospan(svc.pid, otlp_receiver)
-        line = g.wait_attached()
-        assert " + SQL (database/sql" in line and " + pgx (" in line and " + Redis (" in line, line
-        t = Traced(svc, g, otlp_receiver)
+    with traced_service(svc, start_gospan, otlp_receiver,
+                        (" + SQL (database/sql", " + pgx (", " + Redis (")) as t:
         yield t
-        assert g.stop() == 0, g.stderr
-        summary = g.summary_line()
-        # every call a span: nothing dropped, nothing left in flight
-        assert summary and " dropped 0;" in summary and " in flight 0," in summary, summary
-    finally:
-        svc.stop()
 
 
 def check_db_span(span, system, name, text, op, coll=None):

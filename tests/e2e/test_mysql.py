@@ -1,6 +1,6 @@
 """MySQL CLIENT spans: database/sql through go-sql-driver/mysql, on dbmix (tests/e2e/dbmix, its
 ?driver=mysql) against a real MariaDB that the session starts (datastores.mariadb_server),
-traced by a gospan as test_datastores.py traces the other drivers (its Traced and start_dbmix).
+traced by a gospan as test_datastores.py traces the other drivers (its traced_service and start_dbmix).
 
 Besides the calls every driver makes (a query with literals, INSERT/UPDATE/DELETE, a statement
 the driver prepares on the server and runs 100 times, a transaction, a syntax error, a query
@@ -23,7 +23,7 @@ import pytest
 
 from conftest import STATUS_ERROR, STATUS_UNSET, wait_until
 from datastores import EVERY_DRIVER, BuildError, build_dbmix
-from test_datastores import Traced, check_db_span, start_dbmix
+from test_datastores import check_db_span, start_dbmix, traced_service
 
 SYSTEM = "mysql"
 PASSWORD = "hunter2-SECRET-pw"
@@ -42,17 +42,8 @@ def traced(dbmix_bin, postgres_server, redis_server, mariadb_server, start_gospa
            tmp_path_factory):
     svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path_factory.mktemp("dbmix"),
                       mysql=mariadb_server)
-    try:
-        g = start_gospan(svc.pid, otlp_receiver)
-        line = g.wait_attached()
-        assert " + SQL (database/sql" in line, line
-        yield Traced(svc, g, otlp_receiver)
-        assert g.stop() == 0, g.stderr
-        summary = g.summary_line()
-        # every call a span: nothing dropped, nothing left in flight
-        assert summary and " dropped 0;" in summary and " in flight 0," in summary, summary
-    finally:
-        svc.stop()
+    with traced_service(svc, start_gospan, otlp_receiver) as t:
+        yield t
 
 
 def no_secret_in_any_span(receiver, *secrets):

@@ -1,7 +1,7 @@
 """Libraries that write the SQL for a service, over database/sql: gorm (gorm.io/gorm with
 gorm.io/driver/postgres, which opens pgx's database/sql driver) and sqlx (github.com/jmoiron/sqlx
 over lib/pq), on dbmix's /orm/ routes (tests/e2e/dbmix, tag orm) against the session's
-PostgreSQL, traced by a gospan as test_datastores.py traces dbmix (its Traced and start_dbmix).
+PostgreSQL, traced by a gospan as test_datastores.py traces dbmix (its traced_service and start_dbmix).
 
 gospan knows nothing of either: it traces the database/sql calls they make, so a request must
 give one CLIENT span per statement the library sends, no more, each named from the SQL the
@@ -17,7 +17,7 @@ import pytest
 
 from conftest import STATUS_UNSET
 from datastores import WITH_ORMS, BuildError, build_dbmix
-from test_datastores import Traced, check_db_span, start_dbmix
+from test_datastores import check_db_span, start_dbmix, traced_service
 
 SYSTEM = "postgresql"
 
@@ -35,16 +35,8 @@ def traced(dbmix_bin, postgres_server, redis_server, start_gospan, otlp_receiver
            tmp_path_factory):
     svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path_factory.mktemp("dbmix"),
                       setup=["/orm/setup"])
-    try:
-        g = start_gospan(svc.pid, otlp_receiver)
-        line = g.wait_attached()
-        assert " + SQL (database/sql" in line, line
-        yield Traced(svc, g, otlp_receiver)
-        assert g.stop() == 0, g.stderr
-        summary = g.summary_line()
-        assert summary and " dropped 0;" in summary and " in flight 0," in summary, summary
-    finally:
-        svc.stop()
+    with traced_service(svc, start_gospan, otlp_receiver) as t:
+        yield t
 
 
 def body(req):

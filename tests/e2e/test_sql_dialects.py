@@ -9,9 +9,10 @@ gospan's spans.
 - Where the database names the table a statement writes, that is the case's table: PostgreSQL's
   `EXPLAIN (VERBOSE)` plan ("Insert on public.items"), SQLite's `EXPLAIN` program (the tables
   its OpenWrite instructions open, by root page), MariaDB's `EXPLAIN` (its table column).
-- Through dbmix (`/sql/run`) traced by gospan, each PostgreSQL statement on lib/pq and each SQLite
-  statement on modernc's driver makes one CLIENT span whose name, db.operation.name,
-  db.collection.name, db.query.summary and db.stored_procedure.name are the table's.
+- Through dbmix (`/sql/run`) traced by gospan, each PostgreSQL statement on lib/pq, each SQLite
+  statement on modernc's driver and each MySQL statement on go-sql-driver/mysql (against the
+  MariaDB) makes one CLIENT span whose name, db.operation.name, db.collection.name,
+  db.query.summary and db.stored_procedure.name are the table's.
 """
 
 import re
@@ -25,8 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import STATUS_ERROR, Service, _clean_env, perform, wait_until
-import datastores
-from datastores import PGX_VERSION, PQ_VERSION, REDIS_VERSION, BuildError, build_dbmix
+from datastores import EVERY_DRIVER, BuildError, build_dbmix
 
 TABLE = Path(__file__).resolve().parents[1] / "unit" / "testdata" / "sql_statements.tsv"
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
@@ -215,40 +215,28 @@ def test_sqlite_runs_every_statement(tmp_path):
 # ---- MySQL (MariaDB) ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def mariadb(request):
-    """The session's MariaDB (datastores.py's mariadb_server), or a skip saying why not."""
-    try:
-        return request.getfixturevalue("mariadb_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("no mariadb_server fixture in tests/e2e/datastores.py: the MySQL cases "
-                    "run on MariaDB once it is there")
-
-
 def mysql_rows(out):
     return [re.split(r"\t|\|", line) for line in out.splitlines() if line]
 
 
 def fresh_mysql_database(server, name):
-    # The fixture's user may use its own database only, which dbmix's other tests fill: a
-    # database of ours, made and granted as root (MariadbServer._client on the socket).
-    server._client(f"DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}; "
-                   f"GRANT ALL ON {name}.* TO '{server.user}'@'{server.host}'", None, root=True)
+    # The fixture's database is dbmix's other tests': one of ours, which its user may use.
+    server.fresh_database(name)
     for sql in MYSQL_SETUP:
         server.query(sql, database=name)
 
 
-def test_mysql_runs_every_statement(mariadb):
-    fresh_mysql_database(mariadb, MYSQL_DB)
+def test_mysql_runs_every_statement(mariadb_server):
+    fresh_mysql_database(mariadb_server, MYSQL_DB)
     checked = 0
     for case in cases_of("mysql"):
         if case.operation in DML and case.collection:
             # MariaDB's EXPLAIN of a write lists the tables it reads and writes by name
-            rows = mysql_rows(mariadb.query(f"EXPLAIN {case.statement}", database=MYSQL_DB))
+            rows = mysql_rows(mariadb_server.query(f"EXPLAIN {case.statement}", database=MYSQL_DB))
             assert any(case.collection.rsplit(".", 1)[-1] in r for r in rows), (str(case), rows)
             checked += 1
         try:
-            mariadb.query(case.statement, database=MYSQL_DB)
+            mariadb_server.query(case.statement, database=MYSQL_DB)
         except AssertionError as e:
             raise AssertionError(f"{case}: {e}") from None
     assert checked >= 10
@@ -260,10 +248,8 @@ def test_mysql_runs_every_statement(mariadb):
 @pytest.fixture(scope="module")
 def dbmix_bin():
     # The build test_datastores makes (every driver dbmix has), so that the cache serves both.
-    drivers = getattr(datastores, "EVERY_DRIVER", None) or dict(
-        pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=True)
     try:
-        return build_dbmix(None, **drivers)
+        return build_dbmix(None, **EVERY_DRIVER)
     except BuildError as e:
         pytest.fail(str(e))
 
@@ -367,26 +353,12 @@ def test_sqlite_span(traced, case):
     check_span(span, case, "sqlite")
 
 
-# How dbmix is told MariaDB's address (branch mysql's dbmix: -mysql and go-sql-driver/mysql's
-# DSN); a dbmix without the driver does not start with the flag, and the MySQL spans skip.
-MYSQL_DBMIX_FLAG = "-mysql"
-
-
 @pytest.fixture(scope="module")
-def traced_mysql(dbmix_bin, mariadb, start_gospan, otlp_receiver):
+def traced_mysql(dbmix_bin, mariadb_server, start_gospan, otlp_receiver):
     """A dbmix of its own on MariaDB (so that PostgreSQL's and SQLite's never depend on it)."""
-    fresh_mysql_database(mariadb, MYSQL_DB)
-    dsn = f"{mariadb.user}:{mariadb.password}@tcp({mariadb.host}:{mariadb.port})/{MYSQL_DB}"
-    try:
-        t = start_traced(dbmix_bin, (MYSQL_DBMIX_FLAG, dsn), start_gospan, otlp_receiver)
-    except AssertionError as e:
-        pytest.skip(f"dbmix does not start with {MYSQL_DBMIX_FLAG} (no mysql driver built in?): "
-                    f"{str(e)[:300]}")
-    _, req = t.get("/sql/run?driver=mysql&q=SELECT%201")
-    if req.got_status != 200:
-        stop_traced(t)
-        pytest.skip(f"dbmix runs no MySQL statement: {req.got_status} "
-                    f"{req.got_body.decode(errors='replace').strip()}")
+    fresh_mysql_database(mariadb_server, MYSQL_DB)
+    dsn = f"{mariadb_server.user}:{mariadb_server.password}@tcp({mariadb_server.host}:{mariadb_server.port})/{MYSQL_DB}"
+    t = start_traced(dbmix_bin, ("-mysql", dsn), start_gospan, otlp_receiver)
     yield t
     stop_traced(t)
 
