@@ -8,9 +8,9 @@
 #                   release matrices; rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
-#   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, gin, echo,
-#                   chi, gorilla/mux) from the DWARF of probes built with each Go toolchain and
-#                   each module release
+#   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
+#                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber) from the
+#                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
 #   make install    gospan, its docs, an example functions file and a systemd unit under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them

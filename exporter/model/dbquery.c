@@ -733,15 +733,27 @@ static bool plain_name(const char *name)
 }
 
 /*
- * A table named at N: in the summary without its quotes where it is words and dots only
+ * The name at N into the summary: without its quotes where it is words and dots only
  * ("orm_items", `shop`.`items`: gorm quotes every name, and the summary is then the span's name
- * and matches db.collection.name), else as written ("song list"). A reference to a CTE is
- * none; a table already named since the last operation is not named again (DELETE FROM a USING a
- * JOIN b: DELETE a b).
+ * and matches db.collection.name), else as written ("song list").
+ */
+static void add_name(struct reader *r, struct span_ref n)
+{
+	char plain[256];
+
+	unquote(r, n, plain, sizeof(plain));
+	if (plain[0] && plain_name(plain))
+		add_part(r, plain, strlen(plain));
+	else
+		add_part(r, r->lx.s + n.start, n.end - n.start);
+}
+
+/*
+ * A table named at N. A reference to a CTE is none; a table already named since the last
+ * operation is not named again (DELETE FROM a USING a JOIN b: DELETE a b).
  */
 static void add_target(struct reader *r, struct span_ref n)
 {
-	char plain[256];
 	size_t i;
 
 	for (i = 0; i < r->nctes; i++)
@@ -758,11 +770,7 @@ static void add_target(struct reader *r, struct span_ref n)
 	} else if (!same_text(r, n, r->first, false)) {
 		r->targets = 2;
 	}
-	unquote(r, n, plain, sizeof(plain));
-	if (plain[0] && plain_name(plain))
-		add_part(r, plain, strlen(plain));
-	else
-		add_part(r, r->lx.s + n.start, n.end - n.start);
+	add_name(r, n);
 }
 
 /*
@@ -975,7 +983,7 @@ static bool expected_name(struct reader *r, const struct token *t)
 		return true;
 	case EXP_PROC:
 		unquote(r, n, r->st->procedure, sizeof(r->st->procedure));
-		add_part(r, r->lx.s + n.start, n.end - n.start);
+		add_name(r, n);
 		r->stop = true;
 		return true;
 	case EXP_CTE_NAME:

@@ -519,7 +519,7 @@ static void test_dbspan__call_names_its_procedure(void **state)
 	check_statement("CALL add_item(7, 'secret')", PQ_QUERY, DB_QUERY_TEXT_SANITIZED,
 			"CALL add_item", "CALL", NULL, "CALL add_item", "add_item");
 	check_statement("CALL \"Shop\".\"Add\"()", PQ_QUERY, DB_QUERY_TEXT_SANITIZED,
-			"CALL \"Shop\".\"Add\"", "CALL", NULL, "CALL \"Shop\".\"Add\"", "Shop.Add");
+			"CALL Shop.Add", "CALL", NULL, "CALL Shop.Add", "Shop.Add");
 }
 
 int main(void)
