@@ -225,11 +225,14 @@ def page_text(results, cells, kernel=None, note=None):
             "database/sql (lib/pq v1.10.9, the pq-only dbmix): a SELECT with literals; a "
             "prepared statement queried 5 times (its text read through `Stmt.query`); a "
             "transaction: BEGIN, an INSERT, a SELECT and COMMIT; a failing query (`SELEC 1`: "
-            "status ERROR, error.type and db.response.status_code `42601`, no message).",
+            "status ERROR, error.type and db.response.status_code `42601`, no message); each "
+            "but the failing one with server.address/port (lib/pq v1.10.9 keeps no host of its "
+            "own: the peer its socket is connected to).",
             "pgx v5, its own API through a pgxpool: Query, QueryRow, Exec, a SendBatch of three "
             "queries (`BATCH`, db.operation.batch.size 3, the first query's text, marked "
             "truncated: read through the batch's queued queries), a failing Exec (`42601`), "
-            "each with server.address/port; and one SELECT through pgx's database/sql driver.",
+            "each with server.address/port; and one SELECT through pgx's database/sql driver, "
+            "with server.address/port from its connection.",
             "go-redis v9: SET, GET, a GET of a missing key (no failure), a pipeline of SET, "
             "INCR, GET (`PIPELINE`, db.operation.batch.size 3, `SET ? ?; INCR ?; GET ?`), an "
             "INCR of text (status ERROR, error.type `ERR`), each with server.address/port.",
