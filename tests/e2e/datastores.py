@@ -154,6 +154,15 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     return out
 
 
+def built_dbmix(drivers):
+    """The cached dbmix with DRIVERS (build_dbmix's keywords, e.g. EVERY_DRIVER), for a test's
+    fixture: the test fails with build.sh's output when it does not build."""
+    try:
+        return build_dbmix(None, **drivers)
+    except BuildError as e:
+        pytest.fail(str(e))
+
+
 # ---- processes -------------------------------------------------------------------------------
 
 

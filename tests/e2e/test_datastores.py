@@ -28,7 +28,7 @@ import pytest
 
 from conftest import (STATUS_ERROR, STATUS_UNSET, Service, _clean_env, call, traced_get,
                       wait_until)
-from datastores import EVERY_DRIVER, BuildError, build_dbmix
+from datastores import EVERY_DRIVER, built_dbmix
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SPAN_TIMEOUT = 15.0
@@ -39,10 +39,7 @@ PASSWORD = "hunter2-SECRET-pw"
 
 @pytest.fixture(scope="module")
 def dbmix_bin():
-    try:
-        return build_dbmix(None, **EVERY_DRIVER)
-    except BuildError as e:
-        pytest.fail(str(e))
+    return built_dbmix(EVERY_DRIVER)
 
 
 def start_dbmix(binary, pg, redis, tmp, mysql=None, setup=()):

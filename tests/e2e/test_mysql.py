@@ -22,7 +22,7 @@ import urllib.parse
 import pytest
 
 from conftest import STATUS_ERROR, STATUS_UNSET, wait_until
-from datastores import EVERY_DRIVER, BuildError, build_dbmix
+from datastores import EVERY_DRIVER, built_dbmix
 from test_datastores import check_db_span, start_dbmix, traced_service
 
 SYSTEM = "mysql"
@@ -31,10 +31,7 @@ PASSWORD = "hunter2-SECRET-pw"
 
 @pytest.fixture(scope="module")
 def dbmix_bin():
-    try:
-        return build_dbmix(None, **EVERY_DRIVER)
-    except BuildError as e:
-        pytest.fail(str(e))
+    return built_dbmix(EVERY_DRIVER)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import re
 import pytest
 
 from conftest import STATUS_UNSET
-from datastores import WITH_ORMS, BuildError, build_dbmix
+from datastores import WITH_ORMS, built_dbmix
 from test_datastores import check_db_span, start_dbmix, traced_service
 
 SYSTEM = "postgresql"
@@ -24,10 +24,7 @@ SYSTEM = "postgresql"
 
 @pytest.fixture(scope="module")
 def dbmix_bin():
-    try:
-        return build_dbmix(None, **WITH_ORMS)
-    except BuildError as e:
-        pytest.fail(str(e))
+    return built_dbmix(WITH_ORMS)
 
 
 @pytest.fixture(scope="module")
