@@ -89,15 +89,15 @@ def assert_all_stopped(out):
 
 
 def datastores(out):
-    """The Redis address the demo says it started; checks PostgreSQL's line too."""
-    m = re.search(r"^demo: PostgreSQL: pid \d+, 127\.0\.0\.1:\d+, postgres \(PostgreSQL\) .*, "
-                  r"run as postgres in (/tmp/gospan-demo-pg\.\w+)$", out, re.M)
-    assert m, out
+    """The Redis and PostgreSQL addresses the demo says it started, (redis, postgresql)."""
+    pg = re.search(r"^demo: PostgreSQL: pid \d+, (127\.0\.0\.1:\d+), postgres \(PostgreSQL\) .*, "
+                   r"run as postgres in (/tmp/gospan-demo-pg\.\w+)$", out, re.M)
+    assert pg, out
     m = re.search(r"^demo: Redis: pid \d+, (127\.0\.0\.1:\d+), Redis server v=\S+, persisting "
                   r"nothing$", out, re.M)
     assert m, out
     assert "demo:   reads items from PostgreSQL through the Redis cache" in out, out
-    return m.group(1)
+    return m.group(1), pg.group(1)
 
 
 def assert_datastores_gone(out):
@@ -143,14 +143,15 @@ def children(tree, i):
     return found
 
 
-def data_calls(texts, redis_addr):
+def data_calls(texts, stores):
     """The names of the backend data store CLIENT spans among TEXTS, each line checked: no
-    status, the system, and Redis's address."""
+    status, the system, and the server's address (STORES: datastores())."""
+    redis_addr, pg_addr = stores
     names = []
     for text in texts:
         m = re.fullmatch(r"backend  client  (GET|SET|SELECT items)\s+-\s+[\d.]+ ms  (.*)", text)
         assert m, text
-        where = "postgresql" if m.group(1) == "SELECT items" else f"redis {redis_addr}"
+        where = f"postgresql {pg_addr}" if m.group(1) == "SELECT items" else f"redis {redis_addr}"
         assert m.group(2) == where, text
         names.append(m.group(1))
     return names
@@ -159,7 +160,7 @@ def data_calls(texts, redis_addr):
 MISS, HIT = ["GET", "SELECT items", "SET"], ["GET"]
 
 
-def check_traces(out, inventory_addr, redis_addr):
+def check_traces(out, inventory_addr, stores):
     """The trees `jaeger.py show` printed, against what REQUESTS requests must give."""
     lines = out.splitlines()
     assert "the fullest trace of each frontend operation, the most spans and the latest of " \
@@ -191,7 +192,7 @@ def check_traces(out, inventory_addr, redis_addr):
         # Under each backend SERVER span, its data store calls: the fullest trace of an item
         # route is the one whose reads missed the cache (/both: one of its two calls, the other
         # waits for it and hits).
-        reads = [data_calls(children(tree, i), redis_addr) for i, (d, text) in enumerate(tree)
+        reads = [data_calls(children(tree, i), stores) for i, (d, text) in enumerate(tree)
                  if d == 2 and text.startswith("backend  server  ")]
         if op == "GET /backend-fail":
             assert reads == [[]], f"{op}: {tree}\n{out}"
@@ -226,7 +227,7 @@ def check_traces(out, inventory_addr, redis_addr):
         # The backend's own traces: the fullest of GET /work/{id} missed the cache.
         m = re.search(r"^\s+backend  server  GET /work/\{id\}\s+200 .*\n((?:\s+backend  client  "
                       r".*\n)+)", out, re.M)
-        assert m and data_calls([t.strip() for t in m.group(1).splitlines()], redis_addr) == \
+        assert m and data_calls([t.strip() for t in m.group(1).splitlines()], stores) == \
             MISS, out
         return
     assert (be, inv, fe_be, fe_inv) == (REQUESTS, LOOKUPS, REQUESTS, LOOKUPS), out
@@ -295,9 +296,9 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
         assert op in fe, out
     assert f"CLIENT {RPC} -> {inventory_addr(out)}" in fe, out
     assert "GET /work/{id}" in be and "GET /fail" in be, out
-    redis_addr = datastores(out)
+    redis_addr, pg_addr = datastores(out)
     assert be.count(f"CLIENT GET -> {redis_addr} ") == ITEM_READS, be
-    assert be.count("CLIENT SELECT items ") == MISSES, be
+    assert be.count(f"CLIENT SELECT items -> {pg_addr} ") == MISSES, be
     assert be.count(f"CLIENT SET -> {redis_addr} ") == MISSES, be
     assert (f"demo: data store calls printed under the backend's SERVER spans: redis GET "
             f"{ITEM_READS}, postgresql SELECT items {MISSES}, redis SET {MISSES}") in out, out
