@@ -256,6 +256,7 @@ class Traced:
 
     def __init__(self, svc, gospan, receiver):
         self.svc, self.gospan, self.receiver = svc, gospan, receiver
+        self.runs = {}  # trace id -> the statement run under it
 
     def get(self, path):
         """GET PATH under a trace of its own, whatever it answers: (trace id, req)."""
@@ -276,11 +277,12 @@ class Traced:
 
         def mine():
             return [s for s in self.receiver.snapshot() if s.trace_id == trace_id]
+        self.runs[trace_id] = statement
         assert wait_until(lambda: len(mine()) >= 2, SPAN_TIMEOUT), \
             (f"{statement}: {req.got_status} {req.got_body!r}, spans "
              f"{[(s.name, s.kind) for s in mine()]}\n{self.gospan.stderr}")
-        # nothing more is coming: a span too many would have come with the others
-        wait_until(lambda: False, 0.2)
+        # A span too many would come with the others; stop_traced() counts them all again once
+        # gospan has sent everything.
         clients = [s for s in mine() if s.kind == SPAN_KIND_CLIENT]
         assert len(clients) == 1, (statement, [(s.name, s.attrs) for s in mine()])
         return clients[0], req
@@ -299,10 +301,18 @@ def start_traced(binary, args, start_gospan, receiver):
 
 
 def stop_traced(t):
+    """Stops gospan (which sends what it holds first) and dbmix; then every statement run must
+    have made exactly one CLIENT span, none dropped."""
     try:
         assert t.gospan.stop() == 0, t.gospan.stderr
         summary = t.gospan.summary_line()
         assert summary and " dropped 0;" in summary, summary
+        clients = {}
+        for s in t.receiver.snapshot():
+            if s.trace_id in t.runs and s.kind == SPAN_KIND_CLIENT:
+                clients[s.trace_id] = clients.get(s.trace_id, 0) + 1
+        extra = [(t.runs[tid], n) for tid, n in clients.items() if n != 1]
+        assert not extra, f"statements with more than one CLIENT span: {extra}"
     finally:
         t.svc.stop()
 
