@@ -29,7 +29,6 @@ data store section of COMPATIBILITY.md from the results a run saved (for a run c
 shares with the grpc-go matrix (grpc_matrix.py) is matrix.py's.
 """
 
-import platform
 import sys
 import textwrap
 import time
@@ -174,7 +173,6 @@ def page_text(results, cells, kernel=None, note=None):
     """The data store section of COMPATIBILITY.md: RESULTS (cell -> what test_db_versions.py
     recorded) of CELLS, on KERNEL (this one's release without it); NOTE, when given, says how
     the run went."""
-    kernel = kernel or platform.release()
     fails = {}
 
     def result(c):
@@ -254,10 +252,7 @@ def page_text(results, cells, kernel=None, note=None):
         "ends are probed in its callers, on instructions the kernel emulates; pgx's and "
         "go-redis's on their functions' RETs (`RETs kept: wanted` in gospan's `--verbose` "
         "lines), which it single-steps.")
-    lines += ["", f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: "
-              f"{tally(cells, results)}."]
-    if note:
-        lines += [""] + para(note)
+    lines += matrix.run_lines(cells, results, kernel, note)
 
     rs = releases("sql")
     lines += ["", f"### database/sql: Go {rs[0][2:]} to {rs[-1][2:]}, {count('sql')}", "",

@@ -24,7 +24,6 @@ the fasthttp section of COMPATIBILITY.md from the results a run saved:
 `python3 tests/e2e/fasthttp_matrix.py --page build/e2e/fasthttp-versions-full.json ["a note"]`.
 """
 
-import platform
 import re
 import subprocess
 import sys
@@ -231,7 +230,6 @@ def page_text(results, cells, kernel=None, note=None):
     """The fasthttp section of COMPATIBILITY.md: RESULTS (cell -> what test_fasthttp_versions.py
     recorded) of CELLS, on KERNEL (this one's release without it); NOTE, when given, says how
     the run went."""
-    kernel = kernel or platform.release()
     fails = {}
 
     def rec(c):
@@ -260,8 +258,7 @@ def page_text(results, cells, kernel=None, note=None):
         "stripped build must use it).")
     lines += [""] + para("Where gospan probes (every site a direct `CALL` or another "
                          "instruction the kernel emulates: no single-step):") + [""]
-    for name, text in SITES:
-        lines += para(f"**{name}**: {text}", initial_indent="- ", subsequent_indent="  ")
+    lines += matrix.site_lines(SITES)
     lines += [""] + para(
         "Releases: every minor's latest patch from the first release each offset table covers "
         "(fasthttp v1.40.0, Fiber v2.40.0, Fiber v3.0.0) to the newest the table has (with the "
@@ -273,27 +270,13 @@ def page_text(results, cells, kernel=None, note=None):
         "and PIE (`-buildmode=pie`). Where that Go does not build the release after all, the "
         "next of those releases that does builds the cell, and *notes* says why the older did "
         "not.")
-    lines += ["", f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: "
-              f"{tally(cells, results)}."]
-    if note:
-        lines += [""] + para(note)
+    lines += matrix.run_lines(cells, results, kernel, note)
 
-    refused = {}  # (program, release, reason) -> the toolchains that failed with it
-    for c in cells:
-        for go, why in rec(c).get("refused") or []:
-            gos = refused.setdefault((c[0], c[1], why), [])
-            gos += [go] if go not in gos else []
-    if refused:
-        lines += [""] + para("Where the oldest Go a release's go.mod allows does not build "
-                             "it, and the cell was built with a newer one:") + [""]
-        for (prog, release, why), gos in refused.items():
-            lines += para(f"- {named(prog, release)}: {', '.join(gos)} stop at `{why}`; its "
-                          f"go.mod says go {matrix.go_directive(PROGRAMS[prog][0], release)}.",
-                          subsequent_indent="  ")
+    lines += matrix.refused_lines(results, cells, lambda c: named(c[0], c[1]),
+                                  lambda c: PROGRAMS[c[0]][0])
 
     def notes(c):
-        return "; ".join(dict.fromkeys(f"older Go did not build it: `{why}`"
-                                       for _, why in rec(c).get("refused") or []))
+        return "; ".join(matrix.refused_notes(results, c))
 
     for prog in PROGRAMS:
         mine = [c for c in cells if c[0] == prog]
@@ -311,16 +294,11 @@ def page_text(results, cells, kernel=None, note=None):
             lines.append(f"| {c[1]} | {fh if prog != 'fasthttp' else '-'} | {go} | {c[3]} | "
                          f"{shown_result(results, c, fails)} | {notes(c)} |")
 
-    slice_ = [c for c in slice_cells() if c in cells]
-    if slice_:
-        lines += [""] + para(
-            "What CI runs (`make test`, `tests/e2e/fasthttp_matrix.py` lists them): the first "
-            "release of every layout of each offset table, stripped, the oldest with the oldest "
-            "Go it allows, and the newest release of each with the installed Go, plain, "
-            "stripped and PIE: " + ", ".join(
-                f"{named(c[0], c[1])} {c[3]}"
-                + ("" if c[2] == "local" else f" ({toolchain_label(c[2])})") for c in slice_)
-            + ".")
+    lines += matrix.slice_lines(
+        "What CI runs (`make test`, `tests/e2e/fasthttp_matrix.py` lists them): the first "
+        "release of every layout of each offset table, stripped, the oldest with the oldest Go "
+        "it allows, and the newest release of each with the installed Go, plain, stripped and "
+        "PIE: ", [c for c in slice_cells() if c in cells], lambda c: named(c[0], c[1]))
     found = [(p, v, text) for p, v, text in FINDINGS
              if any(c[0] == p and parse(c[1]) >= parse(v) for c in fails)]
     if found:

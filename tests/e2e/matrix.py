@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -387,6 +388,63 @@ def failure_lines(fails, name):
         lines.append(f"- {name(c)}, {r.get('toolchain') or c[-2]}, {c[-1]}: "
                      + r.get("why", "?").replace("|", "\\|"))
     return lines
+
+
+def run_lines(cells, results, kernel, note):
+    """The page's line saying where and when the run was and how its CELLS went (RESULTS), on
+    KERNEL (this one's release without it), and NOTE's paragraph when given."""
+    kernel = kernel or platform.release()
+    lines = ["", f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: "
+             f"{tally(cells, results)}."]
+    return lines + ([""] + para(note) if note else [])
+
+
+def site_lines(sites):
+    """SITES, (name, text) pairs, as the page's list of where gospan probes."""
+    lines = []
+    for name, text in sites:
+        lines += para(f"**{name}**: {text}", initial_indent="- ", subsequent_indent="  ")
+    return lines
+
+
+def refused(results, cell):
+    """The (toolchain, reason) pairs of the Go releases that did not build CELL (RESULTS)."""
+    return (results.get(cell) or {}).get("refused") or []
+
+
+def refused_notes(results, cell):
+    """CELL's notes on the older Go releases that did not build it, each reason once."""
+    return list(dict.fromkeys(f"older Go did not build it: `{why}`"
+                              for _, why in refused(results, cell)))
+
+
+def refused_lines(results, cells, name, module):
+    """The page's paragraph on the cells the oldest Go a release's go.mod allows did not build,
+    each release by NAME(cell) with the go directive of MODULE(cell) at it; none when all
+    built."""
+    seen = {}  # (program, release, reason) -> the toolchains that failed with it, and a cell
+    for c in cells:
+        for go, why in refused(results, c):
+            gos = seen.setdefault((c[0], c[1], why), ([], c))[0]
+            gos += [go] if go not in gos else []
+    if not seen:
+        return []
+    lines = [""] + para("Where the oldest Go a release's go.mod allows does not build it, and "
+                        "the cell was built with a newer one:") + [""]
+    for (_, release, why), (gos, c) in seen.items():
+        lines += para(f"- {name(c)}: {', '.join(gos)} stop at `{why}`; its go.mod says go "
+                      f"{go_directive(module(c), release)}.", subsequent_indent="  ")
+    return lines
+
+
+def slice_lines(intro, cells, name):
+    """The page's paragraph on what CI runs: INTRO, then each of CELLS named by NAME(cell) with
+    its flavour and, where not the installed one, its Go."""
+    if not cells:
+        return []
+    return [""] + para(intro + ", ".join(
+        f"{name(c)} {c[3]}" + ("" if c[2] == "local" else f" ({toolchain_label(c[2])})")
+        for c in cells) + ".")
 
 
 def tally(cells, results):

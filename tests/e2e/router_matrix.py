@@ -25,7 +25,6 @@ the routers section of COMPATIBILITY.md from the results a run saved:
 `python3 tests/e2e/router_matrix.py --page build/e2e/router-versions-full.json ["a note"]`.
 """
 
-import platform
 import re
 import subprocess
 import sys
@@ -285,7 +284,6 @@ def page_text(results, cells, kernel=None, note=None):
     """The routers section of COMPATIBILITY.md: RESULTS (cell -> what test_router_versions.py
     recorded) of CELLS, on KERNEL (this one's release without it); NOTE, when given, says how
     the run went."""
-    kernel = kernel or platform.release()
     fails = {}
 
     def rec(c):
@@ -313,8 +311,7 @@ def page_text(results, cells, kernel=None, note=None):
         "gospan reads each framework's route at one probe a request, on a direct `CALL` (the "
         "kernel emulates it: no single-step, as every attach line of the run says):")
     lines += [""]
-    for name, text in SITES:
-        lines += para(f"**{name}**: {text}", initial_indent="- ", subsequent_indent="  ")
+    lines += matrix.site_lines(SITES)
     lines += [""] + para(
         "Releases: every minor's latest patch from the first release each offset table covers "
         "(gin v1.7.0, Echo v4.0.0, Echo v5.0.0, chi v5.0.0, gorilla/mux v1.6.0) to the newest "
@@ -325,10 +322,7 @@ def page_text(results, cells, kernel=None, note=None):
         "others through the module proxy), plain, stripped (`-ldflags='-s -w'`) and PIE "
         "(`-buildmode=pie`). Where that Go does not build the release after all, the next of "
         "those releases that does builds the cell, and *notes* says why the older did not.")
-    lines += ["", f"Run on Linux {kernel} {platform.machine()}, {time.strftime('%Y-%m-%d')}: "
-              f"{tally(cells, results)}."]
-    if note:
-        lines += [""] + para(note)
+    lines += matrix.run_lines(cells, results, kernel, note)
 
     if KNOWN:
         lines += ["", "Where gospan reports otherwise, as the *notes* column says:", ""]
@@ -337,22 +331,11 @@ def page_text(results, cells, kernel=None, note=None):
                 f"{n}. {named(fw, first)} to {last}, `{request}`: http.route `{route}`, name "
                 f"`{request.split()[0]} {route}`. {why}.", subsequent_indent="   ")
 
-    refused = {}  # (framework, release, reason) -> the toolchains that failed with it
-    for c in cells:
-        for go, why in rec(c).get("refused") or []:
-            gos = refused.setdefault((c[0], c[1], why), [])
-            gos += [go] if go not in gos else []
-    if refused:
-        lines += [""] + para("Where the oldest Go a release's go.mod allows does not build "
-                             "it, and the cell was built with a newer one:") + [""]
-        for (fw, release, why), gos in refused.items():
-            lines += para(f"- {named(fw, release)}: {', '.join(gos)} stop at `{why}`; its "
-                          f"go.mod says go {matrix.go_directive(FRAMEWORKS[fw][1], release)}.",
-                          subsequent_indent="  ")
+    lines += matrix.refused_lines(results, cells, lambda c: named(c[0], c[1]),
+                                  lambda c: FRAMEWORKS[c[0]][1])
 
     def note_refs(c):
-        return "; ".join(list(dict.fromkeys(f"older Go did not build it: `{why}`"
-                                            for _, why in rec(c).get("refused") or []))
+        return "; ".join(matrix.refused_notes(results, c)
                          + [f"{request}: `{route}` ({(known(c[0], c[1], request) or '?')[0]})"
                             for request, route in rec(c).get("notes") or []])
 
@@ -372,15 +355,11 @@ def page_text(results, cells, kernel=None, note=None):
             lines.append(f"| {c[1]} | {go} | {c[3]} | {shown_result(results, c, fails)} | "
                          f"{'-' if steps is None else steps} | {note_refs(c)} |")
 
-    slice_ = [c for c in slice_cells() if c in cells]
-    if slice_:
-        lines += [""] + para(
-            "What CI runs (`make test`, `tests/e2e/router_matrix.py` lists them): a release of "
-            "every row of each framework's offset table, stripped, the oldest with the oldest Go "
-            "it allows, and the newest release of each with the installed Go, plain, stripped "
-            "and PIE: " + ", ".join(f"{named(c[0], c[1])} {c[3]}"
-                                    + ("" if c[2] == "local" else f" ({toolchain_label(c[2])})")
-                                    for c in slice_) + ".")
+    lines += matrix.slice_lines(
+        "What CI runs (`make test`, `tests/e2e/router_matrix.py` lists them): a release of every "
+        "row of each framework's offset table, stripped, the oldest with the oldest Go it "
+        "allows, and the newest release of each with the installed Go, plain, stripped and PIE: ",
+        [c for c in slice_cells() if c in cells], lambda c: named(c[0], c[1]))
     lines += matrix.failure_lines(fails, lambda c: named(c[0], c[1]))
     return "\n".join(lines) + "\n"
 
