@@ -33,16 +33,16 @@ import pytest
 
 import fasthttp_matrix
 import matrix
-from conftest import (BUILD, STATUS_ERROR, Service, _clean_env, traced_get, wait_until)
+from conftest import BUILD, STATUS_ERROR, Service, _clean_env, traced_get
 # backend: the module fixture of the HTTP server /call/ calls, noting each request's traceparent
 from test_fasthttp import backend, client_problems, server_attrs  # noqa: F401 (a fixture)
+from test_router_versions import traces
 
 # Two builds at a time: most of a build is its serial steps (go mod tidy, the link).
 BUILD_JOBS = 2
 # Cells traced at once, each its own service, gospan and traces, so they do not mix.
 RUN_JOBS = 2
 SPAN_SERVER, SPAN_CLIENT = 2, 3
-SPAN_TIMEOUT = 15.0
 FASTHTTP_PART = re.compile(
     r" \+ fasthttp server \+ fasthttp client \(fasthttp (v[0-9.]+), offsets from "
     r"(DWARF|table v[0-9.]+); single-stepped hits: (\d+|no probe for) a request served, "
@@ -106,25 +106,6 @@ def check_attach(cell, line, built):
     return both, steps + [steps_of(fsteps)], []
 
 
-def traces(receiver, sent, gospan, where):
-    """{trace id: its spans} of the traces SENT, once each has all it should (and a moment
-    more, for a stray one to show)."""
-    def whole():
-        got = {}
-        for s in receiver.snapshot():
-            got[s.trace_id] = got.get(s.trace_id, 0) + 1
-        return all(got.get(tid, 0) >= 1 + calls for tid, calls in sent)
-    assert wait_until(whole, SPAN_TIMEOUT), (
-        f"{where}: not every request's spans arrived within {SPAN_TIMEOUT:.0f} s\n"
-        f"{gospan.stderr}")
-    wait_until(lambda: False, 0.3)
-    by_trace = {tid: [] for tid, _ in sent}
-    for s in receiver.snapshot():
-        if s.trace_id in by_trace:
-            by_trace[s.trace_id].append(s)
-    return by_trace
-
-
 def check_request(cell, request, spans, parent, req, port, backend):
     """What is wrong with REQUEST's SPANS (its trace's), if anything: a list of lines."""
     method, path, status, route, calls = request
@@ -174,7 +155,7 @@ def run_cell(cell, build, start_gospan, receiver, backend):
             for m, p, status, _, calls in REQUESTS:
                 tid, parent, req = traced_get(svc.port, p, status, f"{where}: {m} ", method=m)
                 sent.append((tid, parent, req, calls))
-            got = traces(receiver, [(tid, calls) for tid, _, _, calls in sent], g, where)
+            got = traces(receiver, [(tid, 1 + calls) for tid, _, _, calls in sent], g, where)
             g.stop_cleanly()
         finally:
             svc.stop()

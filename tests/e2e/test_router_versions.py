@@ -85,17 +85,19 @@ def check_attach(cell, line, built_with):
     return source, None if steps == "no probe for" else int(steps)
 
 
-def traces(receiver, sent, gospan, where):
-    """{trace id: its spans} of the traces SENT, once each has a span (and a moment more, for a
-    stray one to show)."""
+def traces(receiver, wanted, gospan, where):
+    """{trace id: its spans} of the traces WANTED, (trace id, how many spans it must have)
+    pairs, once each has them (and a moment more, for a stray one to show)."""
     def whole():
-        got = {s.trace_id for s in receiver.snapshot()}
-        return all(tid in got for tid, _ in sent)
+        got = {}
+        for s in receiver.snapshot():
+            got[s.trace_id] = got.get(s.trace_id, 0) + 1
+        return all(got.get(tid, 0) >= n for tid, n in wanted)
     assert wait_until(whole, SPAN_TIMEOUT), (
-        f"{where}: not every request's span arrived within {SPAN_TIMEOUT:.0f} s\n"
+        f"{where}: not every request's spans arrived within {SPAN_TIMEOUT:.0f} s\n"
         f"{gospan.stderr}")
     wait_until(lambda: False, 0.3)
-    by_trace = {tid: [] for tid, _ in sent}
+    by_trace = {tid: [] for tid, _ in wanted}
     for s in receiver.snapshot():
         if s.trace_id in by_trace:
             by_trace[s.trace_id].append(s)
@@ -144,7 +146,7 @@ def run_cell(cell, build, start_gospan, receiver):
             rec.update(source=source, steps=steps)
             sent = [traced_get(svc.port, p, status, f"{where}: {m} ", method=m)[:2]
                     for m, p, status, _ in REQUESTS]
-            got = traces(receiver, sent, g, where)
+            got = traces(receiver, [(tid, 1) for tid, _ in sent], g, where)
             g.stop_cleanly()
         finally:
             svc.stop()
