@@ -35,6 +35,20 @@
  */
 #define DB_NEST_MAX_NS (60ULL * 1000000000ULL)
 
+/*
+ * The driver connection a database/sql call went to: its itab's first method (DRIVER_FN, a
+ * runtime address: it names the driver), its data word, which of the target's sql_servers it is
+ * (+ 1; 0: none), and the process's load bias as the entry's probe saw it (a peer's itab is told
+ * by it).
+ */
+struct sql_conn {
+	__u64 driver_fn;
+	__u64 conn;
+	__u64 bias;
+	__u32 server;
+	__u32 _pad;
+};
+
 /* A call in flight on a goroutine, until its end; then START_NS is 0. */
 struct db_pending {
 	__u64 start_ns;
@@ -43,7 +57,7 @@ struct db_pending {
 	/* A prepared statement's text, noted before its execution begins (0: none). */
 	__u64 note_ptr;
 	__s64 note_len;
-	__u64 driver_fn;
+	struct sql_conn sql;
 	__u64 obj;   /* pgx: the *Conn; go-redis: the *baseClient */
 	__u64 items; /* pgx: the *Batch; go-redis: the command's data word, or the commands' array */
 	__u32 nitems;
@@ -53,19 +67,8 @@ struct db_pending {
 	__u32 nested;
 	__u32 sql_op;	     /* enum db_sql_op */
 	__u32 _pad;
-	/* The driver of the goroutine's last database/sql call: a transaction's end is on it. */
-	__u64 last_driver_fn;
-	/*
-	 * database/sql: the driver's connection (the data word of its interface) and which of
-	 * the target's sql_servers it is, + 1 (0: none); then the same of the last call.
-	 */
-	__u64 conn;
-	__u64 last_conn;
-	__u32 server;
-	__u32 last_server;
-	/* The process's load bias, as the entry's probe saw it: a peer's itab is told by it. */
-	__u64 bias;
-	__u64 last_bias;
+	/* The connection of the goroutine's last database/sql call: a transaction's end is on it. */
+	struct sql_conn last_sql;
 };
 
 struct {
@@ -102,7 +105,7 @@ static __always_inline struct db_pending *db_begin(const struct goroutine_key *k
 	p->start_ns = now;
 	p->query_ptr = query_ptr;
 	p->query_len = query_len;
-	p->driver_fn = 0;
+	__builtin_memset(&p->sql, 0, sizeof(p->sql));
 	p->obj = obj;
 	p->items = 0;
 	p->nitems = 0;
@@ -110,9 +113,6 @@ static __always_inline struct db_pending *db_begin(const struct goroutine_key *k
 	p->err_slot = 0;
 	p->nested = 0;
 	p->sql_op = DB_SQL_QUERY;
-	p->conn = 0;
-	p->server = 0;
-	p->bias = 0;
 	return p;
 }
 
@@ -148,18 +148,17 @@ static __always_inline void error_strings(__u64 data, struct db_call *e)
 {
 	struct go_string s8 = {};
 	__u64 w[2] = {};
+	bool read;
 
 	leading_strings(data, e->err_lens, e->err);
-	e->err_head = 0;
+	read = data && !bpf_probe_read_user(w, sizeof(w), (void *)data);
+	e->err_head = read ? w[0] : 0;
 	e->err_len8 = 0;
-	if (data && !bpf_probe_read_user(w, sizeof(w[0]), (void *)data))
-		e->err_head = w[0];
 	if (data && !bpf_probe_read_user(&s8, sizeof(s8), (void *)(data + 8)) && s8.len > 0 &&
 	    s8.len <= 4096)
 		e->err_len8 = (__u16)go_copy_string(e->err8, MAX_DB_ERROR_LEN, s8.ptr, s8.len);
-	w[0] = 0;
 	e->inner_fn = 0;
-	if (data && !bpf_probe_read_user(w, sizeof(w), (void *)data) && w[0] && w[1])
+	if (read && w[0] && w[1])
 		e->inner_fn = itab_fn0(w[0]);
 	leading_strings(e->inner_fn ? w[1] : 0, e->inner_lens, e->inner);
 }
@@ -280,7 +279,8 @@ static __always_inline __u32 sql_server_of(const struct target_config *cfg, __u6
 
 /*
  * Where the driver connection CONN of sql_servers[SERVER - 1] says its server is, into E: its
- * host and port, or its net.Conn's peer (BIAS: the process's load bias).
+ * host and port, or its net.Conn's peer (BIAS: the process's load bias). By value, not as the
+ * map's struct sql_conn: the index must be the one checked.
  */
 static __always_inline void sql_details(const struct target_config *cfg, __u32 server, __u64 conn,
 					__u64 bias, struct db_call *e)
@@ -384,14 +384,10 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 	e->end_ns = now;
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 	e->client = p->client;
-	e->driver_fn = p->driver_fn;
+	e->driver_fn = p->sql.driver_fn;
 	e->sql_op = (__u16)p->sql_op;
-	if (p->driver_fn) {
-		p->last_driver_fn = p->driver_fn;
-		p->last_conn = p->conn;
-		p->last_server = p->server;
-		p->last_bias = p->bias;
-	}
+	if (p->sql.driver_fn)
+		p->last_sql = p->sql;
 	e->err_itab = err_itab;
 	e->err_fn = itab_fn0(err_itab);
 	e->batch_size = 0;
@@ -408,7 +404,7 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 	else if (p->client == DB_CLIENT_REDIS || p->client == DB_CLIENT_REDIS_PIPELINE)
 		redis_details(cfg, p, e);
 	else
-		sql_details(cfg, p->server, p->conn, p->bias, e);
+		sql_details(cfg, p->sql.server, p->sql.conn, p->sql.bias, e);
 	p->start_ns = 0;
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
@@ -469,10 +465,10 @@ static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, _
 static __always_inline void sql_conn(GO_REGS *ctx, const struct target_config *cfg,
 				     struct db_pending *p, __u64 itab, __u64 conn)
 {
-	p->driver_fn = itab_fn0(itab);
-	p->conn = conn;
-	p->bias = load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32);
-	p->server = sql_server_of(cfg, p->driver_fn, p->bias);
+	p->sql.driver_fn = itab_fn0(itab);
+	p->sql.conn = conn;
+	p->sql.bias = load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32);
+	p->sql.server = sql_server_of(cfg, p->sql.driver_fn, p->sql.bias);
 }
 
 /*
@@ -609,10 +605,7 @@ static __always_inline int sql_tx_end_begin(GO_REGS *ctx, __u32 op)
 
 	if (p) {
 		/* db_begin leaves the last driver alone */
-		p->driver_fn = p->last_driver_fn;
-		p->conn = p->last_conn;
-		p->server = p->last_server;
-		p->bias = p->last_bias;
+		p->sql = p->last_sql;
 		p->sql_op = op;
 		p->err_slot = 1;
 	}
