@@ -2,8 +2,8 @@
 # and a runtime stage holding build/gospan and the shared libraries it links against.
 #
 #   docker build -t gospan .
-#   docker run --rm --pid=host --read-only --cap-drop ALL --cap-add SYS_ADMIN --cap-add BPF \
-#       --cap-add PERFMON --cap-add SYS_PTRACE --cap-add DAC_READ_SEARCH \
+#   docker run --rm --pid=host --uts=host --read-only --cap-drop ALL --cap-add SYS_ADMIN \
+#       --cap-add SYS_PTRACE --cap-add DAC_READ_SEARCH \
 #       -e OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 gospan --exe /app/my-service
 #
 # docker-compose.yml and examples/kubernetes/README.md say what each privilege is for.

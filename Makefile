@@ -8,6 +8,8 @@
 #                   release matrices; rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
+#   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
+#                   runs), images built locally; checks the traces in Jaeger's container
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
 #                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber) from the
 #                   DWARF of probes built with each Go toolchain and each module release
@@ -137,7 +139,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test layering unit e2e demo offsets fmt clean bench soak compat
+.PHONY: all deps test layering unit e2e demo compose-demo offsets fmt clean bench soak compat
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -149,7 +151,7 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
 	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
-	postgresql redis-server mariadb-server mariadb-client
+	postgresql redis-server mariadb-server mariadb-client docker.io debootstrap
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
 
 deps:
@@ -170,6 +172,7 @@ deps:
 			$(PYTHON) -m pip install -q --disable-pip-version-check $$pkg || exit 1; }; \
 	done
 	$(Q)command -v $(GO) >/dev/null || { echo "deps: Go is needed to build the example services" >&2; exit 1; }
+	$(Q)$(PYTHON) tests/e2e/compose.py tool
 
 # ---- BPF ------------------------------------------------------------------------------------
 
@@ -247,10 +250,12 @@ unit: $(UNIT_BINS)
 # The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go, data store and fasthttp release
 # matrices: they prove the offset tables and the binary readers on dozens of builds, which the
 # first pass has done with the same code, and they would take CI past its half hour. Every other
-# end-to-end test runs against the sanitized gospan (test_datastores.py among them).
+# end-to-end test runs against the sanitized gospan (test_datastores.py among them), but
+# test_compose.py: its gospan is the one the Dockerfile builds in gospan's image, the same in
+# both passes.
 E2E_SKIP := $(if $(filter 1,$(SANITIZE)),--ignore=tests/e2e/test_go_versions.py \
 	--ignore=tests/e2e/test_grpc_versions.py --ignore=tests/e2e/test_db_versions.py \
-	--ignore=tests/e2e/test_fasthttp_versions.py)
+	--ignore=tests/e2e/test_fasthttp_versions.py --ignore=tests/e2e/test_compose.py)
 
 e2e: $(OUTPUT)/gospan
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra tests/e2e $(E2E_SKIP) $(PYTEST_ARGS)
@@ -367,6 +372,10 @@ fuzz-smoke: $(FUZZ_BINS)
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) GO=$(GO) PYTHON=$(PYTHON) examples/demo.sh
+
+# The same demo in containers, from docker-compose.yml as a user runs it: see tests/e2e/compose.py.
+compose-demo: deps
+	$(Q)$(PYTHON) tests/e2e/compose.py demo
 
 # OFFSETS_ARGS: more flags for offsets/gen (e.g. -verify; offsets/README.md lists them).
 offsets:

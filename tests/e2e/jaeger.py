@@ -590,6 +590,9 @@ def _cmd_show(args):
         if svc not in services:
             print(f"jaeger.py: --datastores '{svc}' is not a --service", file=sys.stderr)
             return 2
+    if args.since is not None:
+        by_service = {svc: [t for t in traces if _started((t,)) >= args.since * 1e6]
+                      for svc, traces in by_service.items()}
     names = {svc: {t["traceID"] for t in traces} for svc, traces in by_service.items()}
     first = services[0]
     shown = set()
@@ -686,6 +689,9 @@ def main(argv=None):
                    help="a service that must have made data store calls, each the child of one "
                    "of its SERVER spans: status 3 otherwise (repeatable)")
     p.add_argument("--limit", type=int, default=1000, help="traces read per service")
+    p.add_argument("--since", type=float, metavar="UNIX_SECONDS",
+                   help="only the traces that start at or after this time (a demo whose load "
+                   "began before every service was traced)")
     args = ap.parse_args(argv)
     return {"path": _cmd_path, "build": _cmd_build, "serve": _cmd_serve, "wait": _cmd_wait,
             "show": _cmd_show}[args.cmd](args)

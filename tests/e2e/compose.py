@@ -1,0 +1,447 @@
+"""The docker-compose demo on a real Docker engine: what `make compose-demo` runs and
+test_compose.py tests.
+
+docker-compose.yml is used as a user runs it (`docker compose up`); what this machine lacks is
+provided first, and only what was missing:
+
+- the engine: Debian's docker.io (`make deps` installs it); when no engine answers, dockerd is
+  started here (its log in the work directory) and stopped at the end;
+- the compose tool: Docker Compose v2 (`docker compose`). Debian 12 packages only Compose v1
+  (docker-compose 1.29), which does not read this file (`name:`, `cgroup:`), so `make deps`
+  builds v2 from its Go module (COMPOSE_VERSION, through the Go module proxy, about 2 minutes,
+  cached) and installs it as the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose;
+- the images: no container registry can be reached here, so every image the compose file and
+  the Dockerfiles it builds name (debian:bookworm, debian:bookworm-slim, golang:1.26-bookworm,
+  jaegertracing/jaeger, postgres, redis) that the engine does not have is made locally and tagged
+  with that name, so that the file under test is the user's own: Debian from Debian's packages
+  (debootstrap, minbase; the tarball cached), the others from tests/e2e/standins/ on it (the Go
+  toolchain the machine has, the Jaeger binary jaeger.py builds, Debian's PostgreSQL and Redis).
+  A user with a registry pulls the real images instead.
+
+Run as a program:
+
+    python3 tests/e2e/compose.py tool      install Compose v2 where `docker compose` is missing
+    python3 tests/e2e/compose.py demo      the whole demo: engine, images, `docker compose up
+                                           --build`, load, the joined-trace check read back from
+                                           Jaeger in its container, `docker compose down`, and
+                                           every container, network and image it made removed
+                                           (GOSPAN_COMPOSE_KEEP=1 leaves it all running)
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from matrix import cache_dir  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = REPO / "docker-compose.yml"
+STANDINS = Path(__file__).resolve().parent / "standins"
+COMPOSE_MODULE = "github.com/docker/compose/v2"
+COMPOSE_VERSION = "v2.40.3"
+PLUGIN = Path("/usr/local/lib/docker/cli-plugins/docker-compose")
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+JAEGER_QUERY = "http://127.0.0.1:16686"
+TRACED = ("frontend", "backend", "inventory")
+
+
+class Unavailable(Exception):
+    """What the demo needs cannot be had on this machine; the message says what and why."""
+
+
+def say(msg):
+    print(f"compose-demo: {msg}", flush=True)
+
+
+def run(argv, what, timeout=900, check=True, quiet=True, **kw):
+    """ARGV's completed process; raises Unavailable naming WHAT when it fails and CHECK."""
+    try:
+        res = subprocess.run(argv, capture_output=quiet, text=True, timeout=timeout, **kw)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Unavailable(f"{what}: {e}") from e
+    if check and res.returncode != 0:
+        tail = ((res.stderr or "") + (res.stdout or "")).strip()[-3000:] if quiet else ""
+        raise Unavailable(f"{what}: '{' '.join(map(str, argv))}' exited with status "
+                          f"{res.returncode}{': ' + tail if tail else ''}")
+    return res
+
+
+# ---- the engine and the compose tool ------------------------------------------------------------
+
+def engine_answers():
+    return shutil.which("docker") is not None and \
+        subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+class Engine:
+    """The Docker engine: the running one, else a dockerd started here and stopped by stop()."""
+
+    def __init__(self, workdir):
+        self.proc = None
+        self.log = Path(workdir) / "dockerd.log"
+
+    def start(self, timeout=60.0):
+        if engine_answers():
+            return self
+        if shutil.which("dockerd") is None:
+            raise Unavailable("no Docker engine runs and dockerd is not installed (Debian's "
+                              "docker.io: `make deps` installs it)")
+        if os.geteuid() != 0:
+            raise Unavailable("no Docker engine runs, and starting dockerd needs root")
+        say(f"no Docker engine answers: starting dockerd (log: {self.log})")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(["dockerd"], stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Unavailable(f"dockerd exited with status {self.proc.returncode}: "
+                                  f"{self.log.read_text(errors='replace')[-2000:]}")
+            if engine_answers():
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise Unavailable(f"dockerd did not answer within {timeout:.0f} s: "
+                          f"{self.log.read_text(errors='replace')[-2000:]}")
+
+    def stop(self):
+        """Stops the dockerd started here (none otherwise), waiting for it to exit."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        say("stopped the dockerd started for the demo")
+
+
+def compose_answers():
+    return subprocess.run(["docker", "compose", "version"], capture_output=True,
+                          timeout=30).returncode == 0
+
+
+def install_compose():
+    """Docker Compose v2 as the docker CLI's plugin, built from its Go module when `docker
+    compose` is missing. Its go.mod has exclude directives, which `go install pkg@version`
+    refuses, so the module is downloaded and built as the main module; the binary is cached."""
+    if compose_answers():
+        return
+    home = cache_dir("GOSPAN_COMPOSE_CACHE") / f"compose-{COMPOSE_VERSION}"
+    binary = home / "docker-compose"
+    if not os.access(binary, os.X_OK):
+        say(f"building Docker Compose {COMPOSE_VERSION} from {COMPOSE_MODULE} through the Go "
+            f"module proxy (about 2 minutes, once)")
+        res = run(["go", "mod", "download", "-json", f"{COMPOSE_MODULE}@{COMPOSE_VERSION}"],
+                  "cannot download Docker Compose", timeout=600)
+        src = home / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(json.loads(res.stdout)["Dir"], src)
+        for d, _, files in os.walk(src):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        tmp = home / "docker-compose.partial"
+        run(["go", "build", "-trimpath", "-o", str(tmp), "-ldflags",
+             f"-s -w -X {COMPOSE_MODULE}/internal.Version={COMPOSE_VERSION}", "./cmd"],
+            "cannot build Docker Compose", timeout=1800, cwd=src,
+            env={**os.environ, "CGO_ENABLED": "0"})
+        os.replace(tmp, binary)
+        shutil.rmtree(src, ignore_errors=True)
+    PLUGIN.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(binary, PLUGIN)
+    if not compose_answers():
+        raise Unavailable(f"'docker compose version' fails with {PLUGIN} installed")
+    say(f"installed Docker Compose {COMPOSE_VERSION} as {PLUGIN}")
+
+
+# ---- the images ---------------------------------------------------------------------------------
+
+def compose_config():
+    res = run(["docker", "compose", "-f", str(COMPOSE_FILE), "config", "--format", "json"],
+              "cannot read docker-compose.yml")
+    return json.loads(res.stdout)
+
+
+def base_images(config):
+    """Every image the compose file runs or its Dockerfiles build FROM, by name, but the
+    Dockerfiles' own stages."""
+    names = set()
+    for svc in config["services"].values():
+        build = svc.get("build")
+        if not build:
+            names.add(svc["image"])
+            continue
+        dockerfile = Path(build["context"]) / build.get("dockerfile", "Dockerfile")
+        stages = set()
+        for line in dockerfile.read_text().splitlines():
+            m = re.match(r"\s*FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?", line, re.I)
+            if m:
+                if m.group(1) not in stages:
+                    names.add(m.group(1))
+                if m.group(2):
+                    stages.add(m.group(2))
+    return names
+
+
+def image_exists(name):
+    return subprocess.run(["docker", "image", "inspect", name], capture_output=True,
+                          timeout=60).returncode == 0
+
+
+def debian_rootfs():
+    """A tarball of a minimal Debian (debootstrap --variant=minbase), cached."""
+    tar = cache_dir("GOSPAN_IMAGE_CACHE") / f"debian-{DEBIAN_SUITE}-minbase.tar"
+    if tar.exists():
+        return tar
+    if shutil.which("debootstrap") is None:
+        raise Unavailable("debootstrap is not installed (`make deps` installs it): it makes the "
+                          "Debian base image")
+    tar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gospan-debian-") as root:
+        say(f"making a Debian {DEBIAN_SUITE} root file system from Debian's packages "
+            f"(debootstrap, about a minute, once)")
+        run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, root, DEBIAN_MIRROR],
+            "debootstrap failed", timeout=900)
+        # What the official image leaves out too: the package lists and caches.
+        for d in ("var/lib/apt/lists", "var/cache/apt/archives"):
+            for p in Path(root, d).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        tmp = tar.with_suffix(".partial")
+        run(["tar", "-C", root, "--numeric-owner", "-cf", str(tmp), "."], "cannot pack Debian")
+        os.replace(tmp, tar)
+    return tar
+
+
+def _go_root(want):
+    """The GOROOT of a Go toolchain of release WANT ("1.26"): the machine's own if it is one,
+    else the newest patch release the go command takes from the module proxy."""
+    env = {**os.environ}
+    res = run(["go", "env", "GOVERSION", "GOROOT"], "cannot ask Go its version")
+    version, root = res.stdout.split()
+    if version.startswith(f"go{want}.") or version == f"go{want}":
+        return root
+    res = run(["go", "env", "GOROOT"], f"cannot get Go {want}",
+              env={**env, "GOTOOLCHAIN": f"go{want}.0+auto", "GOFLAGS": ""}, timeout=600)
+    return res.stdout.strip()
+
+
+def make_standin(name, made):
+    """Builds the local stand-in for image NAME and tags it NAME; adds it to MADE."""
+    repo, _, tag = name.partition(":")
+    if repo == "debian":
+        run(["docker", "import", "--change", 'CMD ["bash"]', str(debian_rootfs()), name],
+            f"cannot import Debian as {name}")
+    elif repo == "golang":
+        m = re.match(r"(\d+\.\d+)", tag)
+        if not m:
+            raise Unavailable(f"cannot tell the Go release of {name}")
+        need(f"debian:{DEBIAN_SUITE}", made)
+        with tempfile.TemporaryDirectory(prefix="gospan-golang-image-") as ctx:
+            # Hard links where the toolchain is on the same file system, else a copy.
+            run(["cp", "-a", "--link", _go_root(m.group(1)) + "/.", f"{ctx}/go"],
+                "cannot link the Go toolchain", check=False)
+            if not Path(ctx, "go", "bin", "go").exists():
+                shutil.rmtree(Path(ctx, "go"), ignore_errors=True)
+                shutil.copytree(_go_root(m.group(1)), Path(ctx, "go"), symlinks=True)
+            shutil.copy2(CA_BUNDLE, Path(ctx, "ca-certificates.crt"))
+            run(["docker", "build", "-q", "-t", name, "-f",
+                 str(STANDINS / "golang" / "Dockerfile"), ctx], f"cannot build {name}")
+    elif repo == "jaegertracing/jaeger":
+        from jaeger import jaeger_binary
+        need(f"debian:{DEBIAN_SUITE}-slim", made)
+        with tempfile.TemporaryDirectory(prefix="gospan-jaeger-image-") as ctx:
+            shutil.copy2(jaeger_binary(), Path(ctx) / "jaeger")
+            run(["docker", "build", "-q", "-t", name, "-f",
+                 str(STANDINS / "jaeger" / "Dockerfile"), ctx], f"cannot build {name}")
+    elif repo in ("postgres", "redis"):
+        need(f"debian:{DEBIAN_SUITE}-slim", made)
+        run(["docker", "build", "-q", "-t", name, str(STANDINS / repo)], f"cannot build {name}")
+    else:
+        raise Unavailable(f"the engine has no image '{name}', none can be pulled here, and "
+                          f"tests/e2e/compose.py knows no stand-in for it")
+    made.append(name)
+    say(f"made the stand-in image {name}")
+
+
+def need(name, made):
+    if not image_exists(name):
+        make_standin(name, made)
+
+
+# ---- the demo -----------------------------------------------------------------------------------
+
+class Demo:
+    """docker-compose.yml brought up under project PROJECT (the file's own name by default),
+    and everything made for it taken down again by down()."""
+
+    def __init__(self, workdir, project="gospan-demo"):
+        self.workdir = Path(workdir)
+        self.project = project
+        self.engine = Engine(workdir)
+        self.made_images = []  # stand-ins made here, removed by down()
+        self.images_before = set()
+        self.up_called = False
+
+    def compose(self, *args, timeout=900, check=True, quiet=True):
+        return run(["docker", "compose", "-f", str(COMPOSE_FILE), "-p", self.project, *args],
+                   f"docker compose {' '.join(args)}", timeout=timeout, check=check, quiet=quiet)
+
+    def prepare(self):
+        self.engine.start()
+        install_compose()
+        self.images_before = set(self._all_images())
+        for name in sorted(base_images(compose_config())):
+            need(name, self.made_images)
+
+    def _all_images(self):
+        res = run(["docker", "image", "ls", "-aq", "--no-trunc"], "cannot list images")
+        return res.stdout.split()
+
+    def up(self):
+        self.up_called = True
+        t0 = time.monotonic()
+        say("docker compose up --build --wait (images built from the repository's Dockerfiles)")
+        self.compose("up", "--build", "--detach", "--wait", "--wait-timeout", "300",
+                     timeout=1800)
+        say(f"every service is up ({time.monotonic() - t0:.0f} s)")
+
+    def logs(self, service):
+        return self.compose("logs", "--no-color", "--no-log-prefix", service, check=False).stdout
+
+    def wait_attached(self, service, since=0, timeout=60.0):
+        """Waits for the SINCE+1-th 'gospan: attached' in SERVICE's log; returns its lines."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.logs(service)
+            if out.count("gospan: attached") > since:
+                return out
+            if time.monotonic() > deadline:
+                raise Unavailable(f"{service} did not report 'gospan: attached' within "
+                                  f"{timeout:.0f} s; its log:\n{out[-3000:]}")
+            time.sleep(0.5)
+
+    def container_id(self, service):
+        res = self.compose("ps", "-q", service)
+        ids = res.stdout.split()
+        if len(ids) != 1:
+            raise Unavailable(f"{service}: {len(ids)} containers, not one")
+        return run(["docker", "inspect", "-f", "{{.Id}}", ids[0]], "docker inspect").stdout.strip()
+
+    def down(self):
+        """Takes down the project's containers and networks, removes the images made for it
+        (the services' builds, the stand-ins and the build stages left behind), and stops the
+        engine if it was started here."""
+        try:
+            if self.up_called:
+                self.compose("down", "--volumes", "--remove-orphans", "--timeout", "40",
+                             timeout=300, check=False)
+            if engine_answers():
+                new = [i for i in self._all_images() if i not in self.images_before]
+                if new:
+                    run(["docker", "image", "rm", "-f", *new], "cannot remove images",
+                        check=False)
+                for name in self.made_images:
+                    run(["docker", "image", "rm", "-f", name], "cannot remove image",
+                        check=False)
+                run(["docker", "builder", "prune", "-af"], "cannot prune the build cache",
+                    check=False)
+                say(f"removed {len(new)} images built for the demo and "
+                    f"{len(self.made_images)} stand-ins")
+        finally:
+            self.engine.stop()
+
+
+def jaeger_show(since_s, out):
+    """jaeger.py show over the three services for traces started after SINCE_S (UNIX
+    seconds); (exit status, its output)."""
+    res = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent / "jaeger.py"), "show",
+         "--query", JAEGER_QUERY, "--since", f"{since_s:.6f}",
+         *[a for s in TRACED for a in ("--service", s)], "--datastores", "backend"],
+        capture_output=True, text=True, timeout=300)
+    Path(out).write_text(res.stdout + res.stderr)
+    return res.returncode, res.stdout + res.stderr
+
+
+def joined(show_out):
+    """(joined, of) from show's 'joined traces: N of M' line."""
+    m = re.search(r"^joined traces: (\d+) of (\d+) ", show_out, re.M)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("tool")
+    d = sub.add_parser("demo")
+    d.add_argument("--seconds", type=float, default=15.0,
+                   help="how long loadgen runs once every gospan attached (default 15)")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "tool":
+            install_compose()
+            return 0
+        return demo(args.seconds)
+    except Unavailable as e:
+        print(f"compose-demo: {e}", file=sys.stderr)
+        return 1
+
+
+def demo(seconds):
+    if os.geteuid() != 0:
+        raise Unavailable("gospan's containers load BPF programs, and starting an engine needs "
+                          "root: run 'sudo make compose-demo'")
+    keep = os.environ.get("GOSPAN_COMPOSE_KEEP") == "1"
+    work = Path(tempfile.mkdtemp(prefix="gospan-compose-demo-"))
+    d = Demo(work)
+    ok = False
+    try:
+        d.prepare()
+        d.up()
+        for svc in TRACED:
+            out = d.wait_attached(f"gospan-{svc}")
+            say(f"gospan-{svc}: " + next(l for l in out.splitlines() if "gospan: attached" in l))
+        since = time.time()
+        say(f"every gospan attached; loadgen's requests for {seconds:.0f} s")
+        time.sleep(seconds)
+        d.compose("stop", "loadgen")
+        time.sleep(3)  # the last spans: the gospans export every second
+        rc, out = jaeger_show(since, work / "show.out")
+        print(out, end="")
+        n, of = joined(out)
+        ids = {svc: d.container_id(svc) for svc in TRACED}
+        for svc, cid in ids.items():
+            say(f"{svc}: container {cid[:12]}")
+        if rc != 0 or of == 0 or n != of:
+            raise Unavailable(f"{n} of {of} frontend traces are one trace across the "
+                              f"containers (show's status {rc}); see above")
+        say(f"all {of} frontend requests since every gospan attached are one trace across the "
+            f"frontend, backend and inventory containers, every parent link exact, read back "
+            f"from Jaeger in its container")
+        ok = True
+        return 0
+    finally:
+        if keep and ok:
+            say(f"everything keeps running (GOSPAN_COMPOSE_KEEP=1): Jaeger at {JAEGER_QUERY}; "
+                f"'docker compose -p {d.project} down' stops it")
+        else:
+            d.down()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

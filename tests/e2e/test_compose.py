@@ -1,0 +1,273 @@
+"""docker-compose.yml on a real Docker engine, as a user runs it (compose.py): the images built
+from the repository's Dockerfiles, the demo brought up with `docker compose up`, gospan in its
+own containers tracing the services in theirs.
+
+- gospan's image run as the compose file runs it, one capability taken away at a time: each
+  is shown needed where the kernel lets a test show it;
+- every frontend request one trace across the frontend, backend and inventory containers,
+  every parent link exact, read back from Jaeger in its container;
+- every span's resource names its container (`container.id`, checked against `docker
+  inspect`), its service (the container's own OTEL_SERVICE_NAME) and the host (host.name, not
+  gospan's container);
+- a service restarted in its container, and one in a new container started after gospan, traced
+  again by the gospan already running.
+
+Where no Docker engine can be had (not installed, no root) every test skips and says why; with
+CI=true that is a failure (conftest.py), since CI installs and starts the engine. Everything the
+module made (containers, networks, images, the build cache, a dockerd it started) goes at the
+end.
+"""
+
+import json
+import os
+import socket
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+import compose
+from jaeger import QueryAPI, _hops, service_of
+
+PROJECT = "gospan-e2e"
+# The capabilities docker-compose.yml gives gospan, each taken away in turn where that shows.
+CAPABILITY_CASES = {
+    # name: (capabilities taken away, attaches, service.name from the service's environment)
+    "as in compose": (set(), True, True),
+    "without SYS_PTRACE": ({"SYS_PTRACE"}, False, None),
+    "without DAC_READ_SEARCH": ({"DAC_READ_SEARCH"}, True, False),
+}
+
+
+def _skip_without_engine():
+    if os.geteuid() != 0:
+        pytest.skip("the compose demo needs root: it starts the Docker engine and gospan's "
+                    "containers load BPF programs")
+    for tool in ("docker", "dockerd"):
+        if not compose.shutil.which(tool):
+            pytest.skip(f"no Docker engine: '{tool}' is not installed (Debian's docker.io; "
+                        f"`make deps` installs it)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, bpf_ready):
+    """The engine (started here if none runs), the compose tool, the images the compose file
+    names (stand-ins made where missing) and the services' images built; all of it taken down
+    at the end."""
+    _skip_without_engine()
+    d = compose.Demo(tmp_path_factory.mktemp("compose"), project=PROJECT)
+    try:
+        try:
+            d.prepare()
+        except compose.Unavailable as e:
+            pytest.skip(f"no Docker engine or compose tool here: {e}")
+        d.compose("build", timeout=1800)
+        yield d
+    finally:
+        d.down()
+
+
+def _image(d, service):
+    return f"{PROJECT}-{service}"
+
+
+def _docker(*args, check=True, timeout=120):
+    return compose.run(["docker", *args], f"docker {args[0]}", check=check, timeout=timeout)
+
+
+def _gospan_run_args(d, caps):
+    """`docker run` arguments for gospan as docker-compose.yml runs it, with CAPS."""
+    svc = compose.compose_config()["services"]["gospan-frontend"]
+    args = ["--pid", "host", "--uts", "host", "--cgroupns", "host", "--read-only",
+            "--cap-drop", "ALL", *[a for c in sorted(caps) for a in ("--cap-add", c)]]
+    for opt in svc.get("security_opt", []):
+        args += ["--security-opt", opt]
+    assert svc["read_only"] and svc["pid"] == "host" and svc["cap_drop"] == ["ALL"]
+    return args
+
+
+@pytest.mark.parametrize("case", CAPABILITY_CASES)
+def test_gospan_capabilities(built, case):
+    """gospan's image with the privileges docker-compose.yml gives it, one taken away where that
+    shows: without SYS_PTRACE it cannot see which process runs /app/frontend (the service runs
+    as another user), without DAC_READ_SEARCH it cannot read the service's OTEL_SERVICE_NAME
+    and names it after its executable."""
+    removed, attaches, env_name = CAPABILITY_CASES[case]
+    caps = set(compose.compose_config()["services"]["gospan-frontend"]["cap_add"]) - removed
+    tag_ = uuid.uuid4().hex[:8]
+    app, tracer = f"gospan-e2e-app-{tag_}", f"gospan-e2e-tracer-{tag_}"
+    name = f"svc-{tag_}"
+    try:
+        # The frontend image on its own, its backend nowhere: /health answers all the same.
+        _docker("run", "-d", "--name", app, "-e", f"OTEL_SERVICE_NAME={name}", "-p",
+                "127.0.0.1::8080", _image(built, "frontend"), "-addr", "0.0.0.0:8080",
+                "-backend", "http://127.0.0.1:9")
+        port = json.loads(_docker("inspect", app).stdout)[0]["NetworkSettings"]["Ports"][
+            "8080/tcp"][0]["HostPort"]
+        _docker("run", "-d", "--name", tracer, *_gospan_run_args(built, caps),
+                "-e", "OTEL_TRACES_EXPORTER=console", "-e", "OTEL_BSP_SCHEDULE_DELAY=200",
+                _image(built, "gospan-frontend"), "--exe", "/app/frontend")
+        deadline = time.monotonic() + (30 if attaches else 8)
+        logs = ""
+        while time.monotonic() < deadline and "gospan: attached" not in logs:
+            time.sleep(0.5)
+            logs = _docker("logs", tracer).stderr
+        if not attaches:
+            assert "gospan: attached" not in logs, f"attached without {removed}:\n{logs}"
+            assert "waiting for a process running '/app/frontend'" in logs, logs
+            return
+        assert "gospan: attached" in logs, logs
+        # Another gospan (the compose demo's) may trace this frontend too: not running yet.
+        _wait_http(f"http://127.0.0.1:{port}/health")
+        time.sleep(1.0)
+        _docker("stop", "-t", "40", tracer, timeout=60)
+        res = _docker("logs", tracer)
+        assert json.loads(_docker("inspect", tracer).stdout)[0]["State"]["ExitCode"] == 0, \
+            res.stderr
+        traces = [line for line in res.stdout.splitlines() if line.startswith("trace ")]
+        assert traces, res.stdout + res.stderr
+        assert all(line.split()[2] == (name if env_name else "frontend") for line in traces), \
+            res.stdout
+    finally:
+        _docker("rm", "-f", app, tracer, check=False)
+
+
+def _wait_http(url, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    while True:
+        try:
+            with opener.open(url, timeout=5) as resp:
+                return resp.read()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def demo(built):
+    """docker-compose.yml up, every gospan attached, loadgen's requests for a while and then
+    stopped; (the Demo, the time every gospan had attached)."""
+    built.up()
+    for svc in compose.TRACED:
+        built.wait_attached(f"gospan-{svc}")
+    since = time.time()
+    time.sleep(8)
+    built.compose("stop", "loadgen")
+    time.sleep(3)
+    return built, since
+
+
+def _traces(service, since):
+    api = QueryAPI(compose.JAEGER_QUERY)
+    got = api.find_traces(service, limit=1000)
+    return [t for t in got if min(s["startTime"] for s in t["spans"]) >= since * 1e6]
+
+
+def _process_tags(trace, span):
+    proc = trace["processes"][span["processID"]]
+    return {t["key"]: t["value"] for t in proc.get("tags") or []}
+
+
+def test_every_request_is_one_trace_across_containers(demo):
+    d, since = demo
+    rc, out = compose.jaeger_show(since, d.workdir / "show.out")
+    n, of = compose.joined(out)
+    assert rc == 0 and of >= 20 and n == of, out
+    for hop in ("hop frontend -> backend, HTTP", "hop frontend -> inventory, gRPC"):
+        assert hop in out, out
+    assert "db backend -> redis GET" in out and "db backend -> postgresql SELECT" in out, out
+
+
+def test_spans_name_their_container_service_and_host(demo):
+    d, since = demo
+    host = socket.gethostname()
+    for svc in compose.TRACED:
+        cid = d.container_id(svc)
+        traces = _traces(svc, since)
+        assert traces, f"no {svc} traces"
+        seen = set()
+        for t in traces:
+            for s in t["spans"]:
+                if service_of(t, s) != svc:
+                    continue
+                tags = _process_tags(t, s)
+                seen.add((tags.get("container.id"), tags.get("host.name"),
+                          tags.get("container.runtime.name"), "k8s.pod.uid" in tags))
+        assert seen == {(cid, host, "docker", False)}, (svc, cid, seen)
+
+
+def _requests(n, path="/direct/1"):
+    for _ in range(n):
+        _wait_http(f"http://127.0.0.1:8080{path}")
+
+
+def _backend_pids_and_containers(since):
+    out = set()
+    for t in _traces("backend", since):
+        for s in t["spans"]:
+            if service_of(t, s) == "backend":
+                tags = _process_tags(t, s)
+                out.add((tags.get("process.pid"), tags.get("container.id")))
+    return out
+
+
+def _joined_since(since, want):
+    """Waits until Jaeger holds WANT frontend traces started after SINCE, each joined."""
+    api = QueryAPI(compose.JAEGER_QUERY)
+    deadline = time.monotonic() + 20
+    while True:
+        traces = [api.trace(t["traceID"]) for t in _traces("frontend", since)]
+        good = [t for t in traces if t and _hops(t, "frontend")[0]]
+        if len(good) >= want or time.monotonic() > deadline:
+            return traces, good
+        time.sleep(0.5)
+
+
+def test_service_restarted_in_its_container_is_traced_again(demo):
+    d, _ = demo
+    cid = d.container_id("backend")
+    before = _backend_pids_and_containers(0)
+    d.compose("restart", "backend", timeout=120)
+    d.compose("up", "--wait", "--no-deps", "--no-recreate", "backend", timeout=120)
+    since = time.time()
+    _requests(5)
+    traces, good = _joined_since(since, 5)
+    assert len(traces) == 5 and len(good) == 5, [_hops(t, "frontend") for t in traces]
+    after = _backend_pids_and_containers(since)
+    assert len(after) == 1 and next(iter(after))[1] == cid, after
+    assert not after & before, (before, after)
+
+
+def test_service_in_a_new_container_is_traced_by_the_running_gospan(demo):
+    d, _ = demo
+    old = d.container_id("backend")
+    d.compose("up", "--wait", "--no-deps", "--force-recreate", "backend", timeout=120)
+    new = d.container_id("backend")
+    assert new != old
+    since = time.time()
+    _requests(5)
+    traces, good = _joined_since(since, 5)
+    assert len(traces) == 5 and len(good) == 5, [_hops(t, "frontend") for t in traces]
+    after = _backend_pids_and_containers(since)
+    assert {c for _, c in after} == {new}, after
+    logs = d.logs("gospan-backend")
+    assert "gospan: attached" in logs
+
+
+def test_gospan_container_runs_as_the_compose_file_says(demo):
+    d, _ = demo
+    for svc in compose.TRACED:
+        cid = d.container_id(f"gospan-{svc}")
+        info = json.loads(_docker("inspect", cid).stdout)[0]
+        host = info["HostConfig"]
+        assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
+        assert host["PidMode"] == "host" and host["UTSMode"] == "host"
+        assert host["CapDrop"] == ["ALL"]
+        assert {c.removeprefix("CAP_") for c in host["CapAdd"]} == \
+            {"SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}
+        assert info["State"]["Running"] and info["RestartCount"] == 0
+        logs = d.logs(f"gospan-{svc}")
+        assert "outgoing trace context is off" not in logs, logs
