@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "capture/container.h"
 #include "events.h"
 #include "analysis/gobin.h"
 #include "core/log.h"
@@ -217,6 +218,7 @@ static int build_resource(struct process_table *pt, struct process *p)
 {
 	const struct config *cfg = pt->cfg;
 	const struct target *t = p->target;
+	struct container_info ci;
 	char val[512];
 	size_t i;
 	int err;
@@ -236,6 +238,16 @@ static int build_resource(struct process_table *pt, struct process *p)
 	err = err ?: resource__set_str(p->res, SC_PROCESS_RUNTIME_VERSION, val);
 	if (pt->hostname[0])
 		err = err ?: resource__set_str(p->res, SC_HOST_NAME, pt->hostname);
+	/* From the cgroup paths, which the kernel writes: no container is no attribute. */
+	if (!err && !container__read(p->pid, &ci)) {
+		if (ci.id[0])
+			err = resource__set_str(p->res, SC_CONTAINER_ID, ci.id);
+		if (ci.runtime)
+			err = err ?: resource__set_str(p->res, SC_CONTAINER_RUNTIME_NAME,
+						       ci.runtime);
+		if (ci.pod_uid[0])
+			err = err ?: resource__set_str(p->res, SC_K8S_POD_UID, ci.pod_uid);
+	}
 	/* OTEL_RESOURCE_ATTRIBUTES may refine what was detected. */
 	for (i = 0; !err && i < cfg->nresource_attrs; i++)
 		err = resource__set_str(p->res, cfg->resource_attrs[i].key,

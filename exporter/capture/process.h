@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What gospan knows of each traced process: its resource (service.name, process.*, host.name)
- * and where its binary is loaded. Built on a process's first record, from /proc and the target
- * analysis; never from the target's memory.
+ * What gospan knows of each traced process: its resource (service.name, process.*, host.name,
+ * container.*, k8s.pod.uid) and where its binary is loaded. Built on a process's first record,
+ * from /proc and the target analysis; never from the target's memory.
  */
 #ifndef GOSPAN_PROCESS_H
 #define GOSPAN_PROCESS_H

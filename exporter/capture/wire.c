@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/mount.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -40,6 +41,16 @@
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
 #endif
+/* The new mount API (Linux 5.2): the same numbers on every architecture gospan builds for. */
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#endif
+#ifndef SYS_fsconfig
+#define SYS_fsconfig 431
+#endif
+#ifndef SYS_fsmount
+#define SYS_fsmount 432
+#endif
 
 /* The sockets of one process looked at when it is added: listeners tell client sockets apart. */
 #define MAX_SOCKETS 4096
@@ -52,7 +63,8 @@ struct cgroup_link {
 struct wire {
 	struct wire_bpf *skel;
 	char cgroup_mnt[PATH_MAX];  /* where the cgroup v2 hierarchy is mounted */
-	char cgroup_root[PATH_MAX]; /* the cgroup at the mount's top: see find_cgroup2() */
+	char cgroup_root[PATH_MAX]; /* the cgroup at the mount's top: see wire__find_cgroup2() */
+	int cgroup_fd;		    /* a detached mount of it (mount_cgroup2()), or -1 */
 	struct cgroup_link *cgroups;
 	size_t ncgroups;
 	pid_t *pids; /* processes added */
@@ -63,39 +75,142 @@ struct wire {
 static const char *const shared_maps[] = { "traced",	   "pending",	 "tracestates",
 					   "propagation", "h2_marks", "h2_writers" };
 
-/*
- * Where the cgroup v2 hierarchy is mounted (MNT), and which cgroup that mount shows at its top
- * (ROOT), from /proc/self/mountinfo; -ENOENT if nowhere. ROOT is "/" on a host; where gospan
- * runs in a cgroup namespace of its own (a Kubernetes pod with the host's /sys/fs/cgroup), it is
- * a path like "/../.." that /proc/PID/cgroup paths are given against too.
- */
-static int find_cgroup2(char *mnt, size_t mnt_size, char *root, size_t root_size)
+int wire__find_cgroup2(const char *mountinfo, struct cgroup2_mount *out)
 {
-	char line[4096], m[PATH_MAX], r[PATH_MAX], *sep;
+	char line[4096], m[PATH_MAX], r[PATH_MAX], o[256], *sep;
 	int err = -ENOENT;
 	FILE *f;
 
-	f = fopen("/proc/self/mountinfo", "re");
+	f = fopen(mountinfo, "re");
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ..." */
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER" */
 		sep = strstr(line, " - ");
 		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
 			continue;
 		if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2)
 			continue;
-		if (strlen(m) >= mnt_size || strlen(r) >= root_size) {
+		if (sscanf(sep + 11, "%*s %255s", o) != 1)
+			o[0] = '\0';
+		if (strlen(m) >= sizeof(out->mnt) || strlen(r) >= sizeof(out->root)) {
 			err = -ENAMETOOLONG;
 			break;
 		}
-		memcpy(mnt, m, strlen(m) + 1);
-		memcpy(root, r, strlen(r) + 1);
+		memcpy(out->mnt, m, strlen(m) + 1);
+		memcpy(out->root, r, strlen(r) + 1);
+		memcpy(out->super_opts, o, strlen(o) + 1);
 		err = 0;
 		break;
 	}
 	fclose(f);
 	return err;
+}
+
+/*
+ * The hierarchy-wide flags a cgroup2 mount sets. Every cgroup2 mount made in the initial cgroup
+ * namespace (mount(2), or fsconfig's FSCONFIG_CMD_CREATE) sets them on the one hierarchy to
+ * exactly what it asks for (apply_cgroup_root_flags() in the kernel): one made without them
+ * would turn nsdelegate or memory_recursiveprot off for the whole host. So they are asked for
+ * as the host has them.
+ */
+static const char *const cgroup2_flags[] = {
+	"nsdelegate", "favordynmods", "memory_localevents", "memory_recursiveprot",
+	"memory_hugetlb_accounting", "pids_localevents",
+};
+
+static bool same_mount_ns(pid_t a, pid_t b)
+{
+	struct stat sa, sb;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)a);
+	if (stat(path, &sa))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)b);
+	if (stat(path, &sb))
+		return false;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * The flags of the host's cgroup2 mount, from PID 1's mountinfo (the host's init when gospan
+ * shares the host's PID namespace, as it must to trace its processes from a container): into
+ * OPTS, "" when PID 1 mounts no cgroup2. -ENOENT when they cannot be known: PID 1 shares
+ * gospan's mount namespace, whose lack of a cgroup2 mount is why this is asked.
+ */
+static int host_cgroup2_flags(char *opts, size_t size)
+{
+	struct cgroup2_mount host;
+	int err;
+
+	if (same_mount_ns(1, getpid()))
+		return -ENOENT;
+	err = wire__find_cgroup2("/proc/1/mountinfo", &host);
+	if (err == -ENOENT) {
+		opts[0] = '\0';
+		return 0;
+	}
+	if (err)
+		return err;
+	snprintf(opts, size, "%s", host.super_opts);
+	return 0;
+}
+
+/*
+ * A cgroup2 mount of gospan's own, attached nowhere (fsopen, fsconfig, fsmount): for a mount
+ * namespace without one, as in a container on a cgroup v1 or hybrid host. Its top is the root
+ * of gospan's cgroup namespace, which /proc/PID/cgroup paths are given against. Read-only: the
+ * cgroups are only opened, to attach to. The mount's descriptor or -errno, *STEP naming the
+ * call that failed.
+ */
+#define MOUNT_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
+
+static int mount_cgroup2(const char *super_opts, const char **step)
+{
+	char opts[256], *tok, *save = NULL;
+	int fs, mnt = -1;
+	size_t i;
+
+	*step = "fsopen";
+	fs = (int)syscall(SYS_fsopen, "cgroup2", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	*step = "fsconfig";
+	snprintf(opts, sizeof(opts), "%s", super_opts);
+	for (tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(cgroup2_flags) / sizeof(cgroup2_flags[0]); i++)
+			if (!strcmp(tok, cgroup2_flags[i]))
+				break;
+		if (i < sizeof(cgroup2_flags) / sizeof(cgroup2_flags[0]) &&
+		    syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, tok, NULL, 0))
+			goto cleanup;
+	}
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		goto cleanup;
+	*step = "fsmount";
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTRS);
+cleanup:
+	if (mnt < 0)
+		mnt = -errno;
+	close(fs);
+	return mnt;
+}
+
+/* Why STEP failed with ERR, in words an operator can act on; "" when there is nothing to add. */
+static const char *mount_hint(int err)
+{
+	switch (err) {
+	case -EPERM:
+		return " (it needs CAP_SYS_ADMIN, and a container's seccomp profile must allow "
+		       "fsopen, fsconfig and fsmount; Docker's default one does with CAP_SYS_ADMIN)";
+	case -ENOSYS:
+		return " (the kernel is older than 5.2, or a seccomp filter refuses the call)";
+	case -ENODEV:
+		return " (the kernel has no cgroup v2)";
+	default:
+		return "";
+	}
 }
 
 const char *wire__cgroup_below(const char *path, const char *root)
@@ -104,11 +219,65 @@ const char *wire__cgroup_below(const char *path, const char *root)
 
 	while (n > 1 && root[n - 1] == '/')
 		n--;
-	if (n == 1 && root[0] == '/')
-		return path + strspn(path, "/");
+	if (n == 1 && root[0] == '/') {
+		path += strspn(path, "/");
+		/* Above the namespace's root: no ".." leads there from a mount of it. */
+		if (!strncmp(path, "..", 2) && (!path[2] || path[2] == '/'))
+			return NULL;
+		return path;
+	}
 	if (strncmp(path, root, n) || (path[n] && path[n] != '/'))
 		return NULL;
 	return path + n + strspn(path + n, "/");
+}
+
+/*
+ * Where the sockops program attaches: the cgroup v2 mount gospan sees, else a detached mount of
+ * its own. The reason is logged when there is neither.
+ */
+static int attach_point(struct wire *w)
+{
+	struct cgroup2_mount cg;
+	char flags[256];
+	const char *step;
+	int err, fd;
+
+	err = wire__find_cgroup2("/proc/self/mountinfo", &cg);
+	if (!err) {
+		memcpy(w->cgroup_mnt, cg.mnt, sizeof(cg.mnt));
+		memcpy(w->cgroup_root, cg.root, sizeof(cg.root));
+		return 0;
+	}
+	if (err != -ENOENT) {
+		pr_warn("outgoing trace context is off: cannot read /proc/self/mountinfo for the "
+			"cgroup v2 mount: %s",
+			strerror(-err));
+		return err;
+	}
+	err = host_cgroup2_flags(flags, sizeof(flags));
+	if (err) {
+		pr_warn("outgoing trace context is off: no cgroup v2 mount here, and none is made: "
+			"the host's cgroup2 mount flags are not in /proc/1/mountinfo (%s), and a "
+			"mount without them would change them for the whole host; run gospan in the "
+			"host's PID namespace (--pid=host), or mount the hierarchy, e.g. 'mount -t "
+			"cgroup2 none /sys/fs/cgroup/unified'",
+			err == -ENOENT ? "PID 1 shares gospan's mount namespace" : strerror(-err));
+		return err;
+	}
+	fd = mount_cgroup2(flags, &step);
+	if (fd < 0) {
+		pr_warn("outgoing trace context is off: no cgroup v2 mount in /proc/self/mountinfo, "
+			"and a detached one could not be made: %s: %s%s",
+			step, strerror(-fd), mount_hint(fd));
+		return fd;
+	}
+	w->cgroup_fd = fd;
+	snprintf(w->cgroup_mnt, sizeof(w->cgroup_mnt), "(gospan's detached cgroup2 mount)");
+	snprintf(w->cgroup_root, sizeof(w->cgroup_root), "/");
+	pr_info("no cgroup v2 mount here: mounted the hierarchy for gospan alone (detached, "
+		"read-only%s%s)",
+		flags[0] ? ", as the host has it: " : "", flags);
+	return 0;
 }
 
 struct wire *wire__load(struct bpf_object *http_obj)
@@ -121,14 +290,10 @@ struct wire *wire__load(struct bpf_object *http_obj)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	err = find_cgroup2(w->cgroup_mnt, sizeof(w->cgroup_mnt), w->cgroup_root,
-			   sizeof(w->cgroup_root));
-	if (err) {
-		pr_warn("outgoing trace context is off: no cgroup v2 hierarchy is mounted (a cgroup "
-			"v1-only host), and the socket-layer writer attaches to one; mount it, e.g. "
-			"'mount -t cgroup2 none /sys/fs/cgroup/unified'");
+	w->cgroup_fd = -1;
+	err = attach_point(w);
+	if (err)
 		goto cleanup;
-	}
 	w->skel = wire_bpf__open();
 	if (!w->skel) {
 		err = -errno;
@@ -233,7 +398,10 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 		return -ENOENT;
 	}
 	snprintf(full, sizeof(full), "%s/%s", w->cgroup_mnt, below);
-	fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->cgroup_fd >= 0)
+		fd = openat(w->cgroup_fd, below[0] ? below : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		pr_warn("process %d: cannot open its cgroup '%s': %s: its calls carry no trace "
@@ -506,5 +674,7 @@ void wire__destroy(struct wire *w)
 	free(w->cgroups);
 	free(w->pids);
 	wire_bpf__destroy(w->skel);
+	if (w->cgroup_fd >= 0)
+		close(w->cgroup_fd);
 	free(w);
 }

@@ -36,4 +36,18 @@ void wire__destroy(struct wire *w);
  */
 const char *wire__cgroup_below(const char *path, const char *root);
 
+struct cgroup2_mount {
+	char mnt[4096];	      /* mount point */
+	char root[4096];      /* the cgroup at its top, against gospan's cgroup namespace */
+	char super_opts[256]; /* the hierarchy's options, "rw,nsdelegate,..." */
+};
+
+/*
+ * The first cgroup2 mount listed in MOUNTINFO (a /proc/PID/mountinfo file) into *OUT; -ENOENT
+ * when there is none, -errno when the file cannot be read. Where gospan runs in a cgroup
+ * namespace of its own (a Kubernetes pod with the host's /sys/fs/cgroup), ROOT is a path like
+ * "/../.." that /proc/PID/cgroup paths are given against too; on a host it is "/".
+ */
+int wire__find_cgroup2(const char *mountinfo, struct cgroup2_mount *out);
+
 #endif

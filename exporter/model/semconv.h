@@ -47,6 +47,15 @@
 #define SC_PROCESS_RUNTIME_NAME "process.runtime.name"
 #define SC_PROCESS_RUNTIME_VERSION "process.runtime.version"
 #define SC_HOST_NAME "host.name"
+/*
+ * Container and Kubernetes (container.id beta, the others in development). The conventions
+ * replaced container.runtime by container.runtime.name, and deprecated the former: only the
+ * new name is sent. Its example values are "docker" and "containerd"; "cri-o" and "podman"
+ * are the projects' own names for themselves.
+ */
+#define SC_CONTAINER_ID "container.id"
+#define SC_CONTAINER_RUNTIME_NAME "container.runtime.name"
+#define SC_K8S_POD_UID "k8s.pod.uid"
 
 /*
  * Code (semantic conventions v1.33+, stable): the fully qualified function name. The older

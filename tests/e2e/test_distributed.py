@@ -42,8 +42,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, OtlpReceiver, Service, _clean_env,
-                      _go_env, CI, stop_cleanly, trace_context_unavailable)
+from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, Gospan, OtlpReceiver, Service,
+                      _clean_env, _go_env, CI, stop_cleanly, trace_context_unavailable)
 
 FRONTEND_SRC = REPO / "examples" / "frontend"
 BACKEND_SRC = REPO / "examples" / "backend"
@@ -561,6 +561,63 @@ def test_injected_traceparent_names_the_client_span(traced):
 def test_trace_context_goes_out_in_ci():
     if CI:
         assert NO_PROPAGATION is None, f"CI must see trace context go out, but: {NO_PROPAGATION}"
+
+
+# The cgroup2 mount a hybrid host (and this project's CI) has beside its v1 hierarchies.
+UNIFIED = "/sys/fs/cgroup/unified"
+
+
+def cgroup2_super_options(mountpoint):
+    """The super options of the cgroup2 mount at MOUNTPOINT in this mount namespace, or None."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields, _, tail = line.partition(" - ")
+        if fields.split()[4] == mountpoint and tail.startswith("cgroup2 "):
+            return tail.split()[2]
+    return None
+
+
+def test_trace_context_goes_out_without_a_cgroup2_mount(backend_bin, frontend_bin, gospan_bin,
+                                                        start_gospan, otlp_receiver):
+    """gospan in a mount namespace without a cgroup2 mount, as in a Docker container on a cgroup
+    v1 or hybrid host, mounts the hierarchy itself (detached, fsopen and fsmount) and still
+    sends trace context: the backend receives a traceparent naming the frontend's CLIENT span.
+    The hierarchy's flags, which such a mount sets for the whole host, stay as they were."""
+    before = cgroup2_super_options(UNIFIED)
+    if before is None:
+        pytest.skip(f"no cgroup2 mount at {UNIFIED} to take away from gospan (a cgroup v2-only "
+                    f"host, where containers get one)")
+    cleanup = []
+    try:
+        backend = GoService(backend_bin)
+        cleanup.append(backend.stop)
+        frontend = GoService(frontend_bin, ["-backend", backend.base_url])
+        cleanup.append(frontend.stop)
+        env = _clean_env()
+        env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = otlp_receiver.url
+        # The umount is private to the new namespace; exec leaves gospan as unshare's child.
+        fe = Gospan(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                     f'umount {UNIFIED} && exec "$0" "$@"', str(gospan_bin),
+                     "--pid", str(frontend.pid)], env)
+        gospans = {"frontend": fe, "backend": start_gospan(backend.pid, otlp_receiver)}
+        cleanup.append(lambda: stop_cleanly(gospans))
+        for g in gospans.values():
+            g.wait_attached()
+        assert "mounted the hierarchy for gospan alone" in fe.stderr, fe.stderr
+        assert not NO_CONTEXT_WARNING.search(fe.stderr), fe.stderr
+        t = Traced(backend, frontend, otlp_receiver, gospans, True)
+        n = unique("nomount")
+        sent = get(frontend.base_url, f"/direct/{n}")
+        assert sent.status == 200, sent
+        tp = sent.echoed_traceparent("direct")
+        m = TRACEPARENT_RE.match(tp)
+        assert m, f"the backend received no valid traceparent: {tp!r}\n{t.stderr()}"
+        tr = collect(t, f"/direct/{n}", 1, [f"/work/{n}"])
+        assert m.group(1) == tr.fe_server.trace_id.hex(), describe_all(tr.spans)
+        assert m.group(2) == tr.clients[0].span_id.hex(), describe_all(tr.spans)
+    finally:
+        run_cleanup(cleanup)
+    assert cgroup2_super_options(UNIFIED) == before, "gospan's mount changed the hierarchy's flags"
 
 
 def test_gospan_says_whether_trace_context_travels(traced):

@@ -30,6 +30,7 @@
 #include "model/semconv.h"
 #include "model/span.h"
 #include "analysis/target.h"
+#include <sys/stat.h>
 
 #define MIB (1 << 20)
 
@@ -228,11 +229,98 @@ static void test_process__environ_is_read_within_bounds(void **state)
 	free(name);
 }
 
+/*
+ * A child moved into a cgroup named as Docker's systemd driver names a container's, in the
+ * first writable cgroup hierarchy (v2, else v1's pids): the kernel then writes that path into
+ * its /proc/PID/cgroup, and its resource carries container.id and container.runtime.name;
+ * OTEL_RESOURCE_ATTRIBUTES given to gospan still overrides a detected value.
+ */
+#define FAKE_ID "0b5c5e3f3f6f2c1a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c"
+
+static bool cgroup_root_for_test(char *out, size_t size)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+					     "/sys/fs/cgroup/pids" };
+	char probe[96];
+	size_t i;
+
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(probe, sizeof(probe), "%s/cgroup.procs", roots[i]);
+		if (access(probe, W_OK))
+			continue;
+		snprintf(out, size, "%s", roots[i]);
+		return true;
+	}
+	return false;
+}
+
+static void test_process__container_on_the_resource(void **state)
+{
+	char root[64], dir[128], scope[256], procs[320];
+	struct gobin gb = { .major = 1, .minor = 22, .patch = 0 };
+	struct target t = { .exe_name = "fake-exe", .gobin = &gb };
+	struct header_kv over = { .key = "container.runtime.name", .value = "mine" };
+	struct config cfg = { .resource_attrs = &over, .nresource_attrs = 1 };
+	struct process_table *pt;
+	const struct attr *a;
+	struct process *p;
+	pid_t pid;
+	FILE *f;
+
+	(void)state;
+	if (geteuid() || !cgroup_root_for_test(root, sizeof(root)))
+		TEST_SKIP("no cgroup hierarchy this test may create a cgroup in (run as root)");
+	snprintf(dir, sizeof(dir), "%s/gospan-test-%d", root, (int)getpid());
+	snprintf(scope, sizeof(scope), "%s/docker-" FAKE_ID ".scope", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(mkdir(scope, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", scope);
+	f = fopen(procs, "we");
+	assert_non_null(f);
+	fprintf(f, "%d\n", (int)pid);
+	assert_int_equal(fclose(f), 0);
+
+	pt = process_table__new(&cfg);
+	assert_non_null(pt);
+	assert_int_equal(process_table__add_target(pt, 0, &t), 0);
+	p = process_table__get(pt, pid, 0);
+	reap(pid);
+	rmdir(scope);
+	rmdir(dir);
+	assert_non_null(p);
+	a = resource__get(p->res, SC_CONTAINER_ID);
+	assert_non_null(a);
+	assert_string_equal(a->s, FAKE_ID);
+	a = resource__get(p->res, SC_CONTAINER_RUNTIME_NAME);
+	assert_non_null(a);
+	assert_string_equal(a->s, "mine");
+	assert_null(resource__get(p->res, SC_K8S_POD_UID));
+	process_table__free(pt);
+
+	/* This test process is in no container here: no attribute at all. */
+	cfg.nresource_attrs = 0;
+	pt = process_table__new(&cfg);
+	assert_non_null(pt);
+	assert_int_equal(process_table__add_target(pt, 0, &t), 0);
+	p = process_table__get(pt, getpid(), 0);
+	assert_non_null(p);
+	assert_null(resource__get(p->res, SC_CONTAINER_ID));
+	assert_null(resource__get(p->res, SC_CONTAINER_RUNTIME_NAME));
+	process_table__free(pt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_process__service_name_from_environ),
 	    cmocka_unit_test(test_process__environ_is_read_within_bounds),
+	    cmocka_unit_test(test_process__container_on_the_resource),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
