@@ -593,6 +593,18 @@ def _cmd_show(args):
     if args.since is not None:
         by_service = {svc: [t for t in traces if _started((t,)) >= args.since * 1e6]
                       for svc, traces in by_service.items()}
+    if args.ignore_path:
+        # A trace is left out when the request it starts with asked for one of those paths.
+        def root_path(t):
+            spans = t.get("spans") or [{}]
+            return tag(min(spans, key=lambda s: s.get("startTime", 0)), "url.path")
+
+        ignored = {svc: sum(root_path(t) in args.ignore_path for t in traces)
+                   for svc, traces in by_service.items()}
+        by_service = {svc: [t for t in traces if root_path(t) not in args.ignore_path]
+                      for svc, traces in by_service.items()}
+        print("left out: " + ", ".join(f"{n} {svc} traces" for svc, n in ignored.items()) +
+              f" of requests for {', '.join(args.ignore_path)}")
     names = {svc: {t["traceID"] for t in traces} for svc, traces in by_service.items()}
     first = services[0]
     shown = set()
@@ -689,6 +701,9 @@ def main(argv=None):
                    help="a service that must have made data store calls, each the child of one "
                    "of its SERVER spans: status 3 otherwise (repeatable)")
     p.add_argument("--limit", type=int, default=1000, help="traces read per service")
+    p.add_argument("--ignore-path", action="append", metavar="PATH",
+                   help="leave out the traces of requests for PATH, such as health checks, "
+                   "which call no other service (repeatable)")
     p.add_argument("--since", type=float, metavar="UNIX_SECONDS",
                    help="only the traces that start at or after this time (a demo whose load "
                    "began before every service was traced)")
