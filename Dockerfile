@@ -50,5 +50,8 @@ COPY --from=build /src/build/gospan /usr/local/bin/gospan
 # pod's securityContext) grants. For outgoing trace context the container also needs the host's
 # cgroup namespace (`--cgroupns=host`), whose cgroup v2 hierarchy it then sees at /sys/fs/cgroup:
 # see docker-compose.yml.
+# No CMD: the target comes as arguments (--exe PATH, as docker-compose.yml gives it) or in the
+# environment (OTEL_GO_AUTO_TARGET_EXE, as the Kubernetes DaemonSet gives it, with no args). A
+# CMD would be gospan's arguments in the second case too: a default such as --help made every
+# DaemonSet pod print the help and exit.
 ENTRYPOINT ["/usr/local/bin/gospan"]
-CMD ["--help"]

@@ -293,7 +293,6 @@ class Demo:
         self.project = project
         self.engine = Engine(workdir)
         self.made_images = []  # stand-ins made here, removed by down()
-        self.images_before = set()
         self.up_called = False
 
     def compose(self, *args, timeout=900, check=True, quiet=True):
@@ -303,13 +302,8 @@ class Demo:
     def prepare(self):
         self.engine.start()
         install_compose()
-        self.images_before = set(self._all_images())
         for name in sorted(base_images(compose_config())):
             need(name, self.made_images)
-
-    def _all_images(self):
-        res = run(["docker", "image", "ls", "-aq", "--no-trunc"], "cannot list images")
-        return res.stdout.split()
 
     def up(self):
         self.up_called = True
@@ -343,23 +337,27 @@ class Demo:
 
     def down(self):
         """Takes down the project's containers and networks, removes the images made for it
-        (the services' builds, the stand-ins and the build stages left behind), and stops the
-        engine if it was started here."""
+        (the services' builds, by the project label compose puts on them, and the stand-ins
+        made here), and stops the engine if it was started here. The build cache goes only
+        with an engine started here: a running engine's cache is its user's."""
         try:
             if self.up_called:
                 self.compose("down", "--volumes", "--remove-orphans", "--timeout", "40",
                              timeout=300, check=False)
             if engine_answers():
-                new = [i for i in self._all_images() if i not in self.images_before]
-                if new:
-                    run(["docker", "image", "rm", "-f", *new], "cannot remove images",
+                res = run(["docker", "image", "ls", "-aq", "--filter",
+                           f"label=com.docker.compose.project={self.project}"],
+                          "cannot list images", check=False)
+                built = sorted(set(res.stdout.split()))
+                if built:
+                    run(["docker", "image", "rm", "-f", *built], "cannot remove images",
                         check=False)
-                for name in self.made_images:
-                    run(["docker", "image", "rm", "-f", name], "cannot remove image",
+                for name in reversed(self.made_images):
+                    run(["docker", "image", "rm", name], "cannot remove image", check=False)
+                if self.engine.proc is not None:
+                    run(["docker", "builder", "prune", "-af"], "cannot prune the build cache",
                         check=False)
-                run(["docker", "builder", "prune", "-af"], "cannot prune the build cache",
-                    check=False)
-                say(f"removed {len(new)} images built for the demo and "
+                say(f"removed {len(built)} images built for the demo and "
                     f"{len(self.made_images)} stand-ins")
         finally:
             self.engine.stop()

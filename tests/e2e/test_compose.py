@@ -20,12 +20,14 @@ end.
 
 import json
 import os
+import re
 import socket
 import time
 import urllib.request
 import uuid
 
 import pytest
+import yaml
 
 import compose
 from jaeger import QueryAPI, _hops, service_of, tag
@@ -131,6 +133,122 @@ def test_gospan_capabilities(built, case):
             res.stdout
     finally:
         _docker("rm", "-f", app, tracer, check=False)
+
+
+# ---- the DaemonSet's pod spec on the engine ---------------------------------------------------
+
+KUBE_FILE = compose.REPO / "examples" / "kubernetes" / "gospan-daemonset.yaml"
+NODE_NAME = "gospan-e2e-node"
+
+
+def _daemonset_run_args(kube, exe, endpoint):
+    """`docker run` arguments that give gospan's container what the DaemonSet's pod gives it on
+    a node: the node's PID namespace, a cgroup namespace of its own (what container runtimes give
+    a pod on cgroup v2 nodes; a pod spec cannot ask for the host's), the securityContext's user,
+    capabilities and read-only root, its hostPath volumes, its environment with the downward
+    API's spec.nodeName and $(VAR) references expanded, and the target EXE and ENDPOINT in
+    place of the cluster's."""
+    ds = next(o for o in kube if o and o["kind"] == "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    args = ["--cgroupns", "private", "--user", str(sc["runAsUser"])]
+    if pod.get("hostPID"):
+        args += ["--pid", "host"]
+    if sc.get("readOnlyRootFilesystem"):
+        args.append("--read-only")
+    assert sc.get("privileged") is False
+    args += [a for cap in sc["capabilities"]["drop"] for a in ("--cap-drop", cap)]
+    args += [a for cap in sc["capabilities"]["add"] for a in ("--cap-add", cap)]
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"  # Docker's
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    for m in c.get("volumeMounts") or []:
+        host = volumes[m["name"]]["hostPath"]["path"]
+        args += ["-v", f"{host}:{m['mountPath']}{':ro' if m.get('readOnly') else ''}"]
+    env = {}
+    for e in c["env"]:
+        if "valueFrom" in e:
+            assert e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+            env[e["name"]] = NODE_NAME
+        else:
+            env[e["name"]] = re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], e["value"])
+    env["OTEL_GO_AUTO_TARGET_EXE"] = exe
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+    for k, v in env.items():
+        args += ["-e", f"{k}={v}"]
+    return args
+
+
+def test_daemonset_pod_spec_on_the_engine(built):
+    """The DaemonSet's gospan container as its pod runs it, twice (frontend and backend), and
+    the services in containers whose cgroups are where the kubelet puts a pod's (cgroupfs
+    driver: /kubepods/<class>/pod<UID>/<container>): every request one trace across the two
+    "pods", outgoing trace context written from gospan's own cgroup namespace, and every span's
+    resource with the pod's k8s.pod.uid, its container.id, the node's name as k8s.node.name
+    and host.name, keys the Collector's k8sattributes processor can match."""
+    kube = list(yaml.safe_load_all(KUBE_FILE.read_text()))
+    tag_ = uuid.uuid4().hex[:8]
+    net = f"gospan-e2e-net-{tag_}"
+    uids = {"frontend": str(uuid.uuid4()), "backend": str(uuid.uuid4())}
+    names = {svc: f"gospan-e2e-{svc}-{tag_}" for svc in ("jaeger", "frontend", "backend")}
+    tracers = {svc: f"gospan-e2e-ds-{svc}-{tag_}" for svc in ("frontend", "backend")}
+    try:
+        _docker("network", "create", net)
+        _docker("run", "-d", "--name", names["jaeger"], "--network", net, "--network-alias",
+                "jaeger", "-p", "127.0.0.1::16686",
+                compose.compose_config()["services"]["jaeger"]["image"])
+        query = "http://127.0.0.1:" + json.loads(_docker("inspect", names["jaeger"]).stdout)[0][
+            "NetworkSettings"]["Ports"]["16686/tcp"][0]["HostPort"]
+        pods = {}
+        for svc, cmd in (("backend", ["-addr", "0.0.0.0:8081"]),
+                         ("frontend", ["-addr", "0.0.0.0:8080", "-backend",
+                                       "http://backend:8081"])):
+            klass = "burstable" if svc == "frontend" else "besteffort"
+            _docker("run", "-d", "--name", names[svc], "--network", net, "--network-alias", svc,
+                    "--cgroup-parent", f"/kubepods/{klass}/pod{uids[svc]}",
+                    *(["-p", "127.0.0.1::8080"] if svc == "frontend" else []),
+                    _image(built, svc), *cmd)
+            pods[svc] = json.loads(_docker("inspect", names[svc]).stdout)[0]["Id"]
+        port = json.loads(_docker("inspect", names["frontend"]).stdout)[0]["NetworkSettings"][
+            "Ports"]["8080/tcp"][0]["HostPort"]
+        _wait_http(f"{query}/api/services")
+        for svc in ("backend", "frontend"):
+            _docker("run", "-d", "--name", tracers[svc], "--network", net,
+                    *_daemonset_run_args(kube, f"/app/{svc}", "http://jaeger:4318"),
+                    _image(built, "gospan-frontend"))
+        for svc in ("backend", "frontend"):
+            deadline = time.monotonic() + 30
+            logs = ""
+            while "gospan: attached" not in logs and time.monotonic() < deadline:
+                time.sleep(0.5)
+                logs = _docker("logs", tracers[svc]).stderr
+            assert "gospan: attached" in logs, logs
+            assert "trace context is off" not in logs and "carry no trace context" not in logs, \
+                logs
+        since = time.time()
+        for _ in range(5):
+            _wait_http(f"http://127.0.0.1:{port}/direct/1")
+        api = QueryAPI(query)
+        deadline = time.monotonic() + 20
+        while True:
+            traces = [api.trace(t["traceID"]) for t in api.find_traces("frontend", limit=100)
+                      if min(s["startTime"] for s in t["spans"]) >= since * 1e6]
+            good = [t for t in traces if t and _hops(t, "frontend")[0]]
+            if len(good) >= 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert len(traces) == 5 and len(good) == 5, [_hops(t, "frontend") for t in traces]
+        for t in good:
+            for s in t["spans"]:
+                svc = service_of(t, s)
+                tags = _process_tags(t, s)
+                assert (tags.get("k8s.pod.uid"), tags.get("container.id"),
+                        tags.get("k8s.node.name"), tags.get("host.name")) == \
+                    (uids[svc], pods[svc], NODE_NAME, NODE_NAME), (svc, tags)
+    finally:
+        _docker("rm", "-f", *tracers.values(), *names.values(), check=False)
+        _docker("network", "rm", net, check=False)
 
 
 def _wait_http(url, timeout=20.0):
