@@ -89,6 +89,17 @@ def _gospan_run_args(d, caps):
     return args
 
 
+def test_gospan_image_has_what_gospan_links_and_opens(built):
+    """The runtime stage's packages bring every library gospan links against (ldd in the
+    image); capstone, which gospan opens itself while it reads a target, is shown there by the
+    attaches below."""
+    img = _image(built, "gospan-frontend")
+    out = _docker("run", "--rm", "--entrypoint", "ldd", img, "/usr/local/bin/gospan").stdout
+    assert "=>" in out and "not found" not in out, out
+    res = _docker("run", "--rm", img, "--version")
+    assert res.stdout.startswith("gospan "), res.stdout + res.stderr
+
+
 @pytest.mark.parametrize("case", CAPABILITY_CASES)
 def test_gospan_capabilities(built, case):
     """gospan's image with the privileges docker-compose.yml gives it, one taken away where that
