@@ -375,6 +375,22 @@ def jaeger_show(since_s, out):
     return res.returncode, res.stdout + res.stderr
 
 
+def span_containers(service, since):
+    """The container.id values of SERVICE's spans in traces started after SINCE."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from jaeger import QueryAPI, service_of
+
+    seen = set()
+    for t in QueryAPI(JAEGER_QUERY).find_traces(service, limit=1000):
+        if min(s["startTime"] for s in t["spans"]) < since * 1e6:
+            continue
+        for s in t["spans"]:
+            if service_of(t, s) == service:
+                tags = t["processes"][s["processID"]].get("tags") or []
+                seen.add(next((x["value"] for x in tags if x["key"] == "container.id"), None))
+    return seen
+
+
 def joined(show_out):
     """(joined, of) from show's 'joined traces: N of M' line."""
     m = re.search(r"^joined traces: (\d+) of (\d+) ", show_out, re.M)
@@ -421,12 +437,21 @@ def demo(seconds):
         rc, out = jaeger_show(since, work / "show.out")
         print(out, end="")
         n, of = joined(out)
-        ids = {svc: d.container_id(svc) for svc in TRACED}
-        for svc, cid in ids.items():
-            say(f"{svc}: container {cid[:12]}")
         if rc != 0 or of == 0 or n != of:
             raise Unavailable(f"{n} of {of} frontend traces are one trace across the "
                               f"containers (show's status {rc}); see above")
+        for svc in TRACED:
+            cid, seen = d.container_id(svc), span_containers(svc, since)
+            say(f"{svc}: container {cid[:12]}; its spans' container.id: "
+                f"{', '.join(c[:12] if c else 'none' for c in sorted(seen, key=str))}")
+            if seen != {cid}:
+                raise Unavailable(f"{svc}'s spans do not name its container {cid}")
+        # On SIGTERM each gospan detaches, exports what it holds and sums up: shown here.
+        d.compose("stop", *[f"gospan-{svc}" for svc in TRACED], timeout=120)
+        for svc in TRACED:
+            lines = [line for line in d.logs(f"gospan-{svc}").splitlines()
+                     if line.startswith(("gospan: summary:", "gospan: probe hits:"))]
+            say(f"gospan-{svc}, stopped: " + ("; ".join(lines) or "no summary printed"))
         say(f"all {of} frontend requests since every gospan attached are one trace across the "
             f"frontend, backend and inventory containers, every parent link exact, read back "
             f"from Jaeger in its container")
