@@ -1028,6 +1028,17 @@ def test_collector_pod_association_is_what_gospan_emits(collector_kube_objects):
     assert {"k8s.pod.name", "k8s.namespace.name", "k8s.deployment.name", "k8s.node.name",
             "k8s.container.name"} <= set(proc["extract"]["metadata"])
     assert not proc.get("passthrough"), "passthrough looks nothing up"
+    # The processor indexes the pods' container ids only when a container attribute is
+    # extracted (needContainerAttributes in its internal/kube/client.go); without one the
+    # container.id rule matches nothing, and the validator does not say so.
+    assert CONTAINER_ATTRIBUTES & set(proc["extract"]["metadata"]), \
+        "container.id association needs a container attribute in extract.metadata"
+
+
+# The extract.metadata fields for which the processor v1.1.0 keeps the pods' container ids.
+CONTAINER_ATTRIBUTES = {"container.image.name", "k8s.container.name", "container.image.tag",
+                        "container.image.tags", "container.image.repo_digests", "container.id",
+                        "service.version", "service.instance.id"}
 
 
 @pytest.fixture(scope="session")
