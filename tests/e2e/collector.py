@@ -2,20 +2,32 @@
 module proxy with the official builder (go.opentelemetry.io/collector/cmd/builder), cached, and run
 on loopback with the OTLP/HTTP receiver and the file exporter writing OTLP JSON lines.
 
-The distribution holds the otlp receiver, the debug exporter and the contrib file exporter, all at
-COLLECTOR_VERSION. The builder's own `go mod tidy` also resolves the test-only imports of every
-component, and the module proxy does not serve all of those (the file exporter's tests import an
-encoding extension the proxy answers 403 for), so the builder only generates the sources and
-go.mod (`--skip-compilation`; its failing tidy leaves both in place) and the fixture finishes with
-`go mod tidy -e` and `go build`. v0.162.0 is the newest release whose build dependencies the proxy
-serves in full (the otlp receiver of v0.163.0 on imports a module the proxy refuses). The first
-build takes about 2 minutes on 2 CPUs with an empty module cache; the binary is kept in
+The distribution holds the otlp receiver, the batch and k8s_attributes processors, and the debug,
+otlp_http and file exporters: what the tests' own configuration uses, and what the Collector
+configuration of examples/kubernetes/otel-collector.yaml uses (test_deploy.py validates that one
+with this binary). All come from the Collector release COLLECTOR_VERSION: the k8s_attributes
+processor's module has versions of its own since it went v1 (v1.1.0 is the one released with,
+and requiring the modules of, v0.162.0; K8SATTRIBUTES_VERSIONS), and the build fails when the
+modules resolve to more than one release. The builder's own `go mod tidy` also resolves the
+test-only imports of every component, and the module proxy does not serve all of those (the file
+exporter's tests import an encoding extension the proxy answers 403 for), so the builder only
+generates the sources and go.mod (`--skip-compilation`; its failing tidy leaves both in place) and
+the fixture finishes with `go mod tidy -e` and `go build`. v0.162.0 is the newest release whose
+build dependencies the proxy serves in full (the otlp receiver of v0.163.0 on imports a module
+the proxy refuses). The binary is kept in
 
-    <cache>/otelcol-<version>/otelcol, where <cache> is $GOSPAN_OTELCOL_CACHE, else
-    $XDG_CACHE_HOME/gospan, else ~/.cache/gospan
+    <cache>/otelcol-<version>-<hash>/otelcol, where <cache> is $GOSPAN_OTELCOL_CACHE, else
+    $XDG_CACHE_HOME/gospan, else ~/.cache/gospan, and <hash> the first 8 hex digits of the
+    SHA-256 of the builder manifest (a binary built from another component list is not reused)
 
-and reused by every later run. GOSPAN_OTELCOL_BIN names a ready binary instead. Import the
-`collector` fixture into a test module to use it.
+and reused by every later run; build.log beside it says how long the build took. The Kubernetes
+client libraries the k8s_attributes processor brings are large: from empty Go build and module
+caches, on 2 CPUs that other builds loaded (load average 10 to 18), the build took 497 s and 285
+CPU-seconds with it against 351 s and 185 CPU-seconds for the previous component list (otlp
+receiver, debug and file exporters; 142 s on a quieter machine), with a module cache of 653 MB
+against 522 MB, and the binary is 96 MB against 49 MB.
+GOSPAN_OTELCOL_BIN names a ready binary instead. Import the `collector` fixture into a test module
+to use it.
 
 Jaeger v2 (jaeger.py) is a Collector distribution too, built and run the same way: it takes from
 here the cached build (cached_build), the go commands that make it (run_go), the fixtures'
@@ -23,6 +35,7 @@ verdict on a build (built) and the running process (Distribution, running).
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -44,6 +57,9 @@ BUILD_TIMEOUT = 1200
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 
+# The k8s_attributes processor's module version released with each Collector version.
+K8SATTRIBUTES_VERSIONS = {"v0.162.0": "v1.1.0"}
+
 MANIFEST = """\
 dist:
   name: otelcol
@@ -52,10 +68,46 @@ dist:
   output_path: {out}
 receivers:
   - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver {version}
+processors:
+  - gomod: go.opentelemetry.io/collector/processor/batchprocessor {version}
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor {k8sattributes_version}
 exporters:
   - gomod: go.opentelemetry.io/collector/exporter/debugexporter {version}
+  - gomod: go.opentelemetry.io/collector/exporter/otlphttpexporter {version}
   - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter {version}
 """
+
+
+def manifest(version, out):
+    """The builder manifest for the Collector VERSION, generating its sources into OUT."""
+    k8s = os.environ.get("GOSPAN_K8SATTRIBUTES_VERSION") or K8SATTRIBUTES_VERSIONS.get(version)
+    if not k8s:
+        raise BuildError(f"no k8sattributesprocessor version known for the Collector {version}: "
+                         f"add it to K8SATTRIBUTES_VERSIONS or set GOSPAN_K8SATTRIBUTES_VERSION")
+    return MANIFEST.format(out=out, version=version, k8sattributes_version=k8s)
+
+
+def manifest_hash(version):
+    """8 hex digits naming the component list of VERSION's build (its manifest, output aside)."""
+    return hashlib.sha256(manifest(version, "").encode()).hexdigest()[:8]
+
+
+# Module path prefixes of the Collector's own releases: their v0 modules all carry the release's
+# version (their v1 modules, pdata, component, ..., a version of their own).
+RELEASE_MODULES = ("go.opentelemetry.io/collector/",
+                   "github.com/open-telemetry/opentelemetry-collector-contrib/")
+
+
+def mixed_releases(go_list_m, version):
+    """The lines of `go list -m all` output GO_LIST_M naming a v0 module of the Collector's
+    releases at a version other than VERSION."""
+    bad = []
+    for line in go_list_m.splitlines():
+        words = line.split()
+        if (len(words) >= 2 and words[0].startswith(RELEASE_MODULES)
+                and words[1].startswith("v0.") and words[1] != version):
+            bad.append(line)
+    return bad
 
 
 # ---- building a Collector distribution, cached --------------------------------------------------
@@ -130,7 +182,7 @@ def collector_binary(version=COLLECTOR_VERSION):
         if not os.access(path, os.X_OK):
             raise BuildError(f"GOSPAN_OTELCOL_BIN='{path}' is not an executable")
         return path
-    home = cache_dir("GOSPAN_OTELCOL_CACHE") / f"otelcol-{version}"
+    home = cache_dir("GOSPAN_OTELCOL_CACHE") / f"otelcol-{version}-{manifest_hash(version)}"
 
     def build():
         t0 = time.monotonic()
@@ -141,10 +193,10 @@ def collector_binary(version=COLLECTOR_VERSION):
         if res.returncode != 0:
             raise Unavailable(f"cannot install {BUILDER_MODULE}@{version} through the Go module "
                               f"proxy:\n{res.stderr[-2000:]}")
-        manifest = home / "manifest.yaml"
-        manifest.write_text(MANIFEST.format(out=src, version=version))
+        manifest_file = home / "manifest.yaml"
+        manifest_file.write_text(manifest(version, src))
         # Generates the sources and go.mod; its own tidy may fail on test-only imports (above).
-        gen = run_go([str(tools / "builder"), "--config", str(manifest), "--skip-compilation"],
+        gen = run_go([str(tools / "builder"), "--config", str(manifest_file), "--skip-compilation"],
                      "the Collector")
         if not (src / "go.mod").exists() or not (src / "main.go").exists():
             raise BuildError(f"the Collector builder generated no sources in '{src}':\n"
@@ -153,6 +205,14 @@ def collector_binary(version=COLLECTOR_VERSION):
         if res.returncode != 0:
             raise BuildError(f"'go mod tidy -e' failed for the Collector {version}:\n"
                              f"{res.stderr[-4000:]}")
+        res = run_go(["go", "list", "-m", "all"], "the Collector", cwd=src)
+        if res.returncode != 0:
+            raise BuildError(f"'go list -m all' failed for the Collector {version}:\n"
+                             f"{res.stderr[-4000:]}")
+        mixed = mixed_releases(res.stdout, version)
+        if mixed:
+            raise BuildError(f"the Collector {version}'s components resolved modules of other "
+                             f"releases:\n" + "\n".join(mixed))
         tmp = home / "otelcol.partial"
         res = run_go(["go", "build", "-trimpath", "-o", str(tmp), "."], "the Collector", cwd=src)
         if res.returncode != 0:
@@ -161,8 +221,9 @@ def collector_binary(version=COLLECTOR_VERSION):
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(tools, ignore_errors=True)
         (home / "build.log").write_text(
-            f"built the Collector {version} (otlp receiver, debug and file exporters) with "
-            f"{BUILDER_MODULE} in {time.monotonic() - t0:.0f} s\n")
+            f"built the Collector {version} (otlp receiver; batch and k8s_attributes "
+            f"processors; debug, otlp_http and file exporters) with {BUILDER_MODULE} in "
+            f"{time.monotonic() - t0:.0f} s\n")
 
     return cached_build(home / "otelcol", build)
 

@@ -13,7 +13,11 @@ them on a real Docker engine.
   binaries must come out static, not PIE, with symbols and DWARF, which gospan's --exe and its
   offsets rely on (a real build would not fail on it). gospan's own image is built and run for
   real by test_compose.py, which shows its packages right by running it;
-- the Kubernetes manifest is decoded strictly into the API types (deploycheck/), then checked.
+- the Kubernetes manifests are decoded strictly into the API types (deploycheck/), then checked;
+  the example Collector's configuration (examples/kubernetes/otel-collector.yaml) is validated
+  by a real Collector of the release its image is (collector.py builds it), and its
+  k8s_attributes processor's pod association is checked against the attribute names gospan puts
+  on the resource (exporter/model/semconv.h).
 """
 
 import glob
@@ -34,6 +38,8 @@ from conftest import BUILD, REPO
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 KUBE_FILE = REPO / "examples" / "kubernetes" / "gospan-daemonset.yaml"
+COLLECTOR_KUBE_FILE = REPO / "examples" / "kubernetes" / "otel-collector.yaml"
+SEMCONV_H = REPO / "exporter" / "model" / "semconv.h"
 DEPLOYCHECK_SRC = Path(__file__).resolve().parent / "deploycheck"
 WORK = BUILD / "deploy"
 
@@ -118,10 +124,19 @@ def compose_raw():
     return yaml.safe_load(COMPOSE_FILE.read_text())
 
 
+def _decode_kube(deploycheck_bin, path):
+    return json.loads(_run([str(deploycheck_bin), "kube", str(path)],
+                           f"decoding the Kubernetes manifest '{path.name}'"))
+
+
 @pytest.fixture(scope="session")
 def kube_objects(deploycheck_bin):
-    return json.loads(_run([str(deploycheck_bin), "kube", str(KUBE_FILE)],
-                           "decoding the Kubernetes manifest"))
+    return _decode_kube(deploycheck_bin, KUBE_FILE)
+
+
+@pytest.fixture(scope="session")
+def collector_kube_objects(deploycheck_bin):
+    return _decode_kube(deploycheck_bin, COLLECTOR_KUBE_FILE)
 
 
 # ---- Dockerfiles ------------------------------------------------------------------------------
@@ -704,3 +719,244 @@ def test_kube_daemonset(kube_objects, images):
         return int(q[:-2]) * units[q[-2:]]
 
     assert size(res["requests"]["memory"]) <= size(res["limits"]["memory"])
+
+
+# ---- Kubernetes: the example Collector ----------------------------------------------------------
+
+# Kinds of otel-collector.yaml, in order.
+COLLECTOR_KINDS = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+                   "Deployment", "Service"]
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+READ_VERBS = {"get", "list", "watch"}
+CONFIG_KEY = "config.yaml"
+
+
+def semconv_names():
+    """exporter/model/semconv.h's names: {"SC_K8S_POD_UID": "k8s.pod.uid", ...}."""
+    names = dict(re.findall(r'^#define (SC_[A-Z0-9_]+) "([^"]+)"$', SEMCONV_H.read_text(), re.M))
+    assert names, f"no SC_ name in {SEMCONV_H}"
+    return names
+
+
+def _one(objects, kind):
+    (o,) = [o for o in objects if o["kind"] == kind]
+    return o
+
+
+def _collector_config(objects):
+    return yaml.safe_load(_one(objects, "ConfigMap")["data"][CONFIG_KEY])
+
+
+def _k8s_attributes(config):
+    """The k8s_attributes processor's configuration (under its current type name or its old one,
+    the one in the pipeline)."""
+    (name,) = [p for p in config["service"]["pipelines"]["traces"]["processors"]
+               if p.split("/")[0] in ("k8s_attributes", "k8sattributes")]
+    return config["processors"][name]
+
+
+def test_collector_manifest_decodes_strictly(collector_kube_objects, deploycheck_bin, tmp_path):
+    assert [o["kind"] for o in collector_kube_objects] == COLLECTOR_KINDS
+    ns = collector_kube_objects[0]["metadata"]["name"]
+    for o in collector_kube_objects:
+        name = o["metadata"]["name"]
+        assert DNS_LABEL.fullmatch(name) and len(name) <= 63, name
+        if o["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in o["metadata"], f"{o['kind']} is cluster-scoped"
+        else:
+            assert o["metadata"]["namespace"] == ns, o["kind"]
+    # The decoding is strict for these kinds too: a misspelt field of the ClusterRole is refused.
+    text = COLLECTOR_KUBE_FILE.read_text()
+    assert text.count("    verbs: [") == 1
+    broken = tmp_path / "otel-collector.yaml"
+    broken.write_text(text.replace("    verbs: [", "    verb: ["))
+    res = subprocess.run([str(deploycheck_bin), "kube", str(broken)], capture_output=True,
+                         text=True)
+    assert res.returncode == 1 and 'unknown field "rules[0].verb"' in res.stderr, res.stderr
+
+
+def test_collector_is_where_gospan_sends(kube_objects, collector_kube_objects):
+    """gospan's OTEL_EXPORTER_OTLP_ENDPOINT names the Service, in the Namespace, on the port
+    that reaches the Deployment's container, where the Collector's OTLP/HTTP receiver listens."""
+    from collector import COLLECTOR_VERSION
+
+    (c,) = _one(kube_objects, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+    endpoint = {e["name"]: e.get("value") for e in c["env"]}["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    m = re.fullmatch(r"http://([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:(\d+)", endpoint)
+    assert m, f"gospan's endpoint '{endpoint}' is not a Service's cluster DNS name"
+    svc_name, svc_ns, port = m[1], m[2], int(m[3])
+
+    objs = collector_kube_objects
+    assert _one(objs, "Namespace")["metadata"]["name"] == svc_ns
+    svc = _one(objs, "Service")
+    assert (svc["metadata"]["name"], svc["metadata"]["namespace"]) == (svc_name, svc_ns)
+    (sp,) = [p for p in svc["spec"]["ports"] if p["port"] == port]
+    assert sp.get("protocol", "TCP") == "TCP"
+
+    dep = _one(objs, "Deployment")
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert dep["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert svc["spec"]["selector"].items() <= labels.items(), "the Service selects the pods"
+    pod = dep["spec"]["template"]["spec"]
+    (col,) = pod["containers"]
+    target = sp.get("targetPort", port)
+    (cp,) = [p for p in col["ports"] if target in (p["containerPort"], p.get("name"))]
+
+    # The receiver listens on that port, on every interface.
+    config = _collector_config(objs)
+    http = config["receivers"]["otlp"]["protocols"]["http"]
+    assert _port_of_addr(http["endpoint"]) == ("0.0.0.0", cp["containerPort"])
+    assert config["service"]["pipelines"]["traces"]["receivers"] == ["otlp"]
+
+    # The configuration the container is given is the ConfigMap's.
+    (arg,) = [a for a in col["args"] if a.startswith("--config=")]
+    (mount,) = [m for m in col["volumeMounts"] if arg[len("--config="):].startswith(m["mountPath"])]
+    assert arg == f"--config={mount['mountPath']}/{CONFIG_KEY}"
+    (vol,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert vol["configMap"]["name"] == _one(objs, "ConfigMap")["metadata"]["name"]
+
+    # The image is the contrib distribution (it holds k8s_attributes) of the release the tests
+    # validate the configuration with.
+    assert col["image"] == f"otel/opentelemetry-collector-contrib:{COLLECTOR_VERSION[1:]}"
+    assert pod["serviceAccountName"] == _one(objs, "ServiceAccount")["metadata"]["name"]
+
+
+# What the k8s_attributes processor (v1.1.0, released with the Collector v0.162.0) reads from the
+# API server, by configuration; from its internal/kube/client.go, which starts an informer
+# (list and watch) for each. The pod informer always runs. The namespace informer only for
+# namespace labels or annotations, or k8s.cluster.uid (the kube-system namespace's uid); the
+# ReplicaSet informer only for k8s.deployment.uid or deployment/replicaset labels or annotations
+# (k8s.deployment.name is the pod's owning ReplicaSet's name less its pod-template-hash
+# suffix); the node informer only for k8s.node.uid or node labels or annotations.
+PODS = ("", "pods")
+FROM_THE_POD = {"k8s.pod.name", "k8s.pod.uid", "k8s.namespace.name", "k8s.node.name",
+                "k8s.deployment.name", "k8s.container.name", "container.id"}
+NEEDS = {"k8s.cluster.uid": ("", "namespaces"), "k8s.deployment.uid": ("apps", "replicasets"),
+         "k8s.node.uid": ("", "nodes")}
+
+
+def k8s_attributes_needs(proc):
+    """The (API group, resource) pairs the processor configured as PROC reads."""
+    extract = proc.get("extract") or {}
+    assert not extract.get("labels") and not extract.get("annotations"), \
+        "labels and annotations are not modelled here: extend k8s_attributes_needs"
+    needs = {PODS}
+    for attr in extract["metadata"]:
+        assert attr in FROM_THE_POD or attr in NEEDS, \
+            f"'{attr}' is not modelled here: extend k8s_attributes_needs"
+        if attr in NEEDS:
+            needs.add(NEEDS[attr])
+    return needs
+
+
+def test_collector_rbac_is_what_the_processor_needs(collector_kube_objects):
+    objs = collector_kube_objects
+    proc = _k8s_attributes(_collector_config(objs))
+    needs = k8s_attributes_needs(proc)
+    assert needs == {PODS}, needs
+    # The model is live: the uid of the deployment would need the ReplicaSets.
+    assert ("apps", "replicasets") in k8s_attributes_needs(
+        {"extract": {"metadata": ["k8s.pod.name", "k8s.deployment.uid"]}})
+
+    role = _one(objs, "ClusterRole")
+    granted = {}
+    for rule in role["rules"]:
+        assert not rule.get("resourceNames") and not rule.get("nonResourceURLs"), rule
+        for group in rule["apiGroups"]:
+            for res in rule["resources"]:
+                granted.setdefault((group, res), set()).update(rule["verbs"])
+    assert set(granted) == needs, f"granted {sorted(granted)}, the processor reads {needs}"
+    for what, verbs in granted.items():
+        assert verbs == READ_VERBS, f"{what}: {sorted(verbs)}; read only, and all of it"
+
+    binding = _one(objs, "ClusterRoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                  "kind": "ClusterRole", "name": role["metadata"]["name"]}
+    sa = _one(objs, "ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                    "namespace": sa["metadata"]["namespace"]}]
+    # The processor authenticates with the pod's service account token (its default).
+    assert proc.get("auth_type", "serviceAccount") == "serviceAccount"
+    pod = _one(objs, "Deployment")["spec"]["template"]["spec"]
+    assert pod.get("automountServiceAccountToken", True) is True
+
+
+def test_collector_pod_association_is_what_gospan_emits(collector_kube_objects):
+    """Pods are looked up by the resource attributes gospan sets, k8s.pod.uid first: the names
+    from exporter/model/semconv.h, which exporter/capture/process.c puts on the resource."""
+    names = semconv_names()
+    emitted = (names["SC_K8S_POD_UID"], names["SC_CONTAINER_ID"])
+    process_c = (REPO / "exporter" / "capture" / "process.c").read_text()
+    for macro in ("SC_K8S_POD_UID", "SC_CONTAINER_ID"):
+        assert re.search(rf"resource__set_str\([^,]+, {macro},", process_c), \
+            f"exporter/capture/process.c no longer sets {macro} on the resource"
+
+    proc = _k8s_attributes(_collector_config(collector_kube_objects))
+    rules = [[(s["from"], s.get("name")) for s in a["sources"]] for a in proc["pod_association"]]
+    assert rules == [[("resource_attribute", emitted[0])], [("resource_attribute", emitted[1])]]
+    # What the association gives the rest: the pod's names, and the container's from its id.
+    assert {"k8s.pod.name", "k8s.namespace.name", "k8s.deployment.name", "k8s.node.name",
+            "k8s.container.name"} <= set(proc["extract"]["metadata"])
+    assert not proc.get("passthrough"), "passthrough looks nothing up"
+    # The processor indexes the pods' container ids only when a container attribute is
+    # extracted (needContainerAttributes in its internal/kube/client.go); without one the
+    # container.id rule matches nothing, and the validator does not say so.
+    assert CONTAINER_ATTRIBUTES & set(proc["extract"]["metadata"]), \
+        "container.id association needs a container attribute in extract.metadata"
+
+
+# The extract.metadata fields for which the processor v1.1.0 keeps the pods' container ids.
+CONTAINER_ATTRIBUTES = {"container.image.name", "k8s.container.name", "container.image.tag",
+                        "container.image.tags", "container.image.repo_digests", "container.id",
+                        "service.version", "service.instance.id"}
+
+
+@pytest.fixture(scope="session")
+def otelcol_bin():
+    """A real Collector of the release the example's image is, with the components its
+    configuration names (collector.py); built once, cached."""
+    from collector import built, collector_binary
+    return built(collector_binary)
+
+
+def _otelcol_validate(binary, config_text, path):
+    path.write_text(config_text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([str(binary), "validate", f"--config=file:{path}"], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+# Broken copies of the configuration, each with what the Collector must say about it. Not among
+# them: a misspelt `from` value ("resource_atribute") or an unknown attribute name in a
+# pod_association source, which `otelcol validate` v0.162.0 accepts (the processor checks
+# neither; such a rule just never matches): test_collector_pod_association_is_what_gospan_emits
+# checks those.
+BROKEN_CONFIGS = {
+    # A misspelt key in a pod association source.
+    "misspelt_key": ("              - from: resource_attribute\n                name: container.id",
+                     "              - from: resource_attribute\n                nmae: container.id",
+                     "nmae"),
+    # A field the processor cannot extract.
+    "unknown_metadata": ("            - k8s.pod.name\n", "            - k8s.pod.nickname\n",
+                         "k8s.pod.nickname"),
+    # A processor type the distribution does not have.
+    "unknown_processor": ("      batch: {}\n", "      batchx: {}\n", "batchx"),
+}
+
+
+def test_collector_config_is_accepted_by_the_real_collector(collector_kube_objects, otelcol_bin,
+                                                            tmp_path):
+    """`otelcol validate` loads the ConfigMap's configuration the way the Collector starts:
+    strict decoding of every component's configuration, each one's own checks, and the
+    pipelines built (without starting them, so no API server is needed)."""
+    text = _one(collector_kube_objects, "ConfigMap")["data"][CONFIG_KEY]
+    res = _otelcol_validate(otelcol_bin, text, tmp_path / "config.yaml")
+    assert res.returncode == 0, f"the Collector refused the configuration:\n{res.stderr}"
+    raw = COLLECTOR_KUBE_FILE.read_text()
+    for name, (old, new, said) in BROKEN_CONFIGS.items():
+        assert raw.count(old) == 1, f"{name}: '{old}' once in {COLLECTOR_KUBE_FILE.name}"
+        broken = yaml.safe_load(raw.replace(old, new).split("\n---\n")[COLLECTOR_KINDS.index(
+            "ConfigMap")])["data"][CONFIG_KEY]
+        res = _otelcol_validate(otelcol_bin, broken, tmp_path / f"{name}.yaml")
+        assert res.returncode != 0 and said in res.stderr, \
+            f"{name}: the Collector did not refuse it (status {res.returncode}):\n{res.stderr}"
