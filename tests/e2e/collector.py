@@ -145,6 +145,24 @@ def run_go(argv, what, cwd=None, timeout=BUILD_TIMEOUT, gobin=None):
             from None
 
 
+def module_source(module, version, dest, what):
+    """A writable copy of MODULE@VERSION's source at DEST (replacing what was there), for a
+    build as the main module: `go install pkg@version` refuses modules with replace or exclude
+    directives, and the module cache is read-only, while the build writes go.sum. Raises
+    Unavailable when the Go module proxy does not give it."""
+    res = run_go(["go", "mod", "download", "-json", f"{module}@{version}"], what, timeout=600)
+    if res.returncode != 0:
+        raise Unavailable(f"cannot download {module}@{version} through the Go module proxy: "
+                          f"{res.stdout.strip()} {res.stderr.strip()}")
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(json.loads(res.stdout)["Dir"], dest)
+    for d, _, files in os.walk(dest):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    return dest
+
+
 def executable(path):
     return path.is_file() and os.access(path, os.X_OK)
 

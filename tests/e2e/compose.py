@@ -41,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from collector import Unavailable as CollectorUnavailable, module_source  # noqa: E402
 from matrix import cache_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,15 +145,10 @@ def install_compose():
     if not os.access(binary, os.X_OK):
         say(f"building Docker Compose {COMPOSE_VERSION} from {COMPOSE_MODULE} through the Go "
             f"module proxy (about 2 minutes, once)")
-        res = run(["go", "mod", "download", "-json", f"{COMPOSE_MODULE}@{COMPOSE_VERSION}"],
-                  "cannot download Docker Compose", timeout=600)
-        src = home / "src"
-        shutil.rmtree(src, ignore_errors=True)
-        shutil.copytree(json.loads(res.stdout)["Dir"], src)
-        for d, _, files in os.walk(src):
-            os.chmod(d, 0o755)
-            for f in files:
-                os.chmod(os.path.join(d, f), 0o644)
+        try:
+            src = module_source(COMPOSE_MODULE, COMPOSE_VERSION, home / "src", "Docker Compose")
+        except CollectorUnavailable as e:
+            raise Unavailable(str(e)) from e
         tmp = home / "docker-compose.partial"
         run(["go", "build", "-trimpath", "-o", str(tmp), "-ldflags",
              f"-s -w -X {COMPOSE_MODULE}/internal.Version={COMPOSE_VERSION}", "./cmd"],

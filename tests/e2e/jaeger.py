@@ -56,7 +56,7 @@ from pathlib import Path
 import pytest
 
 from collector import (BuildError, Distribution, Unavailable, built, cached_build, executable,
-                       run_go, running)
+                       module_source, run_go, running)
 from matrix import cache_dir
 
 JAEGER_MODULE = "github.com/jaegertracing/jaeger"
@@ -85,19 +85,7 @@ def jaeger_binary(version=JAEGER_VERSION):
     home = dest.parent
 
     def build():
-        res = run_go(["go", "mod", "download", "-json", f"{JAEGER_MODULE}@{version}"], "Jaeger",
-                     timeout=600)
-        if res.returncode != 0:
-            raise Unavailable(f"cannot download {JAEGER_MODULE}@{version} through the Go "
-                              f"module proxy: {res.stdout.strip()} {res.stderr.strip()}")
-        src = home / "src"
-        shutil.rmtree(src, ignore_errors=True)
-        # The module cache is read-only; the build writes go.sum updates into its main module.
-        shutil.copytree(json.loads(res.stdout)["Dir"], src)
-        for d, _, files in os.walk(src):
-            os.chmod(d, 0o755)
-            for f in files:
-                os.chmod(os.path.join(d, f), 0o644)
+        src = module_source(JAEGER_MODULE, version, home / "src", "Jaeger")
         tmp = home / "jaeger.partial"
         t0 = time.monotonic()
         res = run_go(["go", "build", "-o", str(tmp), "./cmd/jaeger"], "Jaeger", cwd=src,
