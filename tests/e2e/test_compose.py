@@ -413,6 +413,25 @@ def test_service_in_a_new_container_is_traced_by_the_running_gospan(demo):
     assert "gospan: attached" in logs
 
 
+@pytest.mark.parametrize("how", ["restarted in its container", "recreated in a new container"])
+def test_caller_started_under_gospan_sends_context_from_its_first_call(demo, how):
+    """The frontend, the caller, restarted in its container or recreated in a new one (a new
+    cgroup) under the running gospan: its very first requests' calls carry trace context."""
+    d, _ = demo
+    old = d.container_id("frontend")
+    if how.startswith("restarted"):
+        d.compose("restart", "frontend", timeout=120)
+        d.compose("up", "--wait", "--no-deps", "--no-recreate", "frontend", timeout=120)
+    else:
+        d.compose("up", "--wait", "--no-deps", "--force-recreate", "frontend", timeout=120)
+    new = d.container_id("frontend")
+    assert (new == old) == how.startswith("restarted")
+    since = time.time()
+    _requests(3, "/both/3")
+    traces, good = _joined_since(since, 3)
+    assert len(traces) == 3 and len(good) == 3, [_hops(t, "frontend") for t in traces]
+
+
 def test_gospan_container_runs_as_the_compose_file_says(demo):
     d, _ = demo
     for svc in compose.TRACED:
