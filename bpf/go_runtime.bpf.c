@@ -4,7 +4,8 @@
  * (probe.bpf.h): runtime.newproc1 hands the span a goroutine works for to the goroutines it
  * starts, and runtime.casgstatus keeps, per goroutine with a span, how long it has been on a CPU
  * (--cpu-time): a span's on-CPU time is the difference between its start and its end
- * (gclock_now()).
+ * (gclock_now()). runtime.main's entry tells user space of a new process of the binary (--exe),
+ * for the socket-layer writer of trace context.
  */
 #include "probe.bpf.h"
 
@@ -80,5 +81,35 @@ int go_casgstatus(GO_REGS *ctx)
 		c->total_ns += now - c->since_ns;
 		c->running = 0;
 	}
+	return 0;
+}
+
+/*
+ * runtime.main's entry, once a process (attached for --exe where trace context goes out): the
+ * process joins `traced` as its first client call would make it join, and user space is woken
+ * at once to attach the socket-layer writer to its cgroup, before package init and main.main can
+ * connect anywhere. A wakeup a process start is nothing; a connection made before the attach
+ * would go without traceparent until the next sync (up to TICK_NS later).
+ */
+SEC("uprobe")
+int process_started(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct process_start *e;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	track_process(cfg, key.pid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_header(&e->hdr, EVENT_PROCESS_START, &key, bpf_ktime_get_ns());
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	e->_pad = 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

@@ -422,6 +422,19 @@ static int call_in_flight(void *ctx, uint32_t type, uint32_t pid, uint64_t goid,
 	return probes__in_flight(app->probes, type, pid, goid, start_ns);
 }
 
+/*
+ * A new process of an --exe target: its cgroup gets the socket-layer writer now, before its first
+ * connection. A failure is said where it happens and costs only its trace context.
+ */
+static void process_started(void *ctx, uint32_t pid, uint32_t cookie)
+{
+	struct app *app = ctx;
+	const struct target *t = process_table__target(app->processes, cookie);
+
+	if (t)
+		probes__track_process(app->probes, (pid_t)pid, t);
+}
+
 static int start_exporter(struct app *app)
 {
 	const struct config *cfg = &app->cfg;
@@ -963,6 +976,7 @@ int main(int argc, char **argv)
 		.submit_held = submit_held,
 		.forget = forget_call,
 		.in_flight = call_in_flight,
+		.process_started = process_started,
 		.ctx = &app,
 		.panic_grace_ns = PANIC_GRACE_NS,
 		.db_query_text = app.cfg.db_query_text,

@@ -94,6 +94,7 @@ enum event_type {
 	EVENT_HTTP_ROUTE = 13,
 	EVENT_FASTHTTP_SERVER_START = 14,
 	EVENT_FASTHTTP_SERVER_END = 15,
+	EVENT_PROCESS_START = 16,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -627,6 +628,17 @@ struct go_panic {
 	__u32 pattern_len; /* the route, matched before the handler ran */
 	__u32 _pad;
 	char pattern[MAX_PATTERN_LEN];
+};
+
+/*
+ * A new process of a traced binary, at runtime.main's entry, before its package init and
+ * main.main: user space attaches the socket-layer writer to its cgroup before it makes a
+ * connection (capture/procstart.c). HDR.goid is the main goroutine's, HDR.start_ns now.
+ */
+struct process_start {
+	struct record_header hdr;
+	__u32 cookie; /* target index */
+	__u32 _pad;
 };
 
 /* An IP endpoint as a *net.TCPAddr holds it: 4 or 16 address bytes (IP_LEN), port. */

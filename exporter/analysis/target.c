@@ -31,6 +31,7 @@
 #define SYM_REQUEST_WRITE "net/http.(*Request).write"
 #define SYM_WRITE_SUBSET "net/http.Header.writeSubset"
 #define SYM_NEWPROC1 "runtime.newproc1"
+#define SYM_RUNTIME_MAIN "runtime.main"
 #define SYM_BUFIO_ITAB "go:itab.*bufio.Writer,io.Writer"
 #define SYM_TLSG "runtime.tlsg"
 
@@ -497,6 +498,14 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		t->gopanic.addr = 0;
 	}
 	find_client_sites(&a, t);
+	/*
+	 * A process's start, before it can connect anywhere: where trace context goes out, its
+	 * cgroup gets the socket-layer writer then. Without it, at its first client call's sync.
+	 */
+	if (find_site(&a, SYM_RUNTIME_MAIN, &t->runtime_main, false)) {
+		probe_site__release(&t->runtime_main);
+		t->runtime_main.addr = 0;
+	}
 	/* Handing spans to new goroutines needs g.parentGoid (Go 1.21+); checked after offsets. */
 	if (find_site(&a, SYM_NEWPROC1, &t->newproc1, true) ||
 	    (site_planner_policy == SITES_BEST &&
@@ -573,6 +582,7 @@ void target__free(struct target *t)
 	probe_site__release(&t->round_trip);
 	probe_site__release(&t->inject);
 	probe_site__release(&t->newproc1);
+	probe_site__release(&t->runtime_main);
 	grpc__release(&t->grpc);
 	datastores__release(&t->db);
 	routers__release(&t->routers);

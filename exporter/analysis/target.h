@@ -56,6 +56,8 @@ struct target {
 	struct probe_site round_trip;
 	struct probe_site inject;   /* calls of Header.writeSubset in (*Request).write: ret_offs */
 	struct probe_site newproc1; /* RETs only; addr 0 without g.parentGoid (Go < 1.21) */
+	/* Entry only, once a process: new processes of the binary (--exe); addr 0 = none. */
+	struct probe_site runtime_main;
 	uint64_t bufio_itab;	    /* *bufio.Writer's io.Writer itab; 0 = unknown (stripped) */
 	uint64_t response_itab; /* link-time address of the *http.response ResponseWriter itab; 0 = unknown */
 	struct target_config cfg; /* what the BPF programs get */

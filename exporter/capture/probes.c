@@ -309,6 +309,12 @@ static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32
 	return err;
 }
 
+/* Whether T makes calls whose trace context the socket-layer writer sends out. */
+static bool makes_calls(const struct target *t)
+{
+	return t->round_trip.addr || t->grpc.new_stream.addr || t->fasthttp.client.addr;
+}
+
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie, struct probe_counts *n)
 {
@@ -316,6 +322,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 					   .at_rets = p->skel->progs.serve_http_return,
 					   .at_ends = p->skel->progs.serve_http_return };
 	const struct site_progs panic = { .entry = p->skel->progs.go_panic };
+	const struct site_progs started = { .entry = p->skel->progs.process_started };
 	const struct site_progs client = { .entry = p->skel->progs.client_entry,
 					   .at_rets = p->skel->progs.client_return,
 					   .at_ends = p->skel->progs.client_return,
@@ -423,6 +430,15 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = err ?: attach_fasthttp(p, t, pid, c, n);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
+	/*
+	 * --exe: the binary's processes to come get the writer on their cgroup as they start
+	 * (probes__track_process, from their process_start record), not at the sync after their
+	 * first call, whose connection would be made before it. One hit a process: not counted
+	 * with the per-request single-stepped hits. A process already past runtime.main never
+	 * hits it: add_target tracks the one found, the others join at their first call.
+	 */
+	if (pid == -1 && p->wire && makes_calls(t))
+		err = err ?: attach_site(p, &started, pid, t->path, &t->runtime_main, c, n);
 	err = err ?: uprobes__commit(p->uprobes);
 	if (err) {
 		/* All or nothing: an entry without its ends would only fill the in-flight map. */
@@ -537,8 +553,7 @@ bool probes__can_propagate(const struct probes *p)
 
 int probes__track_process(struct probes *p, pid_t pid, const struct target *t)
 {
-	if (!p->wire ||
-	    (!t->round_trip.addr && !t->grpc.new_stream.addr && !t->fasthttp.client.addr))
+	if (!p->wire || !makes_calls(t))
 		return 0;
 	return wire__add_process(p->wire, pid, &t->cfg);
 }

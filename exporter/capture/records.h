@@ -61,6 +61,11 @@ struct records_opts {
 	 * tell. A call it still holds is not lost, only long (a WebSocket, a stream).
 	 */
 	int (*in_flight)(void *ctx, uint32_t type, uint32_t pid, uint64_t goid, uint64_t start_ns);
+	/*
+	 * Optional: process PID of the target of attach cookie COOKIE has just started (its
+	 * runtime.main), and has made no connection yet (probes__track_process).
+	 */
+	void (*process_started)(void *ctx, uint32_t pid, uint32_t cookie);
 	void *ctx;
 	uint64_t panic_grace_ns; /* how long a panicked call may still return normally */
 	int db_query_text;	 /* enum db_query_text: what data store spans keep of a query */

@@ -240,11 +240,13 @@ class _LineReader:
 
 
 class Service:
-    """A Go service of this repository's, started on ADDR with extra command-line ARGS."""
+    """A Go service of this repository's, started on ADDR with extra command-line ARGS; PREFIX:
+    a command that execs it (its arguments follow PREFIX), in the same process."""
 
-    def __init__(self, binary, addr="127.0.0.1:0", env=None, args=()):
+    def __init__(self, binary, addr="127.0.0.1:0", env=None, args=(), prefix=()):
         self.name = Path(binary).name
-        self.proc = subprocess.Popen([str(binary), "-addr", addr, *args], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*prefix, str(binary), "-addr", addr, *args],
+                                     stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.pid = self.proc.pid
         self.out = _LineReader(self.proc.stdout, "listening on ")

@@ -32,6 +32,7 @@ Everything here is judged on what the official opentelemetry-proto decoder made 
 import http.client
 import json
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -95,10 +96,11 @@ def backend_bin(build_dir, go_version, bpf_ready):
 
 
 class GoService(Service):
-    """One of the example services, on a free loopback port, with extra command-line ARGS."""
+    """One of the example services, on a free loopback port, with extra command-line ARGS;
+    PREFIX: a command that execs it."""
 
-    def __init__(self, binary, args=()):
-        super().__init__(binary, env=_clean_env(), args=args)
+    def __init__(self, binary, args=(), prefix=()):
+        super().__init__(binary, env=_clean_env(), args=args, prefix=prefix)
 
 
 @dataclass
@@ -618,6 +620,62 @@ def test_trace_context_goes_out_without_a_cgroup2_mount(backend_bin, frontend_bi
     finally:
         run_cleanup(cleanup)
     assert cgroup2_super_options(UNIFIED) == before, "gospan's mount changed the hierarchy's flags"
+
+
+def test_new_process_in_a_new_cgroup_sends_context_from_its_first_call(
+        backend_bin, frontend_bin, gospan_bin, start_gospan, otlp_receiver, tmp_path):
+    """--exe traces the binary's processes to come. One started under a running gospan in a
+    cgroup of its own (a pod replaced, a new container) gets the socket-layer writer on that
+    cgroup as it starts, not at gospan's next sync: the very first call of its very first
+    request carries traceparent, and the backend's SERVER span is the CLIENT span's child."""
+    if NO_PROPAGATION:
+        pytest.skip(NO_PROPAGATION)
+    if cgroup2_super_options(UNIFIED) is None:
+        pytest.skip(f"no cgroup2 mount at {UNIFIED} to make a cgroup in")
+    # A copy: no other test's frontend runs this file, so gospan --exe sees only ours.
+    exe = tmp_path / "frontend"
+    shutil.copy2(frontend_bin, exe)
+    # Each frontend in a cgroup of its own, as each pod is: a program on a cgroup also runs in
+    # the cgroups below it, so the test runner's (the root, maybe) would do for both.
+    pods = [Path(UNIFIED) / f"gospan-e2e-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    cleanup = []
+
+    def start_frontend(cgroup):
+        cgroup.mkdir()
+        cleanup.append(lambda: cgroup.rmdir() if cgroup.exists() else None)
+        svc = GoService(exe, ["-backend", backend.base_url], prefix=[
+            "sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$0" "$@"'])
+        cleanup.append(svc.stop)  # before the rmdir: a cgroup with a process cannot go
+        return svc
+
+    try:
+        backend = GoService(backend_bin)
+        cleanup.append(backend.stop)
+        env = _clean_env()
+        env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = otlp_receiver.url
+        fe_gospan = Gospan([str(gospan_bin), "--exe", str(exe)], env)
+        gospans = {"frontend": fe_gospan, "backend": start_gospan(backend.pid, otlp_receiver)}
+        cleanup.append(lambda: stop_cleanly(gospans))
+        gospans["backend"].wait_attached()
+        # gospan --exe attaches at the binary's first process: the one the new one replaces.
+        old = start_frontend(pods[0])
+        fe_gospan.wait_attached()
+        old.stop()
+        frontend = start_frontend(pods[1])
+        n = unique("newcg")
+        sent = get(frontend.base_url, f"/direct/{n}")
+        assert sent.status == 200, sent
+        assert (pods[1] / "cgroup.procs").read_text().split() == [str(frontend.pid)]
+        t = Traced(backend, frontend, otlp_receiver, gospans, True)
+        tp = sent.echoed_traceparent("direct")
+        assert TRACEPARENT_RE.match(tp), (
+            f"the first call of a process started in a new cgroup went out without "
+            f"traceparent (the backend received {tp!r})\n{t.stderr()}")
+        tr = collect(t, f"/direct/{n}", 1, [f"/work/{n}"])
+        check_call(t, sent, tr, tr.clients[0], tr.be_servers[0], n, "direct")
+    finally:
+        run_cleanup(cleanup)
 
 
 def test_gospan_says_whether_trace_context_travels(traced):

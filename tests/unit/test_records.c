@@ -53,6 +53,8 @@ struct fixture {
 	int in_flight;	 /* what in_flight() answers */
 	int asked;	 /* how many times it was asked */
 	uint32_t asked_type; /* the start record type it was last asked about */
+	int started;	     /* process_started() calls */
+	uint32_t started_pid, started_cookie;
 };
 
 static void collect(void *ctx, struct span *s)
@@ -104,6 +106,15 @@ static int in_flight(void *ctx, uint32_t type, uint32_t pid, uint64_t goid, uint
 	return f->in_flight;
 }
 
+static void process_started(void *ctx, uint32_t pid, uint32_t cookie)
+{
+	struct fixture *f = ctx;
+
+	f->started++;
+	f->started_pid = pid;
+	f->started_cookie = cookie;
+}
+
 static int group_setup(void **state)
 {
 	char *json;
@@ -153,6 +164,7 @@ static int setup(void **state)
 		.submit_held = collect_held,
 		.forget = forget,
 		.in_flight = in_flight,
+		.process_started = process_started,
 		.ctx = f,
 		.panic_grace_ns = GRACE_NS,
 		.max_pending = 4,
@@ -1188,6 +1200,32 @@ static void test_records__grpc_server_spans(void **state)
 	assert_string_equal(s->status_msg, "boom");
 }
 
+/*
+ * A process's start is news for the socket-layer writer, handed on with its pid and target, and
+ * no span; a record cut short is counted and handed on to nobody.
+ */
+static void test_records__process_start_is_handed_on(void **state)
+{
+	struct fixture *f = *state;
+	struct process_start e = {
+		.hdr = { .type = EVENT_PROCESS_START, .pid = 4242, .goid = 1, .start_ns = 10 },
+		.cookie = COOKIE,
+	};
+	struct records_stats st;
+
+	assert_int_equal(records__handle(f->r, &e, sizeof(e)), 0);
+	assert_int_equal(f->started, 1);
+	assert_int_equal(f->started_pid, 4242);
+	assert_int_equal(f->started_cookie, COOKIE);
+	assert_int_equal(records__handle(f->r, &e, sizeof(e) - 8), 0);
+	assert_int_equal(f->started, 1);
+	records__stats(f->r, &st);
+	assert_int_equal(st.dropped[RECORDS_DROP_MALFORMED], 1);
+	assert_int_equal(st.spans, 0);
+	assert_int_equal(st.pending, 0);
+	assert_int_equal(f->nspans, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1227,6 +1265,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_records__panicked_span_keeps_its_place_in_a_full_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__process_start_is_handed_on, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -148,6 +148,9 @@ static void test_target__http_server_is_analysed(void **state)
 	check_ends(ef, bin, t);
 	assert_int_equal(elf_file__find_symbol(ef, "runtime.gopanic", &sym), 0);
 	assert_int_equal(t->gopanic.addr, sym.addr);
+	assert_int_equal(elf_file__find_symbol(ef, "runtime.main", &sym), 0);
+	assert_int_equal(t->runtime_main.addr, sym.addr);
+	assert_int_not_equal(t->runtime_main.entry_off, 0);
 	assert_int_not_equal(t->response_itab, 0);
 	elf_file__close(ef);
 
@@ -268,6 +271,8 @@ static void test_target__stripped_binary_is_analysed(void **state)
 	assert_int_equal(stripped->server_steps, 0);
 	assert_int_equal(stripped->client_steps, 0);
 	assert_int_equal(stripped->gopanic.entry_off, plain->gopanic.entry_off);
+	/* Found in the function table Go keeps for itself. */
+	assert_int_equal(stripped->runtime_main.entry_off, plain->runtime_main.entry_off);
 	/*
 	 * The table and the DWARF agree on this release, on what the binary links: it has no
 	 * database/sql, whose Stmt its DWARF does not describe (-1) and the table does.
