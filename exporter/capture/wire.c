@@ -57,6 +57,7 @@
 
 struct cgroup_link {
 	char *path;
+	ino_t ino; /* the cgroup's inode: a cgroup made anew at the same path has another */
 	struct bpf_link *link;
 };
 
@@ -369,13 +370,39 @@ static int process_cgroup(pid_t pid, char *out, size_t size)
 	return err;
 }
 
-/* Attaches the sockops program to PID's cgroup, once per cgroup. */
+/*
+ * Opens the cgroup at REL (a /proc/PID/cgroup path) under the hierarchy gospan sees, its full
+ * name into FULL for messages; the descriptor, or -errno (-ENOENT with *OUTSIDE set when the
+ * cgroup is not below the mount's top).
+ */
+static int open_cgroup(struct wire *w, const char *rel, char *full, size_t size, bool *outside)
+{
+	const char *below = wire__cgroup_below(rel, w->cgroup_root);
+	int fd;
+
+	*outside = !below;
+	if (!below)
+		return -ENOENT;
+	snprintf(full, size, "%s/%s", w->cgroup_mnt, below);
+	if (w->cgroup_fd >= 0)
+		fd = openat(w->cgroup_fd, below[0] ? below : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Attaches the sockops program to PID's cgroup, once per cgroup. Once per cgroup, not per path:
+ * a container restarted by its runtime gets a new cgroup at the old path, which the program
+ * attached to the old one does not cover, so the link is made again there.
+ */
 static int attach_cgroup(struct wire *w, pid_t pid)
 {
 	char rel[PATH_MAX], full[PATH_MAX * 2];
-	struct cgroup_link *links;
+	struct cgroup_link *links, *slot = NULL;
 	struct bpf_link *link;
-	const char *below;
+	struct stat st;
+	bool outside;
 	size_t i;
 	int err, fd;
 
@@ -386,28 +413,33 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 			(int)pid, (int)pid);
 		return err;
 	}
-	for (i = 0; i < w->ncgroups; i++)
-		if (!strcmp(w->cgroups[i].path, rel))
-			return 0;
-	below = wire__cgroup_below(rel, w->cgroup_root);
-	if (!below) {
-		pr_warn("process %d: its cgroup '%s' is not below '%s', the top of the cgroup v2 "
-			"mount at '%s': its calls carry no trace context (mount the host's cgroup "
-			"hierarchy where gospan runs)",
-			(int)pid, rel, w->cgroup_root, w->cgroup_mnt);
-		return -ENOENT;
-	}
-	snprintf(full, sizeof(full), "%s/%s", w->cgroup_mnt, below);
-	if (w->cgroup_fd >= 0)
-		fd = openat(w->cgroup_fd, below[0] ? below : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	else
-		fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open_cgroup(w, rel, full, sizeof(full), &outside);
 	if (fd < 0) {
+		if (outside)
+			pr_warn("process %d: its cgroup '%s' is not below '%s', the top of the cgroup "
+				"v2 mount at '%s': its calls carry no trace context (mount the host's "
+				"cgroup hierarchy where gospan runs)",
+				(int)pid, rel, w->cgroup_root, w->cgroup_mnt);
+		else
+			pr_warn("process %d: cannot open its cgroup '%s': %s: its calls carry no "
+				"trace context",
+				(int)pid, full, strerror(-fd));
+		return fd;
+	}
+	if (fstat(fd, &st)) {
 		err = -errno;
-		pr_warn("process %d: cannot open its cgroup '%s': %s: its calls carry no trace "
-			"context",
-			(int)pid, full, strerror(-err));
+		close(fd);
 		return err;
+	}
+	for (i = 0; i < w->ncgroups; i++) {
+		if (strcmp(w->cgroups[i].path, rel))
+			continue;
+		if (w->cgroups[i].ino == st.st_ino) {
+			close(fd);
+			return 0;
+		}
+		slot = &w->cgroups[i];
+		break;
 	}
 	link = bpf_program__attach_cgroup(w->skel->progs.track_client_sockets, fd);
 	err = link ? 0 : -errno;
@@ -418,6 +450,14 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 			(int)pid, full, strerror(-err));
 		return err;
 	}
+	if (slot) {
+		/* The old cgroup is gone; its link only kept it in memory. */
+		bpf_link__destroy(slot->link);
+		slot->link = link;
+		slot->ino = st.st_ino;
+		pr_debug("socket-layer writer attached again to cgroup '%s', made anew", full);
+		return 0;
+	}
 	links = realloc(w->cgroups, (w->ncgroups + 1) * sizeof(*links));
 	if (!links || !(links[w->ncgroups].path = strdup(rel))) {
 		if (links)
@@ -426,6 +466,7 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 		return -ENOMEM;
 	}
 	links[w->ncgroups].link = link;
+	links[w->ncgroups].ino = st.st_ino;
 	w->cgroups = links;
 	w->ncgroups++;
 	pr_debug("socket-layer writer attached to cgroup '%s'", full);
@@ -638,6 +679,37 @@ int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg
 	return add_process(w, pid, &tp);
 }
 
+/*
+ * Lets go of the links to cgroups that are gone (a container removed, or made anew at the same
+ * path): each holds its dead cgroup in the kernel's memory for as long as gospan runs, and a
+ * host whose containers come and go would gather them without end.
+ */
+static void prune_cgroups(struct wire *w)
+{
+	char full[PATH_MAX * 2];
+	struct stat st;
+	bool outside, gone;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < w->ncgroups;) {
+		fd = open_cgroup(w, w->cgroups[i].path, full, sizeof(full), &outside);
+		gone = fd == -ENOENT && !outside;
+		if (fd >= 0) {
+			gone = !fstat(fd, &st) && st.st_ino != w->cgroups[i].ino;
+			close(fd);
+		}
+		if (!gone) {
+			i++;
+			continue;
+		}
+		pr_debug("cgroup '%s' is gone: its link is let go", full);
+		bpf_link__destroy(w->cgroups[i].link);
+		free(w->cgroups[i].path);
+		w->cgroups[i] = w->cgroups[--w->ncgroups];
+	}
+}
+
 void wire__sync(struct wire *w)
 {
 	int fd = bpf_map__fd(w->skel->maps.traced);
@@ -659,6 +731,7 @@ void wire__sync(struct wire *w)
 		}
 		i++;
 	}
+	prune_cgroups(w);
 }
 
 void wire__destroy(struct wire *w)
