@@ -387,6 +387,7 @@ compose-demo: deps
 # The Kubernetes DaemonSet and the example Collector's k8s_attributes processor on a real
 # single-node cluster built from source (about 17 minutes the first time, then cached): see
 # tests/kube/run.py. Not part of `make test`.
+kube-test: DEB_PKGS += containerd runc containernetworking-plugins
 kube-test: deps
 	$(Q)$(PYTHON) tests/kube/run.py
 
