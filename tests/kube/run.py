@@ -28,8 +28,11 @@ What it does:
    through a kubeconfig (`auth_type: kubeConfig`) holding a token of the manifest's own
    ServiceAccount (so the manifest's ClusterRole is what the API server enforces), its
    exporters replaced by a file exporter;
-5. examples/kubernetes/gospan-daemonset.yaml as shipped, but for its image and its
-   OTEL_EXPORTER_OTLP_ENDPOINT (the Collector on the node), and a frontend Deployment;
+5. a frontend Deployment, then examples/kubernetes/gospan-daemonset.yaml as shipped, but for
+   its image and its OTEL_EXPORTER_OTLP_ENDPOINT (the Collector on the node), once no process
+   outside the pod runs the DaemonSet's target path (gospan traces the file of the first process
+   it finds at that path: another test's container with its own /app/frontend would be it);
+   it waits up to $GOSPAN_KUBE_WAIT_OTHERS seconds (900) for them to end;
 6. requests to the frontend pod; its spans must reach the Collector's output with
    k8s.pod.uid and container.id (gospan's) and k8s.pod.name, k8s.namespace.name,
    k8s.deployment.name, k8s.container.name and k8s.node.name (the processor's) all the pod's;
