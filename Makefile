@@ -10,6 +10,8 @@
 #                   each, requests; shows the traces and checks each request is one trace
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
 #                   runs), images built locally; checks the traces in Jaeger's container
+#   make kube-test  gospan's DaemonSet and the example Collector (k8s_attributes) on a real
+#                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
 #                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber) from the
 #                   DWARF of probes built with each Go toolchain and each module release
@@ -139,7 +141,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test layering unit e2e demo compose-demo offsets fmt clean bench soak compat
+.PHONY: all deps test layering unit e2e demo compose-demo kube-test offsets fmt clean bench soak compat
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -381,6 +383,13 @@ demo: deps
 # The same demo in containers, from docker-compose.yml as a user runs it: see tests/e2e/compose.py.
 compose-demo: deps
 	$(Q)$(PYTHON) tests/e2e/compose.py demo
+
+# The Kubernetes DaemonSet and the example Collector's k8s_attributes processor on a real
+# single-node cluster built from source (about 17 minutes the first time, then cached): see
+# tests/kube/run.py. Not part of `make test`.
+kube-test: DEB_PKGS += containerd runc containernetworking-plugins
+kube-test: deps
+	$(Q)$(PYTHON) tests/kube/run.py
 
 # OFFSETS_ARGS: more flags for offsets/gen (e.g. -verify; offsets/README.md lists them).
 offsets:

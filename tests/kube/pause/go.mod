@@ -1,0 +1,3 @@
+module gospan.test/kube/pause
+
+go 1.24
