@@ -723,6 +723,39 @@ def dbquery_seeds():
         (d / name).write_bytes(bytes([flags]) + sql.encode())
 
 
+def container_seeds():
+    """/proc/PID/cgroup files as the kernel writes them for processes in containers and pods (the
+    forms container.c names) and in none, as fuzz_container reads them: the text as is."""
+    d = fresh("container")
+    cid, cid2 = "7f0d038f65ceda58eac9833d1f68d317c8c586f2186efd8ee95d149be23194e5", "e5" * 32
+    uid = "fdff8daf-43e0-438f-8d9d-78d7c0e0a821"
+    v1 = ["name=systemd", "pids", "blkio", "freezer", "devices", "memory", "cpuset", "cpuacct",
+          "cpu"]
+
+    def hybrid(path, v2=None):
+        lines = [f"{9 - i}:{c}:{path}" for i, c in enumerate(v1)]
+        return "\n".join(lines + [f"0::{path if v2 is None else v2}"]) + "\n"
+
+    seeds = {
+        "docker-cgroupfs-v1": hybrid(f"/docker/{cid}"),
+        "docker-systemd-hybrid": hybrid(f"/system.slice/docker-{cid}.scope", "/"),
+        "docker-systemd-v2": f"0::/system.slice/docker-{cid}.scope\n",
+        "docker-other-ns": f"0::/../../docker-{cid}.scope\n",
+        "docker-in-docker": f"0::/docker/{cid2}/docker/{cid}\n",
+        "k8s-systemd-containerd": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-"
+                                  f"pod{uid.replace('-', '_')}.slice/cri-containerd-{cid}.scope\n",
+        "k8s-cgroupfs": hybrid(f"/kubepods/burstable/pod{uid}/{cid}"),
+        "crio": f"0::/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice/crio-{cid}.scope"
+                "/container\n",
+        "crio-conmon": f"0::/kubepods.slice/crio-conmon-{cid}.scope\n",
+        "podman": f"0::/machine.slice/libpod-{cid}.scope/container\n",
+        "containerd-namespace": f"0::/default/{cid}\n",
+        "host-process": hybrid("/", "/user.slice/user-1000.slice/session-3.scope"),
+    }
+    for name, text in seeds.items():
+        (d / name).write_bytes(text.encode())
+
+
 def records_seeds(tmp):
     d = fresh("records")
     exe = Path(tmp) / "records"
@@ -742,6 +775,7 @@ def main():
     functions_seeds()
     response_seeds()
     dbquery_seeds()
+    container_seeds()
     total = 0
     for f in sorted(CORPUS.rglob("*")):
         if f.is_file():
