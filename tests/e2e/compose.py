@@ -442,16 +442,18 @@ def demo(seconds):
                 f"{', '.join(c[:12] if c else 'none' for c in sorted(seen, key=str))}")
             if seen != {cid}:
                 raise Unavailable(f"{svc}'s spans do not name its container {cid}")
+        say(f"all {of} frontend requests since every gospan attached are one trace across the "
+            f"frontend, backend and inventory containers, every parent link exact, read back "
+            f"from Jaeger in its container")
+        ok = True
+        if keep:
+            return 0
         # On SIGTERM each gospan detaches, exports what it holds and sums up: shown here.
         d.compose("stop", *[f"gospan-{svc}" for svc in TRACED], timeout=120)
         for svc in TRACED:
             lines = [line for line in d.logs(f"gospan-{svc}").splitlines()
                      if line.startswith(("gospan: summary:", "gospan: probe hits:"))]
             say(f"gospan-{svc}, stopped: " + ("; ".join(lines) or "no summary printed"))
-        say(f"all {of} frontend requests since every gospan attached are one trace across the "
-            f"frontend, backend and inventory containers, every parent link exact, read back "
-            f"from Jaeger in its container")
-        ok = True
         return 0
     finally:
         if keep and ok:
