@@ -9,7 +9,8 @@ provided first, and only what was missing:
 - the compose tool: Docker Compose v2 (`docker compose`). Debian 12 packages only Compose v1
   (docker-compose 1.29), which does not read this file (`name:`, `cgroup:`), so `make deps`
   builds v2 from its Go module (COMPOSE_VERSION, through the Go module proxy, about 2 minutes,
-  cached) and installs it as the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose;
+  cached) and installs it as the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose
+  (~/.docker/cli-plugins/ when not run as root);
 - the images: no container registry can be reached here, so every image the compose file and
   the Dockerfiles it builds name (debian:bookworm, debian:bookworm-slim, golang:1.26-bookworm,
   jaegertracing/jaeger, postgres, redis) that the engine does not have is made locally and tagged
@@ -49,7 +50,9 @@ COMPOSE_FILE = REPO / "docker-compose.yml"
 STANDINS = Path(__file__).resolve().parent / "standins"
 COMPOSE_MODULE = "github.com/docker/compose/v2"
 COMPOSE_VERSION = "v2.40.3"
-PLUGIN = Path("/usr/local/lib/docker/cli-plugins/docker-compose")
+# Where the docker CLI looks for plugins: system-wide for root, else the user's own.
+PLUGIN = (Path("/usr/local/lib/docker/cli-plugins") if os.geteuid() == 0 else
+          Path.home() / ".docker" / "cli-plugins") / "docker-compose"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
