@@ -62,6 +62,18 @@ static inline const char *fuzz_file_set(struct fuzz_file *f, const uint8_t *data
 	return f->path;
 }
 
+/*
+ * What a harness checks beyond the sanitizers: a violation names the harness's file and line and
+ * the condition, and aborts, which libFuzzer reports as a crash with the input.
+ */
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);               \
+			abort();                                                                 \
+		}                                                                                \
+	} while (0)
+
 /* An exact-size heap copy, so that ASan sees a read one byte past the input. */
 static inline void *fuzz_dup(const uint8_t *data, size_t size)
 {

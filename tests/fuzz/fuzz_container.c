@@ -14,14 +14,6 @@
 #include "capture/container.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                              \
-	do {                                                                                     \
-		if (!(cond)) {                                                                   \
-			fprintf(stderr, "fuzz_container: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                                 \
-		}                                                                                \
-	} while (0)
-
 static bool lower_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');

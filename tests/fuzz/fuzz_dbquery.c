@@ -21,14 +21,6 @@
 #include "model/dbquery.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                              \
-	do {                                                                                     \
-		if (!(cond)) {                                                                   \
-			fprintf(stderr, "fuzz_dbquery: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                                 \
-		}                                                                                \
-	} while (0)
-
 /* Past the end of every output buffer, to catch a write beyond CAP. */
 #define CANARY 0x5a
 #define SLACK 16

@@ -77,14 +77,6 @@ static size_t ref_request_line(const uint8_t *p, size_t len)
 	return t + 1 + HTTP1_VERSION_LEN;
 }
 
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			fprintf(stderr, "fuzz_http1: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                               \
-		}                                                                              \
-	} while (0)
-
 /* The verdict for P..LEN, and the line end, UINT32_MAX unless REQUEST. */
 static enum http1_verdict parse(const uint8_t *p, size_t len, uint32_t *line_end)
 {
