@@ -371,6 +371,17 @@ static int process_cgroup(pid_t pid, char *out, size_t size)
 }
 
 /*
+ * Lets go of the link to cgroup I, which is gone: the link held the dead cgroup in the kernel's
+ * memory for as long as gospan runs.
+ */
+static void forget_cgroup(struct wire *w, size_t i)
+{
+	bpf_link__destroy(w->cgroups[i].link);
+	free(w->cgroups[i].path);
+	w->cgroups[i] = w->cgroups[--w->ncgroups];
+}
+
+/*
  * Opens the cgroup at REL (a /proc/PID/cgroup path) under the hierarchy gospan sees, its full
  * name into FULL for messages; the descriptor, or -errno (-ENOENT with *OUTSIDE set when the
  * cgroup is not below the mount's top).
@@ -399,7 +410,7 @@ static int open_cgroup(struct wire *w, const char *rel, char *full, size_t size,
 static int attach_cgroup(struct wire *w, pid_t pid)
 {
 	char rel[PATH_MAX], full[PATH_MAX * 2];
-	struct cgroup_link *links, *slot = NULL;
+	struct cgroup_link *links;
 	struct bpf_link *link;
 	struct stat st;
 	bool outside;
@@ -438,7 +449,7 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 			close(fd);
 			return 0;
 		}
-		slot = &w->cgroups[i];
+		forget_cgroup(w, i);
 		break;
 	}
 	link = bpf_program__attach_cgroup(w->skel->progs.track_client_sockets, fd);
@@ -449,14 +460,6 @@ static int attach_cgroup(struct wire *w, pid_t pid)
 			"trace context",
 			(int)pid, full, strerror(-err));
 		return err;
-	}
-	if (slot) {
-		/* The old cgroup is gone; its link only kept it in memory. */
-		bpf_link__destroy(slot->link);
-		slot->link = link;
-		slot->ino = st.st_ino;
-		pr_debug("socket-layer writer attached again to cgroup '%s', made anew", full);
-		return 0;
 	}
 	links = realloc(w->cgroups, (w->ncgroups + 1) * sizeof(*links));
 	if (!links || !(links[w->ncgroups].path = strdup(rel))) {
@@ -681,8 +684,7 @@ int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg
 
 /*
  * Lets go of the links to cgroups that are gone (a container removed, or made anew at the same
- * path): each holds its dead cgroup in the kernel's memory for as long as gospan runs, and a
- * host whose containers come and go would gather them without end.
+ * path), which a host whose containers come and go would otherwise gather without end.
  */
 static void prune_cgroups(struct wire *w)
 {
@@ -704,9 +706,7 @@ static void prune_cgroups(struct wire *w)
 			continue;
 		}
 		pr_debug("cgroup '%s' is gone: its link is let go", full);
-		bpf_link__destroy(w->cgroups[i].link);
-		free(w->cgroups[i].path);
-		w->cgroups[i] = w->cgroups[--w->ncgroups];
+		forget_cgroup(w, i);
 	}
 }
 
