@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from collector import Unavailable as CollectorUnavailable, module_source  # noqa: E402
+from jaeger import QueryAPI, jaeger_binary, process_tags, service_of  # noqa: E402
 from matrix import cache_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -260,7 +261,6 @@ def make_standin(name, made):
             run(["docker", "build", "-q", "-t", name, "-f",
                  str(STANDINS / "golang" / "Dockerfile"), ctx], f"cannot build {name}")
     elif repo == "jaegertracing/jaeger":
-        from jaeger import jaeger_binary
         need(f"debian:{DEBIAN_SUITE}-slim", made)
         with tempfile.TemporaryDirectory(prefix="gospan-jaeger-image-") as ctx:
             shutil.copy2(jaeger_binary(), Path(ctx) / "jaeger")
@@ -376,17 +376,13 @@ def jaeger_show(since_s, out):
 
 def span_containers(service, since):
     """The container.id values of SERVICE's spans in traces started after SINCE."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from jaeger import QueryAPI, service_of
-
     seen = set()
     for t in QueryAPI(JAEGER_QUERY).find_traces(service, limit=1000):
         if min(s["startTime"] for s in t["spans"]) < since * 1e6:
             continue
         for s in t["spans"]:
             if service_of(t, s) == service:
-                tags = t["processes"][s["processID"]].get("tags") or []
-                seen.add(next((x["value"] for x in tags if x["key"] == "container.id"), None))
+                seen.add(process_tags(t, s).get("container.id"))
     return seen
 
 

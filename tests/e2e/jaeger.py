@@ -250,6 +250,12 @@ def service_of(trace, span):
     return trace["processes"][span["processID"]]["serviceName"]
 
 
+def process_tags(trace, span):
+    """The resource attributes of SPAN's process, by key."""
+    proc = trace["processes"][span["processID"]]
+    return {t["key"]: t["value"] for t in proc.get("tags") or []}
+
+
 def parents(span):
     """The (refType, spanID) pairs of a span's references."""
     return [(r.get("refType"), r.get("spanID")) for r in span.get("references") or []]

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 import compose
-from jaeger import QueryAPI, _hops, service_of, tag
+from jaeger import QueryAPI, _hops, process_tags, service_of, tag
 
 PROJECT = "gospan-e2e"
 # The capabilities docker-compose.yml gives gospan, each taken away in turn where that shows.
@@ -78,6 +78,22 @@ def _docker(*args, check=True, timeout=120):
     return compose.run(["docker", *args], f"docker {args[0]}", check=check, timeout=timeout)
 
 
+def _host_port(container, port):
+    """The loopback port Docker published CONTAINER's TCP PORT on."""
+    info = json.loads(_docker("inspect", container).stdout)[0]
+    return info["NetworkSettings"]["Ports"][f"{port}/tcp"][0]["HostPort"]
+
+
+def _wait_attached(container, timeout):
+    """gospan's messages in CONTAINER once it says it attached, or after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    logs = ""
+    while time.monotonic() < deadline and "gospan: attached" not in logs:
+        time.sleep(0.5)
+        logs = _docker("logs", container).stderr
+    return logs
+
+
 def _gospan_run_args(d, caps):
     """`docker run` arguments for gospan as docker-compose.yml runs it, with CAPS."""
     svc = compose.compose_config()["services"]["gospan-frontend"]
@@ -116,16 +132,11 @@ def test_gospan_capabilities(built, case):
         _docker("run", "-d", "--name", app, "-e", f"OTEL_SERVICE_NAME={name}", "-p",
                 "127.0.0.1::8080", _image(built, "frontend"), "-addr", "0.0.0.0:8080",
                 "-backend", "http://127.0.0.1:9")
-        port = json.loads(_docker("inspect", app).stdout)[0]["NetworkSettings"]["Ports"][
-            "8080/tcp"][0]["HostPort"]
+        port = _host_port(app, 8080)
         _docker("run", "-d", "--name", tracer, *_gospan_run_args(built, caps),
                 "-e", "OTEL_TRACES_EXPORTER=console", "-e", "OTEL_BSP_SCHEDULE_DELAY=200",
                 _image(built, "gospan-frontend"), "--exe", "/app/frontend")
-        deadline = time.monotonic() + (30 if attaches else 8)
-        logs = ""
-        while time.monotonic() < deadline and "gospan: attached" not in logs:
-            time.sleep(0.5)
-            logs = _docker("logs", tracer).stderr
+        logs = _wait_attached(tracer, 30 if attaches else 8)
         if not attaches:
             assert "gospan: attached" not in logs, f"attached without {removed}:\n{logs}"
             assert "waiting for a process running '/app/frontend'" in logs, logs
@@ -209,8 +220,7 @@ def test_daemonset_pod_spec_on_the_engine(built):
         _docker("run", "-d", "--name", names["jaeger"], "--network", net, "--network-alias",
                 "jaeger", "-p", "127.0.0.1::16686",
                 compose.compose_config()["services"]["jaeger"]["image"])
-        query = "http://127.0.0.1:" + json.loads(_docker("inspect", names["jaeger"]).stdout)[0][
-            "NetworkSettings"]["Ports"]["16686/tcp"][0]["HostPort"]
+        query = f"http://127.0.0.1:{_host_port(names['jaeger'], 16686)}"
         pods = {}
         for svc, cmd in (("backend", ["-addr", "0.0.0.0:8081"]),
                          ("frontend", ["-addr", "0.0.0.0:8080", "-backend",
@@ -221,39 +231,26 @@ def test_daemonset_pod_spec_on_the_engine(built):
                     *(["-p", "127.0.0.1::8080"] if svc == "frontend" else []),
                     _image(built, svc), *cmd)
             pods[svc] = json.loads(_docker("inspect", names[svc]).stdout)[0]["Id"]
-        port = json.loads(_docker("inspect", names["frontend"]).stdout)[0]["NetworkSettings"][
-            "Ports"]["8080/tcp"][0]["HostPort"]
+        port = _host_port(names["frontend"], 8080)
         _wait_http(f"{query}/api/services")
         for svc in ("backend", "frontend"):
             _docker("run", "-d", "--name", tracers[svc], "--network", net,
                     *_daemonset_run_args(kube, f"/app/{svc}", "http://jaeger:4318"),
                     _image(built, "gospan-frontend"))
         for svc in ("backend", "frontend"):
-            deadline = time.monotonic() + 30
-            logs = ""
-            while "gospan: attached" not in logs and time.monotonic() < deadline:
-                time.sleep(0.5)
-                logs = _docker("logs", tracers[svc]).stderr
+            logs = _wait_attached(tracers[svc], 30)
             assert "gospan: attached" in logs, logs
             assert "trace context is off" not in logs and "carry no trace context" not in logs, \
                 logs
         since = time.time()
         for _ in range(5):
             _wait_http(f"http://127.0.0.1:{port}/direct/1")
-        api = QueryAPI(query)
-        deadline = time.monotonic() + 20
-        while True:
-            traces = [api.trace(t["traceID"]) for t in api.find_traces("frontend", limit=100)
-                      if min(s["startTime"] for s in t["spans"]) >= since * 1e6]
-            good = [t for t in traces if t and _hops(t, "frontend")[0]]
-            if len(good) >= 5 or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        traces, good = _joined_since(since, 5, query)
         assert len(traces) == 5 and len(good) == 5, [_hops(t, "frontend") for t in traces]
         for t in good:
             for s in t["spans"]:
                 svc = service_of(t, s)
-                tags = _process_tags(t, s)
+                tags = process_tags(t, s)
                 assert (tags.get("k8s.pod.uid"), tags.get("container.id"),
                         tags.get("k8s.node.name"), tags.get("host.name")) == \
                     (uids[svc], pods[svc], NODE_NAME, NODE_NAME), (svc, tags)
@@ -289,20 +286,16 @@ def demo(built):
     return built, since
 
 
-def _traces(service, since):
-    """SERVICE's traces that started after SINCE, but those of the health checks."""
-    api = QueryAPI(compose.JAEGER_QUERY)
+def _traces(service, since, query=compose.JAEGER_QUERY):
+    """SERVICE's traces that started after SINCE, but those of the health checks, from the
+    Jaeger whose query API is QUERY."""
+    api = QueryAPI(query)
     out = []
     for t in api.find_traces(service, limit=1000):
         root = min(t["spans"], key=lambda s: s["startTime"])
         if root["startTime"] >= since * 1e6 and tag(root, "url.path") != "/health":
             out.append(t)
     return out
-
-
-def _process_tags(trace, span):
-    proc = trace["processes"][span["processID"]]
-    return {t["key"]: t["value"] for t in proc.get("tags") or []}
 
 
 def test_every_request_is_one_trace_across_containers(demo):
@@ -349,7 +342,7 @@ def test_spans_name_their_container_service_and_host(demo):
             for s in t["spans"]:
                 if service_of(t, s) != svc:
                     continue
-                tags = _process_tags(t, s)
+                tags = process_tags(t, s)
                 seen.add((tags.get("container.id"), tags.get("host.name"),
                           tags.get("container.runtime.name"), "k8s.pod.uid" in tags))
         assert seen == {(cid, host, "docker", False)}, (svc, cid, seen)
@@ -365,17 +358,18 @@ def _backend_pids_and_containers(since):
     for t in _traces("backend", since):
         for s in t["spans"]:
             if service_of(t, s) == "backend":
-                tags = _process_tags(t, s)
+                tags = process_tags(t, s)
                 out.add((tags.get("process.pid"), tags.get("container.id")))
     return out
 
 
-def _joined_since(since, want):
-    """Waits until Jaeger holds WANT frontend traces started after SINCE, each joined."""
-    api = QueryAPI(compose.JAEGER_QUERY)
+def _joined_since(since, want, query=compose.JAEGER_QUERY):
+    """Waits until the Jaeger at QUERY holds WANT frontend traces started after SINCE, each
+    joined; (the traces, the joined ones)."""
+    api = QueryAPI(query)
     deadline = time.monotonic() + 20
     while True:
-        traces = [api.trace(t["traceID"]) for t in _traces("frontend", since)]
+        traces = [api.trace(t["traceID"]) for t in _traces("frontend", since, query)]
         good = [t for t in traces if t and _hops(t, "frontend")[0]]
         if len(good) >= want or time.monotonic() > deadline:
             return traces, good
