@@ -71,13 +71,14 @@ def say(msg):
 
 def run(argv, what, timeout=900, check=True, quiet=True, **kw):
     """ARGV's completed process; raises Unavailable naming WHAT when it fails and CHECK."""
+    argv = [str(a) for a in argv]
     try:
         res = subprocess.run(argv, capture_output=quiet, text=True, timeout=timeout, **kw)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise Unavailable(f"{what}: {e}") from e
     if check and res.returncode != 0:
         tail = ((res.stderr or "") + (res.stdout or "")).strip()[-3000:] if quiet else ""
-        raise Unavailable(f"{what}: '{' '.join(map(str, argv))}' exited with status "
+        raise Unavailable(f"{what}: '{' '.join(argv)}' exited with status "
                           f"{res.returncode}{': ' + tail if tail else ''}")
     return res
 

@@ -64,7 +64,9 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from collector import collector_binary, spans_of_json  # noqa: E402
-from compose import need  # noqa: E402
+# A step failed (the message says which and why): the compose demo's error, so that making a
+# base image (need) fails the test as any other step does.
+from compose import Unavailable as Failed, need, run as compose_run  # noqa: E402
 from matrix import cache_dir  # noqa: E402
 
 KUBE_VERSION = "v1.34.4"
@@ -91,10 +93,6 @@ FIXED_PATHS = ("/var/lib/kubelet", "/var/lib/cni", "/var/run/netns", "/var/log/c
                "/var/log/pods")
 
 
-class Failed(Exception):
-    """A step failed; the message says which and why."""
-
-
 class Interrupted(BaseException):
     """SIGTERM or SIGHUP: stop, and tear down like Ctrl-C does."""
 
@@ -112,15 +110,7 @@ def tail(path, n=3000):
 
 def run(argv, what, timeout=600, check=True, **kw):
     """ARGV's completed process (output captured); raises Failed naming WHAT when it fails."""
-    try:
-        res = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                             timeout=timeout, **kw)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise Failed(f"{what}: {e}") from e
-    if check and res.returncode != 0:
-        raise Failed(f"{what}: '{' '.join(map(str, argv))}' exited with status {res.returncode}"
-                     f": {(res.stderr + res.stdout).strip()[-3000:]}")
-    return res
+    return compose_run(argv, what, timeout=timeout, check=check, **kw)
 
 
 def wait_until(what, cond, timeout, log=None, interval=1.0):
