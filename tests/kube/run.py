@@ -66,7 +66,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from collector import collector_binary, spans_of_json  # noqa: E402
 # A step failed (the message says which and why): the compose demo's error, so that making a
 # base image (need) fails the test as any other step does.
-from compose import Unavailable as Failed, need, run as compose_run  # noqa: E402
+from compose import Engine, Unavailable as Failed, need, run as compose_run  # noqa: E402
 from matrix import cache_dir  # noqa: E402
 
 KUBE_VERSION = "v1.34.4"
@@ -995,7 +995,7 @@ def main():
     if what == "build":
         return 0
 
-    cluster = None
+    cluster = engine = None
     status = 1
     try:
         preflight()
@@ -1003,6 +1003,8 @@ def main():
         parent = os.environ.get("GOSPAN_KUBE_WORKDIR")
         w = Path(tempfile.mkdtemp(prefix="gospan-kube-", dir=parent)).resolve()
         say(f"work directory {w}, node {NODE_NAME} at {ip}")
+        # The images are built with Docker: its engine, started here if none runs.
+        engine = Engine(w).start()
         cluster = Cluster(w, bins, ip)
         cluster.save_host_state()
         t0 = time.monotonic()
@@ -1045,6 +1047,8 @@ def main():
                 shutil.rmtree(cluster.w, ignore_errors=True)
             say(f"torn down in {time.monotonic() - t0:.0f} s"
                 + ("" if not problems else " (with the problems above)"))
+        if engine is not None:
+            engine.stop()
     say(f"total {time.monotonic() - t_all:.0f} s")
     return status
 
