@@ -230,13 +230,12 @@ def debian_rootfs():
 def _go_root(want):
     """The GOROOT of a Go toolchain of release WANT ("1.26"): the machine's own if it is one,
     else the newest patch release the go command takes from the module proxy."""
-    env = {**os.environ}
     res = run(["go", "env", "GOVERSION", "GOROOT"], "cannot ask Go its version")
     version, root = res.stdout.split()
     if version.startswith(f"go{want}.") or version == f"go{want}":
         return root
     res = run(["go", "env", "GOROOT"], f"cannot get Go {want}",
-              env={**env, "GOTOOLCHAIN": f"go{want}.0+auto", "GOFLAGS": ""}, timeout=600)
+              env={**os.environ, "GOTOOLCHAIN": f"go{want}.0+auto", "GOFLAGS": ""}, timeout=600)
     return res.stdout.strip()
 
 
@@ -251,13 +250,14 @@ def make_standin(name, made):
         if not m:
             raise Unavailable(f"cannot tell the Go release of {name}")
         need(f"debian:{DEBIAN_SUITE}", made)
+        goroot = _go_root(m.group(1))
         with tempfile.TemporaryDirectory(prefix="gospan-golang-image-") as ctx:
             # Hard links where the toolchain is on the same file system, else a copy.
-            run(["cp", "-a", "--link", _go_root(m.group(1)) + "/.", f"{ctx}/go"],
+            run(["cp", "-a", "--link", goroot + "/.", f"{ctx}/go"],
                 "cannot link the Go toolchain", check=False)
             if not Path(ctx, "go", "bin", "go").exists():
                 shutil.rmtree(Path(ctx, "go"), ignore_errors=True)
-                shutil.copytree(_go_root(m.group(1)), Path(ctx, "go"), symlinks=True)
+                shutil.copytree(goroot, Path(ctx, "go"), symlinks=True)
             shutil.copy2(CA_BUNDLE, Path(ctx, "ca-certificates.crt"))
             run(["docker", "build", "-q", "-t", name, "-f",
                  str(STANDINS / "golang" / "Dockerfile"), ctx], f"cannot build {name}")
@@ -316,12 +316,12 @@ class Demo:
     def logs(self, service):
         return self.compose("logs", "--no-color", "--no-log-prefix", service, check=False).stdout
 
-    def wait_attached(self, service, since=0, timeout=60.0):
-        """Waits for the SINCE+1-th 'gospan: attached' in SERVICE's log; returns its lines."""
+    def wait_attached(self, service, timeout=60.0):
+        """Waits for 'gospan: attached' in SERVICE's log; returns its lines."""
         deadline = time.monotonic() + timeout
         while True:
             out = self.logs(service)
-            if out.count("gospan: attached") > since:
+            if "gospan: attached" in out:
                 return out
             if time.monotonic() > deadline:
                 raise Unavailable(f"{service} did not report 'gospan: attached' within "
