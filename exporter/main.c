@@ -29,6 +29,7 @@
 #include "analysis/embed.h"
 #include "export/export.h"
 #include "export/export_http.h"
+#include "export/metrics_export.h"
 #include "analysis/cputime.h"
 #include "analysis/funcresolve.h"
 #include "analysis/functions.h"
@@ -38,6 +39,8 @@
 #include "capture/probes.h"
 #include "capture/process.h"
 #include "capture/records.h"
+#include "model/metrics.h"
+#include "model/semconv.h"
 #include "model/span.h"
 #include "analysis/target.h"
 #include "core/version.h"
@@ -359,6 +362,28 @@ struct traced {
 	bool exited;	/* --pid: said once */
 };
 
+/* A count of spans lost, by the reason the summary gives it. */
+struct drop {
+	const char *reason;
+	uint64_t n;
+	bool cause; /* a cause of another count, not spans of its own: out of the total */
+};
+
+#define MAX_DROPS (DROP__COUNT + RECORDS_DROP__COUNT + 3)
+
+/*
+ * What gospan's own health metrics report, as of the reader's last tick: the metric reader's
+ * thread reads it, the ring-buffer reader's writes it, and neither waits on the other for more
+ * than a copy.
+ */
+struct health {
+	pthread_mutex_t lock;
+	struct exporter_stats spans;
+	uint64_t queue_capacity;
+	struct drop drops[MAX_DROPS];
+	size_t ndrops;
+};
+
 struct app {
 	struct config cfg;
 	struct offsets *tables;
@@ -372,6 +397,10 @@ struct app {
 	struct probes *probes;
 	struct clock_sync clock;
 	uint64_t discarded; /* OTEL_TRACES_EXPORTER=none */
+	struct metrics *metrics; /* NULL: OTEL_METRICS_EXPORTER=none */
+	struct metric_reader *metric_reader;
+	struct resource *self; /* gospan's own resource, for its health metrics */
+	struct health health;
 };
 
 static void submit_span(void *ctx, struct span *s)
@@ -444,16 +473,16 @@ static int start_exporter(struct app *app)
 		.delay_ms = cfg->bsp_schedule_delay_ms,
 	};
 	struct http_sink_opts http = {
-		.url = cfg->traces_url,
-		.headers = cfg->headers,
-		.nheaders = cfg->nheaders,
-		.timeout_ms = cfg->export_timeout_ms,
+		.url = cfg->traces.url,
+		.headers = cfg->traces.headers,
+		.nheaders = cfg->traces.nheaders,
+		.timeout_ms = cfg->traces.timeout_ms,
 		.batch_timeout_ms = cfg->bsp_export_timeout_ms,
-		.gzip = cfg->gzip,
-		.json = cfg->protocol_json,
-		.ca_file = cfg->ca_file,
-		.client_cert = cfg->client_cert,
-		.client_key = cfg->client_key,
+		.gzip = cfg->traces.gzip,
+		.json = cfg->traces.json,
+		.ca_file = cfg->traces.ca_file,
+		.client_cert = cfg->traces.client_cert,
+		.client_key = cfg->traces.client_key,
 	};
 
 	switch (cfg->exporter) {
@@ -483,6 +512,289 @@ static int start_exporter(struct app *app)
 	return 0;
 }
 
+/* Every count of spans lost, by reason, as the summary says them: into OUT, how many. */
+static size_t span_drops(struct app *app, const struct records_stats *rs,
+			 const struct exporter_stats *es, struct drop *out)
+{
+	uint64_t bpf[DROP__COUNT] = {};
+	size_t n = 0;
+	int i;
+
+	if (app->probes)
+		probes__drops(app->probes, bpf);
+#define DROP(name, count, is_cause)                                                                \
+	out[n++] = (struct drop){ .reason = (name), .n = (count), .cause = (is_cause) }
+	DROP("ringbuf_full", bpf[DROP_RINGBUF_FULL], false);
+	DROP("inflight_map_full", bpf[DROP_INFLIGHT_FULL], false);
+	DROP("no_target_config", bpf[DROP_NO_CONFIG], false);
+	DROP("call_stack_full", bpf[DROP_STACK_FULL], false);
+	/* A cause, not a span of its own: the call it ended is counted as end_lost. */
+	DROP("end_without_entry", bpf[DROP_END_NO_ENTRY], true);
+	DROP("scratch_busy", bpf[DROP_SCRATCH_BUSY], false);
+	for (i = 0; i < RECORDS_DROP__COUNT; i++)
+		DROP(records_drop_names[i], rs->dropped[i], false);
+	DROP("queue_full", es->dropped_queue_full, false);
+	DROP("export_failed", es->dropped_export_failed, false);
+	DROP("not_flushed", es->dropped_not_flushed, false);
+#undef DROP
+	return n;
+}
+
+/* The health metrics' counts, now: on the ring-buffer reader's thread, each tick and at exit. */
+static void update_health(struct app *app)
+{
+	struct records_stats rs = {};
+	struct exporter_stats es = {};
+	struct drop drops[MAX_DROPS];
+	size_t n;
+
+	if (!app->metrics)
+		return;
+	records__stats(app->records, &rs);
+	if (app->exporter)
+		exporter__stats(app->exporter, &es);
+	n = span_drops(app, &rs, &es, drops);
+	pthread_mutex_lock(&app->health.lock);
+	app->health.spans = es;
+	memcpy(app->health.drops, drops, n * sizeof(*drops));
+	app->health.ndrops = n;
+	pthread_mutex_unlock(&app->health.lock);
+}
+
+/*
+ * A finished span, before sampling and the export queue: measured for the metrics. It may be an
+ * exemplar when it goes on to be exported: sampled, and the queue has room (or a place held).
+ */
+static void measure_span(void *ctx, const struct span *s, bool sampled, bool held)
+{
+	struct app *app = ctx;
+	bool exported = sampled && app->exporter &&
+			app->cfg.exemplar_filter == EXEMPLAR_FILTER_TRACE_BASED &&
+			(held || exporter__has_room(app->exporter));
+
+	metrics__record_span(app->metrics, s, exported);
+}
+
+/* gospan's own health, as the semantic conventions name an SDK's (otel.sdk.*). */
+static const char *const sdk_keys[] = { "otel.component.type", "otel.component.name",
+					SC_ERROR_TYPE };
+static const char *const drop_keys[] = { "gospan.drop.reason" };
+#define HEALTH_SUM(nm, what, u, is_counter, k)                                                     \
+	{                                                                                          \
+		.name = nm, .description = what, .unit = u, .kind = METRIC_SUM,                    \
+		.monotonic = is_counter, .observed = true, .keys = k,                              \
+		.nkeys = sizeof(k) / sizeof(k[0]),                                                 \
+	}
+static const struct metric_desc health_processed =
+	HEALTH_SUM("otel.sdk.processor.span.processed",
+		   "Spans the batch span processor took, or dropped (error.type).", "{span}", true,
+		   sdk_keys);
+static const struct metric_desc health_exported =
+	HEALTH_SUM("otel.sdk.exporter.span.exported",
+		   "Spans whose export ended: sent, or lost (error.type).", "{span}", true,
+		   sdk_keys);
+static const struct metric_desc health_queue_size =
+	HEALTH_SUM("otel.sdk.processor.span.queue.size", "Spans waiting in the export queue.",
+		   "{span}", false, sdk_keys);
+static const struct metric_desc health_queue_capacity =
+	HEALTH_SUM("otel.sdk.processor.span.queue.capacity", "Spans the export queue can hold.",
+		   "{span}", false, sdk_keys);
+static const struct metric_desc health_points =
+	HEALTH_SUM("otel.sdk.exporter.metric_data_point.exported",
+		   "Metric points whose export ended: sent, or lost (error.type).",
+		   "{data_point}", true, sdk_keys);
+static const struct metric_desc health_dropped =
+	HEALTH_SUM("gospan.span.dropped",
+		   "Calls and spans gospan lost, by reason: what its summary line counts.", "{span}",
+		   true, drop_keys);
+
+/* One health point: DESC of COMPONENT, lost for ERROR (NULL: the ones that went well). */
+static void observe_health(struct metrics *m, struct app *app, const struct metric_desc *desc,
+			   const char *type, const char *name, const char *error, uint64_t value)
+{
+	struct attr a[3] = {
+		{ .key = "otel.component.type", .type = ATTR_STRING, .s = type },
+		{ .key = "otel.component.name", .type = ATTR_STRING, .s = name },
+		{ .key = SC_ERROR_TYPE, .type = ATTR_STRING, .s = error },
+	};
+
+	metrics__observe(m, desc, app->self, a, error ? 3 : 2, (int64_t)value);
+}
+
+/* The metrics store's observe callback, on the thread that collects. */
+static void observe_all_health(void *ctx, struct metrics *m)
+{
+	struct app *app = ctx;
+	struct metric_reader_stats mr = {};
+	const char *sp = "batching_span_processor", *spn = "batching_span_processor/0";
+	const char *ex = app->cfg.traces.json ? "otlp_http_json_span_exporter" :
+						"otlp_http_span_exporter";
+	const char *mx = app->cfg.metrics.json ? "otlp_http_json_metric_exporter" :
+						 "otlp_http_metric_exporter";
+	char exn[64], mxn[64];
+	struct health h;
+	size_t i;
+
+	snprintf(exn, sizeof(exn), "%s/0", ex);
+	snprintf(mxn, sizeof(mxn), "%s/0", mx);
+	pthread_mutex_lock(&app->health.lock);
+	h = app->health;
+	pthread_mutex_unlock(&app->health.lock);
+	if (app->exporter) {
+		observe_health(m, app, &health_processed, sp, spn, NULL,
+			       h.spans.submitted - h.spans.dropped_queue_full);
+		observe_health(m, app, &health_processed, sp, spn, "queue_full",
+			       h.spans.dropped_queue_full);
+		observe_health(m, app, &health_queue_size, sp, spn, NULL, h.spans.queue_depth);
+		observe_health(m, app, &health_queue_capacity, sp, spn, NULL,
+			       (uint64_t)app->cfg.bsp_max_queue);
+		observe_health(m, app, &health_exported, ex, exn, NULL, h.spans.exported);
+		observe_health(m, app, &health_exported, ex, exn, "export_failed",
+			       h.spans.dropped_export_failed);
+		observe_health(m, app, &health_exported, ex, exn, "not_flushed",
+			       h.spans.dropped_not_flushed);
+		observe_health(m, app, &health_exported, ex, exn, "rejected", h.spans.rejected);
+	}
+	if (app->metric_reader) {
+		metric_reader__stats(app->metric_reader, &mr);
+		observe_health(m, app, &health_points, mx, mxn, NULL, mr.points);
+		observe_health(m, app, &health_points, mx, mxn, "export_failed", mr.points_failed);
+	}
+	for (i = 0; i < h.ndrops; i++) {
+		struct attr a = { .key = "gospan.drop.reason", .type = ATTR_STRING,
+				  .s = h.drops[i].reason };
+
+		if (!h.drops[i].cause)
+			metrics__observe(m, &health_dropped, app->self, &a, 1, (int64_t)h.drops[i].n);
+	}
+}
+
+/* gospan's own resource: what its health metrics are of. */
+static struct resource *self_resource(void)
+{
+	struct resource *r = resource__new();
+	char host[256];
+	int err;
+
+	if (!r)
+		return NULL;
+	err = resource__set_str(r, SC_SERVICE_NAME, GOSPAN_NAME);
+	err = err ?: resource__set_str(r, "service.version", GOSPAN_VERSION);
+	err = err ?: resource__set_str(r, SC_TELEMETRY_SDK_NAME, GOSPAN_NAME);
+	err = err ?: resource__set_str(r, SC_TELEMETRY_SDK_VERSION, GOSPAN_VERSION);
+	err = err ?: resource__set_int(r, SC_PROCESS_PID, getpid());
+	err = err ?: resource__set_str(r, SC_PROCESS_EXECUTABLE_NAME, GOSPAN_NAME);
+	if (!err && !gethostname(host, sizeof(host) - 1)) {
+		host[sizeof(host) - 1] = '\0';
+		err = resource__set_str(r, SC_HOST_NAME, host);
+	}
+	if (err) {
+		resource__free(r);
+		errno = -err;
+		return NULL;
+	}
+	return r;
+}
+
+/*
+ * The metrics store and its reader, as OTEL_METRICS_EXPORTER says: OTLP to the metrics
+ * endpoint, or the console, every OTEL_METRIC_EXPORT_INTERVAL; none, nothing at all.
+ */
+static int start_metrics(struct app *app)
+{
+	const struct config *cfg = &app->cfg;
+	static const enum metric_temporality temporalities[] = {
+		[METRICS_TEMPORALITY_CUMULATIVE] = METRIC_TEMPORALITY_CUMULATIVE,
+		[METRICS_TEMPORALITY_DELTA] = METRIC_TEMPORALITY_DELTA,
+		[METRICS_TEMPORALITY_LOWMEMORY] = METRIC_TEMPORALITY_LOWMEMORY,
+	};
+	static const enum metric_exemplars filters[] = {
+		[EXEMPLAR_FILTER_TRACE_BASED] = METRIC_EXEMPLARS_TRACE_BASED,
+		[EXEMPLAR_FILTER_ALWAYS_ON] = METRIC_EXEMPLARS_ALWAYS_ON,
+		[EXEMPLAR_FILTER_ALWAYS_OFF] = METRIC_EXEMPLARS_ALWAYS_OFF,
+	};
+	struct http_sink_opts http = {
+		.url = cfg->metrics.url,
+		.headers = cfg->metrics.headers,
+		.nheaders = cfg->metrics.nheaders,
+		.timeout_ms = cfg->metrics.timeout_ms,
+		.batch_timeout_ms = cfg->metric_timeout_ms,
+		.gzip = cfg->metrics.gzip,
+		.json = cfg->metrics.json,
+		.ca_file = cfg->metrics.ca_file,
+		.client_cert = cfg->metrics.client_cert,
+		.client_key = cfg->metrics.client_key,
+		.metrics = true,
+	};
+	struct metric_reader_opts ro = { .interval_ms = cfg->metric_interval_ms };
+	int err;
+
+	if (cfg->metrics_exporter == METRICS_EXPORTER_NONE)
+		return 0;
+	err = pthread_mutex_init(&app->health.lock, NULL);
+	if (err)
+		return -err;
+	app->self = self_resource();
+	if (!app->self)
+		return -errno;
+	app->metrics = metrics__new(&(struct metrics_opts){
+		.temporality = temporalities[cfg->temporality],
+		.exemplars = filters[cfg->exemplar_filter],
+		.cardinality_limit = (size_t)cfg->metrics_cardinality,
+		.observe = observe_all_health,
+		.observe_ctx = app,
+	});
+	if (!app->metrics)
+		return -errno;
+	switch (cfg->metrics_exporter) {
+	case METRICS_EXPORTER_OTLP:
+		ro.ops = &http_sink_ops;
+		ro.ctx = http_sink__new(&http);
+		break;
+	default:
+		pr_err("OTEL_METRICS_EXPORTER: this exporter is not available yet");
+		return -ENOTSUP;
+	}
+	if (!ro.ctx)
+		return -errno;
+	ro.metrics = app->metrics;
+	app->metric_reader = metric_reader__new(&ro);
+	if (!app->metric_reader) {
+		err = -errno;
+		ro.ops->free(ro.ctx);
+		pr_err("cannot start the metric reader: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* The metrics' last export, then what they came to. */
+static void stop_metrics(struct app *app)
+{
+	struct metric_reader_stats mr = {};
+	struct metrics_stats ms = {};
+	char limited[128] = "";
+
+	if (!app->metrics)
+		return;
+	update_health(app);
+	metric_reader__shutdown(app->metric_reader);
+	metrics__stats(app->metrics, &ms);
+	if (app->metric_reader)
+		metric_reader__stats(app->metric_reader, &mr);
+	if (ms.limited)
+		snprintf(limited, sizeof(limited),
+			 " (cardinality limit reached by %llu metrics: %llu calls counted in "
+			 "otel.metric.overflow)",
+			 (unsigned long long)ms.limited, (unsigned long long)ms.overflowed);
+	pr_info("metrics: calls measured %llu, attribute sets %llu%s; exports %llu (%llu points), "
+		"failed %llu (%llu points)%s",
+		(unsigned long long)ms.measurements, (unsigned long long)ms.series, limited,
+		(unsigned long long)mr.exports, (unsigned long long)mr.points,
+		(unsigned long long)mr.failures, (unsigned long long)mr.points_failed,
+		ms.no_memory ? " (out of memory: measurements lost)" : "");
+}
+
 /* Whether the kernel counts BPF program runs (sysctl kernel.bpf_stats_enabled). */
 static bool bpf_stats_enabled(void)
 {
@@ -498,45 +810,24 @@ static void print_summary(struct app *app, bool final)
 {
 	struct records_stats rs = {};
 	struct exporter_stats es = {};
-	uint64_t bpf_drops[DROP__COUNT] = {}, prop[PROP__COUNT] = {}, total, hits;
+	uint64_t prop[PROP__COUNT] = {}, total = 0, hits;
+	struct drop drops[MAX_DROPS];
 	char reasons[1024];
-	size_t len = 0;
-	int i;
+	size_t len = 0, n, i;
 
 	records__stats(app->records, &rs);
 	if (app->exporter)
 		exporter__stats(app->exporter, &es);
 	if (app->probes)
-		probes__drops(app->probes, bpf_drops);
-
-#define REASON(name, n)                                                                            \
-	do {                                                                                       \
-		if ((n) && len < sizeof(reasons))                                                  \
-			len += snprintf(reasons + len, sizeof(reasons) - len, " %s=%llu", name,    \
-					(unsigned long long)(n));                                  \
-	} while (0)
-	reasons[0] = '\0';
-	total = 0;
-	if (app->probes)
 		probes__propagation(app->probes, prop);
-	REASON("ringbuf_full", bpf_drops[DROP_RINGBUF_FULL]);
-	REASON("inflight_map_full", bpf_drops[DROP_INFLIGHT_FULL]);
-	REASON("no_target_config", bpf_drops[DROP_NO_CONFIG]);
-	REASON("call_stack_full", bpf_drops[DROP_STACK_FULL]);
-	/* A cause, not a span of its own: the call it ended is counted as end_lost. */
-	REASON("end_without_entry", bpf_drops[DROP_END_NO_ENTRY]);
-	REASON("scratch_busy", bpf_drops[DROP_SCRATCH_BUSY]);
-	for (i = 0; i < DROP__COUNT; i++)
-		total += i == DROP_END_NO_ENTRY ? 0 : bpf_drops[i];
-	for (i = 0; i < RECORDS_DROP__COUNT; i++) {
-		REASON(records_drop_names[i], rs.dropped[i]);
-		total += rs.dropped[i];
+	reasons[0] = '\0';
+	n = span_drops(app, &rs, &es, drops);
+	for (i = 0; i < n; i++) {
+		if (drops[i].n && len < sizeof(reasons))
+			len += snprintf(reasons + len, sizeof(reasons) - len, " %s=%llu",
+					drops[i].reason, (unsigned long long)drops[i].n);
+		total += drops[i].cause ? 0 : drops[i].n;
 	}
-	REASON("queue_full", es.dropped_queue_full);
-	REASON("export_failed", es.dropped_export_failed);
-	REASON("not_flushed", es.dropped_not_flushed);
-	total += es.dropped_queue_full + es.dropped_export_failed + es.dropped_not_flushed;
-#undef REASON
 
 	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits)) {
 		char per[512];
@@ -604,6 +895,7 @@ static int run(struct app *app)
 				break;
 			process_table__prune(app->processes, process_busy, app->records);
 			probes__sync(app->probes);
+			update_health(app);
 		}
 		if (app->cfg.verbose && now >= next_status) {
 			print_summary(app, false);
@@ -967,6 +1259,9 @@ int main(int argc, char **argv)
 	err = start_exporter(&app);
 	if (err)
 		goto cleanup;
+	err = start_metrics(&app);
+	if (err)
+		goto cleanup;
 	app.processes = process_table__new(&app.cfg);
 	app.records = records__new(&(struct records_opts){
 		.clock = &app.clock,
@@ -977,6 +1272,7 @@ int main(int argc, char **argv)
 		.forget = forget_call,
 		.in_flight = call_in_flight,
 		.process_started = process_started,
+		.measure = app.metrics ? measure_span : NULL,
 		.ctx = &app,
 		.panic_grace_ns = PANIC_GRACE_NS,
 		.db_query_text = app.cfg.db_query_text,
@@ -1044,6 +1340,8 @@ detach:
 	/* Nothing to account for when no target was ever attached. */
 	if (attached)
 		print_summary(&app, true);
+	if (cut != -EBUSY)
+		stop_metrics(&app);
 	/*
 	 * The export thread left inside its sink may hold stdout's lock, which exit() would wait
 	 * for, and uses what the cleanup frees: end here. The messages went to unbuffered stderr.
@@ -1056,6 +1354,12 @@ cleanup:
 	records__free(app.records);
 	process_table__free(app.processes);
 	exporter__free(app.exporter);
+	metric_reader__free(app.metric_reader);
+	metrics__free(app.metrics);
+	if (app.self) {
+		resource__free(app.self);
+		pthread_mutex_destroy(&app.health.lock);
+	}
 	for (i = 0; i < app.ntraced; i++)
 		target__free(app.traced[i].target);
 	offsets__free(app.tables);

@@ -186,12 +186,14 @@ static void drop(struct records *r, struct pending *p, enum records_drop why)
 }
 
 /*
- * Hands a finished span on, into the place held for it when HELD, unless its trace is not
- * sampled: the caller said so in the traceparent flags, and a parent-based sampler keeps no span
+ * Hands a finished span on, measured for the metrics first, into the place held for it when
+ * HELD, unless its trace is not sampled: the caller said so in the traceparent flags, and a parent-based sampler keeps no span
  * of such a trace (nor is a place held for one).
  */
 static void emit(struct records *r, struct span *s, bool held)
 {
+	if (r->opts.measure)
+		r->opts.measure(r->opts.ctx, s, s->flags & 1, held);
 	if (!(s->flags & 1)) {
 		r->stats.unsampled++;
 		span__free(s);

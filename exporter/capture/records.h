@@ -66,6 +66,12 @@ struct records_opts {
 	 * runtime.main), and has made no connection yet (probes__track_process).
 	 */
 	void (*process_started)(void *ctx, uint32_t pid, uint32_t cookie);
+	/*
+	 * Optional: measures a finished span for the metrics, before its trace's sampling or the
+	 * export queue can leave it out, so every call is counted. SAMPLED: it is to be exported;
+	 * HELD: a place waits for it in the export queue.
+	 */
+	void (*measure)(void *ctx, const struct span *s, bool sampled, bool held);
 	void *ctx;
 	uint64_t panic_grace_ns; /* how long a panicked call may still return normally */
 	int db_query_text;	 /* enum db_query_text: what data store spans keep of a query */

@@ -45,12 +45,16 @@ enum setting_id {
 	S_TRACES_EXPORTER,
 	S_ENDPOINT,
 	S_TRACES_ENDPOINT,
+	S_METRICS_ENDPOINT,
 	S_PROTOCOL,
 	S_TRACES_PROTOCOL,
+	S_METRICS_PROTOCOL,
 	S_HEADERS,
 	S_TRACES_HEADERS,
+	S_METRICS_HEADERS,
 	S_TIMEOUT,
 	S_TRACES_TIMEOUT,
+	S_METRICS_TIMEOUT,
 	S_BSP_DELAY,
 	S_BSP_EXPORT_TIMEOUT,
 	S_BSP_QUEUE,
@@ -62,20 +66,34 @@ enum setting_id {
 	S_SDK_DISABLED,
 	S_COMPRESSION,
 	S_TRACES_COMPRESSION,
+	S_METRICS_COMPRESSION,
 	S_CERTIFICATE,
 	S_TRACES_CERTIFICATE,
+	S_METRICS_CERTIFICATE,
 	S_CLIENT_CERT,
 	S_TRACES_CLIENT_CERT,
+	S_METRICS_CLIENT_CERT,
 	S_CLIENT_KEY,
 	S_TRACES_CLIENT_KEY,
+	S_METRICS_CLIENT_KEY,
 	S_INSECURE,
 	S_TRACES_INSECURE,
+	S_METRICS_INSECURE,
+	S_METRICS_EXPORTER,
+	S_METRIC_INTERVAL,
+	S_METRIC_TIMEOUT,
+	S_TEMPORALITY,
+	S_EXEMPLAR_FILTER,
+	S_CARDINALITY,
+	S_PROMETHEUS_HOST,
+	S_PROMETHEUS_PORT,
 	S__COUNT,
 };
 
 _Static_assert(S__COUNT <= CONFIG_MAX_SETTINGS, "raise CONFIG_MAX_SETTINGS");
-_Static_assert(S_TRACES_CLIENT_KEY - S_CERTIFICATE + 1 == CONFIG_TLS_PATHS,
+_Static_assert(S_METRICS_CLIENT_KEY - S_CERTIFICATE + 1 == CONFIG_TLS_PATHS,
 	       "one tls_paths slot per TLS file setting");
+/* Each general OTLP setting is followed by its _TRACES_ and its _METRICS_ override. */
 
 /* NAME is how the value was given ("--pid", "OTEL_BSP_SCHEDULE_DELAY"), for messages. */
 typedef int (*parse_fn)(struct config *cfg, enum setting_id id, const char *name, const char *val);
@@ -124,6 +142,9 @@ static int parse_ms(struct config *cfg, enum setting_id id, const char *name, co
 static int parse_count(struct config *cfg, enum setting_id id, const char *name, const char *val);
 static int parse_log_level(struct config *cfg, enum setting_id id, const char *name,
 			   const char *val);
+static int parse_metrics_choice(struct config *cfg, enum setting_id id, const char *name,
+				const char *val);
+static int parse_host(struct config *cfg, enum setting_id id, const char *name, const char *val);
 
 static const struct setting settings[S__COUNT] = {
 	[S_PID] = { .env = "OTEL_GO_AUTO_TARGET_PID", .opt = "pid",
@@ -175,27 +196,42 @@ static const struct setting settings[S__COUNT] = {
 	[S_TRACES_EXPORTER] = { .env = "OTEL_TRACES_EXPORTER", .def = "otlp",
 				.help = "otlp, console or none", .parse = parse_exporter },
 	[S_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_ENDPOINT", .def = "http://localhost:4318",
-			 .help = "OTLP/HTTP base URL; traces go to <base>/v1/traces",
+			 .help = "OTLP/HTTP base URL; traces go to <base>/v1/traces, metrics to "
+				 "<base>/v1/metrics",
 			 .parse = parse_endpoint },
 	[S_TRACES_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 				.help = "full traces URL, used as given", .parse = parse_endpoint },
+	[S_METRICS_ENDPOINT] = { .env = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+				 .help = "full metrics URL, used as given", .parse = parse_endpoint },
 	[S_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_PROTOCOL", .def = "http/protobuf",
 			 .help = "http/protobuf or http/json (gRPC is not supported)", .parse = parse_protocol },
 	[S_TRACES_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 				.help = "http/protobuf or http/json; overrides the above",
 				.parse = parse_protocol },
+	[S_METRICS_PROTOCOL] = { .env = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+				 .help = "http/protobuf or http/json for metrics; overrides "
+					 "OTEL_EXPORTER_OTLP_PROTOCOL",
+				 .parse = parse_protocol },
 	[S_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_HEADERS",
 			.help = "request headers, key=value,... (values percent-decoded)",
 			.parse = parse_headers, .secret = true },
 	[S_TRACES_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 			       .help = "traces request headers; override the above by name",
 			       .parse = parse_headers, .secret = true },
+	[S_METRICS_HEADERS] = { .env = "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+				.help = "metrics request headers; override OTEL_EXPORTER_OTLP_HEADERS "
+					"by name",
+				.parse = parse_headers, .secret = true },
 	[S_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TIMEOUT", .def = "10000",
 			.help = "timeout of each export request (connect, send, answer), ms",
 			.parse = parse_ms },
 	[S_TRACES_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
 			       .help = "traces request timeout, ms; overrides the above",
 			       .parse = parse_ms },
+	[S_METRICS_TIMEOUT] = { .env = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+				.help = "metrics request timeout, ms; overrides "
+					"OTEL_EXPORTER_OTLP_TIMEOUT",
+				.parse = parse_ms },
 	[S_BSP_DELAY] = { .env = "OTEL_BSP_SCHEDULE_DELAY", .def = "5000",
 			  .help = "longest wait before queued spans are sent, ms",
 			  .parse = parse_ms },
@@ -233,6 +269,10 @@ static const struct setting settings[S__COUNT] = {
 	[S_TRACES_COMPRESSION] = { .env = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
 				   .help = "gzip or none; overrides the above",
 				   .parse = parse_compression },
+	[S_METRICS_COMPRESSION] = { .env = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+				    .help = "gzip or none for metrics; overrides "
+					    "OTEL_EXPORTER_OTLP_COMPRESSION",
+				    .parse = parse_compression },
 	[S_CERTIFICATE] = { .env = "OTEL_EXPORTER_OTLP_CERTIFICATE",
 			    .help = "PEM file of the CAs that verify the collector (https); "
 				    "default: the system's",
@@ -240,17 +280,27 @@ static const struct setting settings[S__COUNT] = {
 	[S_TRACES_CERTIFICATE] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
 				   .help = "traces CA file; overrides the above",
 				   .parse = parse_file },
+	[S_METRICS_CERTIFICATE] = { .env = "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE",
+				    .help = "metrics CA file; overrides OTEL_EXPORTER_OTLP_CERTIFICATE",
+				    .parse = parse_file },
 	[S_CLIENT_CERT] = { .env = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
 			    .help = "PEM client certificate, for mutual TLS", .parse = parse_file },
 	[S_TRACES_CLIENT_CERT] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
 				   .help = "traces client certificate; overrides the above",
 				   .parse = parse_file },
+	[S_METRICS_CLIENT_CERT] = { .env = "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+				    .help = "metrics client certificate; overrides "
+					    "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+				    .parse = parse_file },
 	[S_CLIENT_KEY] = { .env = "OTEL_EXPORTER_OTLP_CLIENT_KEY",
 			   .help = "PEM private key of the client certificate",
 			   .parse = parse_file },
 	[S_TRACES_CLIENT_KEY] = { .env = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
 				  .help = "traces client key; overrides the above",
 				  .parse = parse_file },
+	[S_METRICS_CLIENT_KEY] = { .env = "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY",
+				   .help = "metrics client key; overrides OTEL_EXPORTER_OTLP_CLIENT_KEY",
+				   .parse = parse_file },
 	[S_INSECURE] = { .env = "OTEL_EXPORTER_OTLP_INSECURE", .def = "false",
 			 .help = "true or false; gRPC only, ignored for http/protobuf, where the "
 				 "endpoint's http:// or https:// decides",
@@ -258,6 +308,40 @@ static const struct setting settings[S__COUNT] = {
 	[S_TRACES_INSECURE] = { .env = "OTEL_EXPORTER_OTLP_TRACES_INSECURE",
 				.help = "true or false; ignored like the above",
 				.parse = parse_bool },
+	[S_METRICS_INSECURE] = { .env = "OTEL_EXPORTER_OTLP_METRICS_INSECURE",
+				 .help = "true or false; ignored like the above",
+				 .parse = parse_bool },
+	[S_METRICS_EXPORTER] = { .env = "OTEL_METRICS_EXPORTER", .def = "otlp",
+				 .help = "RED metrics of every call: otlp (to the metrics endpoint), "
+					 "prometheus (served for scraping), console (a table per "
+					 "interval and at exit) or none",
+				 .parse = parse_metrics_choice },
+	[S_METRIC_INTERVAL] = { .env = "OTEL_METRIC_EXPORT_INTERVAL", .def = "60000",
+				.help = "time between metric exports (otlp, console), ms",
+				.parse = parse_ms },
+	[S_METRIC_TIMEOUT] = { .env = "OTEL_METRIC_EXPORT_TIMEOUT", .def = "30000",
+			       .help = "time one metric export may spend on requests and retries, "
+				       "ms",
+			       .parse = parse_ms },
+	[S_TEMPORALITY] = { .env = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+			    .def = "cumulative",
+			    .help = "cumulative, delta, or lowmemory (delta histograms, cumulative "
+				    "counters)",
+			    .parse = parse_metrics_choice },
+	[S_EXEMPLAR_FILTER] = { .env = "OTEL_METRICS_EXEMPLAR_FILTER", .def = "trace_based",
+				.help = "trace_based (exemplars of exported spans), always_on or "
+					"always_off",
+				.parse = parse_metrics_choice },
+	[S_CARDINALITY] = { .env = "GOSPAN_METRICS_CARDINALITY_LIMIT", .def = "2000",
+			    .help = "attribute sets per metric and process, the overflow set "
+				    "(otel.metric.overflow=true) included",
+			    .parse = parse_count },
+	[S_PROMETHEUS_HOST] = { .env = "OTEL_EXPORTER_PROMETHEUS_HOST", .def = "localhost",
+				.help = "address the Prometheus endpoint listens on",
+				.parse = parse_host },
+	[S_PROMETHEUS_PORT] = { .env = "OTEL_EXPORTER_PROMETHEUS_PORT", .def = "9464",
+				.help = "port of the Prometheus endpoint (/metrics)",
+				.parse = parse_count },
 };
 
 static int refuse(const char *name, const char *val, const char *why)
@@ -681,9 +765,8 @@ static int parse_res_attrs(struct config *cfg, enum setting_id id, const char *n
 static int parse_headers(struct config *cfg, enum setting_id id, const char *name,
 			 const char *val)
 {
-	if (id == S_HEADERS)
-		return parse_kv_list(name, val, true, &cfg->base_headers, &cfg->nbase_headers);
-	return parse_kv_list(name, val, true, &cfg->traces_headers, &cfg->ntraces_headers);
+	return parse_kv_list(name, val, true, &cfg->headers_by[id - S_HEADERS],
+			     &cfg->nheaders_by[id - S_HEADERS]);
 }
 
 static int parse_db_query_text(struct config *cfg, enum setting_id id, const char *name,
@@ -775,18 +858,14 @@ static int parse_endpoint(struct config *cfg, enum setting_id id, const char *na
 
 	if (err)
 		return err;
-	if (id == S_ENDPOINT)
-		return replace_str(&cfg->otlp_endpoint, val);
-	return replace_str(&cfg->otlp_traces_endpoint, val);
+	return replace_str(&cfg->endpoint_by[id - S_ENDPOINT], val);
 }
 
 static int parse_protocol(struct config *cfg, enum setting_id id, const char *name,
 			  const char *val)
 {
-	(void)id;
-	/* Applied in table order: the _TRACES_ variable comes later and so wins. */
 	if (!strcmp(val, "http/protobuf") || !strcmp(val, "http/json")) {
-		cfg->protocol_json = !strcmp(val, "http/json");
+		cfg->json_by[id - S_PROTOCOL] = !strcmp(val, "http/json");
 		return 0;
 	}
 	if (!strcmp(val, "grpc"))
@@ -806,10 +885,7 @@ static int parse_compression(struct config *cfg, enum setting_id id, const char 
 		gzip = false;
 	else
 		return refuse(name, val, "expected gzip or none");
-	if (id == S_COMPRESSION)
-		cfg->base_gzip = gzip;
-	else
-		cfg->traces_gzip = gzip;
+	cfg->gzip_by[id - S_COMPRESSION] = gzip;
 	return 0;
 }
 
@@ -839,10 +915,12 @@ static int parse_ms(struct config *cfg, enum setting_id id, const char *name, co
 	long v, *dst;
 	int err;
 
-	if (id == S_TIMEOUT)
-		dst = &cfg->base_timeout_ms;
-	else if (id == S_TRACES_TIMEOUT)
-		dst = &cfg->traces_timeout_ms;
+	if (id >= S_TIMEOUT && id <= S_METRICS_TIMEOUT)
+		dst = &cfg->timeout_by[id - S_TIMEOUT];
+	else if (id == S_METRIC_INTERVAL)
+		dst = &cfg->metric_interval_ms;
+	else if (id == S_METRIC_TIMEOUT)
+		dst = &cfg->metric_timeout_ms;
 	else if (id == S_BSP_EXPORT_TIMEOUT)
 		dst = &cfg->bsp_export_timeout_ms;
 	else
@@ -859,6 +937,11 @@ static int parse_count(struct config *cfg, enum setting_id id, const char *name,
 	long v;
 	int err;
 
+	if (id == S_PROMETHEUS_PORT)
+		return parse_long(name, val, 1, 65535, &cfg->prometheus_port);
+	/* Below 2, the overflow set alone would take every call. */
+	if (id == S_CARDINALITY)
+		return parse_long(name, val, 2, 1L << 20, &cfg->metrics_cardinality);
 	/* The queue is allocated whole at start: a bound keeps a typo from asking for gigabytes. */
 	err = parse_long(name, val, 1, 1L << 24, &v);
 	if (err)
@@ -877,6 +960,50 @@ static int parse_log_level(struct config *cfg, enum setting_id id, const char *n
 	if (log_parse_level(val, &cfg->log_level))
 		return refuse(name, val, "expected error, warn, info or debug");
 	return 0;
+}
+
+/* The metrics settings that pick one of a few names: each its table of names and values. */
+static int parse_metrics_choice(struct config *cfg, enum setting_id id, const char *name,
+				const char *val)
+{
+	static const char *const exporters[] = { "otlp", "prometheus", "console", "none", NULL };
+	static const char *const temporalities[] = { "cumulative", "delta", "lowmemory", NULL };
+	static const char *const filters[] = { "trace_based", "always_on", "always_off", NULL };
+	const char *const *names = id == S_METRICS_EXPORTER ? exporters :
+				   id == S_TEMPORALITY	     ? temporalities :
+							       filters;
+	char why[96];
+	size_t i, len;
+
+	/* The specification's values are case-insensitive for the temporality. */
+	for (i = 0; names[i]; i++) {
+		if (id == S_TEMPORALITY ? strcasecmp(val, names[i]) : strcmp(val, names[i]))
+			continue;
+		if (id == S_METRICS_EXPORTER)
+			cfg->metrics_exporter = (enum metrics_exporter)i;
+		else if (id == S_TEMPORALITY)
+			cfg->temporality = (enum metrics_temporality)i;
+		else
+			cfg->exemplar_filter = (enum exemplar_filter)i;
+		return 0;
+	}
+	if (id == S_METRICS_EXPORTER && strchr(val, ','))
+		return refuse(name, val, "one metrics exporter at a time: otlp, prometheus, console "
+					 "or none");
+	len = snprintf(why, sizeof(why), "expected %s", names[0]);
+	for (i = 1; names[i] && len < sizeof(why); i++)
+		len += snprintf(why + len, sizeof(why) - len, "%s%s", names[i + 1] ? ", " : " or ",
+				names[i]);
+	return refuse(name, val, why);
+}
+
+/* A host name or address to listen on: not empty, no spaces, no port. */
+static int parse_host(struct config *cfg, enum setting_id id, const char *name, const char *val)
+{
+	(void)id;
+	if (!*val || strpbrk(val, " \t/"))
+		return refuse(name, val, "expected a host name or an IP address");
+	return replace_str(&cfg->prometheus_host, val);
 }
 
 /* The OTel spec treats an empty variable as unset; the first of duplicates wins, as in getenv. */
@@ -970,71 +1097,95 @@ static int parse_cli(struct config *cfg, int argc, char **argv)
 	return 0;
 }
 
-/* Puts together what depends on several settings: the traces URL, headers, timeout, batch. */
-static int finish(struct config *cfg)
+/*
+ * One signal's destination D: SIG 1 for traces, 2 for metrics, PATH its path under the general
+ * endpoint. Each setting of the signal's own that is set wins over the general one; its headers
+ * override the general ones with the same (case-insensitive) name.
+ */
+static int make_dest(struct config *cfg, struct otlp_dest *d, int sig, const char *path)
 {
-	const char *base = cfg->otlp_endpoint;
-	size_t i, j, len;
+	const char *base = cfg->endpoint_by[0], *p;
+	const struct header_kv *gen = cfg->headers_by[0], *own = cfg->headers_by[sig];
+	size_t ngen = cfg->nheaders_by[0], nown = cfg->nheaders_by[sig], i, j, len;
+	enum setting_id key;
+	char **dst;
 
-	if (cfg->otlp_traces_endpoint) {
-		if (replace_str(&cfg->traces_url, cfg->otlp_traces_endpoint))
+	if (cfg->endpoint_by[sig]) {
+		if (replace_str(&d->url, cfg->endpoint_by[sig]))
 			return -ENOMEM;
 	} else {
 		len = strlen(base);
 		while (len && base[len - 1] == '/')
 			len--;
-		free(cfg->traces_url);
-		if (asprintf(&cfg->traces_url, "%.*s/v1/traces", (int)len, base) < 0) {
-			cfg->traces_url = NULL;
+		free(d->url);
+		if (asprintf(&d->url, "%.*s%s", (int)len, base, path) < 0) {
+			d->url = NULL;
 			return -ENOMEM;
 		}
 	}
-
-	/* Traces headers override general ones with the same (case-insensitive) name. */
-	free_kvs(cfg->headers, cfg->nheaders);
-	cfg->nheaders = 0;
-	cfg->headers = calloc(cfg->nbase_headers + cfg->ntraces_headers + 1, sizeof(*cfg->headers));
-	if (!cfg->headers)
+	free_kvs(d->headers, d->nheaders);
+	d->nheaders = 0;
+	d->headers = calloc(ngen + nown + 1, sizeof(*d->headers));
+	if (!d->headers)
 		return -ENOMEM;
-	for (i = 0; i < cfg->nbase_headers; i++) {
-		for (j = 0; j < cfg->ntraces_headers; j++)
-			if (!strcasecmp(cfg->base_headers[i].key, cfg->traces_headers[j].key))
+	for (i = 0; i < ngen + nown; i++) {
+		const struct header_kv *kv = i < ngen ? &gen[i] : &own[i - ngen];
+
+		for (j = 0; i < ngen && j < nown; j++)
+			if (!strcasecmp(kv->key, own[j].key))
 				break;
-		if (j < cfg->ntraces_headers)
+		if (i < ngen && j < nown)
 			continue;
-		cfg->headers[cfg->nheaders].key = strdup(cfg->base_headers[i].key);
-		cfg->headers[cfg->nheaders++].value = strdup(cfg->base_headers[i].value);
+		d->headers[d->nheaders].key = strdup(kv->key);
+		d->headers[d->nheaders++].value = strdup(kv->value);
 	}
-	for (j = 0; j < cfg->ntraces_headers; j++) {
-		cfg->headers[cfg->nheaders].key = strdup(cfg->traces_headers[j].key);
-		cfg->headers[cfg->nheaders++].value = strdup(cfg->traces_headers[j].value);
-	}
-	for (i = 0; i < cfg->nheaders; i++)
-		if (!cfg->headers[i].key || !cfg->headers[i].value)
+	for (i = 0; i < d->nheaders; i++)
+		if (!d->headers[i].key || !d->headers[i].value)
 			return -ENOMEM;
 
-	cfg->export_timeout_ms = cfg->traces_timeout_ms ? cfg->traces_timeout_ms :
-							  cfg->base_timeout_ms;
-
-	/* Each _TRACES_ variable set wins over its general one. */
-	cfg->gzip = cfg->raw[S_TRACES_COMPRESSION] ? cfg->traces_gzip : cfg->base_gzip;
+	d->timeout_ms = cfg->timeout_by[sig] ? cfg->timeout_by[sig] : cfg->timeout_by[0];
+	d->gzip = cfg->raw[S_COMPRESSION + sig] ? cfg->gzip_by[sig] : cfg->gzip_by[0];
+	d->json = cfg->raw[S_PROTOCOL + sig] ? cfg->json_by[sig] : cfg->json_by[0];
 	for (i = 0; i < 3; i++) {
-		const char *p = cfg->tls_paths[2 * i + 1] ?: cfg->tls_paths[2 * i];
-		char **dst = i == 0 ? &cfg->ca_file : i == 1 ? &cfg->client_cert : &cfg->client_key;
-
+		p = cfg->tls_paths[3 * i + sig] ?: cfg->tls_paths[3 * i];
+		dst = i == 0 ? &d->ca_file : i == 1 ? &d->client_cert : &d->client_key;
 		free(*dst);
 		*dst = p ? strdup(p) : NULL;
 		if (p && !*dst)
 			return -ENOMEM;
 	}
-	if (cfg->client_key && !cfg->client_cert) {
-		pr_err("invalid %s '%s': no client certificate to go with it",
-		       settings[cfg->tls_paths[S_TRACES_CLIENT_KEY - S_CERTIFICATE] ?
-					S_TRACES_CLIENT_KEY :
-					S_CLIENT_KEY]
-			       .env,
-		       cfg->client_key);
+	if (d->client_key && !d->client_cert) {
+		key = cfg->tls_paths[S_CLIENT_KEY - S_CERTIFICATE + sig] ? S_CLIENT_KEY + sig :
+									    S_CLIENT_KEY;
+		pr_err("invalid %s '%s': no client certificate to go with it", settings[key].env,
+		       d->client_key);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+static void free_dest(struct otlp_dest *d)
+{
+	free(d->url);
+	free_kvs(d->headers, d->nheaders);
+	free(d->ca_file);
+	free(d->client_cert);
+	free(d->client_key);
+}
+
+/* Puts together what depends on several settings: each signal's destination, the batch. */
+static int finish(struct config *cfg)
+{
+	int err;
+
+	err = make_dest(cfg, &cfg->traces, 1, "/v1/traces");
+	if (err)
+		return err;
+	/* Metrics go nowhere over OTLP unless exported so: their settings are not checked. */
+	if (cfg->metrics_exporter == METRICS_EXPORTER_OTLP) {
+		err = make_dest(cfg, &cfg->metrics, 2, "/v1/metrics");
+		if (err)
+			return err;
 	}
 
 	/* A small queue alone shrinks the default batch; a batch set above it is a mistake. */
@@ -1096,20 +1247,18 @@ void config__free(struct config *cfg)
 
 	for (i = 0; i < CONFIG_TLS_PATHS; i++)
 		free(cfg->tls_paths[i]);
-	free(cfg->ca_file);
-	free(cfg->client_cert);
-	free(cfg->client_key);
+	free_dest(&cfg->traces);
+	free_dest(&cfg->metrics);
+	for (i = 0; i < 3; i++) {
+		free(cfg->endpoint_by[i]);
+		free_kvs(cfg->headers_by[i], cfg->nheaders_by[i]);
+	}
+	free(cfg->prometheus_host);
 	for (i = 0; i < cfg->nexes; i++)
 		free(cfg->exes[i]);
 	free(cfg->service_name);
 	free(cfg->functions_file);
-	free(cfg->traces_url);
-	free(cfg->otlp_endpoint);
-	free(cfg->otlp_traces_endpoint);
 	free_kvs(cfg->resource_attrs, cfg->nresource_attrs);
-	free_kvs(cfg->headers, cfg->nheaders);
-	free_kvs(cfg->base_headers, cfg->nbase_headers);
-	free_kvs(cfg->traces_headers, cfg->ntraces_headers);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -1181,10 +1330,18 @@ void config__print_help(const struct config *cfg, FILE *out)
 		free(printable);
 		printable = NULL;
 	}
-	shown = cfg->traces_url ? config__printable_url(cfg->traces_url) : NULL;
-	fprintf(out, "\ntraces are sent to %s\n", shown ? shown : cfg->traces_url ? "(unprintable)" :
+	shown = cfg->traces.url ? config__printable_url(cfg->traces.url) : NULL;
+	fprintf(out, "\ntraces are sent to %s\n", shown ? shown : cfg->traces.url ? "(unprintable)" :
 								       "(unset)");
 	free(shown);
+	if (cfg->metrics_exporter == METRICS_EXPORTER_OTLP) {
+		shown = cfg->metrics.url ? config__printable_url(cfg->metrics.url) : NULL;
+		fprintf(out, "metrics are sent to %s\n", shown ? shown : "(unprintable)");
+		free(shown);
+	} else if (cfg->metrics_exporter == METRICS_EXPORTER_PROMETHEUS) {
+		fprintf(out, "metrics are served at http://%s:%ld/metrics\n", cfg->prometheus_host,
+			cfg->prometheus_port);
+	}
 }
 
 char *config__printable_url(const char *url)

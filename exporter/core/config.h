@@ -14,8 +14,8 @@
 #include "events.h"
 #include "core/log.h"
 
-#define CONFIG_MAX_SETTINGS 48
-#define CONFIG_TLS_PATHS 6
+#define CONFIG_MAX_SETTINGS 72
+#define CONFIG_TLS_PATHS 9
 
 /* OTEL_TRACES_SAMPLER's decision for spans without a parent to follow. */
 enum root_sampler {
@@ -41,6 +41,47 @@ enum traces_exporter {
 	TRACES_EXPORTER_OTLP,
 	TRACES_EXPORTER_CONSOLE,
 	TRACES_EXPORTER_NONE,
+};
+
+/* OTEL_METRICS_EXPORTER */
+enum metrics_exporter {
+	METRICS_EXPORTER_OTLP,
+	METRICS_EXPORTER_PROMETHEUS,
+	METRICS_EXPORTER_CONSOLE,
+	METRICS_EXPORTER_NONE,
+};
+
+/* OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE */
+enum metrics_temporality {
+	METRICS_TEMPORALITY_CUMULATIVE,
+	METRICS_TEMPORALITY_DELTA,
+	METRICS_TEMPORALITY_LOWMEMORY,
+};
+
+/* OTEL_METRICS_EXEMPLAR_FILTER */
+enum exemplar_filter {
+	EXEMPLAR_FILTER_TRACE_BASED,
+	EXEMPLAR_FILTER_ALWAYS_ON,
+	EXEMPLAR_FILTER_ALWAYS_OFF,
+};
+
+/*
+ * Where one signal's OTLP exports go: the general OTEL_EXPORTER_OTLP_* settings, each overridden
+ * by the signal's own (_TRACES_, _METRICS_) when that is set.
+ */
+struct otlp_dest {
+	/* _ENDPOINT of the signal as given, or OTEL_EXPORTER_OTLP_ENDPOINT/v1/<signal> */
+	char *url;
+	/* _HEADERS, the signal's overriding the general ones by name */
+	struct header_kv *headers;
+	size_t nheaders;
+	long timeout_ms; /* _TIMEOUT */
+	bool gzip;	 /* _COMPRESSION=gzip */
+	bool json;	 /* _PROTOCOL=http/json */
+	/* _CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY, or NULL */
+	char *ca_file;
+	char *client_cert;
+	char *client_key;
 };
 
 /* --pid and --exe may be repeated, up to this many targets in all. */
@@ -71,18 +112,17 @@ struct config {
 	size_t nresource_attrs;
 
 	enum traces_exporter exporter; /* OTEL_TRACES_EXPORTER */
-	/* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces */
-	char *traces_url;
-	/* OTEL_EXPORTER_OTLP_HEADERS, with OTEL_EXPORTER_OTLP_TRACES_HEADERS overriding by name */
-	struct header_kv *headers;
-	size_t nheaders;
-	long export_timeout_ms; /* OTEL_EXPORTER_OTLP_TRACES_TIMEOUT / OTEL_EXPORTER_OTLP_TIMEOUT */
-	bool gzip; /* OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION=gzip */
-	bool protocol_json; /* OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL=http/json */
-	/* OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY, or NULL */
-	char *ca_file;
-	char *client_cert;
-	char *client_key;
+	struct otlp_dest traces;
+
+	enum metrics_exporter metrics_exporter; /* OTEL_METRICS_EXPORTER */
+	struct otlp_dest metrics;
+	long metric_interval_ms; /* OTEL_METRIC_EXPORT_INTERVAL, default 60000 */
+	long metric_timeout_ms;	 /* OTEL_METRIC_EXPORT_TIMEOUT, default 30000 */
+	enum metrics_temporality temporality;
+	enum exemplar_filter exemplar_filter;
+	long metrics_cardinality; /* GOSPAN_METRICS_CARDINALITY_LIMIT, default 2000 */
+	char *prometheus_host;	  /* OTEL_EXPORTER_PROMETHEUS_HOST, default localhost */
+	long prometheus_port;	  /* OTEL_EXPORTER_PROMETHEUS_PORT, default 9464 */
 
 	long bsp_schedule_delay_ms; /* OTEL_BSP_SCHEDULE_DELAY, default 5000 */
 	long bsp_export_timeout_ms; /* OTEL_BSP_EXPORT_TIMEOUT, default 30000 */
@@ -94,16 +134,13 @@ struct config {
 	/* Private to config.c: raw values as given, where they came from, and partial results. */
 	const char *raw[CONFIG_MAX_SETTINGS];
 	unsigned char source[CONFIG_MAX_SETTINGS];
-	char *otlp_endpoint;
-	char *otlp_traces_endpoint;
-	struct header_kv *base_headers;
-	size_t nbase_headers;
-	struct header_kv *traces_headers;
-	size_t ntraces_headers;
-	long base_timeout_ms;
-	long traces_timeout_ms;
-	bool base_gzip, traces_gzip;
-	char *tls_paths[CONFIG_TLS_PATHS]; /* per setting, general then traces, in enum order */
+	/* Per OTLP setting: [0] the general one, [1] _TRACES_, [2] _METRICS_. */
+	char *endpoint_by[3];
+	struct header_kv *headers_by[3];
+	size_t nheaders_by[3];
+	long timeout_by[3];
+	bool gzip_by[3], json_by[3];
+	char *tls_paths[CONFIG_TLS_PATHS]; /* per setting: general, traces, metrics, in enum order */
 };
 
 /*

@@ -278,6 +278,16 @@ int exporter__submit_held(struct exporter *e, struct span *s)
 	return enqueue(e, s, true);
 }
 
+bool exporter__has_room(struct exporter *e)
+{
+	bool room;
+
+	pthread_mutex_lock(&e->lock);
+	room = !e->stopping && e->count + e->inflight + e->held < e->opts.max_queue;
+	pthread_mutex_unlock(&e->lock);
+	return room;
+}
+
 void exporter__stop(struct exporter *e)
 {
 	bool first;

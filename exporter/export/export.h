@@ -12,13 +12,18 @@
 #ifndef GOSPAN_EXPORT_H
 #define GOSPAN_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct span;
 struct exporter_stats;
+struct metrics_batch;
 
-/* Where batches go: OTLP/HTTP (export_http.c), the console (console.c), or nowhere. */
+/*
+ * Where batches of spans, or of metric points, go: OTLP/HTTP (export_http.c), the console
+ * (console.c), or nowhere.
+ */
 struct sink_ops {
 	const char *name;
 	/*
@@ -33,6 +38,12 @@ struct sink_ops {
 	 * retry and bounds what the exports still to come may take.
 	 */
 	void (*stop)(void *ctx);
+	/*
+	 * Optional: sends a batch of metric points (the metric reader's, export/metrics_export.c),
+	 * with export's return values; on -EAGAIN the reader does not call again with the same
+	 * points: the next collection carries the cumulative totals, and a delta is counted lost.
+	 */
+	int (*export_metrics)(void *ctx, const struct metrics_batch *b);
 	/* Optional. Adds the sink's own counters (retries, rejected) to OUT. */
 	void (*stats)(void *ctx, struct exporter_stats *out);
 	void (*free)(void *ctx);
@@ -79,6 +90,11 @@ int exporter__hold(struct exporter *e);
  * dropped_queue_full) only when the exporter is shut down.
  */
 int exporter__submit_held(struct exporter *e, struct span *s);
+/*
+ * Whether exporter__submit would take a span now. Exact for the one thread that submits: only
+ * it fills the queue, the export thread only empties it.
+ */
+bool exporter__has_room(struct exporter *e);
 /*
  * Exports everything queued, then stops the thread. The sink is told to stop retrying first, and
  * the first transient failure after that drops what is left, so with an unreachable collector

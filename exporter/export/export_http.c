@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -31,6 +32,8 @@
 #include "export/otlp.h"
 #include "core/version.h"
 
+#include "model/metrics.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 
 #define BODY_KEEP 200	    /* bytes of an error response worth showing */
@@ -41,6 +44,9 @@
 
 struct http_sink {
 	bool json; /* the body is OTLP/JSON */
+	bool metrics;	  /* it sends metric points, not spans */
+	const char *noun; /* what it sends, for messages */
+	char said[BODY_KEEP + 64]; /* metrics: the last failure said, not said again the same */
 	CURL *curl;
 	struct curl_slist *headers;
 	char **secrets; /* the configured header values, hidden wherever a response is shown */
@@ -300,6 +306,8 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	h->batch_timeout_ms = opts->batch_timeout_ms > 0 ? opts->batch_timeout_ms : opts->timeout_ms;
 	h->backoff_ms = opts->backoff_ms ? opts->backoff_ms : BACKOFF_DEFAULT_MS;
 	h->gzip = opts->gzip;
+	h->metrics = opts->metrics;
+	h->noun = opts->metrics ? "metric points" : "spans";
 	h->seed = (unsigned int)now_ms() ^ (unsigned int)(uintptr_t)h;
 	err = -ENOMEM;
 	h->url = strdup(opts->url);
@@ -450,7 +458,7 @@ static void report_partial_success(struct http_sink *h, long long rejected, char
 		mlen = BODY_KEEP;
 	memcpy(msg, message ? message : "", mlen);
 	printable(msg, mlen);
-	pr_warn("collector at '%s' rejected %lld of %zu spans%s%s", h->shown, rejected, n,
+	pr_warn("collector at '%s' rejected %lld of %zu %s%s%s", h->shown, rejected, n, h->noun,
 		mlen ? ": " : "", msg);
 	if (rejected > 0) {
 		pthread_mutex_lock(&h->lock);
@@ -459,12 +467,36 @@ static void report_partial_success(struct http_sink *h, long long rejected, char
 	}
 }
 
+/* An ExportMetricsServiceResponse in protobuf. */
+static void check_partial_success_metrics(struct http_sink *h, const uint8_t *body, size_t len,
+					  size_t n)
+{
+	Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceResponse *resp;
+	Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsPartialSuccess *ps;
+
+	resp = opentelemetry__proto__collector__metrics__v1__export_metrics_service_response__unpack(
+		NULL, len, body);
+	if (!resp) {
+		pr_debug("response from '%s' is not an ExportMetricsServiceResponse", h->shown);
+		return;
+	}
+	ps = resp->partial_success;
+	if (ps)
+		report_partial_success(h, (long long)ps->rejected_data_points, ps->error_message, n);
+	opentelemetry__proto__collector__metrics__v1__export_metrics_service_response__free_unpacked(
+		resp, NULL);
+}
+
 /* An ExportTraceServiceResponse in protobuf. */
 static void check_partial_success_pb(struct http_sink *h, const uint8_t *body, size_t len, size_t n)
 {
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceResponse *resp;
 	Opentelemetry__Proto__Collector__Trace__V1__ExportTracePartialSuccess *ps;
 
+	if (h->metrics) {
+		check_partial_success_metrics(h, body, len, n);
+		return;
+	}
 	resp = opentelemetry__proto__collector__trace__v1__export_trace_service_response__unpack(
 		NULL, len, body);
 	if (!resp) {
@@ -479,7 +511,8 @@ static void check_partial_success_pb(struct http_sink *h, const uint8_t *body, s
 }
 
 /*
- * The same in OTLP/JSON: {"partialSuccess": {"rejectedSpans": "2", "errorMessage": "..."}}.
+ * The same in OTLP/JSON: {"partialSuccess": {"rejectedSpans": "2", "errorMessage": "..."}}
+ * (rejectedDataPoints for metrics).
  * The JSON mapping writes 64-bit integers as strings, but numbers are accepted too.
  */
 static void check_partial_success_json(struct http_sink *h, const uint8_t *body, size_t len,
@@ -497,7 +530,8 @@ static void check_partial_success_json(struct http_sink *h, const uint8_t *body,
 	}
 	ps = cJSON_GetObjectItemCaseSensitive(resp, "partialSuccess");
 	if (cJSON_IsObject(ps)) {
-		rej = cJSON_GetObjectItemCaseSensitive(ps, "rejectedSpans");
+		rej = cJSON_GetObjectItemCaseSensitive(ps, h->metrics ? "rejectedDataPoints" :
+									      "rejectedSpans");
 		msg = cJSON_GetObjectItemCaseSensitive(ps, "errorMessage");
 		if (cJSON_IsNumber(rej)) {
 			/* Out of range or NaN: no count, as for a string (converting is UB). */
@@ -541,6 +575,7 @@ uint64_t http_sink__parse_response(const void *body, size_t len, bool json, size
 	if (!h)
 		return 0;
 	h->shown = strdup("(response)");
+	h->noun = "spans";
 	if (h->shown && !pthread_mutex_init(&h->lock, NULL)) {
 		h->json = json;
 		h->body_cut = len > BODY_MAX; /* what on_body() would have kept */
@@ -638,24 +673,18 @@ static bool sleep_until(struct http_sink *h, long long until_ms)
 	return !stopped;
 }
 
-/* Encodes SPANS as OTLP (protobuf or JSON), gzipped when configured: *BODY points into *BUF. */
-static int encode_body(struct http_sink *h, struct span *const *spans, size_t n, uint8_t **buf,
-		       uint8_t **zbuf, uint8_t **body, size_t *blen)
+/* BUF (LEN bytes), gzipped when configured: *BODY is BUF, or *ZBUF made here. */
+static int maybe_gzip(struct http_sink *h, uint8_t *buf, size_t len, uint8_t **zbuf,
+		      uint8_t **body, size_t *blen)
 {
-	size_t len, zlen;
+	size_t zlen;
 	int err;
 
-	err = h->json ? otlp__encode_json(spans, n, (char **)buf, &len) :
-			otlp__encode(spans, n, buf, &len);
-	if (err) {
-		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
-		return err;
-	}
-	*body = *buf;
+	*body = buf;
 	*blen = len;
 	if (!h->gzip)
 		return 0;
-	err = gzip_body(*buf, len, zbuf, &zlen);
+	err = gzip_body(buf, len, zbuf, &zlen);
 	if (err) {
 		pr_err("cannot gzip %zu bytes of OTLP for '%s': %s", len, h->shown, strerror(-err));
 		return err;
@@ -683,20 +712,37 @@ static void count_retry(struct http_sink *h)
 	pthread_mutex_unlock(&h->lock);
 }
 
-static int http_export(void *ctx, struct span *const *spans, size_t n)
+/*
+ * A metrics endpoint failing as it did the last time (WHY: a backend that takes no metrics, one
+ * that is down) is said once, then at debug level: the summary counts every failure.
+ */
+static void say_failure(struct http_sink *h, enum log_level level, const char *why,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void say_failure(struct http_sink *h, enum log_level level, const char *why,
+			const char *fmt, ...)
 {
-	struct http_sink *h = ctx;
-	uint8_t *buf = NULL, *zbuf = NULL, *body;
+	va_list ap;
+
+	if (h->metrics && !strncmp(why, h->said, sizeof(h->said) - 1))
+		level = LOG_DEBUG;
+	else if (h->metrics)
+		snprintf(h->said, sizeof(h->said), "%s", why);
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Sends BODY (BLEN bytes, N spans or points) with the retry rules: 0, -EAGAIN when a transient
+ * failure outlasted the batch timeout, or another negative errno when it was refused for good.
+ */
+static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
+{
 	long long deadline, stop_deadline, wait, left;
 	char why[BODY_KEEP + 64] = "not sent before the shutdown deadline";
-	bool stopping;
-	size_t blen;
 	enum attempt res;
-	int err;
-
-	err = encode_body(h, spans, n, &buf, &zbuf, &body, &blen);
-	if (err)
-		goto cleanup;
+	bool stopping;
 
 	/*
 	 * After a transient failure the processor calls again with the same batch: wait out the
@@ -715,55 +761,90 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 	for (;;) {
 		left = deadline - now_ms();
 		if (left <= 0) {
-			pr_err("export to '%s' failed: %s; no time left before shutdown", h->shown, why);
-			err = -EAGAIN;
-			break;
+			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; no time left before shutdown",
+				    h->shown, why);
+			return -EAGAIN;
 		}
 		res = post_once(h, body, blen, n, left < h->timeout_ms ? left : h->timeout_ms, &wait,
 				why, sizeof(why));
 		if (res == ATTEMPT_OK) {
-			pr_debug("exported %zu spans (%zu bytes) to '%s'", n, blen, h->shown);
-			if (h->streak)
+			pr_debug("exported %zu %s (%zu bytes) to '%s'", n, h->noun, blen, h->shown);
+			if (h->streak || h->said[0])
 				pr_info("export to '%s' works again", h->shown);
 			h->streak = 0;
-			err = 0;
-			break;
+			h->said[0] = '\0';
+			return 0;
 		}
 		if (res == ATTEMPT_FAIL) {
-			pr_err("export to '%s' failed: %s; %zu spans dropped", h->shown, why, n);
+			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; %zu %s dropped", h->shown,
+				    why, n, h->noun);
 			h->streak = 0;
-			err = -EIO;
-			break;
+			return -EIO;
 		}
 		if (wait < 0)
 			wait = backoff_ms(h, h->streak);
 		h->streak++;
 		h->next_ms = now_ms() + wait;
 		if (sink_stopping(h, &stop_deadline)) {
-			pr_err("export to '%s' failed: %s; not retried: shutting down", h->shown,
-			       why);
-			err = -EAGAIN;
-			break;
+			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; not retried: shutting down",
+				    h->shown, why);
+			return -EAGAIN;
 		}
 		if (h->next_ms >= deadline) {
-			/* Not lost: the processor keeps the batch and calls again. */
-			pr_warn("export to '%s' failed: %s; %zu spans kept queued, retrying in "
-				"%lld ms",
-				h->shown, why, n, wait);
-			err = -EAGAIN;
-			break;
+			/* Spans are not lost: the processor keeps the batch and calls again. */
+			say_failure(h, LOG_WARN, why, "export to '%s' failed: %s; %zu %s %s", h->shown, why, n,
+				    h->noun,
+				    h->metrics ? "not sent, the next export carries their totals" :
+						 "kept queued, retrying");
+			return -EAGAIN;
 		}
-		pr_warn("export to '%s' failed: %s; retrying in %lld ms", h->shown, why, wait);
+		say_failure(h, LOG_WARN, why, "export to '%s' failed: %s; retrying in %lld ms", h->shown, why,
+			    wait);
 		if (!sleep_until(h, h->next_ms)) {
-			pr_err("export to '%s' failed: %s; not retried: shutting down", h->shown,
-			       why);
-			err = -EAGAIN;
-			break;
+			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; not retried: shutting down",
+				    h->shown, why);
+			return -EAGAIN;
 		}
 		count_retry(h);
 	}
-cleanup:
+}
+
+static int http_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct http_sink *h = ctx;
+	uint8_t *buf = NULL, *zbuf = NULL, *body;
+	size_t len, blen;
+	int err;
+
+	err = h->json ? otlp__encode_json(spans, n, (char **)&buf, &len) :
+			otlp__encode(spans, n, &buf, &len);
+	if (err)
+		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
+	else
+		err = maybe_gzip(h, buf, len, &zbuf, &body, &blen);
+	if (!err)
+		err = post(h, body, blen, n);
 	/* The handle keeps the pointer; it is replaced before the next perform. */
+	free(zbuf);
+	free(buf);
+	return err;
+}
+
+static int http_export_metrics(void *ctx, const struct metrics_batch *b)
+{
+	struct http_sink *h = ctx;
+	uint8_t *buf = NULL, *zbuf = NULL, *body;
+	size_t len, blen;
+	int err;
+
+	err = h->json ? otlp__encode_metrics_json(b, (char **)&buf, &len) :
+			otlp__encode_metrics(b, &buf, &len);
+	if (err)
+		pr_err("cannot encode %zu metric points as OTLP: %s", b->n, strerror(-err));
+	else
+		err = maybe_gzip(h, buf, len, &zbuf, &body, &blen);
+	if (!err)
+		err = post(h, body, blen, b->n);
 	free(zbuf);
 	free(buf);
 	return err;
@@ -796,6 +877,7 @@ static void http_sink_stats(void *ctx, struct exporter_stats *out)
 const struct sink_ops http_sink_ops = {
 	.name = "otlp",
 	.export = http_export,
+	.export_metrics = http_export_metrics,
 	.stop = http_sink_stop,
 	.stats = http_sink_stats,
 	.free = http_sink_free,

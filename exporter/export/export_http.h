@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * OTLP/HTTP protobuf transport over libcurl: one kept-alive handle, headers, timeouts, TLS files,
+ * OTLP/HTTP transport over libcurl, for spans and for metric points: one kept-alive handle, headers, timeouts, TLS files,
  * gzip, and the OTLP retry rules (429, 502, 503, 504 and connection failures, with backoff).
  * An export that runs out of time on a transient failure returns -EAGAIN: the batch processor
  * keeps the batch and offers it again, and the sink's backoff carries on across those calls.
@@ -15,7 +15,7 @@
 #include "core/config.h" /* struct header_kv */
 
 struct http_sink_opts {
-	const char *url; /* full traces URL, e.g. http://localhost:4318/v1/traces */
+	const char *url; /* the signal's full URL, e.g. http://localhost:4318/v1/traces */
 	const struct header_kv *headers;
 	size_t nheaders;
 	long timeout_ms;       /* each request: OTEL_EXPORTER_OTLP_TIMEOUT */
@@ -26,6 +26,12 @@ struct http_sink_opts {
 	const char *client_cert; /* PEM client certificate for mutual TLS, or NULL */
 	const char *client_key;	 /* its private key, or NULL */
 	long backoff_ms; /* first retry delay, doubled each time; 0 = 1000 */
+	/*
+	 * The signal: false for spans (ops.export), true for metric points (ops.export_metrics),
+	 * which decides the reply's type and how a failure is said: a metrics endpoint that keeps
+	 * failing the same way (a backend that takes no metrics) is said once, then counted.
+	 */
+	bool metrics;
 };
 
 extern const struct sink_ops http_sink_ops;

@@ -99,6 +99,30 @@ static uint8_t *put_head(uint8_t *p, uint8_t tag, size_t len)
 	return put_varint(p, len);
 }
 
+bool otlp__any_value(pb_any_value *av, const struct attr *a)
+{
+	opentelemetry__proto__common__v1__any_value__init(av);
+	switch (a->type) {
+	case ATTR_STRING:
+		av->value_case = VALUE_CASE(STRING_VALUE);
+		av->string_value = (char *)(a->s ? a->s : "");
+		return true;
+	case ATTR_INT:
+		av->value_case = VALUE_CASE(INT_VALUE);
+		av->int_value = a->i;
+		return true;
+	case ATTR_BOOL:
+		av->value_case = VALUE_CASE(BOOL_VALUE);
+		av->bool_value = a->b;
+		return true;
+	case ATTR_DOUBLE:
+		av->value_case = VALUE_CASE(DOUBLE_VALUE);
+		av->double_value = a->d;
+		return true;
+	}
+	return false;
+}
+
 /*
  * Points L's key-values at ATTRS and returns how many it made. Attributes the model cannot
  * express (no key, unknown type) are left out and counted in *DROPPED, which is what OTLP's
@@ -114,25 +138,7 @@ static size_t put_attrs(struct kv_list *l, const struct attr *attrs, size_t n, u
 		pb_key_value *kv = &l->kv[count];
 		pb_any_value *av = &l->av[count];
 
-		opentelemetry__proto__common__v1__any_value__init(av);
-		switch (a->type) {
-		case ATTR_STRING:
-			av->value_case = VALUE_CASE(STRING_VALUE);
-			av->string_value = (char *)(a->s ? a->s : "");
-			break;
-		case ATTR_INT:
-			av->value_case = VALUE_CASE(INT_VALUE);
-			av->int_value = a->i;
-			break;
-		case ATTR_BOOL:
-			av->value_case = VALUE_CASE(BOOL_VALUE);
-			av->bool_value = a->b;
-			break;
-		case ATTR_DOUBLE:
-			av->value_case = VALUE_CASE(DOUBLE_VALUE);
-			av->double_value = a->d;
-			break;
-		default:
+		if (!otlp__any_value(av, a)) {
 			(*dropped)++;
 			continue;
 		}

@@ -17,7 +17,7 @@
 #include "model/span.h"
 #include "core/version.h"
 
-static int add_hex(cJSON *obj, const char *key, const uint8_t *id, size_t len)
+int otlp_json__hex(cJSON *obj, const char *key, const uint8_t *id, size_t len)
 {
 	char hex[33];
 	size_t i;
@@ -28,7 +28,7 @@ static int add_hex(cJSON *obj, const char *key, const uint8_t *id, size_t len)
 	return cJSON_AddStringToObject(obj, key, hex) ? 0 : -ENOMEM;
 }
 
-static int add_u64(cJSON *obj, const char *key, uint64_t v)
+int otlp_json__u64(cJSON *obj, const char *key, uint64_t v)
 {
 	char s[24];
 
@@ -66,9 +66,9 @@ static cJSON *any_value(const struct attr *a)
 	return v;
 }
 
-static int add_attrs(cJSON *obj, const struct attr *attrs, size_t n)
+int otlp_json__attrs(cJSON *obj, const char *name, const struct attr *attrs, size_t n)
 {
-	cJSON *arr = cJSON_AddArrayToObject(obj, "attributes"), *kv, *v;
+	cJSON *arr = cJSON_AddArrayToObject(obj, name ? name : "attributes"), *kv, *v;
 	size_t i;
 
 	if (!arr)
@@ -97,10 +97,10 @@ static int add_span(cJSON *arr, const struct span *s)
 		cJSON_Delete(o);
 		return -ENOMEM;
 	}
-	err = add_hex(o, "traceId", s->trace_id, sizeof(s->trace_id));
-	err = err ?: add_hex(o, "spanId", s->span_id, sizeof(s->span_id));
+	err = otlp_json__hex(o, "traceId", s->trace_id, sizeof(s->trace_id));
+	err = err ?: otlp_json__hex(o, "spanId", s->span_id, sizeof(s->span_id));
 	if (!err && !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
-		err = add_hex(o, "parentSpanId", s->parent_span_id, sizeof(s->parent_span_id));
+		err = otlp_json__hex(o, "parentSpanId", s->parent_span_id, sizeof(s->parent_span_id));
 	if (!err && s->trace_state && !cJSON_AddStringToObject(o, "traceState", s->trace_state))
 		err = -ENOMEM;
 	if (!err && !cJSON_AddNumberToObject(o, "flags", (double)(s->flags & 0xff)))
@@ -109,9 +109,9 @@ static int add_span(cJSON *arr, const struct span *s)
 		err = -ENOMEM;
 	if (!err && !cJSON_AddNumberToObject(o, "kind", s->kind))
 		err = -ENOMEM;
-	err = err ?: add_u64(o, "startTimeUnixNano", s->start_ns);
-	err = err ?: add_u64(o, "endTimeUnixNano", s->end_ns);
-	err = err ?: add_attrs(o, s->attrs, s->nattrs);
+	err = err ?: otlp_json__u64(o, "startTimeUnixNano", s->start_ns);
+	err = err ?: otlp_json__u64(o, "endTimeUnixNano", s->end_ns);
+	err = err ?: otlp_json__attrs(o, NULL, s->attrs, s->nattrs);
 	if (!err && (s->status != SPAN_STATUS_UNSET || s->status_msg)) {
 		st = cJSON_AddObjectToObject(o, "status");
 		if (!st || !cJSON_AddNumberToObject(st, "code", s->status) ||
@@ -150,7 +150,7 @@ int otlp__encode_json(struct span *const *spans, size_t n, char **out, size_t *o
 			goto cleanup;
 		}
 		res = cJSON_AddObjectToObject(rs, "resource");
-		if (!res || (r && add_attrs(res, r->attrs, r->nattrs)))
+		if (!res || (r && otlp_json__attrs(res, NULL, r->attrs, r->nattrs)))
 			goto cleanup;
 		arr = cJSON_AddArrayToObject(rs, "scopeSpans");
 		ss = cJSON_CreateObject();

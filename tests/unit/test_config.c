@@ -67,8 +67,8 @@ static void expect_invalid_secret(char **envp, const char *const *args, const ch
 		fail_msg("want -EINVAL and a message with \"%s\"; got %d and \"%s\"", want, err,
 			 out);
 	/* A failed parse leaves nothing to free and nothing half-set. */
-	assert_null(cfg.traces_url);
-	assert_null(cfg.headers);
+	assert_null(cfg.traces.url);
+	assert_null(cfg.traces.headers);
 	free(out);
 	config__free(&cfg);
 }
@@ -92,9 +92,9 @@ static void test_config__defaults(void **state)
 	assert_null(cfg.service_name);
 	assert_int_equal(cfg.nresource_attrs, 0);
 	assert_int_equal(cfg.exporter, TRACES_EXPORTER_OTLP);
-	assert_string_equal(cfg.traces_url, "http://localhost:4318/v1/traces");
-	assert_int_equal(cfg.nheaders, 0);
-	assert_int_equal(cfg.export_timeout_ms, 10000);
+	assert_string_equal(cfg.traces.url, "http://localhost:4318/v1/traces");
+	assert_int_equal(cfg.traces.nheaders, 0);
+	assert_int_equal(cfg.traces.timeout_ms, 10000);
 	assert_int_equal(cfg.bsp_schedule_delay_ms, 5000);
 	assert_int_equal(cfg.bsp_max_queue, 2048);
 	assert_int_equal(cfg.bsp_max_batch, 512);
@@ -124,11 +124,11 @@ static void test_config__every_variable(void **state)
 	assert_string_equal(cfg.resource_attrs[0].key, "team");
 	assert_string_equal(cfg.resource_attrs[0].value, "payments");
 	assert_int_equal(cfg.exporter, TRACES_EXPORTER_CONSOLE);
-	assert_string_equal(cfg.traces_url, "https://collector.example:4318/v1/traces");
-	assert_int_equal(cfg.nheaders, 1);
-	assert_string_equal(cfg.headers[0].key, "x-api-key");
-	assert_string_equal(cfg.headers[0].value, "k1");
-	assert_int_equal(cfg.export_timeout_ms, 2500);
+	assert_string_equal(cfg.traces.url, "https://collector.example:4318/v1/traces");
+	assert_int_equal(cfg.traces.nheaders, 1);
+	assert_string_equal(cfg.traces.headers[0].key, "x-api-key");
+	assert_string_equal(cfg.traces.headers[0].value, "k1");
+	assert_int_equal(cfg.traces.timeout_ms, 2500);
 	assert_int_equal(cfg.bsp_schedule_delay_ms, 250);
 	assert_int_equal(cfg.bsp_max_queue, 100);
 	assert_int_equal(cfg.bsp_max_batch, 10);
@@ -145,10 +145,10 @@ static void test_config__every_variable(void **state)
 	assert_string_equal(cfg.exes[0], "/srv/app");
 	assert_int_equal(cfg.npids, 0);
 	assert_int_equal(cfg.exporter, TRACES_EXPORTER_NONE);
-	assert_string_equal(cfg.traces_url, "http://127.0.0.1:9999/custom/path");
-	assert_int_equal(cfg.nheaders, 1);
-	assert_string_equal(cfg.headers[0].key, "a");
-	assert_int_equal(cfg.export_timeout_ms, 700);
+	assert_string_equal(cfg.traces.url, "http://127.0.0.1:9999/custom/path");
+	assert_int_equal(cfg.traces.nheaders, 1);
+	assert_string_equal(cfg.traces.headers[0].key, "a");
+	assert_int_equal(cfg.traces.timeout_ms, 700);
 	assert_int_equal(cfg.log_level, LOG_ERROR);
 	config__free(&cfg);
 }
@@ -165,7 +165,7 @@ static void test_config__empty_variable_is_unset(void **state)
 	assert_int_equal(cfg.bsp_schedule_delay_ms, 5000);
 	assert_int_equal(cfg.exporter, TRACES_EXPORTER_OTLP);
 	assert_null(cfg.service_name);
-	assert_string_equal(cfg.traces_url, "http://localhost:4318/v1/traces");
+	assert_string_equal(cfg.traces.url, "http://localhost:4318/v1/traces");
 	config__free(&cfg);
 }
 
@@ -346,7 +346,7 @@ static void expect_traces_url(char **envp, const char *want)
 	struct config cfg;
 
 	assert_int_equal(parse(&cfg, envp, NO_ARGS), 0);
-	assert_string_equal(cfg.traces_url, want);
+	assert_string_equal(cfg.traces.url, want);
 	config__free(&cfg);
 }
 
@@ -407,9 +407,9 @@ static const char *header(const struct config *cfg, const char *key)
 {
 	size_t i;
 
-	for (i = 0; i < cfg->nheaders; i++)
-		if (!strcmp(cfg->headers[i].key, key))
-			return cfg->headers[i].value;
+	for (i = 0; i < cfg->traces.nheaders; i++)
+		if (!strcmp(cfg->traces.headers[i].key, key))
+			return cfg->traces.headers[i].value;
 	return NULL;
 }
 
@@ -422,7 +422,7 @@ static void test_config__headers_decoding(void **state)
 	(void)state;
 	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
 	/* Trimmed, percent-decoded, empty entries skipped, a repeated name keeps its last value. */
-	assert_int_equal(cfg.nheaders, 3);
+	assert_int_equal(cfg.traces.nheaders, 3);
 	assert_string_equal(header(&cfg, "Api-Key"), "s3cret v,alue");
 	assert_string_equal(header(&cfg, "x-tenant"), "last");
 	assert_string_equal(header(&cfg, "Empty"), "");
@@ -438,7 +438,7 @@ static void test_config__traces_headers_override(void **state)
 	(void)state;
 	assert_int_equal(parse(&cfg, env, NO_ARGS), 0);
 	/* Header names compare case-insensitively, so "authorization" replaces "Authorization". */
-	assert_int_equal(cfg.nheaders, 3);
+	assert_int_equal(cfg.traces.nheaders, 3);
 	assert_null(header(&cfg, "Authorization"));
 	assert_string_equal(header(&cfg, "authorization"), "Bearer BBB");
 	assert_string_equal(header(&cfg, "x-org"), "1");
@@ -498,14 +498,14 @@ static void test_config__timeouts(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_TIMEOUT=3000"), NO_ARGS), 0);
-	assert_int_equal(cfg.export_timeout_ms, 3000);
+	assert_int_equal(cfg.traces.timeout_ms, 3000);
 	config__free(&cfg);
 	assert_int_equal(parse(&cfg,
 			       ENV("OTEL_EXPORTER_OTLP_TIMEOUT=3000",
 				   "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=1500"),
 			       NO_ARGS),
 			 0);
-	assert_int_equal(cfg.export_timeout_ms, 1500);
+	assert_int_equal(cfg.traces.timeout_ms, 1500);
 	config__free(&cfg);
 }
 
@@ -617,11 +617,11 @@ static void test_config__compression(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
-	assert_false(cfg.gzip);
+	assert_false(cfg.traces.gzip);
 	config__free(&cfg);
 
 	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_COMPRESSION=gzip"), NO_ARGS), 0);
-	assert_true(cfg.gzip);
+	assert_true(cfg.traces.gzip);
 	config__free(&cfg);
 
 	/* The traces variable wins, either way. */
@@ -630,11 +630,11 @@ static void test_config__compression(void **state)
 				   "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=none"),
 			       NO_ARGS),
 			 0);
-	assert_false(cfg.gzip);
+	assert_false(cfg.traces.gzip);
 	config__free(&cfg);
 	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip"), NO_ARGS),
 			 0);
-	assert_true(cfg.gzip);
+	assert_true(cfg.traces.gzip);
 	config__free(&cfg);
 
 	expect_invalid(ENV("OTEL_EXPORTER_OTLP_COMPRESSION=zstd"), NO_ARGS,
@@ -659,21 +659,21 @@ static void test_config__tls_files(void **state)
 	snprintf(tkey, sizeof(tkey), "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY=%s", t.ca);
 
 	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
-	assert_null(cfg.ca_file);
-	assert_null(cfg.client_cert);
-	assert_null(cfg.client_key);
+	assert_null(cfg.traces.ca_file);
+	assert_null(cfg.traces.client_cert);
+	assert_null(cfg.traces.client_key);
 	config__free(&cfg);
 
 	assert_int_equal(parse(&cfg, ENV(ca, cert, key), NO_ARGS), 0);
-	assert_string_equal(cfg.ca_file, t.ca);
-	assert_string_equal(cfg.client_cert, t.cert);
-	assert_string_equal(cfg.client_key, t.key);
+	assert_string_equal(cfg.traces.ca_file, t.ca);
+	assert_string_equal(cfg.traces.client_cert, t.cert);
+	assert_string_equal(cfg.traces.client_key, t.key);
 	config__free(&cfg);
 
 	/* _TRACES_ variables win over the general ones. */
 	assert_int_equal(parse(&cfg, ENV(ca, tca, cert, key, tkey), NO_ARGS), 0);
-	assert_string_equal(cfg.ca_file, t.cert);
-	assert_string_equal(cfg.client_key, t.ca);
+	assert_string_equal(cfg.traces.ca_file, t.cert);
+	assert_string_equal(cfg.traces.client_key, t.ca);
 	config__free(&cfg);
 
 	/* A key alone has no certificate to go with. */
@@ -732,7 +732,7 @@ static void test_config__insecure(void **state)
 				   "OTEL_EXPORTER_OTLP_ENDPOINT=https://collector:4318"),
 			       NO_ARGS),
 			 0);
-	assert_string_equal(cfg.traces_url, "https://collector:4318/v1/traces");
+	assert_string_equal(cfg.traces.url, "https://collector:4318/v1/traces");
 	config__free(&cfg);
 	expect_invalid(ENV("OTEL_EXPORTER_OTLP_INSECURE=yes"), NO_ARGS,
 		       "invalid OTEL_EXPORTER_OTLP_INSECURE 'yes': expected true or false");
