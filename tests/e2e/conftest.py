@@ -268,8 +268,12 @@ class Service:
 
 
 def _clean_env():
-    """The test runner's environment without OTEL_* settings, so only what a test sets counts."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    """The test runner's environment without OTEL_* settings, so only what a test sets counts;
+    but OTEL_METRICS_EXPORTER=none: gospan's metrics (test_metrics.py tests them) would otherwise
+    go to http://localhost:4318/v1/metrics, whatever a test runs there, or nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_METRICS_EXPORTER"] = "none"
+    return env
 
 
 @pytest.fixture(scope="module")
