@@ -1,5 +1,6 @@
 // receiver is the benchmark's OTLP/HTTP endpoint: it takes every ExportTraceServiceRequest
-// (protobuf), counts the spans in it and throws it away, so that gospan and the OpenTelemetry Go
+// (protobuf), counts the spans in it and throws it away (and the data points of every
+// ExportMetricsServiceRequest), so that gospan and the OpenTelemetry Go
 // SDK export to the same place and neither pays for a real backend. It decodes only the three
 // nested length-delimited fields that lead to a span; a body it cannot walk is answered 400.
 //
@@ -89,8 +90,45 @@ func countSpans(body []byte) (int64, error) {
 	return n, err
 }
 
+// countPoints counts the data points of an ExportMetricsServiceRequest: resource_metrics (1),
+// scope_metrics (2), metrics (2), then the data's data_points (1) in a gauge (5), sum (7) or
+// histogram (9).
+func countPoints(body []byte) (int64, error) {
+	var n int64
+	err := field(body, 1, func(rm []byte) error {
+		return field(rm, 2, func(sm []byte) error {
+			return field(sm, 2, func(m []byte) error {
+				for _, data := range []uint64{5, 7, 9} {
+					err := field(m, data, func(d []byte) error {
+						return field(d, 1, func([]byte) error { n++; return nil })
+					})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	})
+	return n, err
+}
+
 type stats struct {
-	Spans, Requests, Bytes, Refused atomic.Int64
+	Spans, Requests, Bytes, Refused, MetricPoints, MetricRequests atomic.Int64
+}
+
+// readBody is the request's body, gunzipped when it says it is gzip.
+func readBody(r *http.Request) ([]byte, error) {
+	var rd io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		rd = zr
+	}
+	return io.ReadAll(rd)
 }
 
 func main() {
@@ -98,43 +136,35 @@ func main() {
 	flag.Parse()
 	var st stats
 
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
-		var rd io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
+	// An empty Export*ServiceResponse is full success, for traces and metrics alike.
+	serve := func(count func([]byte) (int64, error), items, requests *atomic.Int64) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body, err := readBody(r)
+			var n int64
+			if err == nil {
+				n, err = count(body)
+			}
 			if err != nil {
 				st.Refused.Add(1)
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			defer zr.Close()
-			rd = zr
+			items.Add(n)
+			requests.Add(1)
+			st.Bytes.Add(int64(len(body)))
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.WriteHeader(http.StatusOK)
 		}
-		body, err := io.ReadAll(rd)
-		if err != nil {
-			st.Refused.Add(1)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n, err := countSpans(body)
-		if err != nil {
-			st.Refused.Add(1)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		st.Spans.Add(n)
-		st.Requests.Add(1)
-		st.Bytes.Add(int64(len(body)))
-		// An empty ExportTraceServiceResponse: full success.
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusOK)
-	})
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", serve(countSpans, &st.Spans, &st.Requests))
+	mux.HandleFunc("POST /v1/metrics", serve(countPoints, &st.MetricPoints, &st.MetricRequests))
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int64{
 			"spans": st.Spans.Load(), "requests": st.Requests.Load(),
 			"bytes": st.Bytes.Load(), "refused": st.Refused.Load(),
+			"metric_points": st.MetricPoints.Load(), "metric_requests": st.MetricRequests.Load(),
 		})
 	})
 
