@@ -35,6 +35,12 @@ struct exporter {
 	bool ended;	     /* the export thread is done: only the join is left */
 	bool abandoned;	     /* exporter__abandon: nothing more is exported */
 	bool batch_given_up; /* abandon counted the batch in the sink: not to be counted again */
+	/*
+	 * count + inflight + held, and stopping, as of the last change under the lock: what
+	 * exporter__has_room reads without taking it, once per span.
+	 */
+	size_t used;
+	bool closed;
 	pthread_t thread;
 	struct exporter_stats stats;
 };
@@ -50,6 +56,13 @@ static void deadline_after(struct timespec *ts, long ms)
 	}
 }
 
+/* Publishes what the queue holds for exporter__has_room. Called with the lock held. */
+static void publish(struct exporter *e)
+{
+	__atomic_store_n(&e->used, e->count + e->inflight + e->held, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->closed, e->stopping, __ATOMIC_RELEASE);
+}
+
 /* Moves up to max_batch spans out of the ring into e->batch. Called with the lock held. */
 static size_t take_batch(struct exporter *e)
 {
@@ -59,7 +72,7 @@ static size_t take_batch(struct exporter *e)
 		e->batch[i] = e->ring[e->head];
 		e->head = (e->head + 1) % e->opts.max_queue;
 	}
-	e->count -= n;
+	e->count -= n; /* now in flight: the queue holds as much as before */
 	return n;
 }
 
@@ -73,6 +86,7 @@ static size_t drop_queued(struct exporter *e)
 		e->head = (e->head + 1) % e->opts.max_queue;
 		e->count--;
 	}
+	publish(e);
 	return n;
 }
 
@@ -116,6 +130,7 @@ static void *export_thread(void *arg)
 		for (i = 0; i < n; i++)
 			span__free(e->batch[i]);
 		e->inflight = 0;
+		publish(e);
 		if (e->batch_given_up)
 			break; /* counted by exporter__abandon, which stopped waiting for it */
 		if (!err) {
@@ -244,6 +259,7 @@ static int enqueue(struct exporter *e, struct span *s, bool held)
 		e->count++;
 		wake = e->count == e->opts.max_batch;
 	}
+	publish(e);
 	pthread_mutex_unlock(&e->lock);
 	if (full) {
 		span__free(s);
@@ -269,6 +285,7 @@ int exporter__hold(struct exporter *e)
 		err = -ENOSPC;
 	else
 		e->held++;
+	publish(e);
 	pthread_mutex_unlock(&e->lock);
 	return err;
 }
@@ -280,12 +297,8 @@ int exporter__submit_held(struct exporter *e, struct span *s)
 
 bool exporter__has_room(struct exporter *e)
 {
-	bool room;
-
-	pthread_mutex_lock(&e->lock);
-	room = !e->stopping && e->count + e->inflight + e->held < e->opts.max_queue;
-	pthread_mutex_unlock(&e->lock);
-	return room;
+	return !__atomic_load_n(&e->closed, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&e->used, __ATOMIC_ACQUIRE) < e->opts.max_queue;
 }
 
 void exporter__stop(struct exporter *e)
@@ -297,6 +310,7 @@ void exporter__stop(struct exporter *e)
 	pthread_mutex_lock(&e->lock);
 	first = !e->stopping;
 	e->stopping = true;
+	publish(e);
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	/* Outside the lock: the sink may be inside export, waiting out a backoff. */

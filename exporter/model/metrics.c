@@ -286,28 +286,39 @@ static int key_of(struct metrics *m, const struct span *s, const char *key)
 	return k;
 }
 
+/*
+ * Mixes N bytes at P into H, a word at a time: the values are short strings (a method, a route)
+ * hashed once per call, where a byte-at-a-time hash was a third of the measuring.
+ */
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *c = p;
+	uint64_t w;
+	size_t i;
 
-	while (n--) {
-		h ^= *c++;
-		h *= 1099511628211ULL; /* FNV-1a */
+	for (; n >= 8; c += 8, n -= 8) {
+		memcpy(&w, c, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
 	}
-	return h;
+	/* The tail in a register: a short memcpy into W stalls on its reload. */
+	for (w = 0, i = 0; i < n; i++)
+		w |= (uint64_t)c[i] << (8 * i);
+	h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 32);
 }
 
 static uint64_t hash_attrs(const struct attr *const *vals, size_t n)
 {
-	uint64_t h = 14695981039346656037ULL;
+	uint64_t h = 0;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		h = hash_bytes(h, &i, 1);
 		if (!vals[i])
 			continue;
+		h ^= i;
 		if (vals[i]->type == ATTR_STRING)
-			h = hash_bytes(h, vals[i]->s, strlen(vals[i]->s) + 1);
+			h = hash_bytes(h, vals[i]->s, strlen(vals[i]->s));
 		else
 			h = hash_bytes(h, &vals[i]->i, sizeof(vals[i]->i));
 	}
