@@ -1,31 +1,41 @@
 """A real OpenTelemetry Collector for the end-to-end tests: built from source through the Go
 module proxy with the official builder (go.opentelemetry.io/collector/cmd/builder), cached, and run
-on loopback with the OTLP/HTTP receiver and the file exporter writing OTLP JSON lines.
+on loopback with the OTLP/HTTP receiver, and the file exporter writing traces as OTLP JSON lines
+and metrics as length-prefixed protobuf (read back with opentelemetry-proto); on request its
+prometheus receiver scrapes a target's /metrics into the same metrics pipeline.
 
-The distribution holds the otlp receiver, the batch and k8s_attributes processors, and the debug,
-otlp_http and file exporters: what the tests' own configuration uses, and what the Collector
-configuration of examples/kubernetes/otel-collector.yaml uses (test_deploy.py validates that one
-with this binary). All come from the Collector release COLLECTOR_VERSION: the k8s_attributes
-processor's module has versions of its own since it went v1 (v1.1.0 is the one released with,
-and requiring the modules of, v0.162.0; K8SATTRIBUTES_VERSIONS), and the build fails when the
-modules resolve to more than one release. The builder's own `go mod tidy` also resolves the
-test-only imports of every component, and the module proxy does not serve all of those (the file
-exporter's tests import an encoding extension the proxy answers 403 for), so the builder only
-generates the sources and go.mod (`--skip-compilation`; its failing tidy leaves both in place) and
-the fixture finishes with `go mod tidy -e` and `go build`. v0.162.0 is the newest release whose
-build dependencies the proxy serves in full (the otlp receiver of v0.163.0 on imports a module
-the proxy refuses). The binary is kept in
+The distribution holds the otlp and prometheus receivers, the batch and k8s_attributes
+processors, and the debug, otlp_http and file exporters: what the tests' own configuration uses,
+and what the Collector configuration of examples/kubernetes/otel-collector.yaml uses
+(test_deploy.py validates that one with this binary). All come from the Collector release
+COLLECTOR_VERSION: the k8s_attributes processor's module has versions of its own since it went v1
+(v1.1.0 is the one released with, and requiring the modules of, v0.162.0;
+K8SATTRIBUTES_VERSIONS), and the build fails when the packages it compiles come from modules of
+more than one release. The builder's own `go mod tidy` also resolves the test-only imports of
+every component, and the module proxy does not serve all of those (the file exporter's tests
+import an encoding extension the proxy answers 403 for), so the builder only generates the
+sources and go.mod (`--skip-compilation`; its failing tidy leaves both in place) and the fixture
+finishes with `go mod tidy -e` and `go build`. v0.162.0 is the newest release whose build
+dependencies the proxy serves in full (the otlp receiver of v0.163.0 on imports a module the
+proxy refuses). The binary is kept in
 
     <cache>/otelcol-<version>-<hash>/otelcol, where <cache> is $GOSPAN_OTELCOL_CACHE, else
     $XDG_CACHE_HOME/gospan, else ~/.cache/gospan, and <hash> the first 8 hex digits of the
     SHA-256 of the builder manifest (a binary built from another component list is not reused)
 
-and reused by every later run; build.log beside it says how long the build took. The Kubernetes
-client libraries the k8s_attributes processor brings are large: from empty Go build and module
-caches, on 2 CPUs that other builds loaded (load average 10 to 18), the build took 497 s and 285
-CPU-seconds with it against 351 s and 185 CPU-seconds for the previous component list (otlp
-receiver, debug and file exporters; 142 s on a quieter machine), with a module cache of 653 MB
-against 522 MB, and the binary is 96 MB against 49 MB.
+and reused by every later run; build.log beside it says how long the build took. The build is
+heavy. The k8s_attributes processor brings the Kubernetes client libraries: from empty Go build
+and module caches, on 2 CPUs that other builds loaded (load average 10 to 18), the build took
+497 s and 285 CPU-seconds with it against 351 s and 185 CPU-seconds for the otlp receiver,
+debug and file exporters alone (142 s on a quieter machine), and the binary was 96 MB against
+49 MB. The prometheus receiver brings Prometheus's scrape and discovery code with its cloud SDKs:
+1548 packages from 343 modules are compiled against 906 from 206 without it. From an empty Go
+build cache (the module cache holding its modules; their download took about 25 s), on the 2
+CPUs loaded by other work (load average 2 to 9), it took 761 s and 674 CPU-seconds; with the
+build cache of the list without it, 422 s and 521 CPU-seconds, as it moves otelhttp, which most
+of the Collector imports, from v0.70.0 to v0.71.0, so little of that build is reused. Linked
+with `-s -w` (no symbol table or DWARF; Go's own tracebacks keep working) the binary is 117 MB,
+164 MB without.
 GOSPAN_OTELCOL_BIN names a ready binary instead. Import the `collector` fixture into a test module
 to use it.
 
@@ -43,11 +53,12 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import ReceivedSpan, _LineReader
+from conftest import ReceivedSpan, _LineReader, attributes
 from matrix import cache_dir
 from procs import end_process
 
@@ -68,6 +79,7 @@ dist:
   output_path: {out}
 receivers:
   - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver {version}
+  - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver {version}
 processors:
   - gomod: go.opentelemetry.io/collector/processor/batchprocessor {version}
   - gomod: github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor {k8sattributes_version}
@@ -98,16 +110,21 @@ RELEASE_MODULES = ("go.opentelemetry.io/collector/",
                    "github.com/open-telemetry/opentelemetry-collector-contrib/")
 
 
-def mixed_releases(go_list_m, version):
-    """The lines of `go list -m all` output GO_LIST_M naming a v0 module of the Collector's
-    releases at a version other than VERSION."""
+def mixed_releases(modules, version):
+    """The lines of MODULES ("<path> <version>" lines, as `go list -deps` prints them with
+    MODULE_FORMAT) naming a v0 module of the Collector's releases at a version other than
+    VERSION, once each."""
     bad = []
-    for line in go_list_m.splitlines():
+    for line in modules.splitlines():
         words = line.split()
         if (len(words) >= 2 and words[0].startswith(RELEASE_MODULES)
-                and words[1].startswith("v0.") and words[1] != version):
+                and words[1].startswith("v0.") and words[1] != version and line not in bad):
             bad.append(line)
     return bad
+
+
+# The module of each package `go list -deps` lists; the standard library's have none.
+MODULE_FORMAT = "{{with .Module}}{{.Path}} {{.Version}}{{end}}"
 
 
 # ---- building a Collector distribution, cached --------------------------------------------------
@@ -223,24 +240,31 @@ def collector_binary(version=COLLECTOR_VERSION):
         if res.returncode != 0:
             raise BuildError(f"'go mod tidy -e' failed for the Collector {version}:\n"
                              f"{res.stderr[-4000:]}")
-        res = run_go(["go", "list", "-m", "all"], "the Collector", cwd=src)
+        # The modules of the packages built, not the whole module graph (`go list -m all`):
+        # the graph also holds modules no built package comes from, such as the
+        # pkg/pdatautil v0.157.0 that prometheus/prometheus requires for code of its own the
+        # prometheus receiver does not import (and pdatautil has no v0.162.0 to align to).
+        res = run_go(["go", "list", "-deps", "-f", MODULE_FORMAT, "."], "the Collector",
+                     cwd=src)
         if res.returncode != 0:
-            raise BuildError(f"'go list -m all' failed for the Collector {version}:\n"
+            raise BuildError(f"'go list -deps' failed for the Collector {version}:\n"
                              f"{res.stderr[-4000:]}")
         mixed = mixed_releases(res.stdout, version)
         if mixed:
             raise BuildError(f"the Collector {version}'s components resolved modules of other "
                              f"releases:\n" + "\n".join(mixed))
         tmp = home / "otelcol.partial"
-        res = run_go(["go", "build", "-trimpath", "-o", str(tmp), "."], "the Collector", cwd=src)
+        res = run_go(["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), "."],
+                     "the Collector", cwd=src)
         if res.returncode != 0:
             raise BuildError(f"cannot build the Collector {version}:\n{res.stderr[-4000:]}")
         os.replace(tmp, home / "otelcol")
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(tools, ignore_errors=True)
         (home / "build.log").write_text(
-            f"built the Collector {version} (otlp receiver; batch and k8s_attributes "
-            f"processors; debug, otlp_http and file exporters) with {BUILDER_MODULE} in "
+            f"built the Collector {version} (otlp and prometheus receivers; batch and "
+            f"k8s_attributes processors; debug, otlp_http and file exporters) with "
+            f"{BUILDER_MODULE} in "
             f"{time.monotonic() - t0:.0f} s\n")
 
     return cached_build(home / "otelcol", build)
@@ -252,9 +276,13 @@ receivers:
     protocols:
       http:
         endpoint: 127.0.0.1:{otlp_port}
-exporters:
+{scrape}exporters:
   file:
     path: {path}
+    flush_interval: 100ms
+  file/metrics:
+    path: {metrics_path}
+    format: proto
     flush_interval: 100ms
   debug:
     verbosity: basic
@@ -263,11 +291,30 @@ service:
     traces:
       receivers: [otlp]
       exporters: [file, debug]
+    metrics:
+      receivers: [{metrics_receivers}]
+      exporters: [file/metrics, debug]
   telemetry:
     metrics:
       level: none
     logs:
       level: info
+"""
+
+# The job the prometheus receiver scrapes under: the scraped resource's service.name.
+SCRAPE_JOB = "scrape"
+
+# The timeout is the interval: Prometheus refuses a longer one.
+PROMETHEUS_RECEIVER = """\
+  prometheus:
+    config:
+      scrape_configs:
+        - job_name: {job}
+          scrape_interval: {interval}
+          scrape_timeout: {interval}
+          metrics_path: /metrics
+          static_configs:
+            - targets: ["{target}"]
 """
 
 
@@ -328,24 +375,48 @@ class Distribution:
 
 
 class Collector(Distribution):
-    """A running Collector: OTLP/HTTP in at `otlp_endpoint`, every batch one JSON line in
-    `output`."""
+    """A running Collector: OTLP/HTTP in at `otlp_endpoint` (traces and metrics); every traces
+    batch one OTLP JSON line in `output`, every metrics batch one length-prefixed protobuf
+    message in `metrics_output` (the file exporter's proto format: 4 bytes of big-endian length,
+    then the MetricsData, which is an ExportMetricsServiceRequest on the wire). With SCRAPE
+    ("host:port"), the prometheus receiver also scrapes http://SCRAPE/metrics every
+    SCRAPE_INTERVAL (a Prometheus duration) as job SCRAPE_JOB, into the same metrics pipeline.
+    Scraping starts about 5 s after the Collector does (Prometheus's discovery manager hands
+    targets over on a 5 s tick). What it forwards: one resource per target (service.name the
+    job, service.instance.id "host:port", target_info's labels as attributes), `up` and the
+    scrape_* gauges, and the target's families under their exposed names (`_total` kept),
+    histograms with per-bucket counts; start times are 0 unless the target exposes `_created`
+    (this receiver release leaves start-time adjustment to the metricstarttime processor)."""
 
-    def __init__(self, binary, workdir, otlp_port):
+    def __init__(self, binary, workdir, otlp_port, scrape=None, scrape_interval="1s"):
         self.output = Path(workdir) / "traces.jsonl"
-        super().__init__(binary, workdir, CONFIG.format(otlp_port=otlp_port, path=self.output),
-                         otlp_port)
+        self.metrics_output = Path(workdir) / "metrics.pb"
+        receivers = ["otlp"]
+        prometheus = ""
+        if scrape:
+            receivers.append("prometheus")
+            prometheus = PROMETHEUS_RECEIVER.format(job=SCRAPE_JOB, interval=scrape_interval,
+                                                    target=scrape)
+        self.scrape = scrape
+        self.otlp_metrics_url = f"http://127.0.0.1:{otlp_port}/v1/metrics"
+        super().__init__(binary, workdir, CONFIG.format(
+            otlp_port=otlp_port, path=self.output, metrics_path=self.metrics_output,
+            scrape=prometheus, metrics_receivers=", ".join(receivers)), otlp_port)
 
     def ready(self):
-        """When an empty export is answered 200: receiver and pipeline are both up."""
+        """When an empty export is answered 200 for traces and for metrics: the receiver and
+        both pipelines are up."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        try:
-            req = urllib.request.Request(self.otlp_url, data=b"", method="POST",
-                                         headers={"Content-Type": "application/x-protobuf"})
-            with opener.open(req, timeout=2.0) as resp:
-                return resp.status == 200
-        except (OSError, urllib.error.HTTPError):
-            return False
+        for url in (self.otlp_url, self.otlp_metrics_url):
+            try:
+                req = urllib.request.Request(url, data=b"", method="POST",
+                                             headers={"Content-Type": "application/x-protobuf"})
+                with opener.open(req, timeout=2.0) as resp:
+                    if resp.status != 200:
+                        return False
+            except (OSError, urllib.error.HTTPError):
+                return False
+        return True
 
     def spans(self):
         """Every span the file exporter has written so far."""
@@ -368,6 +439,102 @@ class Collector(Distribution):
             if len(got) >= n or time.monotonic() > deadline:
                 return got
             time.sleep(0.1)
+
+    def metrics_requests(self):
+        """Every metrics batch the file exporter has written so far, in order, each an
+        ExportMetricsServiceRequest decoded by opentelemetry-proto (skips the test without it)."""
+        try:
+            data = self.metrics_output.read_bytes()
+        except FileNotFoundError:
+            return []
+        return metrics_requests_of(data)
+
+    def resource_metrics(self):
+        """The ResourceMetrics of every batch written so far, in order."""
+        return [rm for req in self.metrics_requests() for rm in req.resource_metrics]
+
+    def metric_points(self, name=None):
+        """Every data point written so far (of the metric NAME only, when given), in order, as
+        MetricPoint."""
+        return [p for req in self.metrics_requests() for p in metric_points_of(req)
+                if name is None or p.name == name]
+
+    def wait_for_points(self, until, timeout, name=None):
+        """Waits until UNTIL(points) holds for metric_points(NAME), or TIMEOUT seconds passed;
+        returns those points either way."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.metric_points(name)
+            if until(got) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+
+# ---- reading the file exporter's protobuf metrics ----------------------------------------------
+
+
+def metrics_pb():
+    """opentelemetry-proto's metrics_service_pb2; the test skips without the package."""
+    return pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2",
+                               reason="opentelemetry-proto is not installed")
+
+
+def metrics_requests_of(data):
+    """The ExportMetricsServiceRequests in DATA, the bytes of a file exporter's proto output:
+    each message preceded by its length in 4 big-endian bytes. A message cut short at the end
+    is one still being written: the next read has it whole."""
+    pb = metrics_pb()
+    got, at = [], 0
+    while at + 4 <= len(data):
+        size = int.from_bytes(data[at:at + 4], "big")
+        if at + 4 + size > len(data):
+            break
+        req = pb.ExportMetricsServiceRequest()
+        req.ParseFromString(data[at + 4:at + 4 + size])
+        got.append(req)
+        at += 4 + size
+    return got
+
+
+@dataclass
+class MetricPoint:
+    """One data point of a decoded metric, with what it belongs to. KIND is the Metric's data
+    oneof: "sum", "gauge", "histogram", "exponential_histogram" or "summary"; POINT the
+    opentelemetry-proto data point (NumberDataPoint, HistogramDataPoint, ...), METRIC the
+    Metric it is in (for temporality, monotonicity, description)."""
+
+    name: str
+    unit: str
+    kind: str
+    attrs: dict
+    resource: dict
+    scope_name: str
+    scope_version: str
+    point: object = field(repr=False)
+    metric: object = field(repr=False)
+
+    @property
+    def value(self):
+        """A number point's value (as_int or as_double, whichever is set)."""
+        return getattr(self.point, self.point.WhichOneof("value"))
+
+
+def metric_points_of(req):
+    """Every data point of a decoded ExportMetricsServiceRequest (or MetricsData), in order."""
+    got = []
+    for rm in req.resource_metrics:
+        res = attributes(rm.resource.attributes)
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = m.WhichOneof("data")
+                if kind is None:
+                    continue
+                for p in getattr(m, kind).data_points:
+                    got.append(MetricPoint(
+                        name=m.name, unit=m.unit, kind=kind, attrs=attributes(p.attributes),
+                        resource=res, scope_name=sm.scope.name, scope_version=sm.scope.version,
+                        point=p, metric=m))
+    return got
 
 
 # ---- reading the OTLP JSON encoding (ids in hex, 64-bit integers as strings) -------------------
@@ -438,3 +605,22 @@ def running(cls, binary, ports, free_port, tmp_path_factory):
 @pytest.fixture(scope="module")
 def collector(collector_bin, free_port, tmp_path_factory):
     yield from running(Collector, collector_bin, 1, free_port, tmp_path_factory)
+
+
+@pytest.fixture
+def start_collector(collector_bin, free_port, tmp_path):
+    """Returns start(scrape=None, scrape_interval="1s"): a Collector of the test's own (see
+    Collector), in a directory of its own; all are stopped at the end of the test."""
+    started = []
+
+    def start(scrape=None, scrape_interval="1s"):
+        workdir = tmp_path / f"otelcol-{len(started)}"
+        workdir.mkdir()
+        c = Collector(collector_bin, workdir, free_port(), scrape=scrape,
+                      scrape_interval=scrape_interval)
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.stop()
