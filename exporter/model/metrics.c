@@ -471,8 +471,12 @@ static struct series *series_of(struct metrics *m, struct res_entry *e,
 	for (s = *chain; s; s = s->next)
 		if (s->hash == h && series_matches(s, d, vals))
 			return s;
-	/* The overflow set counts toward the limit: at most limit - 1 sets of the calls' own. */
-	if (t->nseries + (t->overflow ? 0 : 1) >= m->opts.cardinality_limit) {
+	/*
+	 * The overflow set counts toward the limit: at most limit - 1 sets of the calls' own.
+	 * gospan's own observed sums are not limited: their few sets are gospan's, not a
+	 * service's, and a tracer's health must not vanish into the overflow set.
+	 */
+	if (!d->observed && t->nseries + (t->overflow ? 0 : 1) >= m->opts.cardinality_limit) {
 		if (!t->limited) {
 			t->limited = true;
 			m->stats.limited++;
@@ -489,7 +493,8 @@ static struct series *series_of(struct metrics *m, struct res_entry *e,
 	s->next = *chain;
 	*chain = s;
 	t->nseries++;
-	m->stats.series++;
+	if (!d->observed)
+		m->stats.series++;
 	return s;
 }
 
@@ -774,7 +779,8 @@ struct metrics_batch *metrics__collect(struct metrics *m, uint64_t now_ns, bool 
 			continue;
 		}
 		for (t = e->tables; t; t = t->next)
-			m->stats.series -= t->nseries - (t->overflow ? 1 : 0);
+			if (!t->desc->observed)
+				m->stats.series -= t->nseries - (t->overflow ? 1 : 0);
 		*pe = e->next;
 		if (m->last == e)
 			m->last = NULL;

@@ -107,7 +107,7 @@ struct metrics_stats {
 	uint64_t measurements;	/* calls measured */
 	uint64_t overflowed;	/* of which into an instrument's overflow set */
 	uint64_t limited;	/* (process, instrument) pairs whose cardinality limit was hit */
-	uint64_t series;	/* attribute sets held now */
+	uint64_t series;	/* attribute sets of the calls' instruments held now */
 	uint64_t no_memory;	/* measurements lost to a failed allocation */
 };
 
