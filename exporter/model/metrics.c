@@ -297,6 +297,30 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/*
+ * A's value as attr_equal compares it: only the union's member of A's type. A bool is one byte of
+ * the union and the other seven are whatever the memory held (a span's attribute table is not
+ * zeroed), and -0.0 equals 0.0.
+ */
+static uint64_t hash_attr(uint64_t h, const struct attr *a)
+{
+	unsigned char b;
+	double d;
+
+	switch (a->type) {
+	case ATTR_STRING:
+		return hash_bytes(h, a->s, strlen(a->s) + 1);
+	case ATTR_BOOL:
+		b = a->b;
+		return hash_bytes(h, &b, 1);
+	case ATTR_DOUBLE:
+		d = a->d == 0 ? 0 : a->d;
+		return hash_bytes(h, &d, sizeof(d));
+	default:
+		return hash_bytes(h, &a->i, sizeof(a->i));
+	}
+}
+
 static uint64_t hash_attrs(const struct attr *const *vals, size_t n)
 {
 	uint64_t h = 14695981039346656037ULL;
@@ -304,12 +328,8 @@ static uint64_t hash_attrs(const struct attr *const *vals, size_t n)
 
 	for (i = 0; i < n; i++) {
 		h = hash_bytes(h, &i, 1);
-		if (!vals[i])
-			continue;
-		if (vals[i]->type == ATTR_STRING)
-			h = hash_bytes(h, vals[i]->s, strlen(vals[i]->s) + 1);
-		else
-			h = hash_bytes(h, &vals[i]->i, sizeof(vals[i]->i));
+		if (vals[i])
+			h = hash_attr(h, vals[i]);
 	}
 	return h;
 }
