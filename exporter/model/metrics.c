@@ -621,7 +621,9 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 	size_t i, j;
 	int err = 0;
 
-	if (desc->kind != METRIC_SUM || !desc->observed || nattrs > desc->nkeys)
+	/* More keys than a point holds would overrun VALS and the series' attributes. */
+	if (desc->kind != METRIC_SUM || !desc->observed || nattrs > desc->nkeys ||
+	    desc->nkeys > METRIC_MAX_ATTRS)
 		return -EINVAL;
 	/* In the order of the instrument's keys, as measured series hold them. */
 	for (i = 0; i < desc->nkeys; i++)

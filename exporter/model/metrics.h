@@ -140,7 +140,8 @@ void metrics__record_span(struct metrics *m, const struct span *s, bool exported
 
 /*
  * From an observe callback: the total VALUE of observed sum DESC for attribute set ATTRS (NATTRS
- * of them) of resource RES, held by the store from then on.
+ * of them) of resource RES, held by the store from then on. -EINVAL for a DESC that is not an
+ * observed sum or has more than METRIC_MAX_ATTRS keys, or more ATTRS than DESC has keys.
  */
 int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct resource *res,
 		     const struct attr *attrs, size_t nattrs, int64_t value);
