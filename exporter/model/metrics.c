@@ -634,7 +634,11 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 	e = entry_of(m, res, m->created_ns);
 	s = e ? series_of(m, e, desc, vals, stream_start(m, e, desc)) : NULL;
 	if (s) {
-		s->value = value;
+		/*
+		 * The overflow set stands for every set past the limit: it holds the sum of their
+		 * totals, added up anew each collection (series_collected clears touched).
+		 */
+		s->value = s->overflow && s->touched ? s->value + value : value;
 		s->touched = true;
 	} else {
 		err = -ENOMEM;
