@@ -713,10 +713,14 @@ static int add_point(struct metrics_batch *b, const struct res_entry *e, const s
 	return 0;
 }
 
-/* After S was collected at NOW_NS: a new interval for a delta, new exemplars when asked. */
+/*
+ * After S was collected at NOW_NS: a new interval for a delta, new exemplars when asked. A delta's
+ * exemplars always start over: one from an earlier interval would sit in a bucket of a point that
+ * need not count anything there.
+ */
 static void series_collected(struct series *s, bool delta, bool reset_exemplars, uint64_t now_ns)
 {
-	if (reset_exemplars)
+	if (reset_exemplars || delta)
 		s->exemplar_mask = 0;
 	s->touched = false;
 	if (!delta)

@@ -149,7 +149,8 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 /*
  * Everything measured, as points at NOW_NS (UNIX): cumulative points since each stream began,
  * or delta points since the last collection, as the temporality asks. Starts a new delta
- * interval and, with RESET_EXEMPLARS, a new set of exemplars. A process gone (nothing but the
+ * interval and, with RESET_EXEMPLARS, a new set of exemplars (a delta point's are always its
+ * interval's own). A process gone (nothing but the
  * store holds its resource) is collected one last time and then let go. NULL with errno.
  */
 struct metrics_batch *metrics__collect(struct metrics *m, uint64_t now_ns, bool reset_exemplars);
