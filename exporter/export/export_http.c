@@ -261,7 +261,7 @@ static bool host_is_loopback(const char *host)
  * Spans carry paths, addresses and the API key header: over plain http they can be read on the
  * way to a collector on another host. Said once, at start; loopback is left alone.
  */
-static void warn_if_cleartext(const char *url)
+static void warn_if_cleartext(const char *url, const char *noun)
 {
 	char *scheme = NULL, *host = NULL;
 	CURLU *u = curl_url();
@@ -272,9 +272,9 @@ static void warn_if_cleartext(const char *url)
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
 	    !strcasecmp(scheme, "http") && !host_is_loopback(host))
-		pr_warn("spans go to '%s' unencrypted (http://, not this host): use https:// "
+		pr_warn("%s go to '%s' unencrypted (http://, not this host): use https:// "
 			"unless the network between is trusted",
-			url);
+			noun, url);
 	curl_free(host);
 	curl_free(scheme);
 	curl_url_cleanup(u);
@@ -327,7 +327,7 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	err = build_headers(h, opts);
 	if (err)
 		goto cleanup;
-	warn_if_cleartext(h->shown);
+	warn_if_cleartext(h->shown, h->noun);
 
 	connect_ms = opts->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? opts->timeout_ms :
 								  CONNECT_TIMEOUT_MAX_MS;
