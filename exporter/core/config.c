@@ -1000,9 +1000,16 @@ static int parse_metrics_choice(struct config *cfg, enum setting_id id, const ch
 /* A host name or address to listen on: not empty, no spaces, no port. */
 static int parse_host(struct config *cfg, enum setting_id id, const char *name, const char *val)
 {
+	const char *colon = strchr(val, ':');
+
 	(void)id;
 	if (!*val || strpbrk(val, " \t/"))
 		return refuse(name, val, "expected a host name or an IP address");
+	/* One colon is "host:port" (an IPv6 address has two or more), as is "[v6]:port". */
+	if ((colon && !strchr(colon + 1, ':')) || strstr(val, "]:"))
+		return refuse(name, val,
+			      "expected a host name or an IP address without a port (the port is "
+			      "OTEL_EXPORTER_PROMETHEUS_PORT)");
 	return replace_str(&cfg->prometheus_host, val);
 }
 

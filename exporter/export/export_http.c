@@ -46,7 +46,12 @@ struct http_sink {
 	bool json; /* the body is OTLP/JSON */
 	bool metrics;	  /* it sends metric points, not spans */
 	const char *noun; /* what it sends, for messages */
-	char said[BODY_KEEP + 64]; /* metrics: the last failure said, not said again the same */
+	/*
+	 * The last request's failure by kind ("HTTP 503", "curl 28"), and for metrics the kind last
+	 * said, not said again: the text of a failure varies when its kind does not (curl's "timed
+	 * out after 201 milliseconds", a request id in an error body).
+	 */
+	char kind[32], said[32];
 	CURL *curl;
 	struct curl_slist *headers;
 	char **secrets; /* the configured header values, hidden wherever a response is shown */
@@ -256,7 +261,7 @@ static bool host_is_loopback(const char *host)
  * Spans carry paths, addresses and the API key header: over plain http they can be read on the
  * way to a collector on another host. Said once, at start; loopback is left alone.
  */
-static void warn_if_cleartext(const char *url)
+static void warn_if_cleartext(const char *url, const char *noun)
 {
 	char *scheme = NULL, *host = NULL;
 	CURLU *u = curl_url();
@@ -267,9 +272,9 @@ static void warn_if_cleartext(const char *url)
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
 	    !strcasecmp(scheme, "http") && !host_is_loopback(host))
-		pr_warn("spans go to '%s' unencrypted (http://, not this host): use https:// "
+		pr_warn("%s go to '%s' unencrypted (http://, not this host): use https:// "
 			"unless the network between is trusted",
-			url);
+			noun, url);
 	curl_free(host);
 	curl_free(scheme);
 	curl_url_cleanup(u);
@@ -322,7 +327,7 @@ void *http_sink__new(const struct http_sink_opts *opts)
 	err = build_headers(h, opts);
 	if (err)
 		goto cleanup;
-	warn_if_cleartext(h->shown);
+	warn_if_cleartext(h->shown, h->noun);
 
 	connect_ms = opts->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? opts->timeout_ms :
 								  CONNECT_TIMEOUT_MAX_MS;
@@ -615,16 +620,19 @@ static enum attempt post_once(struct http_sink *h, const uint8_t *body, size_t l
 		rc = curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	if (rc != CURLE_OK) {
 		snprintf(why, why_len, "%s", curl_easy_strerror(rc));
+		snprintf(h->kind, sizeof(h->kind), "curl %d", (int)rc);
 		return ATTEMPT_FAIL;
 	}
 	rc = curl_easy_perform(h->curl);
 	if (rc != CURLE_OK) {
 		snprintf(why, why_len, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+		snprintf(h->kind, sizeof(h->kind), "curl %d", (int)rc);
 		return curl_retryable(rc) ? ATTEMPT_RETRY : ATTEMPT_FAIL;
 	}
 	rc = curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK) {
 		snprintf(why, why_len, "no response code: %s", curl_easy_strerror(rc));
+		snprintf(h->kind, sizeof(h->kind), "curl %d", (int)rc);
 		return ATTEMPT_FAIL;
 	}
 	if (status >= 200 && status <= 299) {
@@ -636,6 +644,7 @@ static enum attempt post_once(struct http_sink *h, const uint8_t *body, size_t l
 	printable((char *)h->body, shown);
 	snprintf(why, why_len, "HTTP %ld%s%.*s", status, shown ? ": " : "", (int)shown,
 		 (char *)h->body);
+	snprintf(h->kind, sizeof(h->kind), "HTTP %ld", status);
 	if (!status_retryable(status))
 		return ATTEMPT_FAIL;
 	/* Delta-seconds or an HTTP date, both turned into seconds from now by libcurl. */
@@ -713,21 +722,21 @@ static void count_retry(struct http_sink *h)
 }
 
 /*
- * A metrics endpoint failing as it did the last time (WHY: a backend that takes no metrics, one
- * that is down) is said once, then at debug level: the summary counts every failure.
+ * A metrics endpoint failing as it did the last time (the same kind of failure, h->kind: a
+ * backend that takes no metrics, one that is down) is said once, then at debug level: the summary
+ * counts every failure.
  */
-static void say_failure(struct http_sink *h, enum log_level level, const char *why,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void say_failure(struct http_sink *h, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static void say_failure(struct http_sink *h, enum log_level level, const char *why,
-			const char *fmt, ...)
+static void say_failure(struct http_sink *h, enum log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (h->metrics && !strncmp(why, h->said, sizeof(h->said) - 1))
+	if (h->metrics && !strcmp(h->kind, h->said))
 		level = LOG_DEBUG;
 	else if (h->metrics)
-		snprintf(h->said, sizeof(h->said), "%s", why);
+		memcpy(h->said, h->kind, sizeof(h->said));
 	va_start(ap, fmt);
 	log_vmsg(level, fmt, ap);
 	va_end(ap);
@@ -753,6 +762,7 @@ static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
 			sleep_until(h, h->next_ms);
 		count_retry(h);
 	}
+	snprintf(h->kind, sizeof(h->kind), "deadline");
 	deadline = now_ms() + h->batch_timeout_ms;
 	stopping = sink_stopping(h, &stop_deadline);
 	if (stopping && stop_deadline < deadline)
@@ -761,7 +771,8 @@ static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
 	for (;;) {
 		left = deadline - now_ms();
 		if (left <= 0) {
-			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; no time left before shutdown",
+			say_failure(h, LOG_ERROR,
+				    "export to '%s' failed: %s; no time left before shutdown",
 				    h->shown, why);
 			return -EAGAIN;
 		}
@@ -776,8 +787,8 @@ static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
 			return 0;
 		}
 		if (res == ATTEMPT_FAIL) {
-			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; %zu %s dropped", h->shown,
-				    why, n, h->noun);
+			say_failure(h, LOG_ERROR, "export to '%s' failed: %s; %zu %s dropped",
+				    h->shown, why, n, h->noun);
 			h->streak = 0;
 			return -EIO;
 		}
@@ -786,22 +797,24 @@ static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
 		h->streak++;
 		h->next_ms = now_ms() + wait;
 		if (sink_stopping(h, &stop_deadline)) {
-			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; not retried: shutting down",
+			say_failure(h, LOG_ERROR,
+				    "export to '%s' failed: %s; not retried: shutting down",
 				    h->shown, why);
 			return -EAGAIN;
 		}
 		if (h->next_ms >= deadline) {
 			/* Spans are not lost: the processor keeps the batch and calls again. */
-			say_failure(h, LOG_WARN, why, "export to '%s' failed: %s; %zu %s %s", h->shown, why, n,
-				    h->noun,
+			say_failure(h, LOG_WARN, "export to '%s' failed: %s; %zu %s %s", h->shown,
+				    why, n, h->noun,
 				    h->metrics ? "not sent, the next export carries their totals" :
 						 "kept queued, retrying");
 			return -EAGAIN;
 		}
-		say_failure(h, LOG_WARN, why, "export to '%s' failed: %s; retrying in %lld ms", h->shown, why,
-			    wait);
+		say_failure(h, LOG_WARN, "export to '%s' failed: %s; retrying in %lld ms", h->shown,
+			    why, wait);
 		if (!sleep_until(h, h->next_ms)) {
-			say_failure(h, LOG_ERROR, why, "export to '%s' failed: %s; not retried: shutting down",
+			say_failure(h, LOG_ERROR,
+				    "export to '%s' failed: %s; not retried: shutting down",
 				    h->shown, why);
 			return -EAGAIN;
 		}

@@ -23,6 +23,7 @@ struct metric_reader {
 	struct metric_reader_opts opts;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	bool told; /* the sink was told to stop */
 	bool stopping, joined;
 	pthread_t thread;
 	struct metric_reader_stats stats;
@@ -144,13 +145,20 @@ void metric_reader__shutdown(struct metric_reader *r)
 	if (!r || r->joined)
 		return;
 	pthread_mutex_lock(&r->lock);
-	first = !r->stopping;
+	first = !r->told;
+	r->told = true;
+	pthread_mutex_unlock(&r->lock);
+	/*
+	 * No backoff waits for the last export: one request, bounded by the sink's timeout. The
+	 * sink is told before the thread is woken for that export: woken first, the thread could
+	 * start it while the sink still took it for any other.
+	 */
+	if (first && r->opts.ops->stop)
+		r->opts.ops->stop(r->opts.ctx);
+	pthread_mutex_lock(&r->lock);
 	r->stopping = true;
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
-	/* No backoff waits for the last export: one request, bounded by the sink's timeout. */
-	if (first && r->opts.ops->stop)
-		r->opts.ops->stop(r->opts.ctx);
 	pthread_join(r->thread, NULL);
 	r->joined = true;
 }

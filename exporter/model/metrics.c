@@ -308,6 +308,30 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h ^ (h >> 32);
 }
 
+/*
+ * A's value as attr_equal compares it: only the union's member of A's type. A bool is one byte of
+ * the union and the other seven are whatever the memory held (a span's attribute table is not
+ * zeroed), and -0.0 equals 0.0.
+ */
+static uint64_t hash_attr(uint64_t h, const struct attr *a)
+{
+	unsigned char b;
+	double d;
+
+	switch (a->type) {
+	case ATTR_STRING:
+		return hash_bytes(h, a->s, strlen(a->s));
+	case ATTR_BOOL:
+		b = a->b;
+		return hash_bytes(h, &b, 1);
+	case ATTR_DOUBLE:
+		d = a->d == 0 ? 0 : a->d;
+		return hash_bytes(h, &d, sizeof(d));
+	default:
+		return hash_bytes(h, &a->i, sizeof(a->i));
+	}
+}
+
 static uint64_t hash_attrs(const struct attr *const *vals, size_t n)
 {
 	uint64_t h = 0;
@@ -317,10 +341,7 @@ static uint64_t hash_attrs(const struct attr *const *vals, size_t n)
 		if (!vals[i])
 			continue;
 		h ^= i;
-		if (vals[i]->type == ATTR_STRING)
-			h = hash_bytes(h, vals[i]->s, strlen(vals[i]->s));
-		else
-			h = hash_bytes(h, &vals[i]->i, sizeof(vals[i]->i));
+		h = hash_attr(h, vals[i]);
 	}
 	return h;
 }
@@ -617,7 +638,9 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 	size_t i, j;
 	int err = 0;
 
-	if (desc->kind != METRIC_SUM || !desc->observed || nattrs > desc->nkeys)
+	/* More keys than a point holds would overrun VALS and the series' attributes. */
+	if (desc->kind != METRIC_SUM || !desc->observed || nattrs > desc->nkeys ||
+	    desc->nkeys > METRIC_MAX_ATTRS)
 		return -EINVAL;
 	/* In the order of the instrument's keys, as measured series hold them. */
 	for (i = 0; i < desc->nkeys; i++)
@@ -628,7 +651,11 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 	e = entry_of(m, res, m->created_ns);
 	s = e ? series_of(m, e, desc, vals, stream_start(m, e, desc)) : NULL;
 	if (s) {
-		s->value = value;
+		/*
+		 * The overflow set stands for every set past the limit: it holds the sum of their
+		 * totals, added up anew each collection (series_collected clears touched).
+		 */
+		s->value = s->overflow && s->touched ? s->value + value : value;
 		s->touched = true;
 	} else {
 		err = -ENOMEM;
@@ -703,10 +730,14 @@ static int add_point(struct metrics_batch *b, const struct res_entry *e, const s
 	return 0;
 }
 
-/* After S was collected at NOW_NS: a new interval for a delta, new exemplars when asked. */
+/*
+ * After S was collected at NOW_NS: a new interval for a delta, new exemplars when asked. A delta's
+ * exemplars always start over: one from an earlier interval would sit in a bucket of a point that
+ * need not count anything there.
+ */
 static void series_collected(struct series *s, bool delta, bool reset_exemplars, uint64_t now_ns)
 {
-	if (reset_exemplars)
+	if (reset_exemplars || delta)
 		s->exemplar_mask = 0;
 	s->touched = false;
 	if (!delta)

@@ -140,7 +140,8 @@ void metrics__record_span(struct metrics *m, const struct span *s, bool exported
 
 /*
  * From an observe callback: the total VALUE of observed sum DESC for attribute set ATTRS (NATTRS
- * of them) of resource RES, held by the store from then on.
+ * of them) of resource RES, held by the store from then on. -EINVAL for a DESC that is not an
+ * observed sum or has more than METRIC_MAX_ATTRS keys, or more ATTRS than DESC has keys.
  */
 int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct resource *res,
 		     const struct attr *attrs, size_t nattrs, int64_t value);
@@ -148,7 +149,8 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 /*
  * Everything measured, as points at NOW_NS (UNIX): cumulative points since each stream began,
  * or delta points since the last collection, as the temporality asks. Starts a new delta
- * interval and, with RESET_EXEMPLARS, a new set of exemplars. A process gone (nothing but the
+ * interval and, with RESET_EXEMPLARS, a new set of exemplars (a delta point's are always its
+ * interval's own). A process gone (nothing but the
  * store holds its resource) is collected one last time and then let go. NULL with errno.
  */
 struct metrics_batch *metrics__collect(struct metrics *m, uint64_t now_ns, bool reset_exemplars);

@@ -764,6 +764,362 @@ static void test_config__printable_url(void **state)
 	assert_null(config__printable_url(NULL));
 }
 
+/* ---- metrics settings ------------------------------------------------------------------- */
+
+static const char *dest_header(const struct otlp_dest *d, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < d->nheaders; i++)
+		if (!strcmp(d->headers[i].key, key))
+			return d->headers[i].value;
+	return NULL;
+}
+
+static char *help_text(const struct config *cfg)
+{
+	size_t len;
+	char *out;
+	FILE *f;
+
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config__print_help(cfg, f);
+	assert_int_equal(fclose(f), 0);
+	return out;
+}
+
+static void test_config__metrics_defaults(void **state)
+{
+	struct config cfg;
+	char *out;
+
+	(void)state;
+	assert_int_equal(parse(&cfg, NO_ENV, NO_ARGS), 0);
+	assert_int_equal(cfg.metrics_exporter, METRICS_EXPORTER_OTLP);
+	assert_string_equal(cfg.metrics.url, "http://localhost:4318/v1/metrics");
+	assert_int_equal(cfg.metrics.nheaders, 0);
+	assert_int_equal(cfg.metrics.timeout_ms, 10000);
+	assert_false(cfg.metrics.gzip);
+	assert_false(cfg.metrics.json);
+	assert_null(cfg.metrics.ca_file);
+	assert_null(cfg.metrics.client_cert);
+	assert_null(cfg.metrics.client_key);
+	assert_int_equal(cfg.metric_interval_ms, 60000);
+	assert_int_equal(cfg.metric_timeout_ms, 30000);
+	assert_int_equal(cfg.temporality, METRICS_TEMPORALITY_CUMULATIVE);
+	assert_int_equal(cfg.exemplar_filter, EXEMPLAR_FILTER_TRACE_BASED);
+	assert_int_equal(cfg.metrics_cardinality, 2000);
+	assert_string_equal(cfg.prometheus_host, "localhost");
+	assert_int_equal(cfg.prometheus_port, 9464);
+	out = help_text(&cfg);
+	assert_non_null(strstr(out, "OTEL_METRICS_EXPORTER\n"));
+	assert_non_null(strstr(out, "= 60000  [default]"));
+	assert_non_null(strstr(out, "= cumulative  [default]"));
+	assert_non_null(strstr(out, "= trace_based  [default]"));
+	assert_non_null(strstr(out, "metrics are sent to http://localhost:4318/v1/metrics\n"));
+	free(out);
+	config__free(&cfg);
+}
+
+static void test_config__metrics_values(void **state)
+{
+	static const struct {
+		const char *var;
+		int want;
+	} exporters[] = {
+		{ "OTEL_METRICS_EXPORTER=otlp", METRICS_EXPORTER_OTLP },
+		{ "OTEL_METRICS_EXPORTER=prometheus", METRICS_EXPORTER_PROMETHEUS },
+		{ "OTEL_METRICS_EXPORTER=console", METRICS_EXPORTER_CONSOLE },
+		{ "OTEL_METRICS_EXPORTER=none", METRICS_EXPORTER_NONE },
+	}, temporalities[] = {
+		{ "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=cumulative",
+		  METRICS_TEMPORALITY_CUMULATIVE },
+		{ "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta",
+		  METRICS_TEMPORALITY_DELTA },
+		/* The specification's temporality values are case-insensitive. */
+		{ "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=LowMemory",
+		  METRICS_TEMPORALITY_LOWMEMORY },
+		{ "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=DELTA",
+		  METRICS_TEMPORALITY_DELTA },
+	}, filters[] = {
+		{ "OTEL_METRICS_EXEMPLAR_FILTER=trace_based", EXEMPLAR_FILTER_TRACE_BASED },
+		{ "OTEL_METRICS_EXEMPLAR_FILTER=always_on", EXEMPLAR_FILTER_ALWAYS_ON },
+		{ "OTEL_METRICS_EXEMPLAR_FILTER=always_off", EXEMPLAR_FILTER_ALWAYS_OFF },
+	};
+	struct config cfg;
+	size_t i;
+	char *out;
+
+	(void)state;
+	for (i = 0; i < sizeof(exporters) / sizeof(exporters[0]); i++) {
+		assert_int_equal(parse(&cfg, ENV((char *)exporters[i].var), NO_ARGS), 0);
+		assert_int_equal(cfg.metrics_exporter, exporters[i].want);
+		/* Only an OTLP exporter has a destination. */
+		if (exporters[i].want == METRICS_EXPORTER_OTLP)
+			assert_non_null(cfg.metrics.url);
+		else
+			assert_null(cfg.metrics.url);
+		config__free(&cfg);
+	}
+	for (i = 0; i < sizeof(temporalities) / sizeof(temporalities[0]); i++) {
+		assert_int_equal(parse(&cfg, ENV((char *)temporalities[i].var), NO_ARGS), 0);
+		assert_int_equal(cfg.temporality, temporalities[i].want);
+		config__free(&cfg);
+	}
+	for (i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+		assert_int_equal(parse(&cfg, ENV((char *)filters[i].var), NO_ARGS), 0);
+		assert_int_equal(cfg.exemplar_filter, filters[i].want);
+		config__free(&cfg);
+	}
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_METRIC_EXPORT_INTERVAL=1500",
+				   "OTEL_METRIC_EXPORT_TIMEOUT=700",
+				   "GOSPAN_METRICS_CARDINALITY_LIMIT=2",
+				   "OTEL_EXPORTER_PROMETHEUS_HOST=0.0.0.0",
+				   "OTEL_EXPORTER_PROMETHEUS_PORT=9100",
+				   "OTEL_METRICS_EXPORTER=prometheus"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.metric_interval_ms, 1500);
+	assert_int_equal(cfg.metric_timeout_ms, 700);
+	assert_int_equal(cfg.metrics_cardinality, 2);
+	assert_string_equal(cfg.prometheus_host, "0.0.0.0");
+	assert_int_equal(cfg.prometheus_port, 9100);
+	out = help_text(&cfg);
+	assert_non_null(strstr(out, "metrics are served at http://0.0.0.0:9100/metrics\n"));
+	assert_null(strstr(out, "metrics are sent to"));
+	free(out);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg,
+			       ENV("GOSPAN_METRICS_CARDINALITY_LIMIT=1048576",
+				   "OTEL_EXPORTER_PROMETHEUS_HOST=::",
+				   "OTEL_EXPORTER_PROMETHEUS_PORT=65535"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.metrics_cardinality, 1048576);
+	assert_string_equal(cfg.prometheus_host, "::");
+	assert_int_equal(cfg.prometheus_port, 65535);
+	config__free(&cfg);
+}
+
+static void test_config__bad_metrics_values(void **state)
+{
+	static const struct {
+		const char *var, *want;
+	} cases[] = {
+		{ "OTEL_METRICS_EXPORTER=statsd",
+		  "invalid OTEL_METRICS_EXPORTER 'statsd': expected otlp, prometheus, console or "
+		  "none" },
+		{ "OTEL_METRICS_EXPORTER=OTLP", "invalid OTEL_METRICS_EXPORTER 'OTLP'" },
+		{ "OTEL_METRICS_EXPORTER=otlp,prometheus",
+		  "invalid OTEL_METRICS_EXPORTER 'otlp,prometheus': one metrics exporter at a "
+		  "time" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=both",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE 'both': expected "
+		  "cumulative, delta or lowmemory" },
+		{ "OTEL_METRICS_EXEMPLAR_FILTER=sometimes",
+		  "invalid OTEL_METRICS_EXEMPLAR_FILTER 'sometimes': expected trace_based, "
+		  "always_on or always_off" },
+		{ "OTEL_METRIC_EXPORT_INTERVAL=0",
+		  "invalid OTEL_METRIC_EXPORT_INTERVAL '0': must be positive" },
+		{ "OTEL_METRIC_EXPORT_INTERVAL=60s",
+		  "invalid OTEL_METRIC_EXPORT_INTERVAL '60s': not a number" },
+		{ "OTEL_METRIC_EXPORT_TIMEOUT=-1",
+		  "invalid OTEL_METRIC_EXPORT_TIMEOUT '-1': must be positive" },
+		{ "OTEL_METRIC_EXPORT_TIMEOUT=99999999999",
+		  "invalid OTEL_METRIC_EXPORT_TIMEOUT '99999999999': larger than 86400000" },
+		{ "GOSPAN_METRICS_CARDINALITY_LIMIT=1",
+		  "invalid GOSPAN_METRICS_CARDINALITY_LIMIT '1': less than 2" },
+		{ "GOSPAN_METRICS_CARDINALITY_LIMIT=1048577",
+		  "invalid GOSPAN_METRICS_CARDINALITY_LIMIT '1048577': larger than 1048576" },
+		{ "GOSPAN_METRICS_CARDINALITY_LIMIT=many",
+		  "invalid GOSPAN_METRICS_CARDINALITY_LIMIT 'many': not a number" },
+		{ "OTEL_EXPORTER_PROMETHEUS_PORT=0",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_PORT '0': must be positive" },
+		{ "OTEL_EXPORTER_PROMETHEUS_PORT=65536",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_PORT '65536': larger than 65535" },
+		{ "OTEL_EXPORTER_PROMETHEUS_HOST=my host",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_HOST 'my host': expected a host name or an IP "
+		  "address" },
+		{ "OTEL_EXPORTER_PROMETHEUS_HOST=http://localhost",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_HOST 'http://localhost'" },
+		/* The port has a variable of its own: "host:port" would never bind. */
+		{ "OTEL_EXPORTER_PROMETHEUS_HOST=localhost:9464",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_HOST 'localhost:9464': expected a host name or "
+		  "an IP address without a port (the port is OTEL_EXPORTER_PROMETHEUS_PORT)" },
+		{ "OTEL_EXPORTER_PROMETHEUS_HOST=[::1]:9464",
+		  "invalid OTEL_EXPORTER_PROMETHEUS_HOST '[::1]:9464': expected a host name or an "
+		  "IP address without a port" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=ftp://m:21/",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_ENDPOINT 'ftp://m:21/': not an http:// or "
+		  "https:// URL" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=grpc",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_PROTOCOL 'grpc': gRPC is not supported" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=zstd",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_COMPRESSION 'zstd': expected gzip or none" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=0",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_TIMEOUT '0': must be positive" },
+		{ "OTEL_EXPORTER_OTLP_METRICS_INSECURE=maybe",
+		  "invalid OTEL_EXPORTER_OTLP_METRICS_INSECURE 'maybe': expected true or false" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_invalid(ENV((char *)cases[i].var), NO_ARGS, cases[i].want);
+	expect_invalid_secret(ENV("OTEL_EXPORTER_OTLP_METRICS_HEADERS=api-key"), NO_ARGS,
+			      "invalid OTEL_EXPORTER_OTLP_METRICS_HEADERS '(hidden)': expected "
+			      "key=value",
+			      "api-key");
+}
+
+/* Each _METRICS_ setting overrides the general one for metrics, and leaves traces alone. */
+static void test_config__metrics_overrides(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	/* The general endpoint is a base: /v1/metrics is appended, a trailing slash dropped. */
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://x:4318/"), NO_ARGS),
+			 0);
+	assert_string_equal(cfg.metrics.url, "http://x:4318/v1/metrics");
+	assert_string_equal(cfg.traces.url, "http://x:4318/v1/traces");
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://gw/otlp"), NO_ARGS),
+			 0);
+	assert_string_equal(cfg.metrics.url, "https://gw/otlp/v1/metrics");
+	config__free(&cfg);
+
+	/* The metrics endpoint is used as given; the traces one does not touch metrics. */
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://base:4318",
+				   "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=http://m:9090/ingest/",
+				   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:4318/t"),
+			       NO_ARGS),
+			 0);
+	assert_string_equal(cfg.metrics.url, "http://m:9090/ingest/");
+	assert_string_equal(cfg.traces.url, "http://t:4318/t");
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg, ENV("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:1/t"),
+			       NO_ARGS),
+			 0);
+	assert_string_equal(cfg.metrics.url, "http://localhost:4318/v1/metrics");
+	config__free(&cfg);
+
+	/* Headers: merged by name, case-insensitively, each signal with its own. */
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_HEADERS=Api-Key=general,x-org=1",
+				   "OTEL_EXPORTER_OTLP_METRICS_HEADERS=API-KEY=metrics,x-m=2",
+				   "OTEL_EXPORTER_OTLP_TRACES_HEADERS=api-key=traces"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.metrics.nheaders, 3);
+	assert_null(dest_header(&cfg.metrics, "Api-Key"));
+	assert_string_equal(dest_header(&cfg.metrics, "API-KEY"), "metrics");
+	assert_string_equal(dest_header(&cfg.metrics, "x-org"), "1");
+	assert_string_equal(dest_header(&cfg.metrics, "x-m"), "2");
+	assert_int_equal(cfg.traces.nheaders, 2);
+	assert_string_equal(dest_header(&cfg.traces, "api-key"), "traces");
+	assert_string_equal(dest_header(&cfg.traces, "x-org"), "1");
+	assert_null(dest_header(&cfg.traces, "x-m"));
+	config__free(&cfg);
+
+	/* Timeout, compression, protocol: the signal's own wins, either way. */
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_TIMEOUT=2000",
+				   "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=500",
+				   "OTEL_EXPORTER_OTLP_COMPRESSION=gzip",
+				   "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=none",
+				   "OTEL_EXPORTER_OTLP_PROTOCOL=http/json",
+				   "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/protobuf"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.metrics.timeout_ms, 500);
+	assert_int_equal(cfg.traces.timeout_ms, 2000);
+	assert_false(cfg.metrics.gzip);
+	assert_true(cfg.traces.gzip);
+	assert_false(cfg.metrics.json);
+	assert_true(cfg.traces.json);
+	config__free(&cfg);
+	assert_int_equal(parse(&cfg,
+			       ENV("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=700",
+				   "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=gzip",
+				   "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json",
+				   "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=none"),
+			       NO_ARGS),
+			 0);
+	assert_int_equal(cfg.metrics.timeout_ms, 10000);
+	assert_int_equal(cfg.traces.timeout_ms, 700);
+	assert_true(cfg.metrics.gzip);
+	assert_false(cfg.traces.gzip);
+	assert_true(cfg.metrics.json);
+	assert_false(cfg.traces.json);
+	config__free(&cfg);
+}
+
+static void test_config__metrics_tls_files(void **state)
+{
+	char ca[160], mca[160], cert[160], mcert[160], mkey[160], tkey[160], want[256];
+	struct tls_files t;
+	struct config cfg;
+
+	(void)state;
+	tls_files_make(&t);
+	snprintf(ca, sizeof(ca), "OTEL_EXPORTER_OTLP_CERTIFICATE=%s", t.ca);
+	snprintf(mca, sizeof(mca), "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE=%s", t.cert);
+	snprintf(cert, sizeof(cert), "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=%s", t.cert);
+	snprintf(mcert, sizeof(mcert), "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE=%s", t.ca);
+	snprintf(mkey, sizeof(mkey), "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY=%s", t.key);
+	snprintf(tkey, sizeof(tkey), "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY=%s", t.key);
+
+	/* The general files go to both signals. */
+	assert_int_equal(parse(&cfg, ENV(ca), NO_ARGS), 0);
+	assert_string_equal(cfg.metrics.ca_file, t.ca);
+	assert_string_equal(cfg.traces.ca_file, t.ca);
+	config__free(&cfg);
+
+	/* The metrics ones to metrics only. */
+	assert_int_equal(parse(&cfg, ENV(ca, mca, mcert, mkey), NO_ARGS), 0);
+	assert_string_equal(cfg.metrics.ca_file, t.cert);
+	assert_string_equal(cfg.metrics.client_cert, t.ca);
+	assert_string_equal(cfg.metrics.client_key, t.key);
+	assert_string_equal(cfg.traces.ca_file, t.ca);
+	assert_null(cfg.traces.client_cert);
+	assert_null(cfg.traces.client_key);
+	config__free(&cfg);
+
+	/* A metrics key with the general certificate is a pair; traces have neither. */
+	assert_int_equal(parse(&cfg, ENV(cert, mkey), NO_ARGS), 0);
+	assert_string_equal(cfg.metrics.client_cert, t.cert);
+	assert_string_equal(cfg.metrics.client_key, t.key);
+	assert_string_equal(cfg.traces.client_cert, t.cert);
+	assert_null(cfg.traces.client_key);
+	config__free(&cfg);
+
+	/* A key alone, named by the variable that set it. */
+	snprintf(want, sizeof(want),
+		 "invalid OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY '%s': no client certificate",
+		 t.key);
+	expect_invalid(ENV(mkey), NO_ARGS, want);
+	/* The traces key alone is the traces' problem, whatever metrics have. */
+	snprintf(want, sizeof(want),
+		 "invalid OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY '%s': no client certificate", t.key);
+	expect_invalid(ENV(tkey, mcert), NO_ARGS, want);
+	/* Metrics not sent over OTLP: their destination is not made, nor checked. */
+	assert_int_equal(parse(&cfg, ENV(mkey, "OTEL_METRICS_EXPORTER=none"), NO_ARGS), 0);
+	assert_null(cfg.metrics.url);
+	assert_null(cfg.metrics.client_key);
+	config__free(&cfg);
+
+	snprintf(mca, sizeof(mca), "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE=%s/none.pem", t.dir);
+	snprintf(want, sizeof(want),
+		 "invalid OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE '%s/none.pem': No such file",
+		 t.dir);
+	expect_invalid(ENV(mca), NO_ARGS, want);
+	tls_files_remove(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -790,6 +1146,11 @@ int main(void)
 		cmocka_unit_test(test_config__tls_file_missing),
 		cmocka_unit_test(test_config__insecure),
 		cmocka_unit_test(test_config__printable_url),
+		cmocka_unit_test(test_config__metrics_defaults),
+		cmocka_unit_test(test_config__metrics_values),
+		cmocka_unit_test(test_config__bad_metrics_values),
+		cmocka_unit_test(test_config__metrics_overrides),
+		cmocka_unit_test(test_config__metrics_tls_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,15 +24,18 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <zlib.h>
 
 #include "export/export.h"
 #include "export/export_http.h"
 #include "helpers.h"
+#include "model/metrics.h"
 #include "model/semconv.h"
 #include "model/span.h"
 
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 
 /* Only a bound on hangs: a broken exporter fails the test instead of stalling CI. */
@@ -1364,6 +1367,315 @@ static void test_export__http_json_partial_success(void **state)
 		span__free(spans[i]);
 }
 
+/* ---- the metrics path ------------------------------------------------------------------- */
+
+/* A batch of N points from a real store, N routes of one process; the store is gone after. */
+static struct metrics_batch *make_metrics_batch(struct resource *res, int n)
+{
+	struct metrics *m = metrics__new(&(struct metrics_opts){
+		.exemplars = METRIC_EXEMPLARS_ALWAYS_ON,
+		.cardinality_limit = 2000,
+	});
+	struct metrics_batch *b;
+	char route[32];
+	int i;
+
+	assert_non_null(m);
+	for (i = 0; i < n; i++) {
+		struct span *s = make_named_span(res, "GET");
+
+		snprintf(route, sizeof(route), "/r%d", i);
+		assert_int_equal(span__set_str(s, SC_HTTP_ROUTE, route, strlen(route)), 0);
+		assert_int_equal(span__set_str(s, SC_HTTP_REQUEST_METHOD, "GET", 3), 0);
+		metrics__record_span(m, s, true);
+		span__free(s);
+	}
+	b = metrics__collect(m, 1700000060000000000ULL, false);
+	assert_non_null(b);
+	assert_int_equal(b->n, (size_t)n);
+	metrics__free(m);
+	return b;
+}
+
+#define metrics_response_(fn)                                                                      \
+	opentelemetry__proto__collector__metrics__v1__export_metrics_service_response__##fn
+
+/* A metrics sink for 127.0.0.1:PORT/v1/metrics with O's settings and the test headers. */
+static void *new_metrics_sink(int port, struct http_sink_opts *o)
+{
+	char url[128];
+	void *h;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/metrics", port);
+	o->url = url;
+	o->headers = test_headers;
+	o->nheaders = 2;
+	o->metrics = true;
+	if (!o->timeout_ms)
+		o->timeout_ms = WAIT_SEC * 1000;
+	h = http_sink__new(o);
+	assert_non_null(h);
+	return h;
+}
+
+static struct resource *metrics_resource(void)
+{
+	struct resource *res = resource__new();
+
+	assert_non_null(res);
+	assert_int_equal(resource__set_str(res, SC_SERVICE_NAME, "checkout"), 0);
+	return res;
+}
+
+static void test_export__http_metrics_round_trip(void **state)
+{
+	const struct srv_resp resp[1] = { { .status = 200, .body = "" } };
+	Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceRequest *req;
+	const Opentelemetry__Proto__Metrics__V1__Metric *m;
+	struct http_sink_opts o = {};
+	struct resource *res = metrics_resource();
+	struct metrics_batch *b = make_metrics_batch(res, 3);
+	struct exporter_stats st;
+	struct server srv;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 1);
+	h = new_metrics_sink(srv.port, &o);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), 0);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(srv.nreqs, 1);
+	assert_string_equal(srv.reqs[0].method, "POST");
+	assert_string_equal(srv.reqs[0].path, "/v1/metrics");
+	assert_string_equal(srv.reqs[0].content_type, "application/x-protobuf");
+	assert_string_equal(srv.reqs[0].api_key, "sekret-value-42");
+	assert_true(srv.reqs[0].has_empty);
+	req = opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__unpack(
+		NULL, srv.reqs[0].body_len, srv.reqs[0].body);
+	assert_non_null(req);
+	assert_int_equal(req->n_resource_metrics, 1);
+	assert_string_equal(req->resource_metrics[0]->resource->attributes[0]->value->string_value,
+			    "checkout");
+	assert_int_equal(req->resource_metrics[0]->scope_metrics[0]->n_metrics, 1);
+	m = req->resource_metrics[0]->scope_metrics[0]->metrics[0];
+	assert_string_equal(m->name, "http.server.request.duration");
+	assert_int_equal(m->histogram->n_data_points, 3);
+	assert_int_equal(m->histogram->data_points[0]->n_exemplars, 1);
+	opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__free_unpacked(
+		req, NULL);
+	assert_int_equal(st.retries, 0);
+	assert_int_equal(st.rejected, 0);
+	server_free(&srv);
+	metrics_batch__free(b);
+	resource__free(res);
+}
+
+/* An ExportMetricsServiceResponse's partial success: rejected_data_points counted. */
+static void test_export__http_metrics_partial_success(void **state)
+{
+	Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceResponse pr =
+		OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_SERVICE_RESPONSE__INIT;
+	Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsPartialSuccess ps =
+		OPENTELEMETRY__PROTO__COLLECTOR__METRICS__V1__EXPORT_METRICS_PARTIAL_SUCCESS__INIT;
+	static uint8_t body[256];
+	struct srv_resp resp[1] = { { .status = 200, .body = (const char *)body } };
+	struct http_sink_opts o = {};
+	struct resource *res = metrics_resource();
+	struct metrics_batch *b = make_metrics_batch(res, 3);
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct server srv;
+	char *log;
+	void *h;
+
+	(void)state;
+	ps.rejected_data_points = 2;
+	ps.error_message = "too many points\n";
+	pr.partial_success = &ps;
+	assert_true(metrics_response_(get_packed_size)(&pr) <= sizeof(body));
+	resp[0].body_len = metrics_response_(pack)(&pr, body);
+	server_start(&srv, resp, 1);
+	h = new_metrics_sink(srv.port, &o);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), 0); /* the rest was accepted */
+	log = capture_end(&cap);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(st.rejected, 2);
+	assert_int_equal(st.retries, 0);
+	if (!strstr(log, "rejected 2 of 3 metric points: too many points?"))
+		fail_msg("want the partial success in the log, got \"%s\"", log);
+	free(log);
+	server_free(&srv);
+	metrics_batch__free(b);
+	resource__free(res);
+}
+
+/* With http/json: an OTLP/JSON body, and rejectedDataPoints (not rejectedSpans) counted. */
+static void test_export__http_metrics_json(void **state)
+{
+	const struct srv_resp resp[2] = {
+		{ .status = 200,
+		  .body = "{\"partialSuccess\":{\"rejectedDataPoints\":\"1\","
+			  "\"errorMessage\":\"duplicate\"}}" },
+		{ .status = 200, .body = "{\"partialSuccess\":{\"rejectedSpans\":\"5\"}}" },
+	};
+	struct http_sink_opts o = { .json = true };
+	struct resource *res = metrics_resource();
+	struct metrics_batch *b = make_metrics_batch(res, 3);
+	struct exporter_stats st;
+	struct test_capture cap;
+	struct server srv;
+	const cJSON *rms;
+	cJSON *doc;
+	char *log;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 2);
+	h = new_metrics_sink(srv.port, &o);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), 0);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), 0);
+	log = capture_end(&cap);
+	sink_stats(h, &st);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	assert_int_equal(st.rejected, 1);
+	if (!strstr(log, "rejected 1 of 3 metric points: duplicate"))
+		fail_msg("want the JSON partial success in the log, got \"%s\"", log);
+	assert_string_equal(srv.reqs[0].path, "/v1/metrics");
+	assert_string_equal(srv.reqs[0].content_type, "application/json");
+	doc = cJSON_ParseWithLength((const char *)srv.reqs[0].body, srv.reqs[0].body_len);
+	assert_non_null(doc);
+	rms = cJSON_GetObjectItemCaseSensitive(doc, "resourceMetrics");
+	assert_int_equal(cJSON_GetArraySize(rms), 1);
+	cJSON_Delete(doc);
+	free(log);
+	server_free(&srv);
+	metrics_batch__free(b);
+	resource__free(res);
+}
+
+/* How many times NEEDLE occurs in HAYSTACK. */
+static int occurrences(const char *haystack, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * A metrics endpoint that keeps failing the same way (a backend that takes no metrics) is said
+ * once, then at debug level, though its answers differ in their details (a request id); another
+ * failure is said, and so is the recovery.
+ */
+static void test_export__http_metrics_failure_said_once(void **state)
+{
+	const struct srv_resp resp[4] = {
+		{ .status = 400, .body = "bad request id=1" },
+		{ .status = 400, .body = "bad request id=2" },
+		{ .status = 404, .body = "no metrics here" },
+		{ .status = 200, .body = "" },
+	};
+	struct http_sink_opts o = {};
+	struct resource *res = metrics_resource();
+	struct metrics_batch *b = make_metrics_batch(res, 1);
+	struct test_capture cap;
+	struct server srv;
+	char *log;
+	void *h;
+
+	(void)state;
+	server_start(&srv, resp, 4);
+	h = new_metrics_sink(srv.port, &o);
+	capture_start(&cap);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), -EIO);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), -EIO);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), -EIO);
+	assert_int_equal(http_sink_ops.export_metrics(h, b), 0);
+	log = capture_end(&cap);
+	http_sink_ops.free(h);
+	server_join(&srv);
+
+	if (occurrences(log, "failed") != 2 || !strstr(log, "HTTP 400: bad request id=1") ||
+	    strstr(log, "id=2") || !strstr(log, "HTTP 404: no metrics here; 1 metric points") ||
+	    !strstr(log, "works again"))
+		fail_msg("want the 400 once, the 404, and the recovery; got \"%s\"", log);
+	free(log);
+	server_free(&srv);
+	metrics_batch__free(b);
+	resource__free(res);
+}
+
+/* A collector that never answers: the same failure every time, said once, however long it took. */
+static void test_export__http_metrics_timeout_said_once(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct http_sink_opts o = { .timeout_ms = 50, .backoff_ms = 1 };
+	struct resource *res = metrics_resource();
+	struct metrics_batch *b = make_metrics_batch(res, 1);
+	socklen_t alen = sizeof(a);
+	struct test_capture cap;
+	int fd, i;
+	char *log;
+	void *h;
+
+	(void)state;
+	/* Listening, never accepting: connections complete and requests are never answered. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	h = new_metrics_sink(ntohs(a.sin_port), &o);
+	capture_start(&cap);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(http_sink_ops.export_metrics(h, b), -EAGAIN);
+	log = capture_end(&cap);
+	http_sink_ops.free(h);
+	close(fd);
+
+	if (occurrences(log, "failed") != 1)
+		fail_msg("want the time-out said once in 8 exports, got \"%s\"", log);
+	free(log);
+	metrics_batch__free(b);
+	resource__free(res);
+}
+
+/* A metrics sink's cleartext warning is about metric points, not spans. */
+static void test_export__http_metrics_cleartext_warning(void **state)
+{
+	struct http_sink_opts o = {
+		.url = "http://collector.example:4318/v1/metrics",
+		.timeout_ms = 1000,
+		.metrics = true,
+	};
+	struct test_capture cap;
+	char *log;
+	void *h;
+
+	(void)state;
+	capture_start(&cap);
+	h = http_sink__new(&o);
+	log = capture_end(&cap);
+	assert_non_null(h);
+	http_sink_ops.free(h);
+	if (!strstr(log, "metric points go to 'http://collector.example:4318/v1/metrics' "
+			 "unencrypted"))
+		fail_msg("want the warning about metric points, got \"%s\"", log);
+	free(log);
+}
+
 static void test_export__shutdown_ends_backoff(void **state)
 {
 	const struct srv_resp resp[1] = {
@@ -1436,6 +1748,12 @@ int main(void)
 		cmocka_unit_test(test_export__shutdown_ends_backoff),
 		cmocka_unit_test(test_export__transient_failure_keeps_batch),
 		cmocka_unit_test(test_export__transient_failure_bounded_and_dropped_at_exit),
+		cmocka_unit_test(test_export__http_metrics_round_trip),
+		cmocka_unit_test(test_export__http_metrics_partial_success),
+		cmocka_unit_test(test_export__http_metrics_json),
+		cmocka_unit_test(test_export__http_metrics_failure_said_once),
+		cmocka_unit_test(test_export__http_metrics_timeout_said_once),
+		cmocka_unit_test(test_export__http_metrics_cleartext_warning),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
