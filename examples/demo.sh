@@ -8,12 +8,15 @@
 # fixed number of requests to the frontend. The traces are then read back from Jaeger's query
 # API, printed as trees, and each request is checked to be one trace across the services it
 # reached, every parent link exact, with the backend's data store calls (Redis GET, on a miss
-# PostgreSQL SELECT and Redis SET) under its SERVER spans. On a terminal everything keeps running
+# PostgreSQL SELECT and Redis SET) under its SERVER spans. The gospans also count every call into
+# RED metrics (OTEL_METRICS_EXPORTER=console: Jaeger takes no metrics) and print a table per
+# service every 10 s and at exit; the demo ends with each service's table at exit, whose request
+# counts are checked against what loadgen sent. On a terminal everything keeps running
 # afterwards, loadgen included, until Ctrl-C; otherwise (or with GOSPAN_DEMO_KEEP=0) everything is
 # stopped and the script exits.
 # Every process started here is stopped on any exit: loadgen first, then the gospans with
-# SIGTERM (they flush what is pending and print a summary, shown here), the services, the data
-# stores (their files removed), Jaeger.
+# SIGTERM (they flush what is pending and print a summary and their metrics, shown here), the
+# services, the data stores (their files removed), Jaeger.
 #
 # Jaeger v2 comes from tests/e2e/jaeger.py: built from source through the Go module proxy the
 # first time (about 6 minutes) and cached. Such a build has no web UI, hence the trees printed
@@ -161,7 +164,7 @@ stop_gospans() {
 		gospan_pid[$svc]=
 		if grep -q '^gospan: summary' "$work/gospan-$svc.err" 2>/dev/null; then
 			say "gospan on $svc, exit status $rc:"
-			grep '^gospan: summary' "$work/gospan-$svc.err" | indent
+			grep -E '^gospan: (summary|metrics):' "$work/gospan-$svc.err" | indent
 		else
 			say "gospan on $svc exited with status $rc without a summary; its messages:"
 			indent <"$work/gospan-$svc.err"
@@ -201,10 +204,55 @@ cleanup() {
 	# A second Ctrl-C must not cut the stop short: every wait in it is bounded.
 	trap '' INT TERM
 	stop_all
+	# After Ctrl-C on a terminal, or a failure: the tables of whatever ran.
+	[ -n "$metrics_said" ] || say_metrics
 	rm -rf "$work"
 	[ -z "$pg_dir" ] || rm -rf "$pg_dir"
 	exit "$rc"
 }
+# The calls of KIND (http server, rpc server, db client...) in the table SVC's gospan printed at
+# exit: the REQUESTS column (columns are two spaces or more apart, a name has single spaces).
+counted() {
+	sed -n '/^metrics of .* at exit, totals over /,$p' "$work/gospan-$1.out" 2>/dev/null |
+		awk -F '  +' -v kind="$2" '$2 == kind { n += $4 } END { print n + 0 }'
+}
+
+# The RED metrics each gospan printed at exit: its last lines, from the first table "at exit"
+# on (its spans, when it prints them, come before). With CHECK, what they counted against what
+# loadgen sent; fails when they differ.
+metrics_said=
+say_metrics() {
+	local svc any= fe be inv dbc
+	metrics_said=1
+	for svc in "${traced[@]}"; do
+		if grep -q '^metrics of .* at exit, totals over ' "$work/gospan-$svc.out" 2>/dev/null
+		then
+			any=1
+		fi
+	done
+	[ -n "$any" ] || return 0
+	say "the RED metrics of every call, sampled or not, as each gospan printed them at exit"
+	say "  (OTEL_METRICS_EXPORTER=console; a table every 10 s before that, for the last 10 s):"
+	for svc in "${traced[@]}"; do
+		sed -n '/^metrics of .* at exit, totals over /,$p' "$work/gospan-$svc.out" \
+			2>/dev/null | indent
+	done
+	[ "${1:-}" = check ] || return 0
+	fe=$(counted frontend "http server") be=$(counted backend "http server")
+	dbc=$(counted backend "db client") inv=$(counted inventory "rpc server")
+	if [ "$fe" -eq "$requests" ] && [ "$be" -eq "$backend_calls" ] &&
+		[ "$dbc" -eq "$db_calls" ] && [ "$inv" -eq "$lookups" ]; then
+		say "the tables count every call: the frontend's $fe requests are the $requests loadgen"
+		say "  sent; the backend served its $be calls and made $dbc data store calls, the"
+		say "  inventory served its $inv lookups"
+		return 0
+	fi
+	say "the tables do not count every call: frontend $fe of the $requests requests sent, backend" \
+		"$be of $backend_calls calls, its data store calls $dbc of $db_calls, inventory $inv" \
+		"of $lookups lookups"
+	return 1
+}
+
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -395,7 +443,10 @@ say "frontend: pid $started, $frontend_url, calls the backend and looks items up
 
 # ---- the gospans --------------------------------------------------------------------------------
 
-gospan_env=(OTEL_BSP_SCHEDULE_DELAY=200)
+# Metrics on the console whatever the traces do (Jaeger takes no metrics): a table per service
+# every 10 s, for `tail -f` on a terminal, and the totals at exit, which the demo shows last.
+gospan_env=(OTEL_BSP_SCHEDULE_DELAY=200 OTEL_METRICS_EXPORTER=console
+	OTEL_METRIC_EXPORT_INTERVAL=10000)
 if [ -n "$otlp" ]; then
 	gospan_env+=(OTEL_EXPORTER_OTLP_ENDPOINT="$otlp")
 	say "attaching one gospan to each service, exporting to Jaeger at $otlp/v1/traces"
@@ -525,7 +576,9 @@ else
 	sleep 0.5 # anything of the last batch still being written
 	for svc in "${traced[@]}"; do
 		say "spans of $svc, as its gospan printed them:"
-		indent <"$work/gospan-$svc.out"
+		# The traces alone: the metrics tables on the same output are shown at the end.
+		awk '/^metrics of / { table = 1 } !table { print } /^$/ { table = 0 }' \
+			"$work/gospan-$svc.out" | indent
 		trace_ids "$work/gospan-$svc.out" >"$work/$svc.traces"
 		got[$svc]=$(wc -l <"$work/$svc.traces")
 	done
@@ -635,15 +688,17 @@ if [ "$keep" = 1 ]; then
 			say "  placeholder page); for the UI, run this with GOSPAN_JAEGER_BIN=<a Jaeger v2 release"
 			say "  binary>, or run the docker-compose demo"
 		fi
+		say "the metrics, a table per service every 10 s: tail -f $work/gospan-frontend.out" \
+			"$work/gospan-backend.out $work/gospan-inventory.out"
 	else
-		say "the spans: tail -f $work/gospan-frontend.out $work/gospan-backend.out" \
-			"$work/gospan-inventory.out"
+		say "the spans, and a metrics table per service every 10 s: tail -f" \
+			"$work/gospan-frontend.out $work/gospan-backend.out $work/gospan-inventory.out"
 	fi
 	if [ -n "$datastores" ]; then
 		say "the backend's data: $pg_bindir/psql -h 127.0.0.1 -p $pg_port -U gospan postgres;"
 		say "  redis-cli -p ${redis_addr##*:} (keys item:ID, kept 30 s: then a read misses again)"
 	fi
-	say "Ctrl-C to stop"
+	say "Ctrl-C to stop (the gospans then print each service's metrics since the start)"
 	trap 'exit 0' INT
 	while alive "$load_pid"; do
 		wait "$load_pid" 2>/dev/null || true
@@ -656,6 +711,7 @@ for svc in "${traced[@]}"; do
 	[ "${gospan_rc[$svc]:-}" = 0 ] || die "gospan on $svc exited with status ${gospan_rc[$svc]:-}"
 done
 say_verdict
+say_metrics check || die "the gospans' metrics miss calls (above)"
 if [ -n "$query" ]; then
 	say "done; Jaeger was stopped with the rest (on a terminal it keeps running until Ctrl-C)"
 else

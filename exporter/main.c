@@ -590,7 +590,7 @@ static const struct metric_desc health_processed =
 		   "Spans the batch span processor took, or dropped (error.type).", "{span}", true,
 		   sdk_keys);
 static const struct metric_desc health_exported =
-	HEALTH_SUM("otel.sdk.exporter.span.exported",
+	HEALTH_SUM(METRIC_SPANS_EXPORTED,
 		   "Spans whose export ended: sent, or lost (error.type).", "{span}", true,
 		   sdk_keys);
 static const struct metric_desc health_queue_size =
@@ -604,7 +604,7 @@ static const struct metric_desc health_points =
 		   "Metric points whose export ended: sent, or lost (error.type).",
 		   "{data_point}", true, sdk_keys);
 static const struct metric_desc health_dropped =
-	HEALTH_SUM("gospan.span.dropped",
+	HEALTH_SUM(METRIC_SPANS_DROPPED,
 		   "Calls and spans gospan lost, by reason: what its summary line counts.", "{span}",
 		   true, drop_keys);
 
@@ -738,7 +738,13 @@ static int start_metrics(struct app *app)
 	if (!app->self)
 		return -errno;
 	app->metrics = metrics__new(&(struct metrics_opts){
-		.temporality = temporalities[cfg->temporality],
+		/*
+		 * The console shows what each interval measured, and at exit adds the intervals
+		 * up (console.c): it needs deltas, whatever the OTLP preference says.
+		 */
+		.temporality = cfg->metrics_exporter == METRICS_EXPORTER_CONSOLE ?
+				       METRIC_TEMPORALITY_DELTA :
+				       temporalities[cfg->temporality],
 		.exemplars = filters[cfg->exemplar_filter],
 		.cardinality_limit = (size_t)cfg->metrics_cardinality,
 		.observe = observe_all_health,
@@ -750,6 +756,15 @@ static int start_metrics(struct app *app)
 	case METRICS_EXPORTER_OTLP:
 		ro.ops = &http_sink_ops;
 		ro.ctx = http_sink__new(&http);
+		break;
+	case METRICS_EXPORTER_CONSOLE:
+		/*
+		 * A sink of its own: the metric reader calls it from its thread, apart from the
+		 * span exporter's console. Each writes a whole table or trace in one fwrite, so
+		 * the two never interleave on stdout.
+		 */
+		ro.ops = &console_sink_ops;
+		ro.ctx = console_sink__new_opts(&(struct console_opts){ .out = stdout });
 		break;
 	default:
 		pr_err("OTEL_METRICS_EXPORTER: this exporter is not available yet");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The console sink: each finished trace as a waterfall a person can read at a glance, e.g.
+ * The console sink: each finished trace as a waterfall a person can read at a glance, and the
+ * RED metrics as a table per service (below). A trace, e.g.
  *
  *   trace eb83beea7234d97b5032e888634b1a03  frontend  2 spans  0.879 ms
  *     SERVER GET /direct/{id} 200 ........     0.879 ms |########################################|
@@ -29,12 +30,42 @@
  * spans is full (oldest trace first), and everything still waiting is printed when the sink is
  * freed: nothing is dropped silently.
  *
- * The output of one batch is written with one fwrite, so a trace is never interleaved with other
- * output of the process, and values are escaped so that a captured newline cannot forge a line.
+ * The metrics (export_metrics, from the metric reader) are a table per service, e.g.
+ *
+ *   metrics of frontend (pid 4242), last 60.0 s:
+ *     KIND         OPERATION                       REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms ...
+ *     http server  GET /backend-fail                      2    0.03       2  100.0%   0.249 ...
+ *     http client  GET 127.0.0.1:43761                   10    0.17       2   20.0%   2.500 ...
+ *     rpc client   inventory.v1.Inventory/GetItem         6    0.10       0    0.0%   0.417 ...
+ *
+ *   metrics of gospan (pid 4300), last 60.0 s: spans exported 24, lost 0
+ *
+ * One row per operation: an HTTP server's method and route, an HTTP client's method and server,
+ * an RPC's service/method, a data store's system, operation and collection; its status codes
+ * merged, the calls of points with error.type counted as errors, the percentiles estimated from
+ * the merged buckets (metric_point__quantile), in milliseconds whatever the instrument's unit.
+ * The rate is over the time the service's points cover: the interval, or from its first call
+ * when that came within it. The instrument's overflow set is a row of its own, "(other:
+ * cardinality limit)", whose errors are not known. Services come in order of name and pid,
+ * then gospan's own line: of its health sums only the spans exported and lost, which tell
+ * whether the traces are whole (the rest its summary line says at exit).
+ *
+ * main.c asks the store for delta points, so each table shows one interval: what a person
+ * watching a terminal wants to see change. The sink adds the intervals up per service name,
+ * and at exit, in place of the last interval's few seconds, prints those totals ("at exit,
+ * totals over N s", rates over the time from the service's first call to the exit; the
+ * processes of a service merged, their pids in the title). Cumulative points, already totals,
+ * are printed as they come ("totals over N s"), the last batch's as the totals at exit.
+ *
+ * The output of one batch is written with one fwrite, so a trace or a table is never
+ * interleaved with other output of the process (the span and metric sinks write to the same
+ * stdout from their own threads), and values are escaped so that a captured newline cannot forge
+ * a line.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +75,7 @@
 #include "export/console.h"
 #include "export/export.h"
 #include "core/log.h"
+#include "model/metrics.h"
 #include "model/semconv.h"
 #include "model/span.h"
 
@@ -421,6 +453,45 @@ enum draw_why {
 	DRAW_EXIT,    /* everything: the sink is being freed */
 };
 
+/*
+ * One row of a metrics table: what a service measured for one operation (an HTTP route, a
+ * server called, an RPC, a data store operation) with one instrument, its status codes and
+ * errors merged into one histogram.
+ */
+struct mrow {
+	const struct metric_desc *desc;
+	unsigned int inst; /* enum metric_instrument; METRIC_INSTRUMENTS: another histogram */
+	bool overflow;	   /* the instrument's overflow set, "(other: cardinality limit)" */
+	bool delta;	   /* made of delta points: the totals at exit add it up */
+	char *label;	   /* the operation, escaped */
+	size_t label_cols;
+	uint64_t start_ns, end_ns; /* UNIX: the time its points cover; end 0: none yet */
+	uint64_t count, errors;	   /* errors: the calls of points with error.type */
+	double sum, min, max;
+	uint64_t buckets[METRIC_MAX_BOUNDS + 1];
+};
+
+/* A service's table, and gospan's own counts when the resource is gospan's. */
+struct msvc {
+	char *name; /* service.name, escaped */
+	/* A batch's: the resource its points are of (the batch holds it). Totals: NULL. */
+	const struct resource *res;
+	int64_t *pids; /* distinct, in increasing order */
+	size_t npids, pids_cap;
+	struct mrow *rows; /* in the table's order (row_cmp) */
+	size_t nrows, rows_cap;
+	/* gospan's health sums: spans exported and lost, the time they cover. */
+	bool spans, spans_delta, exported_seen;
+	uint64_t exported, lost;
+	uint64_t spans_start_ns, spans_end_ns;
+};
+
+/* The tables of one batch, or the totals at exit. */
+struct mset {
+	struct msvc *svcs;
+	size_t n, cap;
+};
+
 struct console_sink {
 	FILE *out;
 	bool verbose;
@@ -439,6 +510,10 @@ struct console_sink {
 	struct frame *stack;
 	struct out o;	    /* the output of one export call */
 	struct out scratch; /* one span's label, service and detail while it is copied */
+	/* Metrics: delta rows added up per service name, printed at exit. */
+	struct mset totals;
+	uint64_t last_batch_ns; /* UNIX: when the last batch was collected */
+	bool stopping;		/* atomic: the metric reader's last export is next */
 };
 
 static void trace_free(struct trace *t)
@@ -451,6 +526,27 @@ static void trace_free(struct trace *t)
 		free(t->recs[i]);
 	free(t->recs);
 	free(t);
+}
+
+static void msvc_clear(struct msvc *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nrows; i++)
+		free(v->rows[i].label);
+	free(v->rows);
+	free(v->pids);
+	free(v->name);
+}
+
+static void mset_clear(struct mset *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		msvc_clear(&m->svcs[i]);
+	free(m->svcs);
+	memset(m, 0, sizeof(*m));
 }
 
 static void console_sink_destroy(struct console_sink *c)
@@ -466,6 +562,7 @@ static void console_sink_destroy(struct console_sink *c)
 	free(c->stack);
 	free(c->o.buf);
 	free(c->scratch.buf);
+	mset_clear(&c->totals);
 	free(c);
 }
 
@@ -922,8 +1019,8 @@ fail:
 	return -ENOMEM;
 }
 
-/* Writes the batch output; -errno when the stream refuses it. */
-static int flush_out(struct console_sink *c)
+/* Writes the batch output of WHAT (traces, metrics); -errno when the stream refuses it. */
+static int flush_out(struct console_sink *c, const char *what)
 {
 	struct out *o = &c->o;
 	size_t len = o->len;
@@ -935,7 +1032,7 @@ static int flush_out(struct console_sink *c)
 		while (len && o->buf[len - 1] != '\n')
 			len--;
 		err = -ENOMEM;
-		pr_err("cannot format traces for the console: %s", strerror(ENOMEM));
+		pr_err("cannot format %s for the console: %s", what, strerror(ENOMEM));
 	}
 	o->len = 0;
 	o->nomem = false;
@@ -944,7 +1041,7 @@ static int flush_out(struct console_sink *c)
 	errno = 0; /* stdio does not always set it: a stale value must not be reported */
 	if (fwrite(o->buf, 1, len, c->out) != len || fflush(c->out)) {
 		err = errno ? -errno : -EIO;
-		pr_err("cannot write traces to the console: %s", strerror(-err));
+		pr_err("cannot write %s to the console: %s", what, strerror(-err));
 		clearerr(c->out);
 	}
 	return err;
@@ -974,13 +1071,657 @@ static int console_export(void *ctx, struct span *const *spans, size_t n)
 	while (c->ntraces && now >= c->traces[0]->first_ns &&
 	       now - c->traces[0]->first_ns >= c->orphan_ns)
 		draw_trace(c, 0, DRAW_TIMEOUT);
-	err = flush_out(c);
+	err = flush_out(c, "traces");
 	if (lost) {
 		pr_err("cannot hold %zu of %zu spans for the console: %s", lost, n,
 		       strerror(ENOMEM));
 		return err ? err : -ENOMEM;
 	}
 	return err;
+}
+
+/* ---- Metrics: a table per service ------------------------------------------------------------ */
+
+/* The operation column widens to its longest name up to this, and cuts longer ones. */
+#define OP_MAX 60
+#define OVERFLOW_LABEL "(other: cardinality limit)"
+#define PIDS_SHOWN 4 /* a title names this many pids of a service, and counts the others */
+
+static const char *const kind_names[METRIC_INSTRUMENTS] = {
+	[METRIC_HTTP_SERVER] = "http server", [METRIC_HTTP_CLIENT] = "http client",
+	[METRIC_RPC_SERVER] = "rpc server",   [METRIC_RPC_CLIENT] = "rpc client",
+	[METRIC_DB_CLIENT] = "db client",
+};
+
+/* The columns after KIND and OPERATION, all numbers, right-aligned. */
+enum mcol { C_REQUESTS, C_RATE, C_ERRORS, C_ERROR_PCT, C_P50, C_P90, C_P99, C__COUNT };
+static const char *const col_heads[C__COUNT] = {
+	"REQUESTS", "RATE/S", "ERRORS", "ERROR%", "P50 ms", "P90 ms", "P99 ms",
+};
+#define CELL_SIZE 32
+
+/* Which tables an export prints, and how their titles say what they cover. */
+enum mprint {
+	PRINT_INTERVAL, /* an interval's: each as its points are, delta or cumulative */
+	PRINT_LAST,	/* the last export's, at exit: only cumulative points, totals already */
+	PRINT_TOTALS,	/* the delta points added up since the start, at exit */
+};
+
+static const struct attr *point_attr(const struct metric_point *p, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < p->nattrs; i++)
+		if (p->attrs[i].key && !strcmp(p->attrs[i].key, key))
+			return &p->attrs[i];
+	return NULL;
+}
+
+static unsigned int instrument_of(const struct metric_desc *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < METRIC_INSTRUMENTS; i++)
+		if (d == &metric_instruments[i])
+			break;
+	return i;
+}
+
+/* A value as the operation column shows it, "-" for none. */
+static void put_plain(struct out *o, const struct attr *a)
+{
+	if (!a) {
+		put_char(o, '-');
+		return;
+	}
+	switch (a->type) {
+	case ATTR_STRING:
+		put_escaped(o, a->s, false);
+		break;
+	case ATTR_INT:
+		put_fmt(o, "%" PRId64, a->i);
+		break;
+	case ATTR_BOOL:
+		put_str(o, a->b ? "true" : "false");
+		break;
+	case ATTR_DOUBLE:
+		put_fmt(o, "%g", a->d);
+		break;
+	default:
+		put_char(o, '?');
+		break;
+	}
+}
+
+/* A space and A's value, when the point has A. */
+static void put_more(struct out *o, char sep, const struct attr *a)
+{
+	if (!a)
+		return;
+	put_char(o, sep);
+	put_plain(o, a);
+}
+
+/*
+ * What a point's row is called: the method and route of an HTTP server (the method alone when
+ * no route is known, as the span is named), the method and the server of an HTTP client, the
+ * service and method of an RPC, the system, operation and collection of a data store call.
+ * Status codes and error.type are left out: a row merges them.
+ */
+static void put_operation(struct out *o, const struct metric_point *p, unsigned int inst)
+{
+	const struct attr *addr;
+
+	switch (inst) {
+	case METRIC_HTTP_SERVER:
+		put_plain(o, point_attr(p, SC_HTTP_REQUEST_METHOD));
+		put_more(o, ' ', point_attr(p, SC_HTTP_ROUTE));
+		break;
+	case METRIC_HTTP_CLIENT:
+		put_plain(o, point_attr(p, SC_HTTP_REQUEST_METHOD));
+		addr = point_attr(p, SC_SERVER_ADDRESS);
+		put_more(o, ' ', addr);
+		if (addr)
+			put_more(o, ':', point_attr(p, SC_SERVER_PORT));
+		break;
+	case METRIC_RPC_SERVER:
+	case METRIC_RPC_CLIENT:
+		put_plain(o, point_attr(p, SC_RPC_SERVICE));
+		put_char(o, '/');
+		put_plain(o, point_attr(p, SC_RPC_METHOD));
+		break;
+	case METRIC_DB_CLIENT:
+		put_plain(o, point_attr(p, SC_DB_SYSTEM_NAME));
+		put_more(o, ' ', point_attr(p, SC_DB_OPERATION_NAME));
+		put_more(o, ' ', point_attr(p, SC_DB_COLLECTION_NAME));
+		break;
+	default:
+		put_char(o, '-'); /* the KIND column names the instrument */
+		break;
+	}
+}
+
+/* S escaped, in O's buffer until O is used again; NULL when out of memory. */
+static const char *escaped(struct out *o, const char *s)
+{
+	o->len = 0;
+	o->nomem = false;
+	put_escaped(o, s, false);
+	put_char(o, '\0');
+	return o->nomem ? NULL : o->buf;
+}
+
+static void window_add(uint64_t *start, uint64_t *end, uint64_t s, uint64_t e)
+{
+	if (!*end) {
+		*start = s;
+		*end = e;
+		return;
+	}
+	*start = s < *start ? s : *start;
+	*end = e > *end ? e : *end;
+}
+
+/* Adds what X counted to R, whose instrument it is. */
+static void row_add(struct mrow *r, const struct mrow *x)
+{
+	size_t i;
+
+	if (x->count) {
+		r->min = !r->count || x->min < r->min ? x->min : r->min;
+		r->max = !r->count || x->max > r->max ? x->max : r->max;
+	}
+	r->count += x->count;
+	r->errors += x->errors;
+	r->sum += x->sum;
+	for (i = 0; i <= r->desc->nbounds && i <= METRIC_MAX_BOUNDS; i++)
+		r->buckets[i] += x->buckets[i];
+	r->delta = x->delta;
+	window_add(&r->start_ns, &r->end_ns, x->start_ns, x->end_ns);
+}
+
+/* A histogram point as a row of its own. */
+static void point_row(const struct metric_point *p, struct mrow *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->desc = p->desc;
+	x->delta = p->delta;
+	x->start_ns = p->start_ns;
+	x->end_ns = p->time_ns;
+	x->count = p->count;
+	x->errors = point_attr(p, SC_ERROR_TYPE) ? p->count : 0;
+	x->sum = p->sum;
+	x->min = p->min;
+	x->max = p->max;
+	memcpy(x->buckets, p->buckets, sizeof(x->buckets));
+}
+
+static int row_cmp(const struct mrow *r, unsigned int inst, bool overflow, const char *label)
+{
+	if (r->inst != inst)
+		return r->inst < inst ? -1 : 1;
+	if (r->overflow != overflow)
+		return r->overflow ? 1 : -1; /* after the instrument's named rows */
+	return strcmp(r->label, label);
+}
+
+/* V's row for (INST, OVERFLOW, LABEL), made empty in its place when new. NULL: no memory. */
+static struct mrow *msvc_row(struct msvc *v, const struct metric_desc *desc, unsigned int inst,
+			     bool overflow, const char *label)
+{
+	size_t lo = 0, hi = v->nrows, mid;
+	struct mrow *r;
+	char *copy;
+	int cmp;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		cmp = row_cmp(&v->rows[mid], inst, overflow, label);
+		if (!cmp)
+			return &v->rows[mid];
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (v->nrows == v->rows_cap) {
+		size_t cap = v->rows_cap ? v->rows_cap * 2 : 8;
+
+		r = realloc(v->rows, cap * sizeof(*r));
+		if (!r)
+			return NULL;
+		v->rows = r;
+		v->rows_cap = cap;
+	}
+	copy = strdup(label);
+	if (!copy)
+		return NULL;
+	memmove(&v->rows[lo + 1], &v->rows[lo], (v->nrows - lo) * sizeof(*r));
+	v->nrows++;
+	r = &v->rows[lo];
+	memset(r, 0, sizeof(*r));
+	r->desc = desc;
+	r->inst = inst;
+	r->overflow = overflow;
+	r->label = copy;
+	r->label_cols = text_cols(copy);
+	return r;
+}
+
+/* M's service of resource RES (a batch's) or, with RES NULL, named NAME (the totals'). */
+static struct msvc *mset_svc(struct mset *m, const struct resource *res, const char *name)
+{
+	struct msvc *v;
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (res ? m->svcs[i].res == res : !strcmp(m->svcs[i].name, name))
+			return &m->svcs[i];
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 4;
+
+		v = realloc(m->svcs, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		m->svcs = v;
+		m->cap = cap;
+	}
+	v = &m->svcs[m->n];
+	memset(v, 0, sizeof(*v));
+	v->name = strdup(name);
+	if (!v->name)
+		return NULL;
+	v->res = res;
+	m->n++;
+	return v;
+}
+
+/* PID among V's, kept in order: the title names them so, whatever the batches' order. */
+static int msvc_add_pid(struct msvc *v, int64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < v->npids && v->pids[i] <= pid; i++)
+		if (v->pids[i] == pid)
+			return 0;
+	if (v->npids == v->pids_cap) {
+		size_t cap = v->pids_cap ? v->pids_cap * 2 : 2;
+		int64_t *pids = realloc(v->pids, cap * sizeof(*pids));
+
+		if (!pids)
+			return -ENOMEM;
+		v->pids = pids;
+		v->pids_cap = cap;
+	}
+	memmove(&v->pids[i + 1], &v->pids[i], (v->npids - i) * sizeof(*v->pids));
+	v->pids[i] = pid;
+	v->npids++;
+	return 0;
+}
+
+/* Never below zero: a delta of a total that went back (it cannot, but it must not wrap). */
+static uint64_t sum_value(const struct metric_point *p)
+{
+	return p->value > 0 ? (uint64_t)p->value : 0;
+}
+
+/* Point P into the tables of M, a batch's. */
+static int mset_add_point(struct console_sink *c, struct mset *m, const struct metric_point *p)
+{
+	const struct attr *a = resource__get(p->res, SC_SERVICE_NAME);
+	unsigned int inst = instrument_of(p->desc);
+	const char *s;
+	struct msvc *v;
+	struct mrow *r, x;
+	bool overflow;
+	int err;
+
+	s = escaped(&c->scratch, a && a->type == ATTR_STRING ? a->s : "unknown");
+	v = s ? mset_svc(m, p->res, s) : NULL;
+	if (!v)
+		return -ENOMEM;
+	a = resource__get(p->res, SC_PROCESS_PID);
+	if (a && a->type == ATTR_INT) {
+		err = msvc_add_pid(v, a->i);
+		if (err)
+			return err;
+	}
+	if (p->desc->kind == METRIC_HISTOGRAM) {
+		/* The store's overflow set (metrics.c): its one attribute. */
+		a = point_attr(p, "otel.metric.overflow");
+		overflow = a && a->type == ATTR_BOOL && a->b;
+		c->scratch.len = 0;
+		c->scratch.nomem = false;
+		if (overflow)
+			put_str(&c->scratch, OVERFLOW_LABEL);
+		else
+			put_operation(&c->scratch, p, inst);
+		put_char(&c->scratch, '\0');
+		if (c->scratch.nomem)
+			return -ENOMEM;
+		r = msvc_row(v, p->desc, inst, overflow, c->scratch.buf);
+		if (!r)
+			return -ENOMEM;
+		point_row(p, &x);
+		row_add(r, &x);
+		return 0;
+	}
+	if (strcmp(p->desc->name, METRIC_SPANS_EXPORTED) &&
+	    strcmp(p->desc->name, METRIC_SPANS_DROPPED))
+		return 0; /* gospan's other health sums: its summary line says them at exit */
+	v->spans = true;
+	v->spans_delta = p->delta;
+	window_add(&v->spans_start_ns, &v->spans_end_ns, p->start_ns, p->time_ns);
+	if (!strcmp(p->desc->name, METRIC_SPANS_DROPPED)) {
+		v->lost += sum_value(p);
+	} else if (!point_attr(p, SC_ERROR_TYPE)) {
+		/* With error.type they were lost, and counted in METRIC_SPANS_DROPPED too. */
+		v->exported += sum_value(p);
+		v->exported_seen = true;
+	}
+	return 0;
+}
+
+/* B's delta rows and sums added to the totals T, by service name. */
+static int totals_add(struct mset *t, const struct mset *b)
+{
+	const struct msvc *v;
+	struct msvc *tv;
+	struct mrow *r;
+	size_t i, j;
+	int err;
+
+	for (i = 0; i < b->n; i++) {
+		v = &b->svcs[i];
+		tv = mset_svc(t, NULL, v->name);
+		if (!tv)
+			return -ENOMEM;
+		for (j = 0; j < v->npids; j++) {
+			err = msvc_add_pid(tv, v->pids[j]);
+			if (err)
+				return err;
+		}
+		for (j = 0; j < v->nrows; j++) {
+			if (!v->rows[j].delta)
+				continue;
+			r = msvc_row(tv, v->rows[j].desc, v->rows[j].inst, v->rows[j].overflow,
+				     v->rows[j].label);
+			if (!r)
+				return -ENOMEM;
+			row_add(r, &v->rows[j]);
+		}
+		if (v->spans && v->spans_delta) {
+			tv->spans = tv->spans_delta = true;
+			tv->exported_seen |= v->exported_seen;
+			tv->exported += v->exported;
+			tv->lost += v->lost;
+			window_add(&tv->spans_start_ns, &tv->spans_end_ns, v->spans_start_ns,
+				   v->spans_end_ns);
+		}
+	}
+	return 0;
+}
+
+static double window_s(uint64_t start_ns, uint64_t end_ns)
+{
+	return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0;
+}
+
+/*
+ * Row R's numbers, as its columns show them. Its rate is over SECS, its table's: a row of an
+ * operation called in one interval out of ten is not as fast as the others over the ten.
+ */
+static void row_cells(const struct mrow *r, double secs, char cells[C__COUNT][CELL_SIZE])
+{
+	static const double qs[] = { [C_P50] = 0.5, [C_P90] = 0.9, [C_P99] = 0.99 };
+	double per_ms, q;
+	struct metric_point merged = { .desc = r->desc };
+	int i;
+
+	snprintf(cells[C_REQUESTS], CELL_SIZE, "%" PRIu64, r->count);
+	if (secs > 0)
+		snprintf(cells[C_RATE], CELL_SIZE, "%.2f", (double)r->count / secs);
+	else
+		snprintf(cells[C_RATE], CELL_SIZE, "-");
+	/* The overflow set has no error.type: how many of its calls failed is not known. */
+	if (r->overflow)
+		snprintf(cells[C_ERRORS], CELL_SIZE, "-");
+	else
+		snprintf(cells[C_ERRORS], CELL_SIZE, "%" PRIu64, r->errors);
+	if (r->overflow || !r->count)
+		snprintf(cells[C_ERROR_PCT], CELL_SIZE, "-");
+	else
+		snprintf(cells[C_ERROR_PCT], CELL_SIZE, "%.1f%%",
+			 100.0 * (double)r->errors / (double)r->count);
+	/* What metric_point__quantile reads: the merged histogram, in the instrument's unit. */
+	merged.count = r->count;
+	merged.sum = r->sum;
+	merged.min = r->min;
+	merged.max = r->max;
+	memcpy(merged.buckets, r->buckets, sizeof(merged.buckets));
+	per_ms = (r->desc->per_ns ? r->desc->per_ns : 1e6) / 1e6;
+	for (i = C_P50; i <= C_P99; i++) {
+		q = metric_point__quantile(&merged, qs[i]);
+		if (isnan(q))
+			snprintf(cells[i], CELL_SIZE, "-");
+		else
+			snprintf(cells[i], CELL_SIZE, "%.3f", q * per_ms);
+	}
+}
+
+static const char *row_kind(const struct mrow *r)
+{
+	return r->inst < METRIC_INSTRUMENTS ? kind_names[r->inst] : r->desc->name;
+}
+
+static void put_padded(struct out *o, const char *s, size_t cols, size_t width, bool right)
+{
+	if (right)
+		put_repeat(o, ' ', width - cols);
+	put_str(o, s);
+	if (!right)
+		put_repeat(o, ' ', width - cols);
+}
+
+/* The N rows ROWS of one table over SECS, columns aligned to their widest cell. */
+static void put_table(struct out *o, const struct mrow *const *rows, size_t n, double secs)
+{
+	char cells[C__COUNT][CELL_SIZE];
+	size_t wkind = strlen("KIND"), wop = strlen("OPERATION"), w[C__COUNT];
+	size_t i, j, len, cols;
+	const struct mrow *r;
+
+	for (j = 0; j < C__COUNT; j++)
+		w[j] = strlen(col_heads[j]);
+	for (i = 0; i < n; i++) {
+		r = rows[i];
+		len = strlen(row_kind(r));
+		wkind = len > wkind ? len : wkind;
+		cols = r->label_cols < OP_MAX ? r->label_cols : OP_MAX;
+		wop = cols > wop ? cols : wop;
+		row_cells(r, secs, cells);
+		for (j = 0; j < C__COUNT; j++) {
+			len = strlen(cells[j]);
+			w[j] = len > w[j] ? len : w[j];
+		}
+	}
+	put_str(o, "  ");
+	put_padded(o, "KIND", strlen("KIND"), wkind, false);
+	put_str(o, "  ");
+	put_padded(o, "OPERATION", strlen("OPERATION"), wop, false);
+	for (j = 0; j < C__COUNT; j++) {
+		put_str(o, "  ");
+		put_padded(o, col_heads[j], strlen(col_heads[j]), w[j], true);
+	}
+	put_char(o, '\n');
+	for (i = 0; i < n; i++) {
+		r = rows[i];
+		row_cells(r, secs, cells);
+		put_str(o, "  ");
+		put_padded(o, row_kind(r), strlen(row_kind(r)), wkind, false);
+		put_str(o, "  ");
+		if (r->label_cols > wop) {
+			put_bytes(o, r->label, text_prefix(r->label, wop - 1));
+			put_str(o, "\xe2\x80\xa6");
+		} else {
+			put_padded(o, r->label, r->label_cols, wop, false);
+		}
+		for (j = 0; j < C__COUNT; j++) {
+			put_str(o, "  ");
+			put_padded(o, cells[j], strlen(cells[j]), w[j], true);
+		}
+		put_char(o, '\n');
+	}
+}
+
+/* "metrics of NAME (pid 42)" and what the numbers cover, up to the colon. */
+static void put_title(struct out *o, const struct msvc *v, enum mprint how, bool delta,
+		      uint64_t start_ns, uint64_t end_ns)
+{
+	size_t i, shown = v->npids < PIDS_SHOWN ? v->npids : PIDS_SHOWN;
+
+	put_str(o, "metrics of ");
+	put_str(o, v->name);
+	if (v->npids)
+		put_str(o, v->npids == 1 ? " (pid " : " (pids ");
+	for (i = 0; i < shown; i++)
+		put_fmt(o, "%s%" PRId64, i ? ", " : "", v->pids[i]);
+	if (v->npids > shown)
+		put_fmt(o, " and %zu more", v->npids - shown);
+	if (v->npids)
+		put_char(o, ')');
+	if (how != PRINT_INTERVAL)
+		put_fmt(o, " at exit, totals over %.1f s:", window_s(start_ns, end_ns));
+	else if (delta)
+		put_fmt(o, ", last %.1f s:", window_s(start_ns, end_ns));
+	else
+		put_fmt(o, ", totals over %.1f s:", window_s(start_ns, end_ns));
+}
+
+/* The services' tables by name and pid, then gospan's own line, which has no table. */
+static int svc_order(const void *a, const void *b)
+{
+	const struct msvc *x = *(const struct msvc *const *)a, *y = *(const struct msvc *const *)b;
+	int cmp = (x->nrows == 0) - (y->nrows == 0);
+
+	if (cmp)
+		return cmp;
+	cmp = strcmp(x->name, y->name);
+	if (cmp)
+		return cmp;
+	if (x->npids && y->npids && x->pids[0] != y->pids[0])
+		return x->pids[0] < y->pids[0] ? -1 : 1;
+	return (x->npids > 0) - (y->npids > 0);
+}
+
+/*
+ * M's tables into the output, services by name then pid: each one's rows under a title, and
+ * gospan's own spans exported and lost on a line.
+ */
+static int put_tables(struct console_sink *c, const struct mset *m, enum mprint how)
+{
+	const struct msvc **svcs = NULL;
+	const struct mrow **rows = NULL;
+	const struct msvc *v;
+	uint64_t start = 0, end = 0;
+	size_t i, j, n, most = 0;
+	bool delta = false, spans;
+
+	if (!m->n)
+		return 0;
+	for (i = 0; i < m->n; i++)
+		most = m->svcs[i].nrows > most ? m->svcs[i].nrows : most;
+	svcs = calloc(m->n, sizeof(*svcs));
+	rows = calloc(most ? most : 1, sizeof(*rows));
+	if (!svcs || !rows) {
+		free(svcs);
+		free(rows);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->n; i++)
+		svcs[i] = &m->svcs[i];
+	qsort(svcs, m->n, sizeof(*svcs), svc_order);
+	for (i = 0; i < m->n; i++) {
+		v = svcs[i];
+		/* At exit, the last export's delta points are in the totals, printed next. */
+		for (j = n = start = end = 0; j < v->nrows; j++) {
+			if (how == PRINT_LAST && v->rows[j].delta)
+				continue;
+			rows[n++] = &v->rows[j];
+			delta = v->rows[j].delta;
+			window_add(&start, &end, v->rows[j].start_ns, v->rows[j].end_ns);
+		}
+		/*
+		 * The totals run to the last export, the exit: a service idle since its last
+		 * request was still watched, and its rates are over all that time.
+		 */
+		if (how == PRINT_TOTALS && c->last_batch_ns > end)
+			end = c->last_batch_ns;
+		if (n) {
+			put_title(&c->o, v, how, delta, start, end);
+			put_char(&c->o, '\n');
+			put_table(&c->o, rows, n, window_s(start, end));
+		}
+		spans = v->spans && !(how == PRINT_LAST && v->spans_delta);
+		start = v->spans_start_ns;
+		end = v->spans_end_ns;
+		if (how == PRINT_TOTALS && c->last_batch_ns > end)
+			end = c->last_batch_ns;
+		if (spans) {
+			put_title(&c->o, v, how, v->spans_delta, start, end);
+			put_str(&c->o, " spans ");
+			if (v->exported_seen)
+				put_fmt(&c->o, "exported %" PRIu64 ", ", v->exported);
+			put_fmt(&c->o, "lost %" PRIu64 "\n", v->lost);
+		}
+		if (n || spans)
+			put_char(&c->o, '\n');
+	}
+	free(svcs);
+	free(rows);
+	return 0;
+}
+
+/*
+ * A batch of metric points as tables, one per service. The last export, which comes after
+ * stop, prints none of its delta points: they go into the totals printed at free, which is
+ * what a person who watched the intervals go by wants to see last.
+ */
+static int console_export_metrics(void *ctx, const struct metrics_batch *b)
+{
+	struct console_sink *c = ctx;
+	bool last = __atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE);
+	struct mset m = {};
+	size_t i;
+	int err = 0, terr, werr;
+
+	if (b->time_ns > c->last_batch_ns)
+		c->last_batch_ns = b->time_ns;
+	for (i = 0; i < b->n && !err; i++)
+		if (b->points[i].res && b->points[i].desc)
+			err = mset_add_point(c, &m, &b->points[i]);
+	if (!err)
+		err = put_tables(c, &m, last ? PRINT_LAST : PRINT_INTERVAL);
+	/* Whatever the batch holds counts at exit, even when it could not be printed. */
+	terr = totals_add(&c->totals, &m);
+	err = err ? err : terr;
+	mset_clear(&m);
+	if (err)
+		pr_err("cannot tabulate %zu metric points for the console: %s", b->n,
+		       strerror(-err));
+	werr = flush_out(c, "metrics");
+	return err ? err : werr;
+}
+
+/*
+ * The metric reader's last export comes next: its interval goes into the totals printed at free
+ * instead of a table of its own. (The span exporter calls it too, to no effect on traces.)
+ */
+static void console_stop(void *ctx)
+{
+	struct console_sink *c = ctx;
+
+	__atomic_store_n(&c->stopping, true, __ATOMIC_RELEASE);
 }
 
 /*
@@ -996,12 +1737,17 @@ static void console_sink_free(void *ctx)
 		return;
 	while (c->ntraces)
 		draw_trace(c, 0, DRAW_EXIT);
-	flush_out(c); /* a failure is logged; there is no one left to tell */
+	flush_out(c, "traces"); /* a failure is logged; there is no one left to tell */
+	if (put_tables(c, &c->totals, PRINT_TOTALS))
+		pr_err("cannot print the metrics' totals: %s", strerror(ENOMEM));
+	flush_out(c, "metrics");
 	console_sink_destroy(c);
 }
 
 const struct sink_ops console_sink_ops = {
 	.name = "console",
 	.export = console_export,
+	.stop = console_stop,
+	.export_metrics = console_export_metrics,
 	.free = console_sink_free,
 };

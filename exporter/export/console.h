@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * OTEL_TRACES_EXPORTER=console: each finished trace as an indented waterfall on a stream, for
- * trying gospan without a backend. The layout and the rules for when a trace is printed are
- * described at the top of console.c.
+ * trying gospan without a backend. OTEL_METRICS_EXPORTER=console: the RED metrics as a table per
+ * service, each export interval and at exit. The layouts and the rules for when a trace or a
+ * table is printed are described at the top of console.c.
  */
 #ifndef GOSPAN_CONSOLE_H
 #define GOSPAN_CONSOLE_H
@@ -29,8 +30,9 @@ struct console_opts {
 };
 
 /*
- * A console sink for exporter_opts.ctx with &console_sink_ops. NULL with errno on failure.
- * console_sink__new(out) is the same with every other option at its default.
+ * A console sink for exporter_opts.ctx (spans) or metric_reader_opts.ctx (metrics) with
+ * &console_sink_ops: one sink per signal, since each is called from its own thread. NULL with
+ * errno on failure. console_sink__new(out) is the same with every other option at its default.
  */
 void *console_sink__new_opts(const struct console_opts *opts);
 void *console_sink__new(FILE *out);

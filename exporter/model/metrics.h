@@ -55,6 +55,14 @@ enum metric_instrument {
 
 extern const struct metric_desc metric_instruments[METRIC_INSTRUMENTS];
 
+/*
+ * gospan's own health sums that a reader may single out (the console's line of spans exported
+ * and lost): the exporter's spans exported (those with error.type were lost), and the spans lost
+ * by reason, everything the summary line counts.
+ */
+#define METRIC_SPANS_EXPORTED "otel.sdk.exporter.span.exported"
+#define METRIC_SPANS_DROPPED "gospan.span.dropped"
+
 /* OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE. */
 enum metric_temporality {
 	METRIC_TEMPORALITY_CUMULATIVE,

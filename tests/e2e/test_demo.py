@@ -6,10 +6,14 @@ frontend's traces read back from Jaeger as trees, the backend's and the inventor
 same traces under the CLIENT span that called them (where no context can go out, in traces of
 their own, saying why), the backend's data store calls as CLIENT spans under its SERVER spans,
 every gospan's summary with every span exported, a last word saying every request is one trace
-across the three services with both hops and the data store calls counted, and leave nothing
-running, PostgreSQL's files removed. Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the
+across the three services with both hops and the data store calls counted, then the RED metrics
+each gospan printed at exit (OTEL_METRICS_EXPORTER=console): a table per service whose rows count
+exactly the calls made, route by route, errors included (the frontend's requests are the ones
+loadgen sent), columns aligned, and each gospan's spans exported; and leave nothing running,
+PostgreSQL's files removed. Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the
 spans, and the traces are matched by id. On a terminal it keeps everything running with the load
-going until Ctrl-C, which must stop it all the same way and exit 0. Where PostgreSQL or Redis is
+going until Ctrl-C, which must stop it all the same way, show the tables of the whole run, and
+exit 0. Where PostgreSQL or Redis is
 missing the demo says what, and how to get it, before it starts anything; and `jaeger.py show`,
 which the demo's check relies on, fails when the backend's data store spans are missing or out
 of place.
@@ -250,6 +254,98 @@ def check_traces(out, inventory_addr, stores):
             + DATASTORE_VERDICT) in tail, out
 
 
+METRICS_INTRO = ("demo: the RED metrics of every call, sampled or not, as each gospan printed them "
+                 "at exit\n")
+HEAD = re.compile(r"KIND +OPERATION +REQUESTS +RATE/S +ERRORS +ERROR% +P50 ms +P90 ms +P99 ms")
+# A row: the kind, the operation (single spaces inside), then the numbers, two spaces or more
+# apart. ERRORS and ERROR% are '-' in the overflow row only, which the demo cannot reach.
+ROW = re.compile(r"(\w+ \w+) +(\S+(?: \S+)*?)  +(\d+)  +(\d+\.\d\d)  +(\d+)  +(\d+\.\d%)  +"
+                 r"(\d+\.\d{3})  +(\d+\.\d{3})  +(\d+\.\d{3})")
+
+
+def metrics_tables(out):
+    """The tables the demo shows last, as the gospans printed them at exit: ({service: (pid,
+    seconds, {(kind, operation): (requests, rate, errors)})}, {gospan pid: (exported, lost)}).
+    Each row checked on the way: aligned under its heading, its error share and percentiles
+    consistent."""
+    assert out.count(METRICS_INTRO) == 1, out
+    lines = out[out.index(METRICS_INTRO):].splitlines()[2:]
+    tables, spans, head, rows = {}, {}, None, None
+    for line in lines:
+        if not line:
+            continue  # between tables
+        if not line.startswith("    "):
+            break  # the demo's next word
+        text = line[4:]
+        m = re.fullmatch(r"metrics of (\w+) \(pid (\d+)\) at exit, totals over (\d+\.\d) s:(.*)",
+                         text)
+        if m and m[1] == "gospan":
+            sp = re.fullmatch(r" spans exported (\d+), lost (\d+)", m[4])
+            assert sp, line
+            spans[int(m[2])] = (int(sp[1]), int(sp[2]))
+        elif m:
+            assert not m[4] and m[1] not in tables, line
+            rows = {}
+            tables[m[1]] = (int(m[2]), float(m[3]), rows)
+            head = None
+        elif text and head is None:
+            assert HEAD.fullmatch(text.strip()), line
+            head = text
+        elif text:
+            r = ROW.fullmatch(text.strip())
+            assert r, f"not a row: '{line}'\n{out}"
+            # Right-aligned numbers: every row ends where the heading does.
+            assert len(text) == len(head) and text.startswith("  "), f"{line}\n{out}"
+            n, errors = int(r[3]), int(r[5])
+            assert r[6] == f"{100 * errors / n:.1f}%", line
+            p50, p90, p99 = float(r[7]), float(r[8]), float(r[9])
+            assert 0 < p50 <= p90 <= p99, line
+            assert (r[1], r[2]) not in rows, line
+            rows[(r[1], r[2])] = (n, float(r[4]), errors)
+    return tables, spans
+
+
+def check_metrics(out):
+    """What each service's table counted at exit: every call, route by route, with its errors,
+    at a rate over the time its title says; each gospan's spans, all exported."""
+    tables, spans = metrics_tables(out)
+    backend = re.search(r"^demo: backend: pid \d+, http://(127\.0\.0\.1:\d+), HTTP", out, re.M)
+    assert backend, out
+    fails = REQUESTS // 4  # /backend-fail: a 502 of the frontend, after the backend's 500
+    want = {
+        "frontend": {("http server", op): (REQUESTS // 4, fails if op == "GET /backend-fail" else 0)
+                     for op in OPS},
+        "backend": {("http server", "GET /work/{id}"): (ITEM_READS, 0),
+                    ("http server", "GET /fail"): (fails, fails),
+                    ("db client", "redis GET"): (ITEM_READS, 0),
+                    ("db client", "postgresql SELECT items"): (MISSES, 0),
+                    ("db client", "redis SET"): (MISSES, 0)},
+        "inventory": {("rpc server", RPC): (LOOKUPS, 0)},
+    }
+    want["frontend"][("http client", f"GET {backend[1]}")] = (BACKEND_CALLS, fails)
+    want["frontend"][("rpc client", RPC)] = (LOOKUPS, 0)
+    assert set(tables) == set(SERVICES), out
+    for svc in SERVICES:
+        pid, secs, rows = tables[svc]
+        assert re.search(rf"^demo: {svc}: pid {pid}, ", out, re.M), out
+        assert {k: (n, e) for k, (n, _, e) in rows.items()} == want[svc], f"{svc}\n{out}"
+        for n, rate, _ in rows.values():
+            # Over the time in the title: shown to 0.1 s, the rate to 0.01/s.
+            assert n / (secs + 0.05) - 0.005 <= rate <= n / (secs - 0.05) + 0.005, \
+                f"{svc}: {n} in {secs} s at {rate}/s\n{out}"
+    gospans = {svc: int(m) for svc, m in re.findall(r"^demo: gospan on (\w+): pid (\d+)$", out,
+                                                      re.M)}
+    assert spans == {gospans["frontend"]: (FRONTEND_SPANS, 0),
+                     gospans["backend"]: (BACKEND_SPANS, 0),
+                     gospans["inventory"]: (LOOKUPS, 0)}, out
+    tail = out[out.index(METRICS_INTRO):]
+    assert (f"demo: the tables count every call: the frontend's {REQUESTS} requests are the "
+            f"{REQUESTS} loadgen\ndemo:   sent; the backend served its {BACKEND_CALLS} calls and "
+            f"made {DB_CALLS} data store calls, the\ndemo:   inventory served its "
+            f"{LOOKUPS} lookups\n") in tail, out
+    return tables
+
+
 def inventory_addr(out):
     m = re.search(r"^demo: inventory: pid \d+, (127\.0\.0\.1:\d+), gRPC", out, re.M)
     assert m, out
@@ -278,6 +374,10 @@ def test_demo_with_jaeger(gospan_bin, jaeger_bin):  # noqa: F811 (fixture)
         in out, out
     check_traces(out, inventory_addr(out), datastores(out))
     assert_summaries(out)
+    check_metrics(out)
+    # The tables are the demo's last word.
+    assert out.rstrip().endswith("demo: done; Jaeger was stopped with the rest (on a terminal it "
+                                 "keeps running until Ctrl-C)"), out
     assert_all_stopped(out)
     assert_datastores_gone(out)
     assert query_port_closed(out), f"Jaeger still answers after the demo\n{out}"
@@ -318,6 +418,10 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
         assert (f"the backend joined the\ndemo:   trace of all {REQUESTS}, the inventory those of "
                 f"the {LOOKUPS} with a lookup (all but /backend-fail)") in tail, out
     assert_summaries(out)
+    # The spans printed, each gospan's tables on the same output apart from them, at the end.
+    listing = out.split("demo: spans of frontend")[1].split("demo: traces printed: ")[0]
+    assert "metrics of " not in listing, out
+    check_metrics(out)
     assert_all_stopped(out)
     assert_datastores_gone(out)
 
@@ -422,6 +526,13 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
     for svc in SERVICES:
         assert re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+gospan: summary: spans "
                          rf"captured (\d+), exported \1, dropped 0;", out, re.M), out
+    # After Ctrl-C, the tables of the whole run: the first requests and the load after them.
+    assert "demo: Ctrl-C to stop (the gospans then print each service's metrics since the start)" \
+        in out, out
+    tables, _ = metrics_tables(out)
+    served = sum(n for (kind, _), (n, _, _) in tables["frontend"][2].items()
+                 if kind == "http server")
+    assert served >= REQUESTS + 50, out
     assert_all_stopped(out)
     assert_datastores_gone(out)
     assert query_port_closed(out), f"Jaeger still answers after Ctrl-C\n{out}"

@@ -626,6 +626,8 @@ def test_gospan_services(compose, dockerfiles, images):
         assert images[target].entrypoint == [exe], f"{target} does not run {exe}"
         assert svc["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == \
             f"http://jaeger:{JAEGER_OTLP_HTTP_PORT}"
+        # Jaeger takes no metrics: the default, otlp, would send them there and fail.
+        assert svc["environment"].get("OTEL_METRICS_EXPORTER") in ("console", "none"), name
         assert svc["depends_on"]["jaeger"]["condition"] == "service_healthy"
         assert target in svc["depends_on"]
         # The export at exit may take OTEL_BSP_EXPORT_TIMEOUT (30 s): Docker must wait longer.
@@ -777,11 +779,15 @@ def test_collector_manifest_decodes_strictly(collector_kube_objects, deploycheck
 
 def test_collector_is_where_gospan_sends(kube_objects, collector_kube_objects):
     """gospan's OTEL_EXPORTER_OTLP_ENDPOINT names the Service, in the Namespace, on the port
-    that reaches the Deployment's container, where the Collector's OTLP/HTTP receiver listens."""
+    that reaches the Deployment's container, where the Collector's OTLP/HTTP receiver listens,
+    for the spans and for the metrics gospan sends there by default."""
     from collector import COLLECTOR_VERSION
 
     (c,) = _one(kube_objects, "DaemonSet")["spec"]["template"]["spec"]["containers"]
-    endpoint = {e["name"]: e.get("value") for e in c["env"]}["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    endpoint = env["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    assert env.get("OTEL_METRICS_EXPORTER", "otlp") == "otlp"
+    assert "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT" not in env
     m = re.fullmatch(r"http://([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:(\d+)", endpoint)
     assert m, f"gospan's endpoint '{endpoint}' is not a Service's cluster DNS name"
     svc_name, svc_ns, port = m[1], m[2], int(m[3])
@@ -806,7 +812,12 @@ def test_collector_is_where_gospan_sends(kube_objects, collector_kube_objects):
     config = _collector_config(objs)
     http = config["receivers"]["otlp"]["protocols"]["http"]
     assert _port_of_addr(http["endpoint"]) == ("0.0.0.0", cp["containerPort"])
-    assert config["service"]["pipelines"]["traces"]["receivers"] == ["otlp"]
+    pipelines = config["service"]["pipelines"]
+    assert pipelines["traces"]["receivers"] == ["otlp"]
+    # The metrics too, with the same pod names: the processor that adds them, before batch.
+    assert pipelines["metrics"]["receivers"] == ["otlp"]
+    assert pipelines["metrics"]["processors"] == pipelines["traces"]["processors"]
+    assert pipelines["metrics"]["exporters"], "a metrics pipeline that exports nowhere"
 
     # The configuration the container is given is the ConfigMap's.
     (arg,) = [a for a in col["args"] if a.startswith("--config=")]

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "export/console.h"
 #include "export/export.h"
 #include "helpers.h"
+#include "model/metrics.h"
 #include "model/semconv.h"
 #include "model/span.h"
 
@@ -780,6 +782,580 @@ static void test_console__sink_reports_write_failure(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* ---- the metrics tables ---------------------------------------------------------------------- */
+
+/*
+ * Every table below comes from a real store (model/metrics.c) fed real spans with known
+ * durations, collected into a batch as the metric reader does, and printed by the sink. The
+ * expected numbers are worked out by hand from the instruments' bucket boundaries, in the
+ * comments: a percentile is interpolated inside the bucket it falls in, that bucket narrowed to
+ * the smallest and largest durations seen.
+ */
+
+#define SEC 1000000000ULL
+
+static uint64_t unix_now(void)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(CLOCK_REALTIME, &ts), 0);
+	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+static struct metrics *store_new(enum metric_temporality temporality, size_t limit)
+{
+	struct metrics_opts opts = {
+	    .temporality = temporality,
+	    .exemplars = METRIC_EXEMPLARS_ALWAYS_OFF,
+	    .cardinality_limit = limit,
+	};
+	struct metrics *m = metrics__new(&opts);
+
+	assert_non_null(m);
+	return m;
+}
+
+static struct resource *process(const char *name, int64_t pid)
+{
+	struct resource *res = service(name);
+
+	assert_int_equal(resource__set_int(res, SC_PROCESS_PID, pid), 0);
+	return res;
+}
+
+/* A finished call of KIND from START_NS, MS milliseconds long, with no attribute yet. */
+static struct span *call(const struct resource *res, enum span_kind kind, uint64_t start_ns,
+			 double ms)
+{
+	struct span *s = span__new();
+
+	assert_non_null(s);
+	s->res = res;
+	s->kind = kind;
+	s->start_ns = start_ns;
+	s->end_ns = start_ns + (uint64_t)(ms * 1e6 + 0.5);
+	return s;
+}
+
+static void set_str(struct span *s, const char *key, const char *val)
+{
+	assert_int_equal(span__set_str(s, key, val, strlen(val)), 0);
+}
+
+/* Measures S, as records.c does for every finished call, and frees it. */
+static void measure(struct metrics *m, struct span *s)
+{
+	metrics__record_span(m, s, false);
+	span__free(s);
+}
+
+static void http_server(struct metrics *m, const struct resource *res, uint64_t at, double ms,
+			const char *method, const char *route, int status)
+{
+	struct span *s = call(res, SPAN_KIND_SERVER, at, ms);
+	char code[8];
+
+	set_str(s, SC_HTTP_REQUEST_METHOD, method);
+	set_str(s, SC_URL_PATH, "/never/shown");
+	if (route)
+		set_str(s, SC_HTTP_ROUTE, route);
+	assert_int_equal(span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, status), 0);
+	if (status >= 500) {
+		snprintf(code, sizeof(code), "%d", status);
+		set_str(s, SC_ERROR_TYPE, code);
+		s->status = SPAN_STATUS_ERROR;
+	}
+	measure(m, s);
+}
+
+static void http_client(struct metrics *m, const struct resource *res, uint64_t at, double ms,
+			const char *error)
+{
+	struct span *s = call(res, SPAN_KIND_CLIENT, at, ms);
+
+	set_str(s, SC_HTTP_REQUEST_METHOD, "GET");
+	set_str(s, SC_SERVER_ADDRESS, "10.0.0.1");
+	assert_int_equal(span__set_int(s, SC_SERVER_PORT, 8081), 0);
+	if (error)
+		set_str(s, SC_ERROR_TYPE, error);
+	else
+		assert_int_equal(span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, 200), 0);
+	measure(m, s);
+}
+
+static void rpc_server(struct metrics *m, const struct resource *res, uint64_t at, double ms,
+		       int code)
+{
+	struct span *s = call(res, SPAN_KIND_SERVER, at, ms);
+
+	set_str(s, SC_RPC_SYSTEM, "grpc");
+	set_str(s, SC_RPC_SERVICE, "inventory.v1.Inventory");
+	set_str(s, SC_RPC_METHOD, "GetItem");
+	assert_int_equal(span__set_int(s, SC_RPC_GRPC_STATUS_CODE, code), 0);
+	if (code)
+		set_str(s, SC_ERROR_TYPE, "NOT_FOUND");
+	measure(m, s);
+}
+
+static void db_client(struct metrics *m, const struct resource *res, uint64_t at, double ms,
+		      const char *system, const char *op, const char *collection)
+{
+	struct span *s = call(res, SPAN_KIND_CLIENT, at, ms);
+
+	set_str(s, SC_DB_SYSTEM_NAME, system);
+	set_str(s, SC_DB_OPERATION_NAME, op);
+	if (collection)
+		set_str(s, SC_DB_COLLECTION_NAME, collection);
+	set_str(s, SC_DB_QUERY_TEXT, "SELECT * FROM items WHERE id = ?");
+	measure(m, s);
+}
+
+/* Collects M at NOW_NS and has the sink export the batch, as the metric reader does. */
+static void export_at(void *ctx, struct metrics *m, uint64_t now_ns)
+{
+	struct metrics_batch *b = metrics__collect(m, now_ns, true);
+
+	assert_non_null(b);
+	if (b->n)
+		assert_int_equal(console_sink_ops.export_metrics(ctx, b), 0);
+	metrics_batch__free(b);
+}
+
+/*
+ * One interval of a service: every kind of row, status codes merged into a row with their
+ * errors counted, then a second interval, and at exit the totals of both.
+ */
+static void test_console__metrics_table(void **state)
+{
+	/* After the store is made: the process's first call starts its first interval. */
+	uint64_t t0 = (unix_now() / SEC + 2) * SEC;
+	struct metrics *m = store_new(METRIC_TEMPORALITY_DELTA, 2000);
+	struct resource *shop = process("shop", 4242);
+	struct span *s;
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	/*
+	 * GET /users/{id}: 1, 2, 3 and 40 ms answered 200, 8 ms answered 500: 5 requests, 1 error.
+	 * Buckets (s): (0, .005] holds 1, 2, 3 ms; (.005, .01] 8 ms; (.025, .05] 40 ms.
+	 * p50, rank 2.5, in the first: .001 (the least seen) + .004 * 2.5/3 = 4.333 ms.
+	 * p90, rank 4.5, in (.025, .05] narrowed to .040: .025 + .015 * 0.5 = 32.500 ms.
+	 * p99, rank 4.95: .025 + .015 * 0.95 = 39.250 ms.
+	 */
+	http_server(m, shop, t0, 1, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 1000000, 2, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 2000000, 3, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 3000000, 40, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 4000000, 8, "GET", "/users/{id}", 500);
+	/* No route known: the method alone. A 404 is no server error. 2 ms: all percentiles. */
+	http_server(m, shop, t0 + 5000000, 2, "GET", NULL, 404);
+	/*
+	 * The client: 1 and 1 ms answered, 6 ms refused. (0, .005] holds two, (.005, .01] one.
+	 * p50, rank 1.5: .001 + .004 * 1.5/2 = 4.000 ms (the buckets cannot tell it was 1 ms).
+	 * p90, rank 2.7, in (.005, .01] narrowed to .006: .005 + .001 * 0.7 = 5.700 ms.
+	 * p99: .005 + .001 * 0.97 = 5.970 ms.
+	 */
+	http_client(m, shop, t0 + 6000000, 1, NULL);
+	http_client(m, shop, t0 + 7000000, 1, NULL);
+	http_client(m, shop, t0 + 8000000, 6, "connection refused");
+	/*
+	 * gRPC, in milliseconds: 2 and 4 ms OK, 12 ms NOT_FOUND, 30 ms OK. Buckets (ms): (0, 5]
+	 * holds two, (10, 25] one, (25, 50] one.
+	 * p50, rank 2, in (0, 5] narrowed to 2: 2 + 3 * 2/2 = 5.000 ms.
+	 * p90, rank 3.6, in (25, 50] narrowed to 30: 25 + 5 * 0.6 = 28.000 ms.
+	 * p99: 25 + 5 * 0.96 = 29.800 ms.
+	 */
+	rpc_server(m, shop, t0 + 9000000, 2, 0);
+	rpc_server(m, shop, t0 + 10000000, 4, 0);
+	rpc_server(m, shop, t0 + 11000000, 12, 5);
+	rpc_server(m, shop, t0 + 12000000, 30, 0);
+	/*
+	 * Redis GET: 0.5, 0.5 and 2 ms. Buckets (s): (0, .001] two, (.001, .005] one.
+	 * p50, rank 1.5: .0005 + .0005 * 1.5/2 = 0.875 ms.
+	 * p90, rank 2.7, in (.001, .005] narrowed to .002: .001 + .001 * 0.7 = 1.700 ms.
+	 * p99: .001 + .001 * 0.97 = 1.970 ms.
+	 * PostgreSQL: one SELECT on items, 3 ms: every percentile is it.
+	 */
+	db_client(m, shop, t0 + 13000000, 0.5, "redis", "GET", NULL);
+	db_client(m, shop, t0 + 14000000, 0.5, "redis", "GET", NULL);
+	db_client(m, shop, t0 + 15000000, 2, "redis", "GET", NULL);
+	db_client(m, shop, t0 + 16000000, 3, "postgresql", "SELECT", "items");
+	/* A function span: no instrument measures it. */
+	s = call(shop, SPAN_KIND_INTERNAL, t0, 5);
+	assert_int_equal(span__set_name(s, "main.work", 9), 0);
+	measure(m, s);
+
+	/* The interval: from the first call to the collection, 10 s: rates are count / 10. */
+	export_at(ctx, m, t0 + 10 * SEC);
+	out = capture_next(&cap);
+	assert_string_equal(
+	    out,
+	    "metrics of shop (pid 4242), last 10.0 s:\n"
+	    "  KIND         OPERATION                       REQUESTS  RATE/S  ERRORS  ERROR%"
+	    "  P50 ms  P90 ms  P99 ms\n"
+	    "  http server  GET                                    1    0.10       0    0.0%"
+	    "   2.000   2.000   2.000\n"
+	    "  http server  GET /users/{id}                        5    0.50       1   20.0%"
+	    "   4.333  32.500  39.250\n"
+	    "  http client  GET 10.0.0.1:8081                      3    0.30       1   33.3%"
+	    "   4.000   5.700   5.970\n"
+	    "  rpc server   inventory.v1.Inventory/GetItem         4    0.40       1   25.0%"
+	    "   5.000  28.000  29.800\n"
+	    "  db client    postgresql SELECT items                1    0.10       0    0.0%"
+	    "   3.000   3.000   3.000\n"
+	    "  db client    redis GET                              3    0.30       0    0.0%"
+	    "   0.875   1.700   1.970\n"
+	    "\n");
+	free(out);
+
+	/*
+	 * The second interval, 10 s to 20 s: only GET /users/{id}, 4 times 20 ms, all 200: the
+	 * table shows this interval alone. (.01, .025] holds all four, narrowed to 20 ms.
+	 */
+	http_server(m, shop, t0 + 11 * SEC, 20, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 12 * SEC, 20, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 13 * SEC, 20, "GET", "/users/{id}", 200);
+	http_server(m, shop, t0 + 14 * SEC, 20, "GET", "/users/{id}", 200);
+	export_at(ctx, m, t0 + 20 * SEC);
+	out = capture_next(&cap);
+	assert_string_equal(out,
+			    "metrics of shop (pid 4242), last 10.0 s:\n"
+			    "  KIND         OPERATION        REQUESTS  RATE/S  ERRORS  ERROR%  "
+			    "P50 ms  P90 ms  P99 ms\n"
+			    "  http server  GET /users/{id}         4    0.40       0    0.0%  "
+			    "20.000  20.000  20.000\n"
+			    "\n");
+	free(out);
+
+	/*
+	 * The last export, after stop: its interval (20 s to 25 s, one 503 of 60 ms) is not
+	 * printed on its own but counted in the totals at free, over the 25 s from the first
+	 * call to the last export: every rate is count / 25. GET /users/{id} then has 10
+	 * requests, 2 errors: 1, 2, 3 ms in (0, .005], 8 ms in (.005, .01], 20 ms four times in
+	 * (.01, .025], 40 ms in (.025, .05], 60 ms in (.05, .075].
+	 * p50, rank 5: 4 below (.01, .025], which holds four: .01 + .015 * 1/4 = 13.750 ms.
+	 * p90, rank 9: 8 below (.025, .05], which holds one: .025 + .025 * 1/1 = 50.000 ms.
+	 * p99, rank 9.9, in (.05, .075] narrowed to .060: .05 + .01 * 0.9 = 59.000 ms.
+	 */
+	http_server(m, shop, t0 + 21 * SEC, 60, "GET", "/users/{id}", 503);
+	console_sink_ops.stop(ctx);
+	export_at(ctx, m, t0 + 25 * SEC);
+	out = capture_next(&cap);
+	assert_string_equal(out, "");
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_string_equal(
+	    out,
+	    "metrics of shop (pid 4242) at exit, totals over 25.0 s:\n"
+	    "  KIND         OPERATION                       REQUESTS  RATE/S  ERRORS  ERROR%"
+	    "  P50 ms  P90 ms  P99 ms\n"
+	    "  http server  GET                                    1    0.04       0    0.0%"
+	    "   2.000   2.000   2.000\n"
+	    "  http server  GET /users/{id}                       10    0.40       2   20.0%"
+	    "  13.750  50.000  59.000\n"
+	    "  http client  GET 10.0.0.1:8081                      3    0.12       1   33.3%"
+	    "   4.000   5.700   5.970\n"
+	    "  rpc server   inventory.v1.Inventory/GetItem         4    0.16       1   25.0%"
+	    "   5.000  28.000  29.800\n"
+	    "  db client    postgresql SELECT items                1    0.04       0    0.0%"
+	    "   3.000   3.000   3.000\n"
+	    "  db client    redis GET                              3    0.12       0    0.0%"
+	    "   0.875   1.700   1.970\n"
+	    "\n");
+	free(out);
+	capture_close(&cap);
+	metrics__free(m);
+	resource__free(shop);
+}
+
+/* gospan's own health sums, as main.c declares them: the console singles out two. */
+static const char *const sdk_keys[] = {"otel.component.type", "otel.component.name", SC_ERROR_TYPE};
+static const char *const reason_keys[] = {"gospan.drop.reason"};
+static const struct metric_desc spans_exported = {
+    .name = METRIC_SPANS_EXPORTED,
+    .unit = "{span}",
+    .kind = METRIC_SUM,
+    .monotonic = true,
+    .observed = true,
+    .keys = sdk_keys,
+    .nkeys = 3,
+};
+static const struct metric_desc spans_dropped = {
+    .name = METRIC_SPANS_DROPPED,
+    .unit = "{span}",
+    .kind = METRIC_SUM,
+    .monotonic = true,
+    .observed = true,
+    .keys = reason_keys,
+    .nkeys = 1,
+};
+static const struct metric_desc queue_size = {
+    .name = "otel.sdk.processor.span.queue.size",
+    .unit = "{span}",
+    .kind = METRIC_SUM,
+    .observed = true,
+    .keys = sdk_keys,
+    .nkeys = 3,
+};
+
+/* gospan's totals now: spans exported, lost to a failed export, lost to a full queue. */
+static void observe_health(struct metrics *m, struct resource *self, int64_t exported,
+			   int64_t failed, int64_t full)
+{
+	struct attr a[3] = {
+	    {.key = "otel.component.type", .type = ATTR_STRING, .s = "batching_span_processor"},
+	    {.key = "otel.component.name", .type = ATTR_STRING, .s = "batching_span_processor/0"},
+	    {.key = SC_ERROR_TYPE, .type = ATTR_STRING, .s = "export_failed"},
+	};
+	struct attr reason = {.key = "gospan.drop.reason", .type = ATTR_STRING};
+
+	assert_int_equal(metrics__observe(m, &spans_exported, self, a, 2, exported), 0);
+	/* Lost in the export: counted among the drops too, so not again. */
+	assert_int_equal(metrics__observe(m, &spans_exported, self, a, 3, failed), 0);
+	assert_int_equal(metrics__observe(m, &queue_size, self, a, 2, 1000), 0);
+	reason.s = "export_failed";
+	assert_int_equal(metrics__observe(m, &spans_dropped, self, &reason, 1, failed), 0);
+	reason.s = "queue_full";
+	assert_int_equal(metrics__observe(m, &spans_dropped, self, &reason, 1, full), 0);
+}
+
+/* The line of OUT that starts with PREFIX, which must be there, ends with SUFFIX. */
+static void assert_line(const char *out, const char *prefix, const char *suffix)
+{
+	char *line = line_with(out, prefix);
+	size_t n = strlen(line), k = strlen(suffix);
+
+	if (strncmp(line, prefix, strlen(prefix)) || n < k || strcmp(line + n - k, suffix))
+		fail_msg("'%s' is not '%s...%s' in:\n%s", line, prefix, suffix, out);
+	free(line);
+}
+
+/*
+ * Services in order of name and pid, each process its own table; gospan's own spans exported
+ * and lost on a line of its own, after them; at exit, the processes of a service in one table,
+ * their pids named.
+ */
+static void test_console__metrics_services(void **state)
+{
+	uint64_t t0 = (unix_now() / SEC + 2) * SEC;
+	struct metrics *m = store_new(METRIC_TEMPORALITY_DELTA, 2000);
+	struct resource *backend = process("backend", 7), *shop_a = process("shop", 200);
+	struct resource *shop_b = process("shop", 100), *self = process("gospan", 99);
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	http_server(m, shop_a, t0, 2, "GET", "/a", 200);
+	http_server(m, shop_b, t0 + 1 * SEC, 4, "GET", "/a", 200); /* its interval: 9 s */
+	http_server(m, backend, t0, 1, "GET", "/work/{id}", 200);
+	observe_health(m, self, 24, 2, 3);
+	export_at(ctx, m, t0 + 10 * SEC);
+	out = capture_next(&cap);
+	/* The store's first interval began when it was made: not a whole number of seconds. */
+	assert_line(out, "metrics of gospan (pid 99), last ", " s: spans exported 24, lost 5");
+	*strstr(out, "metrics of gospan") = '\0';
+	assert_string_equal(
+	    out,
+	    "metrics of backend (pid 7), last 10.0 s:\n"
+	    "  KIND         OPERATION       REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms  "
+	    "P99 ms\n  http server  GET /work/{id}         1    0.10       0    0.0%   1.000  "
+	    " 1.000   1.000\n\n"
+	    "metrics of shop (pid 100), last 9.0 s:\n"
+	    "  KIND         OPERATION  REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms  P99 ms\n"
+	    "  http server  GET /a            1    0.11       0    0.0%   4.000   4.000   4.000\n"
+	    "\n"
+	    "metrics of shop (pid 200), last 10.0 s:\n"
+	    "  KIND         OPERATION  REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms  P99 ms\n"
+	    "  http server  GET /a            1    0.10       0    0.0%   2.000   2.000   2.000\n"
+	    "\n");
+	free(out);
+
+	/* An interval without a call: gospan's line alone, with what changed. */
+	observe_health(m, self, 30, 2, 3);
+	export_at(ctx, m, t0 + 20 * SEC);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "\n"), 2);
+	assert_line(out, "metrics of gospan (pid 99), last ", " s: spans exported 6, lost 0");
+	free(out);
+
+	/*
+	 * At exit, over the 20 s from the first call to the last export. The two processes of shop
+	 * in one row: 2 and 4 ms, both in (0, .005] narrowed to (.002, .004]: p50, rank 1, .002 +
+	 * .002 * 1/2 = 3.000 ms; p90, rank 1.8: 3.800 ms; p99, rank 1.98: 3.980 ms.
+	 */
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_line(out, "metrics of gospan (pid 99) at exit, totals over ",
+		    " s: spans exported 30, lost 5");
+	*strstr(out, "metrics of gospan") = '\0';
+	assert_string_equal(
+	    out,
+	    "metrics of backend (pid 7) at exit, totals over 20.0 s:\n"
+	    "  KIND         OPERATION       REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms  "
+	    "P99 ms\n  http server  GET /work/{id}         1    0.05       0    0.0%   1.000  "
+	    " 1.000   1.000\n\n"
+	    "metrics of shop (pids 100, 200) at exit, totals over 20.0 s:\n"
+	    "  KIND         OPERATION  REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms  P99 ms\n"
+	    "  http server  GET /a            2    0.10       0    0.0%   3.000   3.800   3.980\n"
+	    "\n");
+	free(out);
+	capture_close(&cap);
+	metrics__free(m);
+	resource__free(backend);
+	resource__free(shop_a);
+	resource__free(shop_b);
+	resource__free(self);
+}
+
+/*
+ * Past the cardinality limit, the overflow set is a row of its own, after the named ones; a
+ * route cannot forge a line; a name too long for the column is cut.
+ */
+static void test_console__metrics_overflow_and_escaping(void **state)
+{
+	uint64_t t0 = (unix_now() / SEC + 2) * SEC;
+	/* 3 sets, the overflow set among them: two of the calls' own. */
+	struct metrics *m = store_new(METRIC_TEMPORALITY_DELTA, 3);
+	struct resource *shop = process("shop", 1), *other = process("other", 2);
+	char route[100], *out, *line;
+	struct capture cap;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	http_server(m, shop, t0, 1, "GET", "/a", 200);
+	http_server(m, shop, t0, 1, "GET", "/evil\nmetrics of forged", 200);
+	http_server(m, shop, t0, 1, "GET", "/evil\nmetrics of forged", 200);
+	http_server(m, shop, t0, 1, "GET", "/c", 200);
+	http_server(m, shop, t0, 1, "GET", "/d", 500);
+	http_server(m, shop, t0, 1, "GET", "/d", 200);
+	http_server(m, shop, t0, 1, "GET", "/d", 200);
+	memset(route, 'x', sizeof(route));
+	route[0] = '/';
+	route[sizeof(route) - 1] = '\0';
+	http_server(m, other, t0, 1, "GET", route, 200);
+	export_at(ctx, m, t0 + 10 * SEC);
+	out = capture_next(&cap);
+	assert_int_equal(count(out, "\nmetrics of "), 1); /* other's; nothing forged */
+	assert_int_equal(strncmp(out, "metrics of other (pid 2), last 10.0 s:\n", 39), 0);
+	line = line_with(out, "GET /xxx");
+	/* "  http server  " then 59 columns of the route and the ellipsis, one column. */
+	assert_int_equal(strstr(line, "\xe2\x80\xa6") - line, 15 + 59);
+	assert_int_equal(strncmp(line + 15 + 59, "\xe2\x80\xa6  ", 5), 0);
+	free(line);
+	line = line_with(out, "metrics of shop");
+	assert_string_equal(line, "metrics of shop (pid 1), last 10.0 s:");
+	free(line);
+	/* The overflow set keeps no error.type: its errors are not known, not none. */
+	assert_non_null(strstr(
+	    out,
+	    "  KIND         OPERATION                     REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms"
+	    "  P90 ms  P99 ms\n"
+	    "  http server  GET /a                               1    0.10       0    0.0%   1.000"
+	    "   1.000   1.000\n"
+	    "  http server  GET /evil\\nmetrics of forged         2    0.20       0    0.0%   1.000"
+	    "   1.000   1.000\n"
+	    "  http server  (other: cardinality limit)           4    0.40       -       -   1.000"
+	    "   1.000   1.000\n"
+	    "\n"));
+	free(out);
+	console_sink_ops.free(ctx);
+	free(capture_next(&cap));
+	capture_close(&cap);
+	metrics__free(m);
+	resource__free(shop);
+	resource__free(other);
+}
+
+/*
+ * Cumulative points are totals already: each table says so, the last export's is printed as
+ * the totals at exit, and free adds nothing.
+ */
+static void test_console__metrics_cumulative(void **state)
+{
+	uint64_t t0 = (unix_now() / SEC + 2) * SEC;
+	struct metrics *m = store_new(METRIC_TEMPORALITY_CUMULATIVE, 2000);
+	struct resource *shop = process("shop", 5);
+	struct capture cap;
+	char *out;
+	void *ctx;
+
+	(void)state;
+	capture_open(&cap);
+	ctx = sink_new(cap.f, 0, false);
+	/* 10 ms: (.005, .01] narrowed to 10 ms, every percentile. */
+	http_server(m, shop, t0, 10, "GET", "/a", 200);
+	export_at(ctx, m, t0 + 10 * SEC);
+	out = capture_next(&cap);
+	assert_string_equal(
+	    out, "metrics of shop (pid 5), totals over 10.0 s:\n"
+		 "  KIND         OPERATION  REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms"
+		 "  P99 ms\n"
+		 "  http server  GET /a            1    0.10       0    0.0%  10.000  10.000"
+		 "  10.000\n"
+		 "\n");
+	free(out);
+	http_server(m, shop, t0 + 12 * SEC, 10, "GET", "/a", 200);
+	export_at(ctx, m, t0 + 20 * SEC);
+	out = capture_next(&cap);
+	assert_non_null(strstr(out, "metrics of shop (pid 5), totals over 20.0 s:\n"));
+	assert_non_null(strstr(out, "  http server  GET /a            2    0.10       0    0.0%"));
+	free(out);
+	http_server(m, shop, t0 + 21 * SEC, 10, "GET", "/a", 500);
+	console_sink_ops.stop(ctx);
+	export_at(ctx, m, t0 + 25 * SEC);
+	out = capture_next(&cap);
+	assert_string_equal(
+	    out, "metrics of shop (pid 5) at exit, totals over 25.0 s:\n"
+		 "  KIND         OPERATION  REQUESTS  RATE/S  ERRORS  ERROR%  P50 ms  P90 ms"
+		 "  P99 ms\n"
+		 "  http server  GET /a            3    0.12       1   33.3%  10.000  10.000"
+		 "  10.000\n"
+		 "\n");
+	free(out);
+	console_sink_ops.free(ctx);
+	out = capture_next(&cap);
+	assert_string_equal(out, "");
+	free(out);
+	capture_close(&cap);
+	metrics__free(m);
+	resource__free(shop);
+}
+
+/* A stream that refuses the table: the export says so, for the metric reader to count. */
+static void test_console__metrics_write_failure(void **state)
+{
+	uint64_t t0 = (unix_now() / SEC + 2) * SEC;
+	struct metrics *m = store_new(METRIC_TEMPORALITY_DELTA, 2000);
+	struct resource *shop = process("shop", 5);
+	FILE *ro = fopen("/dev/null", "r");
+	struct metrics_batch *b;
+	void *ctx;
+
+	(void)state;
+	assert_non_null(ro);
+	ctx = console_sink__new(ro);
+	assert_non_null(ctx);
+	http_server(m, shop, t0, 10, "GET", "/a", 200);
+	b = metrics__collect(m, t0 + 10 * SEC, true);
+	assert_non_null(b);
+	assert_true(console_sink_ops.export_metrics(ctx, b) < 0);
+	metrics_batch__free(b);
+	console_sink_ops.free(ctx);
+	fclose(ro);
+	metrics__free(m);
+	resource__free(shop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +1375,11 @@ int main(void)
 	    cmocka_unit_test(test_console__parent_cycle),
 	    cmocka_unit_test(test_console__verbose_lines),
 	    cmocka_unit_test(test_console__sink_reports_write_failure),
+	    cmocka_unit_test(test_console__metrics_table),
+	    cmocka_unit_test(test_console__metrics_services),
+	    cmocka_unit_test(test_console__metrics_overflow_and_escaping),
+	    cmocka_unit_test(test_console__metrics_cumulative),
+	    cmocka_unit_test(test_console__metrics_write_failure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
