@@ -154,7 +154,8 @@ DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev l
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
 	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
 	postgresql redis-server mariadb-server mariadb-client docker.io debootstrap
-PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema
+PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema \
+	prometheus_client:prometheus-client
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PKGS); do \

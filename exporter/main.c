@@ -30,6 +30,7 @@
 #include "export/export.h"
 #include "export/export_http.h"
 #include "export/metrics_export.h"
+#include "export/prometheus.h"
 #include "analysis/cputime.h"
 #include "analysis/funcresolve.h"
 #include "analysis/functions.h"
@@ -399,6 +400,7 @@ struct app {
 	uint64_t discarded; /* OTEL_TRACES_EXPORTER=none */
 	struct metrics *metrics; /* NULL: OTEL_METRICS_EXPORTER=none */
 	struct metric_reader *metric_reader;
+	struct prometheus *prometheus; /* OTEL_METRICS_EXPORTER=prometheus */
 	struct resource *self; /* gospan's own resource, for its health metrics */
 	struct health health;
 };
@@ -696,9 +698,33 @@ static struct resource *self_resource(void)
 	return r;
 }
 
+/* The Prometheus endpoint: scraped, so no reader of ours collects in between. */
+static int start_prometheus(struct app *app)
+{
+	const struct config *cfg = &app->cfg;
+	bool v6 = strchr(cfg->prometheus_host, ':') != NULL;
+	char origin[512];
+
+	snprintf(origin, sizeof(origin),
+		 "OTEL_EXPORTER_PROMETHEUS_HOST=%s, OTEL_EXPORTER_PROMETHEUS_PORT=%ld",
+		 cfg->prometheus_host, cfg->prometheus_port);
+	app->prometheus = prometheus__new(&(struct prometheus_opts){
+		.host = cfg->prometheus_host,
+		.port = (int)cfg->prometheus_port,
+		.metrics = app->metrics,
+		.origin = origin,
+	});
+	if (!app->prometheus)
+		return -errno; /* said, with the address */
+	pr_info("metrics: served for Prometheus at http://%s%s%s:%d/metrics", v6 ? "[" : "",
+		cfg->prometheus_host, v6 ? "]" : "", prometheus__port(app->prometheus));
+	return 0;
+}
+
 /*
  * The metrics store and its reader, as OTEL_METRICS_EXPORTER says: OTLP to the metrics
- * endpoint, or the console, every OTEL_METRIC_EXPORT_INTERVAL; none, nothing at all.
+ * endpoint, or the console, every OTEL_METRIC_EXPORT_INTERVAL; Prometheus, on each scrape;
+ * none, nothing at all.
  */
 static int start_metrics(struct app *app)
 {
@@ -726,11 +752,22 @@ static int start_metrics(struct app *app)
 		.client_key = cfg->metrics.client_key,
 		.metrics = true,
 	};
+	static const char *const temporality_names[] = { "cumulative", "delta", "lowmemory" };
 	struct metric_reader_opts ro = { .interval_ms = cfg->metric_interval_ms };
+	bool prometheus = cfg->metrics_exporter == METRICS_EXPORTER_PROMETHEUS;
 	int err;
 
 	if (cfg->metrics_exporter == METRICS_EXPORTER_NONE)
 		return 0;
+	/*
+	 * A scraper reads totals: a delta is reset by each collection, so two scrapers (or a
+	 * retried scrape) would each see part of the counts. The specification's pull exporters
+	 * are cumulative whatever the preference says.
+	 */
+	if (prometheus && cfg->temporality != METRICS_TEMPORALITY_CUMULATIVE)
+		pr_warn("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=%s is not used with "
+			"OTEL_METRICS_EXPORTER=prometheus: Prometheus is served cumulative counts",
+			temporality_names[cfg->temporality]);
 	err = pthread_mutex_init(&app->health.lock, NULL);
 	if (err)
 		return -err;
@@ -739,13 +776,17 @@ static int start_metrics(struct app *app)
 		return -errno;
 	app->metrics = metrics__new(&(struct metrics_opts){
 		/*
-		 * The console shows what each interval measured, and at exit adds the intervals
-		 * up (console.c): it needs deltas, whatever the OTLP preference says.
+		 * Prometheus is cumulative, and its text format 0.0.4 has no exemplars: none are
+		 * kept for nothing. The console shows what each interval measured, and at exit
+		 * adds the intervals up (console.c): it needs deltas, whatever the OTLP
+		 * preference says.
 		 */
-		.temporality = cfg->metrics_exporter == METRICS_EXPORTER_CONSOLE ?
-				       METRIC_TEMPORALITY_DELTA :
-				       temporalities[cfg->temporality],
-		.exemplars = filters[cfg->exemplar_filter],
+		.temporality = prometheus ? METRIC_TEMPORALITY_CUMULATIVE :
+			       cfg->metrics_exporter == METRICS_EXPORTER_CONSOLE ?
+					    METRIC_TEMPORALITY_DELTA :
+					    temporalities[cfg->temporality],
+		.exemplars = prometheus ? METRIC_EXEMPLARS_ALWAYS_OFF :
+					  filters[cfg->exemplar_filter],
 		.cardinality_limit = (size_t)cfg->metrics_cardinality,
 		.observe = observe_all_health,
 		.observe_ctx = app,
@@ -766,9 +807,10 @@ static int start_metrics(struct app *app)
 		ro.ops = &console_sink_ops;
 		ro.ctx = console_sink__new_opts(&(struct console_opts){ .out = stdout });
 		break;
+	case METRICS_EXPORTER_PROMETHEUS:
+		return start_prometheus(app);
 	default:
-		pr_err("OTEL_METRICS_EXPORTER: this exporter is not available yet");
-		return -ENOTSUP;
+		return 0; /* METRICS_EXPORTER_NONE: returned above, before any store */
 	}
 	if (!ro.ctx)
 		return -errno;
@@ -787,8 +829,9 @@ static int start_metrics(struct app *app)
 static void stop_metrics(struct app *app)
 {
 	struct metric_reader_stats mr = {};
+	struct prometheus_stats ps = {};
 	struct metrics_stats ms = {};
-	char limited[128] = "";
+	char limited[128] = "", delivered[160];
 
 	if (!app->metrics)
 		return;
@@ -802,12 +845,21 @@ static void stop_metrics(struct app *app)
 			 " (cardinality limit reached by %llu metrics: %llu calls counted in "
 			 "otel.metric.overflow)",
 			 (unsigned long long)ms.limited, (unsigned long long)ms.overflowed);
-	pr_info("metrics: calls measured %llu, attribute sets %llu%s; exports %llu (%llu points), "
-		"failed %llu (%llu points)%s",
+	if (app->prometheus) {
+		prometheus__stats(app->prometheus, &ps);
+		snprintf(delivered, sizeof(delivered),
+			 "scrapes served %llu (bad requests %llu, timed out %llu, failed %llu)",
+			 (unsigned long long)ps.scrapes, (unsigned long long)ps.bad_requests,
+			 (unsigned long long)ps.timeouts, (unsigned long long)ps.failures);
+	} else {
+		snprintf(delivered, sizeof(delivered),
+			 "exports %llu (%llu points), failed %llu (%llu points)",
+			 (unsigned long long)mr.exports, (unsigned long long)mr.points,
+			 (unsigned long long)mr.failures, (unsigned long long)mr.points_failed);
+	}
+	pr_info("metrics: calls measured %llu, attribute sets %llu%s; %s%s",
 		(unsigned long long)ms.measurements, (unsigned long long)ms.series, limited,
-		(unsigned long long)mr.exports, (unsigned long long)mr.points,
-		(unsigned long long)mr.failures, (unsigned long long)mr.points_failed,
-		ms.no_memory ? " (out of memory: measurements lost)" : "");
+		delivered, ms.no_memory ? " (out of memory: measurements lost)" : "");
 }
 
 /* Whether the kernel counts BPF program runs (sysctl kernel.bpf_stats_enabled). */
@@ -1365,11 +1417,16 @@ detach:
 		_exit(1);
 
 cleanup:
+	/*
+	 * First the metrics' readers: a scrape, or the reader's last export on a path that did
+	 * not stop it, collects the store, whose health callback reads what follows.
+	 */
+	prometheus__free(app.prometheus);
+	metric_reader__free(app.metric_reader);
 	probes__destroy(app.probes);
 	records__free(app.records);
 	process_table__free(app.processes);
 	exporter__free(app.exporter);
-	metric_reader__free(app.metric_reader);
 	metrics__free(app.metrics);
 	if (app.self) {
 		resource__free(app.self);

@@ -38,6 +38,8 @@
 
 /* Resource. */
 #define SC_SERVICE_NAME "service.name"
+#define SC_SERVICE_NAMESPACE "service.namespace"
+#define SC_SERVICE_INSTANCE_ID "service.instance.id"
 #define SC_TELEMETRY_SDK_NAME "telemetry.sdk.name"
 #define SC_TELEMETRY_SDK_LANGUAGE "telemetry.sdk.language"
 #define SC_TELEMETRY_SDK_VERSION "telemetry.sdk.version"

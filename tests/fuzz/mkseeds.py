@@ -756,6 +756,33 @@ def container_seeds():
         (d / name).write_bytes(text.encode())
 
 
+def prometheus_seeds():
+    """What clients send to the metrics port, as fuzz_prometheus reads it: the bytes as they
+    arrived. Prometheus's own scrape (its Accept header, as 2.x sends it), curl, a HEAD, a POST
+    with a body, a request on LF line ends and an absolute-form target, and malformed heads."""
+    d = fresh("prometheus")
+    seeds = {
+        "prometheus-scrape": "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9464\r\n"
+                             "User-Agent: Prometheus/2.53.0\r\nAccept: application/openmetrics-"
+                             "text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+                             "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
+                             "Accept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10"
+                             "\r\n\r\n",
+        "curl": "GET /metrics HTTP/1.1\r\nHost: localhost:9464\r\nUser-Agent: curl/7.88.1\r\n"
+                "Accept: */*\r\n\r\n",
+        "head": "HEAD /metrics?x=1 HTTP/1.0\r\n\r\n",
+        "post-body": "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+        "lf-absolute": "\r\nGET http://h:9464/metrics#top HTTP/1.1\nHost: h\n\n",
+        "options-star": "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+        "folded": "GET /metrics HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+        "bare-cr": "GET /metrics HTTP/1.1\rHost: h\r\n\r\n",
+        "http2-preface": "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "partial": "GET /metr",
+    }
+    for name, text in seeds.items():
+        (d / name).write_bytes(text.encode())
+
+
 def records_seeds(tmp):
     d = fresh("records")
     exe = Path(tmp) / "records"
@@ -776,6 +803,7 @@ def main():
     response_seeds()
     dbquery_seeds()
     container_seeds()
+    prometheus_seeds()
     total = 0
     for f in sorted(CORPUS.rglob("*")):
         if f.is_file():
