@@ -313,6 +313,9 @@ PROMETHEUS_RECEIVER = """\
           scrape_interval: {interval}
           scrape_timeout: {interval}
           metrics_path: /metrics
+          # The target's job and instance labels win over the scrape's: each process gospan
+          # serves is a resource of its own, not all of them the one target.
+          honor_labels: true
           static_configs:
             - targets: ["{target}"]
 """

@@ -1,7 +1,8 @@
 """OTEL_METRICS_EXPORTER=prometheus: gospan serves /metrics in the text exposition format 0.0.4,
 read here by a real parser, the Prometheus Python client's (prometheus_client.parser). The example
 service gets a known number of requests per (method, route, status) with traces sampled at 10 %:
-the request-duration histogram counts every one of them, under the specification's names
+the request-duration histogram counts every one of them, and a real scraper (the OpenTelemetry
+Collector's prometheus receiver) reads the same counts, per process, from gospan's endpoint, under the specification's names
 (http_server_request_duration_seconds, _bucket{le}, _sum, _count), with target_info for the
 service and for gospan, job and instance on every series, and no series twice. The store is
 cumulative whatever the temporality preference says (a warning says so), and a port already taken
@@ -13,6 +14,7 @@ import socket
 
 import pytest
 
+from collector import collector_bin, start_collector  # noqa: F401 - fixtures
 from conftest import call, wait_until
 
 parser = pytest.importorskip("prometheus_client.parser",
@@ -232,3 +234,70 @@ def test_port_taken_stops_gospan(start_service, start_gospan, free_port):
             f"(OTEL_EXPORTER_PROMETHEUS_HOST=127.0.0.1, OTEL_EXPORTER_PROMETHEUS_PORT={port}): "
             "Address already in use") in g.stderr, g.stderr
     assert "gospan: attached" not in g.stderr
+
+
+def test_a_real_scraper_reads_every_request(start_service, start_gospan, start_collector,
+                                            free_port):
+    """The OpenTelemetry Collector's prometheus receiver scrapes gospan every second (honouring
+    its job and instance labels): what it forwards, decoded by opentelemetry-proto, has the
+    service as a resource of its own (service.name from job, service.instance.id from
+    instance, target_info's labels as attributes) with the histogram's per-bucket counts equal
+    to the requests sent, and gospan as another with its health counters."""
+    svc = start_service()
+    port = free_port()
+    c = start_collector(scrape=f"127.0.0.1:{port}")
+    g = start_gospan(svc.pid, env={
+        "OTEL_METRICS_EXPORTER": "prometheus", "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
+        "OTEL_EXPORTER_PROMETHEUS_PORT": str(port)})
+    g.wait_attached()
+    want = {}
+    for method, path, route, status, n in PLAN:
+        if path.startswith("/sleep"):
+            continue  # durations are test_scraped_counts_equal_requests_sent's
+        for i in range(n):
+            c2 = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
+            try:
+                c2.request(method, path.replace("{n}", str(i)),
+                           body=b"{}" if method == "POST" else None,
+                           headers={"Connection": "close"})
+                r = c2.getresponse()
+                r.read()
+                assert r.status == status, (method, path, r.status)
+            finally:
+                c2.close()
+        want[(method, route, status)] = want.get((method, route, status), 0) + n
+    instance = None
+
+    def counts():
+        got = {}
+        newest = {}
+        for p in c.metric_points(HIST):
+            if p.resource.get("service.name") != "httpserver":
+                continue
+            a = p.attrs
+            key = (a["http_request_method"], a["http_route"], int(a["http_response_status_code"]))
+            if p.point.time_unix_nano >= newest.get(key, (0,))[0]:
+                newest[key] = (p.point.time_unix_nano, p)
+        for key, (_, p) in newest.items():
+            got[key] = p.point.count
+        return got, newest
+    # The first scrape comes about 5 s after the Collector starts (Prometheus's discovery tick).
+    assert wait_until(lambda: counts()[0] == want, 30, step=0.5), (counts()[0], want, c.log())
+    got, newest = counts()
+    for _, p in newest.values():
+        instance = p.resource.get("service.instance.id")
+        assert instance and instance.endswith(f":{svc.pid}"), p.resource
+        assert p.resource.get("process_pid") == str(svc.pid), p.resource
+        assert list(p.point.explicit_bounds) == [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+                                                 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+        assert sum(p.point.bucket_counts) == p.point.count
+    # Traces are off here, so of gospan's health only what it loses: nothing.
+    health = [p for p in c.metric_points("gospan_span_dropped_total")
+              if p.resource.get("service.name") == "gospan"]
+    assert all(p.value == 0 for p in health), [(p.attrs, p.value) for p in health]
+    assert health, sorted({p.name for p in c.metric_points()})
+    up = [p for p in c.metric_points("up") if p.value == 1]
+    assert up, "the scrape never succeeded"
+    g.stop_cleanly()
+    assert "duplicate sample" not in c.log() and "Failed to scrape" not in c.log(), c.log()
