@@ -17,14 +17,24 @@ static uint64_t ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000ULL + (uint64_t)ts->tv_nsec;
 }
 
-uint64_t clock__mono_now(void)
+static uint64_t now_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	/* CLOCK_MONOTONIC cannot fail given a valid pointer; 0 makes a broken libc obvious. */
-	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+	/* These clocks cannot fail given a valid pointer; 0 makes a broken libc obvious. */
+	if (clock_gettime(clock, &ts))
 		return 0;
 	return ts_ns(&ts);
+}
+
+uint64_t clock__mono_now(void)
+{
+	return now_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t clock__unix_now(void)
+{
+	return now_ns(CLOCK_REALTIME);
 }
 
 int clock__sync(struct clock_sync *c)

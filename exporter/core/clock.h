@@ -20,5 +20,7 @@ int clock__sync(struct clock_sync *c);
 int clock__maybe_resync(struct clock_sync *c, uint64_t interval_ns);
 uint64_t clock__to_unix_ns(const struct clock_sync *c, uint64_t mono_ns);
 uint64_t clock__mono_now(void);
+/* UNIX time now, ns: when metric points are collected. */
+uint64_t clock__unix_now(void);
 
 #endif

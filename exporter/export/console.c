@@ -226,14 +226,15 @@ static void put_value(struct out *o, const char *s)
 	}
 }
 
-static void put_attr(struct out *o, const struct attr *a)
+/* A's value: a string QUOTED as put_value() writes it, or as it is (escaped). */
+static void put_attr_value(struct out *o, const struct attr *a, bool quoted)
 {
-	put_char(o, ' ');
-	put_escaped(o, a->key ? a->key : "?", false);
-	put_char(o, '=');
 	switch (a->type) {
 	case ATTR_STRING:
-		put_value(o, a->s);
+		if (quoted)
+			put_value(o, a->s);
+		else
+			put_escaped(o, a->s, false);
 		break;
 	case ATTR_INT:
 		put_fmt(o, "%" PRId64, a->i);
@@ -248,6 +249,14 @@ static void put_attr(struct out *o, const struct attr *a)
 		put_char(o, '?');
 		break;
 	}
+}
+
+static void put_attr(struct out *o, const struct attr *a)
+{
+	put_char(o, ' ');
+	put_escaped(o, a->key ? a->key : "?", false);
+	put_char(o, '=');
+	put_attr_value(o, a, true);
 }
 
 static const char *kind_name(enum span_kind kind)
@@ -1130,27 +1139,10 @@ static unsigned int instrument_of(const struct metric_desc *d)
 /* A value as the operation column shows it, "-" for none. */
 static void put_plain(struct out *o, const struct attr *a)
 {
-	if (!a) {
+	if (a)
+		put_attr_value(o, a, false);
+	else
 		put_char(o, '-');
-		return;
-	}
-	switch (a->type) {
-	case ATTR_STRING:
-		put_escaped(o, a->s, false);
-		break;
-	case ATTR_INT:
-		put_fmt(o, "%" PRId64, a->i);
-		break;
-	case ATTR_BOOL:
-		put_str(o, a->b ? "true" : "false");
-		break;
-	case ATTR_DOUBLE:
-		put_fmt(o, "%g", a->d);
-		break;
-	default:
-		put_char(o, '?');
-		break;
-	}
 }
 
 /* A space and A's value, when the point has A. */

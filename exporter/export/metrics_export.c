@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "export/export.h"
 #include "export/metrics_export.h"
@@ -29,21 +30,13 @@ struct metric_reader {
 	struct metric_reader_stats stats;
 };
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* One collection and export. Called without the lock. */
 static void export_once(struct metric_reader *r)
 {
 	struct metrics_batch *b;
 	int err;
 
-	b = metrics__collect(r->opts.metrics, realtime_ns(), true);
+	b = metrics__collect(r->opts.metrics, clock__unix_now(), true);
 	if (!b) {
 		pr_err("cannot collect metrics: %s", strerror(errno));
 		pthread_mutex_lock(&r->lock);

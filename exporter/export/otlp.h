@@ -42,6 +42,8 @@ bool otlp__any_value(struct Opentelemetry__Proto__Common__V1__AnyValue *av, cons
 int otlp_json__attrs(struct cJSON *obj, const char *name, const struct attr *attrs, size_t n);
 /* ID (LEN bytes) as a hex string member KEY of OBJ, as OTLP/JSON writes ids. */
 int otlp_json__hex(struct cJSON *obj, const char *key, const uint8_t *id, size_t len);
+/* ROOT as compact JSON text into *OUT (malloc'ed), its length in *OUT_LEN; -ENOMEM. */
+int otlp_json__print(struct cJSON *root, char **out, size_t *out_len);
 /* V as a decimal string member KEY of OBJ, as the JSON mapping writes 64-bit integers. */
 int otlp_json__u64(struct cJSON *obj, const char *key, uint64_t v);
 

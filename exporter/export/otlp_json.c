@@ -28,6 +28,17 @@ int otlp_json__hex(cJSON *obj, const char *key, const uint8_t *id, size_t len)
 	return cJSON_AddStringToObject(obj, key, hex) ? 0 : -ENOMEM;
 }
 
+int otlp_json__print(cJSON *root, char **out, size_t *out_len)
+{
+	char *text = cJSON_PrintUnformatted(root);
+
+	if (!text)
+		return -ENOMEM;
+	*out = text;
+	*out_len = strlen(text);
+	return 0;
+}
+
 int otlp_json__u64(cJSON *obj, const char *key, uint64_t v)
 {
 	char s[24];
@@ -126,7 +137,6 @@ int otlp__encode_json(struct span *const *spans, size_t n, char **out, size_t *o
 	cJSON *root, *rss, *rs, *res, *ss, *scope, *arr;
 	const struct resource **seen = NULL;
 	size_t nseen = 0, i, j;
-	char *text;
 	int err = -ENOMEM;
 
 	if (!n)
@@ -170,12 +180,7 @@ int otlp__encode_json(struct span *const *spans, size_t n, char **out, size_t *o
 				goto cleanup;
 		}
 	}
-	text = cJSON_PrintUnformatted(root);
-	if (!text)
-		goto cleanup;
-	*out = text;
-	*out_len = strlen(text);
-	err = 0;
+	err = otlp_json__print(root, out, out_len);
 cleanup:
 	free(seen);
 	cJSON_Delete(root);

@@ -425,7 +425,6 @@ int otlp__encode_metrics_json(const struct metrics_batch *b, char **out, size_t 
 {
 	cJSON *root, *rms;
 	size_t i, k;
-	char *text;
 	int err = -ENOMEM;
 
 	if (!b->n)
@@ -439,12 +438,7 @@ int otlp__encode_metrics_json(const struct metrics_batch *b, char **out, size_t 
 		if (json_resource(rms, b, i, k))
 			goto cleanup;
 	}
-	text = cJSON_PrintUnformatted(root);
-	if (!text)
-		goto cleanup;
-	*out = text;
-	*out_len = strlen(text);
-	err = 0;
+	err = otlp_json__print(root, out, out_len);
 cleanup:
 	cJSON_Delete(root);
 	return err;

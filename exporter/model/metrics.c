@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "model/metrics.h"
 #include "model/semconv.h"
@@ -174,14 +175,6 @@ struct metrics {
 	} cache[KEY_CACHE];
 };
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 struct metrics *metrics__new(const struct metrics_opts *opts)
 {
 	struct metrics *m;
@@ -202,7 +195,7 @@ struct metrics *metrics__new(const struct metrics_opts *opts)
 		errno = err;
 		return NULL;
 	}
-	m->created_ns = m->last_collect_ns = realtime_ns();
+	m->created_ns = m->last_collect_ns = clock__unix_now();
 	for (i = 0; i < METRIC_INSTRUMENTS; i++)
 		for (j = 0; j < metric_instruments[i].nkeys; j++) {
 			for (k = 0; k < K__COUNT; k++)

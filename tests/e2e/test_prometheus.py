@@ -45,6 +45,22 @@ def fetch(port, method="GET", path="/metrics"):
         c.close()
 
 
+def send_plan(svc, plan):
+    """The requests of PLAN to SVC, each on a connection of its own, each answered as planned."""
+    for method, path, _, status, n in plan:
+        for i in range(n):
+            c = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
+            try:
+                c.request(method, path.replace("{n}", str(i)),
+                          body=b"{}" if method == "POST" else None,
+                          headers={"Connection": "close"})
+                r = c.getresponse()
+                r.read()
+                assert r.status == status, (method, path, r.status)
+            finally:
+                c.close()
+
+
 def families(text):
     """The families of a scrape, by name, failing on a family or a series given twice."""
     fams, series = {}, set()
@@ -95,18 +111,7 @@ def test_scraped_counts_equal_requests_sent(start_service, start_gospan, otlp_re
     scrapes = 0
 
     def send(plan):
-        for method, path, _, status, n in plan:
-            for i in range(n):
-                c = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
-                try:
-                    c.request(method, path.replace("{n}", str(i)),
-                              body=b"{}" if method == "POST" else None,
-                              headers={"Connection": "close"})
-                    r = c.getresponse()
-                    r.read()
-                    assert r.status == status, (method, path, r.status)
-                finally:
-                    c.close()
+        send_plan(svc, plan)
 
     def expected(rounds):
         want = {}
@@ -251,21 +256,11 @@ def test_a_real_scraper_reads_every_request(start_service, start_gospan, start_c
         "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
         "OTEL_EXPORTER_PROMETHEUS_PORT": str(port)})
     g.wait_attached()
+    # The sleeps' durations are test_scraped_counts_equal_requests_sent's.
+    plan = [x for x in PLAN if not x[1].startswith("/sleep")]
+    send_plan(svc, plan)
     want = {}
-    for method, path, route, status, n in PLAN:
-        if path.startswith("/sleep"):
-            continue  # durations are test_scraped_counts_equal_requests_sent's
-        for i in range(n):
-            c2 = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
-            try:
-                c2.request(method, path.replace("{n}", str(i)),
-                           body=b"{}" if method == "POST" else None,
-                           headers={"Connection": "close"})
-                r = c2.getresponse()
-                r.read()
-                assert r.status == status, (method, path, r.status)
-            finally:
-                c2.close()
+    for method, _, route, status, n in plan:
         want[(method, route, status)] = want.get((method, route, status), 0) + n
     instance = None
 
