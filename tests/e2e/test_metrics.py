@@ -235,6 +235,37 @@ def test_delta_points_add_up_to_the_requests(start_service, start_gospan, collec
     assert sums and all(p.metric.sum.aggregation_temporality == DELTA and
                         p.metric.sum.is_monotonic for p in sums)
 
+    # A restarted gospan: its deltas begin after the last one's, and hold only its calls.
+    end_of_first = pts[-1].point.time_unix_nano
+    g2 = start_gospan(svc.pid, env=gospan_env(
+        collector, service, OTEL_METRIC_EXPORT_INTERVAL="300",
+        OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE="delta"))
+    g2.wait_attached()
+    send(svc, "/users/8", 6)
+    g2.stop_cleanly()
+
+    def later():
+        return [p for p in points_of(collector, service, name)
+                if p.point.start_time_unix_nano > end_of_first]
+    wait_until(lambda: sum(p.point.count for p in later()) >= 6, EXPORT_TIMEOUT)
+    assert sum(p.point.count for p in later()) == 6, [p.point.count for p in later()]
+
+
+def test_calls_whose_spans_the_full_queue_dropped_are_counted(traced_server,  # noqa: F811
+                                                               collector):  # noqa: F811
+    """Traces to an endpoint nobody answers, behind a queue of 4 spans: nearly every span is
+    dropped (queue_full), and the metrics, sent to the Collector, still count every call."""
+    service = unique("queuefull")
+    svc, g = traced_server(service, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="http://127.0.0.1:9/v1/traces",
+                           OTEL_BSP_MAX_QUEUE_SIZE="4", OTEL_BSP_MAX_EXPORT_BATCH_SIZE="4",
+                           OTEL_BSP_EXPORT_TIMEOUT="500", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT="200")
+    send(svc, "/users/3", 60)
+    g.stop_cleanly()
+    assert wait_for_count(collector, service, "http.server.request.duration", 60) == 60
+    summary = g.summary_line()
+    m = re.search(r"queue_full=(\d+)", summary)
+    assert m and int(m.group(1)) >= 50, summary
+
 
 def test_grpc_and_data_store_histograms(start_gospan, collector, grpcmix_bins,  # noqa: F811
                                         postgres_server, redis_server, tmp_path):
