@@ -975,9 +975,9 @@ static int parse_metrics_choice(struct config *cfg, enum setting_id id, const ch
 	char why[96];
 	size_t i, len;
 
-	/* The specification's values are case-insensitive for the temporality. */
+	/* The SDK specification reads enum values case-insensitively. */
 	for (i = 0; names[i]; i++) {
-		if (id == S_TEMPORALITY ? strcasecmp(val, names[i]) : strcmp(val, names[i]))
+		if (strcasecmp(val, names[i]))
 			continue;
 		if (id == S_METRICS_EXPORTER)
 			cfg->metrics_exporter = (enum metrics_exporter)i;

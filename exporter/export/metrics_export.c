@@ -61,6 +61,7 @@ static void *reader_thread(void *arg)
 {
 	struct metric_reader *r = arg;
 	struct timespec deadline;
+	uint64_t now;
 	bool stopping;
 
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -80,6 +81,16 @@ static void *reader_thread(void *arg)
 		export_once(r);
 		if (stopping)
 			return NULL;
+		/*
+		 * An export that outlasted the interval (a collector timing out) leaves the schedule
+		 * behind: the next interval starts now rather than the missed ones running back to
+		 * back, each a request to the same failing collector.
+		 */
+		now = clock__mono_now();
+		if ((uint64_t)deadline.tv_sec * 1000000000ULL + (uint64_t)deadline.tv_nsec < now) {
+			deadline.tv_sec = (time_t)(now / 1000000000ULL);
+			deadline.tv_nsec = (long)(now % 1000000000ULL);
+		}
 	}
 }
 
