@@ -29,9 +29,9 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/version.h"
 #include "export/prometheus.h"
@@ -864,18 +864,7 @@ struct prometheus {
 
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return clock__mono_now() / 1000000;
 }
 
 static void count(struct prometheus *p, uint64_t *counter)
@@ -953,7 +942,7 @@ static void conn_respond(struct prometheus *p, struct conn *c, int rc,
 	if (req->method == PROMETHEUS_OTHER)
 		return conn_error(p, c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n",
 				  "method not allowed: GET or HEAD /metrics\n", false);
-	b = metrics__collect(p->metrics, realtime_ns(), false);
+	b = metrics__collect(p->metrics, clock__unix_now(), false);
 	text = b ? prometheus__render(b, &len, &dropped) : NULL;
 	metrics_batch__free(b);
 	if (!text) {
