@@ -372,17 +372,36 @@ static bool series_matches(const struct series *s, const struct metric_desc *d,
 	return j == s->nattrs;
 }
 
+/* The bytes A's string value takes where it is copied (copy_attr), its NUL included. */
+static size_t attr_bytes(const struct attr *a)
+{
+	return a->type == ATTR_STRING ? strlen(a->s) + 1 : 0;
+}
+
+/* A copied to DST, its string value into P: returns where the next one goes. */
+static char *copy_attr(struct attr *dst, const struct attr *a, char *p)
+{
+	size_t n = attr_bytes(a);
+
+	*dst = *a;
+	if (!n)
+		return p; /* P may be NULL when no value is a string */
+	memcpy(p, a->s, n);
+	dst->s = p;
+	return p + n;
+}
+
 /* A new series with the values VALS of D's keys, its strings copied after it. */
 static struct series *series_new(const struct metric_desc *d, const struct attr *const *vals,
 				 uint64_t hash, uint64_t start_ns)
 {
-	size_t i, len = 0, n;
+	size_t i, len = 0;
 	struct series *s;
 	char *p;
 
 	for (i = 0; i < d->nkeys; i++)
-		if (vals[i] && vals[i]->type == ATTR_STRING)
-			len += strlen(vals[i]->s) + 1;
+		if (vals[i])
+			len += attr_bytes(vals[i]);
 	s = calloc(1, sizeof(*s) + len);
 	if (!s)
 		return NULL;
@@ -392,15 +411,8 @@ static struct series *series_new(const struct metric_desc *d, const struct attr 
 	for (i = 0; i < d->nkeys; i++) {
 		if (!vals[i])
 			continue;
-		s->attrs[s->nattrs] = *vals[i];
-		s->attrs[s->nattrs].key = d->keys[i];
-		if (vals[i]->type == ATTR_STRING) {
-			n = strlen(vals[i]->s) + 1;
-			memcpy(p, vals[i]->s, n);
-			s->attrs[s->nattrs].s = p;
-			p += n;
-		}
-		s->nattrs++;
+		p = copy_attr(&s->attrs[s->nattrs], vals[i], p);
+		s->attrs[s->nattrs++].key = d->keys[i];
 	}
 	return s;
 }
@@ -643,12 +655,9 @@ int metrics__observe(struct metrics *m, const struct metric_desc *desc, struct r
 	pthread_mutex_lock(&m->lock);
 	e = entry_of(m, res, m->created_ns);
 	s = e ? series_of(m, e, desc, vals, stream_start(m, e, desc)) : NULL;
+	/* Observed sums are never limited (series_of): a set is its own series, its total. */
 	if (s) {
-		/*
-		 * The overflow set stands for every set past the limit: it holds the sum of their
-		 * totals, added up anew each collection (series_collected clears touched).
-		 */
-		s->value = s->overflow && s->touched ? s->value + value : value;
+		s->value = value;
 		s->touched = true;
 	} else {
 		err = -ENOMEM;
@@ -675,7 +684,7 @@ static int add_point(struct metrics_batch *b, const struct res_entry *e, const s
 {
 	const struct metric_desc *d = t->desc;
 	struct metric_point *p;
-	size_t i, n, len = 0;
+	size_t i, len = 0;
 	char *q;
 
 	if (b->n == b->cap && batch_grow(b))
@@ -683,8 +692,7 @@ static int add_point(struct metrics_batch *b, const struct res_entry *e, const s
 	p = &b->points[b->n];
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < s->nattrs; i++)
-		if (s->attrs[i].type == ATTR_STRING)
-			len += strlen(s->attrs[i].s) + 1;
+		len += attr_bytes(&s->attrs[i]);
 	if (len && !(p->strings = malloc(len)))
 		return -ENOMEM;
 	if (s->exemplar_mask) {
@@ -701,15 +709,8 @@ static int add_point(struct metrics_batch *b, const struct res_entry *e, const s
 	p->res = resource__hold(e->res);
 	p->nattrs = s->nattrs;
 	q = p->strings;
-	for (i = 0; i < s->nattrs; i++) {
-		p->attrs[i] = s->attrs[i];
-		if (s->attrs[i].type != ATTR_STRING)
-			continue;
-		n = strlen(s->attrs[i].s) + 1;
-		memcpy(q, s->attrs[i].s, n);
-		p->attrs[i].s = q;
-		q += n;
-	}
+	for (i = 0; i < s->nattrs; i++)
+		q = copy_attr(&p->attrs[i], &s->attrs[i], q);
 	p->start_ns = s->start_ns;
 	p->time_ns = now_ns;
 	p->delta = delta;
