@@ -380,7 +380,6 @@ struct drop {
 struct health {
 	pthread_mutex_t lock;
 	struct exporter_stats spans;
-	uint64_t queue_capacity;
 	struct drop drops[MAX_DROPS];
 	size_t ndrops;
 };

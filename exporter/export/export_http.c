@@ -822,17 +822,17 @@ static int post(struct http_sink *h, const uint8_t *body, size_t blen, size_t n)
 	}
 }
 
-static int http_export(void *ctx, struct span *const *spans, size_t n)
+/*
+ * Sends what an encoder made of N spans or points: BUF (LEN bytes, freed here), gzipped when
+ * configured; ERR, the encoder's, is said and returned without sending.
+ */
+static int send_encoded(struct http_sink *h, int err, uint8_t *buf, size_t len, size_t n)
 {
-	struct http_sink *h = ctx;
-	uint8_t *buf = NULL, *zbuf = NULL, *body;
-	size_t len, blen;
-	int err;
+	uint8_t *zbuf = NULL, *body;
+	size_t blen;
 
-	err = h->json ? otlp__encode_json(spans, n, (char **)&buf, &len) :
-			otlp__encode(spans, n, &buf, &len);
 	if (err)
-		pr_err("cannot encode %zu spans as OTLP: %s", n, strerror(-err));
+		pr_err("cannot encode %zu %s as OTLP: %s", n, h->noun, strerror(-err));
 	else
 		err = maybe_gzip(h, buf, len, &zbuf, &body, &blen);
 	if (!err)
@@ -843,24 +843,28 @@ static int http_export(void *ctx, struct span *const *spans, size_t n)
 	return err;
 }
 
+static int http_export(void *ctx, struct span *const *spans, size_t n)
+{
+	struct http_sink *h = ctx;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	err = h->json ? otlp__encode_json(spans, n, (char **)&buf, &len) :
+			otlp__encode(spans, n, &buf, &len);
+	return send_encoded(h, err, buf, len, n);
+}
+
 static int http_export_metrics(void *ctx, const struct metrics_batch *b)
 {
 	struct http_sink *h = ctx;
-	uint8_t *buf = NULL, *zbuf = NULL, *body;
-	size_t len, blen;
+	uint8_t *buf = NULL;
+	size_t len = 0;
 	int err;
 
 	err = h->json ? otlp__encode_metrics_json(b, (char **)&buf, &len) :
 			otlp__encode_metrics(b, &buf, &len);
-	if (err)
-		pr_err("cannot encode %zu metric points as OTLP: %s", b->n, strerror(-err));
-	else
-		err = maybe_gzip(h, buf, len, &zbuf, &body, &blen);
-	if (!err)
-		err = post(h, body, blen, b->n);
-	free(zbuf);
-	free(buf);
-	return err;
+	return send_encoded(h, err, buf, len, b->n);
 }
 
 /* From exporter__shutdown: no more backoff waits, and one batch timeout for what is left. */
