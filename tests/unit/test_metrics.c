@@ -24,12 +24,11 @@
 
 #include "core/log.h"
 #include "helpers.h"
+#include "metrics_descs.h"
 #include "model/metrics.h"
 #include "model/semconv.h"
 #include "model/span.h"
 
-#define MS 1000000ULL
-#define SEC 1000000000ULL
 
 /*
  * A test's spans start from here: a second from now, UNIX time, so after the store the test then
@@ -716,27 +715,6 @@ static void test_metrics__delta_frees_cardinality(void **state)
 
 /* ---- observed sums ---------------------------------------------------------------------- */
 
-static const char *const comp_keys[] = { "otel.component.name", SC_ERROR_TYPE };
-static const struct metric_desc exported_desc = {
-	.name = "test.span.exported",
-	.description = "Spans exported, or lost (error.type).",
-	.unit = "{span}",
-	.kind = METRIC_SUM,
-	.monotonic = true,
-	.observed = true,
-	.keys = comp_keys,
-	.nkeys = 2,
-};
-static const struct metric_desc queue_desc = {
-	.name = "test.queue.size",
-	.description = "Spans queued.",
-	.unit = "{span}",
-	.kind = METRIC_SUM,
-	.monotonic = false,
-	.observed = true,
-	.keys = comp_keys,
-	.nkeys = 2,
-};
 
 struct totals {
 	struct resource *res;

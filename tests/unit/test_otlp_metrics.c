@@ -26,6 +26,7 @@
 #include "core/version.h"
 #include "export/otlp.h"
 #include "helpers.h"
+#include "metrics_descs.h"
 #include "model/metrics.h"
 #include "model/semconv.h"
 #include "model/span.h"
@@ -47,30 +48,7 @@ typedef Opentelemetry__Proto__Common__V1__KeyValue pb_key_value;
 #define request_(fn)                                                                               \
 	opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__##fn
 
-#define MS 1000000ULL
-#define SEC 1000000000ULL
 
-static const char *const comp_keys[] = { "otel.component.name", SC_ERROR_TYPE };
-static const struct metric_desc counter_desc = {
-	.name = "test.span.exported",
-	.description = "Spans exported, or lost (error.type).",
-	.unit = "{span}",
-	.kind = METRIC_SUM,
-	.monotonic = true,
-	.observed = true,
-	.keys = comp_keys,
-	.nkeys = 2,
-};
-static const struct metric_desc updown_desc = {
-	.name = "test.queue.size",
-	.description = "Spans queued.",
-	.unit = "{span}",
-	.kind = METRIC_SUM,
-	.monotonic = false,
-	.observed = true,
-	.keys = comp_keys,
-	.nkeys = 2,
-};
 
 struct fixture {
 	struct resource *shop, *cart, *self;
@@ -87,9 +65,9 @@ static void observe(void *ctx, struct metrics *m)
 		{ .key = SC_ERROR_TYPE, .type = ATTR_STRING, .s = "queue_full" },
 	};
 
-	assert_int_equal(metrics__observe(m, &counter_desc, f->self, a, 1, 1234567890123LL), 0);
-	assert_int_equal(metrics__observe(m, &counter_desc, f->self, a, 2, 0), 0);
-	assert_int_equal(metrics__observe(m, &updown_desc, f->self, a, 1, -3), 0);
+	assert_int_equal(metrics__observe(m, &exported_desc, f->self, a, 1, 1234567890123LL), 0);
+	assert_int_equal(metrics__observe(m, &exported_desc, f->self, a, 2, 0), 0);
+	assert_int_equal(metrics__observe(m, &queue_desc, f->self, a, 1, -3), 0);
 }
 
 static struct resource *mk_res(const char *service, int64_t pid)
