@@ -49,6 +49,14 @@ SHARED_MAP(goroutines, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struc
  */
 SHARED_MAP(forgotten, BPF_MAP_TYPE_LRU_HASH, 4096, struct goroutine_key, __u64);
 
+/*
+ * A zeroed goroutine_state, never written: a goroutine's first entry in `goroutines` is made
+ * from it and then filled in place. Built on the stack instead, its 160 bytes were in the frame
+ * of every program that starts a span, and with the header map walk's frames below gRPC's
+ * server entry the chain passed the 512 bytes the verifier allows.
+ */
+SHARED_MAP(goroutine_zero, BPF_MAP_TYPE_ARRAY, 1, __u32, struct goroutine_state);
+
 /* Records not sent, by reason (enum drop_reason), per CPU. */
 SHARED_MAP(drops, BPF_MAP_TYPE_PERCPU_ARRAY, DROP__COUNT, __u32, __u64);
 
@@ -90,7 +98,8 @@ SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct g
 
 /* The maps above, which maps.bpf.c defines, all in this one list. */
 #define PROBE_MAPS(X)                                                                              \
-	X(targets) X(goroutines) X(forgotten) X(drops) X(scratch) X(tracestate_scratch) X(gclocks)
+	X(targets) X(goroutines) X(goroutine_zero) X(forgotten) X(drops) X(scratch)                 \
+	X(tracestate_scratch) X(gclocks)
 
 static __always_inline void count_drop(__u32 reason)
 {
@@ -237,16 +246,19 @@ static __always_inline struct span_ctx *active_get(const struct goroutine_key *k
 static __always_inline void active_put(const struct goroutine_key *key, const struct span_ctx *sc)
 {
 	struct goroutine_state *gs = own_state(key);
-	struct goroutine_state fresh = {};
+	const struct goroutine_state *zero;
+	__u32 idx = 0;
 
-	if (gs) {
-		gs->active = *sc;
-		gs->active.live = 1;
-		return;
+	if (!gs) {
+		zero = bpf_map_lookup_elem(&goroutine_zero, &idx);
+		if (!zero || bpf_map_update_elem(&goroutines, key, zero, BPF_ANY))
+			return;
+		gs = bpf_map_lookup_elem(&goroutines, key);
+		if (!gs)
+			return;
 	}
-	fresh.active = *sc;
-	fresh.active.live = 1;
-	bpf_map_update_elem(&goroutines, key, &fresh, BPF_ANY);
+	gs->active = *sc;
+	gs->active.live = 1;
 }
 
 /* The goroutine KEY works for no span any more. */
