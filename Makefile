@@ -114,7 +114,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # where the kernel has what it needs, and wire_maps is linked into both.
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_LINKED := http wire
-BPF_LINK_http := maps ring wire_maps go_map http grpc db functions go_runtime routes fasthttp
+BPF_LINK_http := maps ring wire_maps go_map http grpc db functions go_runtime routes fasthttp \
+	kafka
 BPF_LINK_wire := wire_maps wire
 BPF_UNLINKED := $(filter-out $(foreach o,$(BPF_LINKED),$(BPF_LINK_$(o))),\
 	$(patsubst bpf/%.bpf.c,%,$(BPF_SRCS)))

@@ -1065,6 +1065,11 @@ static void say_sites(const struct target *t)
 	say_site(t->db.redis_process.symbol, &t->db.redis_process);
 	say_site(t->db.redis_pipeline.symbol, &t->db.redis_pipeline);
 	say_site(t->db.redis_tx_pipeline.symbol, &t->db.redis_tx_pipeline);
+	say_site(t->kafka.send.symbol, &t->kafka.send);
+	say_site(t->kafka.fetch.symbol, &t->kafka.fetch);
+	say_site(t->kafka.read.symbol, &t->kafka.read);
+	say_site(t->kafka.commit.symbol, &t->kafka.commit);
+	say_site(t->kafka.close.symbol, &t->kafka.close);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
 }
@@ -1166,6 +1171,30 @@ static void fasthttp_parts(const struct target *t, char *buf, size_t size)
 		 steps_text(f->client_steps, made));
 }
 
+/*
+ * What gospan traces of T's Kafka clients, for the attach line: " + Kafka producer + Kafka
+ * consumer (kafka-go v0.4.51, offsets from DWARF; single-stepped hits: 0 a send, 0 a message)".
+ */
+static void kafka_parts(const struct target *t, char *buf, size_t size)
+{
+	const struct kafka_target *k = &t->kafka;
+	char sends[16], messages[16];
+
+	buf[0] = '\0';
+	if (!k->version[0])
+		return;
+	if (!kafka__any(k)) {
+		snprintf(buf, size, " + no Kafka (kafka-go %s: see the warning above)", k->version);
+		return;
+	}
+	snprintf(buf, size,
+		 "%s%s (kafka-go %s, offsets from %s; single-stepped hits: %s a send, %s a "
+		 "message)",
+		 k->send.addr ? " + Kafka producer" : "", k->fetch.addr ? " + Kafka consumer" : "",
+		 k->version, k->offsets, steps_text(k->send_steps, sends),
+		 steps_text(k->process_steps, messages));
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
@@ -1173,7 +1202,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256];
+	char fh[256], kafka[256];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -1205,7 +1234,8 @@ static int add_target(struct app *app, size_t i)
 	if (err)
 		return err;
 	if (!tg->serve_http.addr && !tg->nfuncs && !tg->grpc.handle_stream.addr &&
-	    !fasthttp__serves(&tg->fasthttp) && !datastores__any(&tg->db)) {
+	    !fasthttp__serves(&tg->fasthttp) && !datastores__any(&tg->db) &&
+	    !kafka__any(&tg->kafka)) {
 		pr_err("cannot trace '%s': it serves no HTTP with net/http and none of the functions "
 		       "to trace is in it",
 		       tg->path);
@@ -1217,6 +1247,7 @@ static int add_target(struct app *app, size_t i)
 	tg->cfg.parent_based = cfg->parent_based;
 	tg->cfg.ratio_bound = (uint64_t)(cfg->sampler_ratio * 9223372036854775808.0);
 	tg->cfg.propagate = cfg->propagate;
+	tg->cfg.kafka_key = cfg->capture_message_key;
 	/*
 	 * The writer check compares runtime addresses: for a PIE binary that needs the process's
 	 * load bias, known for --pid; with --exe, PIE processes go without the check.
@@ -1249,15 +1280,17 @@ static int add_target(struct app *app, size_t i)
 	db_parts(tg, db, sizeof(db));
 	router_parts(tg, routes, sizeof(routes));
 	fasthttp_parts(tg, fh, sizeof(fh));
+	kafka_parts(tg, kafka, sizeof(kafka));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s%s), "
+		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s%s%s), "
 		"offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, fh, db, tg->offsets_source,
+		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, fh, db, kafka,
+		tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);
 	if (cfg->verbose)

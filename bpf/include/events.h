@@ -95,6 +95,8 @@ enum event_type {
 	EVENT_FASTHTTP_SERVER_START = 14,
 	EVENT_FASTHTTP_SERVER_END = 15,
 	EVENT_PROCESS_START = 16,
+	EVENT_KAFKA_PRODUCE = 17,
+	EVENT_KAFKA_PROCESS = 18,
 };
 
 /* Why a record was not delivered; index into the drops map. */
@@ -377,6 +379,31 @@ struct target_config {
 	__u64 fn_redis_error;
 	/* database/sql: the drivers whose connections say which server they talk to. */
 	struct sql_server sql_servers[MAX_SQL_SERVERS];
+
+	/*
+	 * Kafka through segmentio/kafka-go (bpf/kafka.bpf.c): whether it is probed, whether a
+	 * message's key is captured (GOSPAN_CAPTURE_MESSAGE_KEY), and offsets, -1: unknown. A
+	 * Writer's Topic and Addr (net.Addr); a Message's Topic, Partition, Offset, Key ([]byte),
+	 * Headers ([]Header) and size; a Header's Key (string), Value ([]byte) and size; a
+	 * *Reader's consumer group (its config's GroupID) and brokers ([]string); a
+	 * *networkAddress's address (user space checks the Addr is one, by its Network method).
+	 */
+	__u32 kafka_go;
+	__u32 kafka_key;
+	__s64 kg_writer_topic;
+	__s64 kg_writer_addr;
+	__s64 kg_msg_topic;
+	__s64 kg_msg_partition;
+	__s64 kg_msg_offset;
+	__s64 kg_msg_key;
+	__s64 kg_msg_headers;
+	__s64 kg_msg_size;
+	__s64 kg_header_key;
+	__s64 kg_header_value;
+	__s64 kg_header_size;
+	__s64 kg_reader_group;
+	__s64 kg_reader_brokers;
+	__s64 kg_netaddr_address;
 
 	/*
 	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its
@@ -879,6 +906,69 @@ struct http_route {
 	 */
 	__u32 value_off[MAX_ROUTE_PARTS - 1];
 	__u32 value_len[MAX_ROUTE_PARTS - 1];
+};
+
+/*
+ * Kafka messaging (bpf/kafka.bpf.c, exporter/capture/kafka.c). Bounds of what a record carries:
+ * a topic's name (Kafka allows 249 bytes), a message key, a consumer group, a broker address.
+ */
+#define MAX_KAFKA_TOPIC_LEN 128
+#define MAX_KAFKA_KEY_LEN 64
+#define MAX_KAFKA_GROUP_LEN 64
+#define MAX_KAFKA_ADDR_LEN 64
+
+/*
+ * One call that sends messages ((*kafka.Writer).WriteMessages), sent when it has returned: the
+ * whole PRODUCER span. COUNT messages; the topic, key and partition are the first message's
+ * (the key only when captured). ERR_ITAB, ERR_FN: the call's error as in struct db_call.
+ */
+struct kafka_produce {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u64 end_ns;
+	__u64 err_itab;
+	__u64 err_fn;
+	__u32 cookie;
+	__u32 count;
+	__u32 topic_len; /* real lengths: more than the bound when cut */
+	__u32 key_len;
+	__u32 addr_len;
+	__u8 has_key; /* the first message has a key (KEY holds it when captured) */
+	__u8 _pad[3];
+	/*
+	 * The Writer's Addr: its itab's first method (runtime address), ADDR the string a
+	 * *networkAddress holds there, kept only when that method is its Network.
+	 */
+	__u64 addr_fn;
+	char topic[MAX_KAFKA_TOPIC_LEN];
+	char key[MAX_KAFKA_KEY_LEN];
+	char addr[MAX_KAFKA_ADDR_LEN];
+};
+
+/*
+ * One message a consumer processed: from the read that handed it over to the goroutine's next
+ * read (or its commit, or the reader's close), the whole CONSUMER span, sent at that end. IDS
+ * continue the traceparent the message carried (ids.remote_parent), else start a trace.
+ */
+struct kafka_process {
+	struct record_header hdr;
+	struct span_ids ids;
+	__u64 end_ns;
+	__s64 offset;
+	__s64 partition;
+	__u32 cookie;
+	__u32 topic_len;
+	__u32 key_len;
+	__u32 group_len;
+	__u32 addr_len;
+	__u32 tracestate_len;
+	__u8 has_key;
+	__u8 _pad[7];
+	char topic[MAX_KAFKA_TOPIC_LEN];
+	char key[MAX_KAFKA_KEY_LEN];
+	char group[MAX_KAFKA_GROUP_LEN];
+	char addr[MAX_KAFKA_ADDR_LEN];
+	char tracestate[MAX_TRACESTATE_LEN];
 };
 
 #endif

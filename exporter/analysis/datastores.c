@@ -148,14 +148,15 @@ static char *error_type_name(const char *name)
 	return n < 0 ? NULL : out;
 }
 
-/* The drivers' identifying methods and the binary's Error methods, sorted by address. */
-static int index_methods(struct analysis *a, struct db_target *d)
+int datastores__index_methods(struct analysis *a, struct db_target *d)
 {
 	const struct sym_entry *syms;
 	size_t n, i, j, nd = 0, ne = 0;
 	const char *system;
 	char *type;
 
+	if (d->errors)
+		return 0;
 	n = analysis__functions(a, &syms);
 	d->drivers = calloc(n ? n : 1, sizeof(*d->drivers));
 	d->errors = calloc(n ? n : 1, sizeof(*d->errors));
@@ -376,7 +377,7 @@ int datastores__find_sites(struct analysis *a, struct db_target *d)
 	err = err ?: find_pgx_sites(a, d);
 	err = err ?: find_redis_sites(a, d);
 	if (!err && datastores__any(d))
-		err = index_methods(a, d);
+		err = datastores__index_methods(a, d);
 	return err;
 }
 

@@ -83,6 +83,13 @@ bool datastores__any(const struct db_target *d);
  */
 const char *datastores__system(const struct db_target *d, uint64_t fn);
 
+/*
+ * Indexes the binary's database/sql drivers' identifying methods and its Error methods (for
+ * datastores__system and datastores__error_type), once; the data store clients' analysis does
+ * it, and another family whose errors are named by type asks for it. -ENOMEM on failure.
+ */
+int datastores__index_methods(struct analysis *a, struct db_target *d);
+
 /* Go's name of an error's type (as %T prints it) from its Error method; NULL when unknown. */
 const char *datastores__error_type(const struct db_target *d, uint64_t fn);
 

@@ -194,6 +194,25 @@ const char *const fiber3_field_names[FIBER_FIELD__COUNT] = {
 	[FIBER_FIELD_ROUTE_PATH] = "github.com/gofiber/fiber/v3.Route.Path",
 };
 
+#define KAFKAGO "github.com/segmentio/kafka-go."
+
+const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT] = {
+	[KAFKAGO_FIELD_WRITER_TOPIC] = KAFKAGO "Writer.Topic",
+	[KAFKAGO_FIELD_WRITER_ADDR] = KAFKAGO "Writer.Addr",
+	[KAFKAGO_FIELD_MSG_TOPIC] = KAFKAGO "Message.Topic",
+	[KAFKAGO_FIELD_MSG_PARTITION] = KAFKAGO "Message.Partition",
+	[KAFKAGO_FIELD_MSG_OFFSET] = KAFKAGO "Message.Offset",
+	[KAFKAGO_FIELD_MSG_KEY] = KAFKAGO "Message.Key",
+	[KAFKAGO_FIELD_MSG_HEADERS] = KAFKAGO "Message.Headers",
+	[KAFKAGO_FIELD_MSG_TIME] = KAFKAGO "Message.Time",
+	[KAFKAGO_FIELD_HEADER_KEY] = "github.com/segmentio/kafka-go/protocol.Header.Key",
+	[KAFKAGO_FIELD_HEADER_VALUE] = "github.com/segmentio/kafka-go/protocol.Header.Value",
+	[KAFKAGO_FIELD_READER_CONFIG] = KAFKAGO "Reader.config",
+	[KAFKAGO_FIELD_CONFIG_GROUP_ID] = KAFKAGO "ReaderConfig.GroupID",
+	[KAFKAGO_FIELD_CONFIG_BROKERS] = KAFKAGO "ReaderConfig.Brokers",
+	[KAFKAGO_FIELD_NETADDR_ADDRESS] = KAFKAGO "networkAddress.address",
+};
+
 /* A table's fields: its name for messages and its names, as many as the array has. */
 #define OFFSETS_FIELDS(what_, names_)                                                              \
 	{                                                                                          \
@@ -216,3 +235,4 @@ const struct offsets_fields fasthttp_offsets_fields =
 	OFFSETS_FIELDS("fasthttp", fasthttp_field_names);
 const struct offsets_fields fiber2_offsets_fields = OFFSETS_FIELDS("fiber v2", fiber2_field_names);
 const struct offsets_fields fiber3_offsets_fields = OFFSETS_FIELDS("fiber v3", fiber3_field_names);
+const struct offsets_fields kafkago_offsets_fields = OFFSETS_FIELDS("kafka-go", kafkago_field_names);

@@ -321,6 +321,34 @@ enum fiber_field {
 extern const char *const fiber2_field_names[FIBER_FIELD__COUNT];
 extern const char *const fiber3_field_names[FIBER_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from segmentio/kafka-go's structs (offsets/kafkago_offsets.json): a
+ * Writer's topic and address, a Message's topic, partition, offset, key, headers and time (the
+ * last member: the struct's size follows from it), a Header's key and value (protocol.Header),
+ * a Reader's config and, in it, the consumer group and brokers, and a networkAddress's address.
+ * Keep in step with kafkago_field_names[] and offsets/gen.
+ */
+enum kafkago_field {
+	KAFKAGO_FIELD_WRITER_TOPIC,
+	KAFKAGO_FIELD_WRITER_ADDR,
+	KAFKAGO_FIELD_MSG_TOPIC,
+	KAFKAGO_FIELD_MSG_PARTITION,
+	KAFKAGO_FIELD_MSG_OFFSET,
+	KAFKAGO_FIELD_MSG_KEY,
+	KAFKAGO_FIELD_MSG_HEADERS,
+	KAFKAGO_FIELD_MSG_TIME,
+	KAFKAGO_FIELD_HEADER_KEY,
+	KAFKAGO_FIELD_HEADER_VALUE,
+	KAFKAGO_FIELD_READER_CONFIG,
+	KAFKAGO_FIELD_CONFIG_GROUP_ID,
+	KAFKAGO_FIELD_CONFIG_BROKERS,
+	KAFKAGO_FIELD_NETADDR_ADDRESS,
+	KAFKAGO_FIELD__COUNT,
+};
+
+/* "github.com/segmentio/kafka-go.Writer.Topic", ... */
+extern const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
 	const char *what; /* "Go", "grpc-go", "pgx", "go-redis", "gin", ... */
@@ -336,6 +364,7 @@ extern const struct offsets_fields gin_offsets_fields, echo_offsets_fields, echo
 extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
 extern const struct offsets_fields fasthttp_offsets_fields, fiber2_offsets_fields;
 extern const struct offsets_fields fiber3_offsets_fields;
+extern const struct offsets_fields kafkago_offsets_fields;
 
 /*
  * The modules gospan has an offset table of, one X(NAME, PATH) each: PATH is the module as
@@ -358,6 +387,7 @@ extern const struct offsets_fields fiber3_offsets_fields;
 	X(mux, "github.com/gorilla/mux")                                                           \
 	X(fasthttp, "github.com/valyala/fasthttp")                                                 \
 	X(fiber2, "github.com/gofiber/fiber/v2")                                                   \
-	X(fiber3, "github.com/gofiber/fiber/v3")
+	X(fiber3, "github.com/gofiber/fiber/v3")                                                   \
+	X(kafkago, "github.com/segmentio/kafka-go")
 
 #endif

@@ -472,17 +472,24 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	grpc__find_sites(&a, &t->grpc);
 	/* A worker without a server may still call databases: their spans start traces. */
 	if (datastores__find_sites(&a, &t->db) == -ENOMEM ||
-	    fasthttp__find(&a, modules, &t->fasthttp) == -ENOMEM) {
+	    fasthttp__find(&a, modules, &t->fasthttp) == -ENOMEM ||
+	    kafka__find(&a, modules, &t->kafka) == -ENOMEM ||
+	    (kafka__any(&t->kafka) && datastores__index_methods(&a, &t->db) == -ENOMEM)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (err == -ENOENT && (!need_http || t->grpc.handle_stream.addr ||
-			       fasthttp__serves(&t->fasthttp) || datastores__any(&t->db))) {
-		/* A gRPC or fasthttp server, data store calls, or a --functions file's functions */
+	if (err == -ENOENT &&
+	    (!need_http || t->grpc.handle_stream.addr || fasthttp__serves(&t->fasthttp) ||
+	     datastores__any(&t->db) || kafka__any(&t->kafka))) {
+		/*
+		 * A gRPC or fasthttp server, data store calls, Kafka messages, or a --functions
+		 * file's functions
+		 */
 		pr_info("'%s' does not serve HTTP with net/http: only its %s traced", path,
 			t->grpc.handle_stream.addr	 ? "gRPC calls are" :
 			fasthttp__serves(&t->fasthttp) ? "fasthttp requests and calls are" :
 			datastores__any(&t->db)		 ? "data store calls are" :
+			kafka__any(&t->kafka)		 ? "Kafka messages are" :
 							   "functions are");
 		t->serve_http.addr = 0;
 		err = 0;
@@ -535,6 +542,7 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	if (err)
 		goto cleanup;
 	fasthttp__configure(&a, &t->fasthttp, t->offs, &t->cfg);
+	kafka__configure(&t->kafka, &t->cfg);
 	/* Routers serve inside net/http's or fasthttp's server: their routes go to its spans. */
 	if (t->serve_http.addr || fasthttp__serves(&t->fasthttp)) {
 		err = routers__find(&a, modules, &t->routers);
@@ -587,6 +595,7 @@ void target__free(struct target *t)
 	datastores__release(&t->db);
 	routers__release(&t->routers);
 	fasthttp__release(&t->fasthttp);
+	kafka__release(&t->kafka);
 	target__release_funcs(t);
 	gobin__free(t->gobin);
 	free(t->path);

@@ -14,6 +14,7 @@
 #include "events.h"
 #include "analysis/datastores.h"
 #include "analysis/fasthttp.h"
+#include "analysis/kafka.h"
 #include "analysis/gotype.h"
 #include "analysis/grpc.h"
 #include "analysis/offsets.h"
@@ -75,6 +76,7 @@ struct target {
 	struct db_target db;
 	struct router_target routers; /* route templates of the router frameworks it serves with */
 	struct fasthttp_target fasthttp; /* its fasthttp server and client, if it links fasthttp */
+	struct kafka_target kafka;	 /* its Kafka producers and consumers (kafka-go) */
 	/*
 	 * The binary as target__analyse read it, open for functions__resolve and
 	 * cputime__resolve so that they need not read it again; NULL after target__end_analysis.

@@ -309,6 +309,39 @@ static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32
 	return err;
 }
 
+/*
+ * kafka-go's probes: the sends' entries and ends; where a goroutine is done with a message (its
+ * next read's entry, a commit's, the reader's close); the reads' ends that hand one over. The
+ * ends that begin a message go last, so that none begins without the probes that end it.
+ */
+static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			struct probe_counts *n)
+{
+	const struct site_progs send = { .entry = p->skel->progs.kafka_send_entry,
+					 .at_rets = p->skel->progs.kafka_send_end,
+					 .at_ends = p->skel->progs.kafka_send_end };
+	const struct site_progs settle = { .entry = p->skel->progs.kafka_settle };
+	const struct site_progs fetch = { .entry = p->skel->progs.kafka_fetch_entry };
+	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_delivered,
+					      .at_ends = p->skel->progs.kafka_delivered };
+	const struct kafka_target *k = &t->kafka;
+	struct probe_site entry_only;
+	int err;
+
+	err = attach_site(p, &send, pid, t->path, &k->send, c, n);
+	err = err ?: attach_site(p, &settle, pid, t->path, &k->commit, c, n);
+	err = err ?: attach_site(p, &settle, pid, t->path, &k->close, c, n);
+	/* FetchMessage's entry apart from its ends, which go with ReadMessage's. */
+	entry_only = k->fetch;
+	entry_only.nrets = entry_only.nends = 0;
+	err = err ?: attach_site(p, &fetch, pid, t->path, &entry_only, c, n);
+	entry_only = k->fetch;
+	entry_only.nentry_calls = 0;
+	err = err ?: attach_site(p, &delivered, pid, t->path, &entry_only, c, n);
+	err = err ?: attach_site(p, &delivered, pid, t->path, &k->read, c, n);
+	return err;
+}
+
 /* Whether T makes calls whose trace context the socket-layer writer sends out. */
 static bool makes_calls(const struct target *t)
 {
@@ -428,6 +461,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = err ?: attach_functions(p, t, pid, c, n);
 	err = err ?: attach_routes(p, t, pid, c, n);
 	err = err ?: attach_fasthttp(p, t, pid, c, n);
+	err = err ?: attach_kafka(p, t, pid, c, n);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
 	/*

@@ -46,6 +46,7 @@ static const struct record_handler *const families[] = {
 	db_records,
 	route_records,
 	fasthttp_records,
+	kafka_records,
 	procstart_records,
 };
 

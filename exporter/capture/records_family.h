@@ -39,6 +39,7 @@ extern const struct record_handler func_records[];
 extern const struct record_handler db_records[];
 extern const struct record_handler route_records[];
 extern const struct record_handler fasthttp_records[];
+extern const struct record_handler kafka_records[];
 extern const struct record_handler procstart_records[];
 
 struct pending;

@@ -37,6 +37,7 @@ enum setting_id {
 	S_FUNCTIONS,
 	S_CPU_TIME,
 	S_DB_QUERY_TEXT,
+	S_CAPTURE_MESSAGE_KEY,
 	S_MAX_PENDING_AGE,
 	S_HELP,
 	S_VERSION,
@@ -177,6 +178,12 @@ static const struct setting settings[S__COUNT] = {
 				      "sanitized (every literal value replaced by ?), raw (as sent, "
 				      "secrets included) or none",
 			      .parse = parse_db_query_text },
+	[S_CAPTURE_MESSAGE_KEY] = { .env = "GOSPAN_CAPTURE_MESSAGE_KEY",
+				    .opt = "capture-message-key", .def = "false",
+				    .help = "put a Kafka message's key (its first 64 bytes) in "
+					    "messaging.kafka.message.key: keys can be user ids or "
+					    "other personal data",
+				    .parse = parse_bool, .flag = true },
 	[S_MAX_PENDING_AGE] = { .env = "GOSPAN_MAX_PENDING_AGE", .opt = "max-pending-age",
 				.def = "600", .parse = parse_pending_age,
 				.help = "seconds a call may stay open, unless its probes still hold "
@@ -498,6 +505,8 @@ static int parse_bool(struct config *cfg, enum setting_id id, const char *name, 
 		cfg->follow_goroutines = v;
 	else if (id == S_CPU_TIME)
 		cfg->cpu_time = v;
+	else if (id == S_CAPTURE_MESSAGE_KEY)
+		cfg->capture_message_key = v;
 	else if (id == S_SDK_DISABLED)
 		cfg->sdk_disabled = v;
 	/* S_INSECURE, S_TRACES_INSECURE: checked, then unused (see their help). */

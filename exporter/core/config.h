@@ -97,6 +97,7 @@ struct config {
 	char *functions_file;	/* --functions / GOSPAN_FUNCTIONS_FILE; NULL = none */
 	bool cpu_time;		/* --cpu-time / GOSPAN_CPU_TIME */
 	enum db_query_text db_query_text; /* --db-query-text / GOSPAN_DB_QUERY_TEXT */
+	bool capture_message_key; /* --capture-message-key / GOSPAN_CAPTURE_MESSAGE_KEY */
 	long max_pending_age_s; /* --max-pending-age / GOSPAN_MAX_PENDING_AGE; 0: never */
 	bool sdk_disabled;	/* OTEL_SDK_DISABLED */
 	enum root_sampler root_sampler; /* OTEL_TRACES_SAMPLER */

@@ -36,6 +36,20 @@
 #define SC_DB_OPERATION_BATCH_SIZE "db.operation.batch.size"
 #define SC_DB_RESPONSE_STATUS_CODE "db.response.status_code"
 
+/*
+ * Messaging (semantic conventions v1.37, development): Kafka producer and consumer spans, named
+ * "{messaging.operation.name} {destination}" ("send orders", "process orders").
+ */
+#define SC_MESSAGING_SYSTEM "messaging.system"
+#define SC_MESSAGING_OPERATION_NAME "messaging.operation.name"
+#define SC_MESSAGING_OPERATION_TYPE "messaging.operation.type"
+#define SC_MESSAGING_DESTINATION_NAME "messaging.destination.name"
+#define SC_MESSAGING_DESTINATION_PARTITION_ID "messaging.destination.partition.id"
+#define SC_MESSAGING_KAFKA_OFFSET "messaging.kafka.offset"
+#define SC_MESSAGING_KAFKA_MESSAGE_KEY "messaging.kafka.message.key"
+#define SC_MESSAGING_CONSUMER_GROUP_NAME "messaging.consumer.group.name"
+#define SC_MESSAGING_BATCH_MESSAGE_COUNT "messaging.batch.message_count"
+
 /* Resource. */
 #define SC_SERVICE_NAME "service.name"
 #define SC_SERVICE_NAMESPACE "service.namespace"

@@ -521,6 +521,72 @@ func fiberCheck(pkg, ctx string) func(map[string]*dwarf.StructType, map[string]i
 		[][]string{{pkg + "." + ctx + ".matched"}, {pkg + "." + ctx + ".isMatched"}})
 }
 
+// segmentio/kafka-go: a Writer's topic and address, the Message a writer sends and a reader
+// hands over (its topic, partition, offset, key, headers; Time, its last member, gives its
+// size), a header's key and value, a Reader's consumer group and brokers, and the address a
+// networkAddress (what kafka.TCP makes) holds.
+const kafkagoPkg = "github.com/segmentio/kafka-go"
+
+var kafkagoFields = []field{
+	{kafkagoPkg + ".Writer", "Topic"},
+	{kafkagoPkg + ".Writer", "Addr"},
+	{kafkagoPkg + ".Message", "Topic"},
+	{kafkagoPkg + ".Message", "Partition"},
+	{kafkagoPkg + ".Message", "Offset"},
+	{kafkagoPkg + ".Message", "Key"},
+	{kafkagoPkg + ".Message", "Headers"},
+	{kafkagoPkg + ".Message", "Time"},
+	{kafkagoPkg + "/protocol.Header", "Key"},
+	{kafkagoPkg + "/protocol.Header", "Value"},
+	{kafkagoPkg + ".Reader", "config"},
+	{kafkagoPkg + ".ReaderConfig", "GroupID"},
+	{kafkagoPkg + ".ReaderConfig", "Brokers"},
+	{kafkagoPkg + ".networkAddress", "address"},
+}
+
+var kafkagoTypes = map[string]string{
+	kafkagoPkg + ".Writer.Topic":           "struct string",
+	kafkagoPkg + ".Writer.Addr":            "net.Addr",
+	kafkagoPkg + ".Message.Topic":          "struct string",
+	kafkagoPkg + ".Message.Partition":      "int",
+	kafkagoPkg + ".Message.Offset":         "int64",
+	kafkagoPkg + ".Message.Key":            goBytes,
+	kafkagoPkg + ".Message.Headers":        "struct []" + kafkagoPkg + "/protocol.Header",
+	kafkagoPkg + ".Message.Time":           "time.Time",
+	kafkagoPkg + "/protocol.Header.Key":    "struct string",
+	kafkagoPkg + "/protocol.Header.Value":  goBytes,
+	kafkagoPkg + ".Reader.config":          kafkagoPkg + ".ReaderConfig",
+	kafkagoPkg + ".ReaderConfig.GroupID":   "struct string",
+	kafkagoPkg + ".ReaderConfig.Brokers":   "struct []string",
+	kafkagoPkg + ".networkAddress.address": "struct string",
+}
+
+const kafkagoProbeMain = `package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func main() {
+	ctx := context.Background()
+	if len(os.Args) > 2 {
+		w := &kafka.Writer{Addr: kafka.TCP(os.Args[1]), Topic: os.Args[2]}
+		_ = w.WriteMessages(ctx, kafka.Message{Key: []byte(os.Args[0]),
+			Headers: []kafka.Header{{Key: "k", Value: []byte(os.Args[0])}}})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: os.Args[1:2], GroupID: os.Args[0],
+			Topic: os.Args[2]})
+		m, _ := r.ReadMessage(ctx)
+		m, _ = r.FetchMessage(ctx)
+		_ = r.CommitMessages(ctx, m)
+		_, _ = os.Stdout.WriteString(m.Topic + string(m.Key) + m.Headers[0].Key + m.Time.String())
+		_ = r.Close()
+	}
+}
+`
+
 // Go 1.17 is the first release with the register ABI on amd64, which gospan's probes rely on.
 const defaultMinMinor = 17
 
@@ -939,6 +1005,12 @@ var modTables = []*modTable{
 		binPrefix: "fiber3", fields: fiber3Fields,
 		must:  []string{fiber3Pkg + ".DefaultCtx", fiber3Pkg + ".Route"},
 		types: fiber3Types, check: fiberCheck(fiber3Pkg, "DefaultCtx")},
+	{path: kafkagoPkg, name: "kafka-go", major: 0, minMinor: 4, probeMain: kafkagoProbeMain,
+		binPrefix: "kafkago", fields: kafkagoFields,
+		must: []string{kafkagoPkg + ".Writer", kafkagoPkg + ".Message",
+			kafkagoPkg + "/protocol.Header", kafkagoPkg + ".Reader",
+			kafkagoPkg + ".ReaderConfig"},
+		types: kafkagoTypes, check: checkMembers(names(kafkagoFields[:13]))},
 	{path: muxPkg, name: "gorilla/mux", major: 1, minMinor: 6, probeMain: muxProbeMain,
 		binPrefix: "mux", fields: muxFields,
 		must: []string{muxPkg + ".RouteMatch", muxPkg + ".Route", muxPkg + ".routeRegexpGroup",

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kafka capture through segmentio/kafka-go (exporter/analysis/kafka.c places the probes).
+ *
+ * Producer: (*Writer).WriteMessages(ctx, msgs...) is the PRODUCER span: its entry chooses the
+ * span's ids as a child of the span the goroutine works for and notes the topic, the count and
+ * the first message's key; its end (after its direct CALLs, else its RETs) sends the whole span
+ * with the call's error.
+ *
+ * Consumer: a message is processed from the moment a read hands it over ((*Reader).ReadMessage
+ * or FetchMessage has returned it, without error, to the application) until the goroutine asks
+ * for the next one, commits (CommitMessages) or closes the reader: that is the CONSUMER span,
+ * the goroutine's span meanwhile, so that the calls made while processing are its children. It
+ * continues the trace whose traceparent the message's headers carry, else starts one. A read
+ * returns its Message (too big for registers) in the caller's frame, at the SP of the call, and
+ * its error in the first two result registers.
+ *
+ * Linked with the other uprobe families into one object (probe.bpf.h).
+ */
+#include "probe.bpf.h"
+
+/* The headers of a message searched for trace context, and a Header's size at most. */
+#define KAFKA_HEADERS_MAX 16
+#define KAFKA_HEADER_MAX 64
+
+/* A Go []byte's header: a string's, and its capacity. */
+struct kafka_bytes {
+	const char *ptr;
+	__s64 len;
+	__s64 cap;
+};
+
+/* A send in flight, by goroutine: its record, filled at entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, struct kafka_produce);
+} kafka_sends SEC(".maps");
+
+/*
+ * A consumer goroutine: the reader its last read was made on, and the message it processes
+ * (OPEN) with the span it worked for before (PREV, when HAS_PREV), restored at the end.
+ */
+struct kafka_consumer {
+	__u64 reader;
+	__u32 open;
+	__u32 has_prev;
+	struct span_ctx prev;
+	struct kafka_process rec;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct goroutine_key);
+	__type(value, struct kafka_consumer);
+} kafka_consumers SEC(".maps");
+
+/*
+ * One CPU's scratch: a send's record before it is in its map, a consumer's first entry, a
+ * header and the traceparent's value. Claimed for a program's whole run.
+ */
+struct kafka_scratch {
+	__u64 busy;
+	union {
+		struct kafka_produce send;
+		struct kafka_consumer consumer;
+	};
+	__u8 header[KAFKA_HEADER_MAX];
+	char name[12];
+	char tp[TRACEPARENT_LEN + 1];
+};
+
+_Static_assert(__builtin_offsetof(struct kafka_scratch, busy) == 0, "scratch_take(): busy first");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kafka_scratch);
+} kafka_scratch SEC(".maps");
+
+/* This CPU's kafka_scratch, claimed; NULL, counted, when a preempted program has it. */
+static __always_inline struct kafka_scratch *kafka_scratch_claim(void)
+{
+	struct kafka_scratch *sc = scratch_take(&kafka_scratch);
+
+	if (!sc)
+		count_drop(DROP_SCRATCH_BUSY);
+	return sc;
+}
+
+/* Copies the []byte whose header is at HDR into DST (CAP bytes): its real length, as a string's. */
+static __always_inline __u32 read_bytes(char *dst, __u32 cap, const void *hdr)
+{
+	return go_read_string(dst, cap, hdr);
+}
+
+/* The first method word of the interface whose itab is ITAB; 0 when there is none. */
+static __always_inline __u64 first_method(__u64 itab)
+{
+	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
+}
+
+/* At WriteMessages' entry (w, ctx, msgs...): the send's record, kept for its end. */
+static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
+{
+	struct kafka_produce *e = &sc->send;
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_bytes key_bytes;
+	struct {
+		__u64 itab, data;
+	} addr;
+	void *w, *msg;
+	__s64 n;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go)
+		return;
+	w = (void *)go_arg(ctx, 1);
+	msg = (void *)go_arg(ctx, 4);
+	n = (__s64)go_arg(ctx, 5);
+	/* WriteMessages returns at once when there is nothing to send. */
+	if (n <= 0 || !msg)
+		return;
+	fill_header(&e->hdr, EVENT_KAFKA_PRODUCE, &key, bpf_ktime_get_ns());
+	child_span(ctx, cfg, &key, &e->ids);
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	e->count = n > 0xffffffffLL ? 0xffffffffU : (__u32)n;
+	e->end_ns = 0;
+	e->err_itab = e->err_fn = 0;
+	/* The Writer's topic, else the message's own. */
+	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, w + cfg->kg_writer_topic);
+	if (!e->topic_len)
+		e->topic_len =
+		    go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, msg + cfg->kg_msg_topic);
+	e->has_key = 0;
+	e->key_len = 0;
+	if (!bpf_probe_read_user(&key_bytes, sizeof(key_bytes), msg + cfg->kg_msg_key) &&
+	    key_bytes.ptr && key_bytes.len > 0) {
+		e->has_key = 1;
+		if (cfg->kafka_key)
+			e->key_len = read_bytes(e->key, MAX_KAFKA_KEY_LEN, msg + cfg->kg_msg_key);
+	}
+	e->addr_fn = 0;
+	e->addr_len = 0;
+	if (cfg->kg_writer_addr >= 0 && cfg->kg_netaddr_address >= 0 &&
+	    !bpf_probe_read_user(&addr, sizeof(addr), w + cfg->kg_writer_addr) && addr.data) {
+		e->addr_fn = first_method(addr.itab);
+		e->addr_len = go_read_string(e->addr, MAX_KAFKA_ADDR_LEN,
+					     (void *)addr.data + cfg->kg_netaddr_address);
+	}
+	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY))
+		count_drop(DROP_INFLIGHT_FULL);
+}
+
+SEC("uprobe")
+int kafka_send_entry(GO_REGS *ctx)
+{
+	struct kafka_scratch *sc = kafka_scratch_claim();
+
+	if (sc) {
+		send_start(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/* After WriteMessages: its error in the first result slots (or where the caller moved it). */
+SEC("uprobe")
+int kafka_send_end(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie);
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_produce *e;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	e = bpf_map_lookup_elem(&kafka_sends, &key);
+	if (!e)
+		return 0;
+	e->end_ns = now;
+	e->err_itab = go_arg(ctx, slot ? slot : 1);
+	e->err_fn = first_method(e->err_itab);
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	bpf_map_delete_elem(&kafka_sends, &key);
+	return 0;
+}
+
+/*
+ * Ends the message C's goroutine KEY processes, at NOW: its span goes out, and the goroutine is
+ * back to the span it worked for before.
+ */
+static __always_inline void process_end(const struct goroutine_key *key, struct kafka_consumer *c,
+					__u64 now)
+{
+	struct goroutine_state *gs;
+
+	if (!c->open)
+		return;
+	c->open = 0;
+	c->rec.end_ns = now;
+	if (bpf_ringbuf_output(&events, &c->rec, sizeof(c->rec), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	gs = own_state(key);
+	if (!gs)
+		return;
+	if (c->has_prev)
+		gs->active = c->prev;
+	else
+		gs->active.live = 0;
+}
+
+/*
+ * At FetchMessage's entry (ReadMessage makes it too): the goroutine asks for its next message,
+ * so the one it processed is done; the reader is noted for the message this read hands over.
+ */
+SEC("uprobe")
+int kafka_fetch_entry(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+	struct kafka_scratch *sc;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go)
+		return 0;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (c) {
+		process_end(&key, c, now);
+		c->reader = go_arg(ctx, 1);
+		return 0;
+	}
+	sc = kafka_scratch_claim();
+	if (!sc)
+		return 0;
+	__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
+	sc->consumer.reader = go_arg(ctx, 1);
+	if (bpf_map_update_elem(&kafka_consumers, &key, &sc->consumer, BPF_ANY))
+		count_drop(DROP_INFLIGHT_FULL);
+	scratch_unclaim(&sc->busy);
+	return 0;
+}
+
+/* At CommitMessages' and Close's entries: the message the goroutine processed is done. */
+SEC("uprobe")
+int kafka_settle(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go)
+		return 0;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (c)
+		process_end(&key, c, now);
+	return 0;
+}
+
+/* Whether the N bytes at K spell NAME. */
+static __always_inline bool same(const char *k, const char *name, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (k[i] != name[i])
+			return false;
+	return true;
+}
+
+/*
+ * The trace context among the message's headers (HDRS, a []Header): its traceparent parsed into
+ * E's ids (true), its tracestate into E's. Only the first KAFKA_HEADERS_MAX headers are looked at.
+ */
+static __always_inline bool context_headers(const struct target_config *cfg,
+					    struct kafka_scratch *sc, const void *hdrs,
+					    struct kafka_process *e)
+{
+	char traceparent[12] = "traceparent", tracestate[11] = "tracestate";
+	struct kafka_bytes s;
+	const struct go_string *k;
+	const struct kafka_bytes *v;
+	bool found = false;
+	__u64 size = cfg->kg_header_size, i;
+
+	if (size <= 0 || size > KAFKA_HEADER_MAX || cfg->kg_header_key < 0 ||
+	    cfg->kg_header_key > KAFKA_HEADER_MAX - sizeof(*k) || cfg->kg_header_value < 0 ||
+	    cfg->kg_header_value > KAFKA_HEADER_MAX - sizeof(*v) ||
+	    bpf_probe_read_user(&s, sizeof(s), hdrs) || !s.ptr || s.len <= 0)
+		return false;
+	for (i = 0; i < KAFKA_HEADERS_MAX; i++) {
+		if (i >= (__u64)s.len)
+			break;
+		if (bpf_probe_read_user(sc->header, size, s.ptr + i * size))
+			break;
+		k = (const void *)(sc->header + (cfg->kg_header_key & (KAFKA_HEADER_MAX - 1)));
+		v = (const void *)(sc->header + (cfg->kg_header_value & (KAFKA_HEADER_MAX - 1)));
+		if ((k->len != 11 && k->len != 10) || bpf_probe_read_user(sc->name, 11, k->ptr))
+			continue;
+		if (k->len == 11 && same(sc->name, traceparent, 11) && v->len == TRACEPARENT_LEN &&
+		    go_copy_string(sc->tp, sizeof(sc->tp), v->ptr, v->len) &&
+		    !traceparent_parse(sc->tp, TRACEPARENT_LEN, &e->ids))
+			found = true;
+		else if (k->len == 10 && same(sc->name, tracestate, 10))
+			e->tracestate_len = go_copy_string(e->tracestate, MAX_TRACESTATE_LEN,
+							   v->ptr, v->len);
+	}
+	return found;
+}
+
+/*
+ * After a read returned (to the application): the message it handed over, at the SP of the
+ * call (8 above it at a RET), its error in the first result slots. No error: the message is
+ * being processed from now.
+ */
+static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie);
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct goroutine_state *gs;
+	struct kafka_consumer *c;
+	struct kafka_process *e;
+	struct go_string brokers;
+	struct kafka_bytes kb;
+	struct span_ctx own;
+	bool has_tp;
+	void *msg, *r;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go)
+		return;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	/* None: the read began before gospan attached. An error: no message. */
+	if (!c || go_arg(ctx, slot ? slot : 1))
+		return;
+	/* One still open: a read of another reader began it, whose return was not seen. */
+	process_end(&key, c, now);
+	msg = (void *)(GO_SP(ctx) + (cookie & COOKIE_IN_CALLER ? 0 : 8));
+	r = (void *)c->reader;
+	e = &c->rec;
+	__builtin_memset(&e->ids, 0, sizeof(e->ids));
+	e->tracestate_len = 0;
+	has_tp = cfg->propagate && context_headers(cfg, sc, msg + cfg->kg_msg_headers, e);
+	server_ids(cfg, &e->ids, has_tp, NULL);
+	if (e->ids.remote_parent && e->tracestate_len)
+		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
+	fill_header(&e->hdr, EVENT_KAFKA_PROCESS, &key, now);
+	e->cookie = (__u32)cookie;
+	e->end_ns = 0;
+	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, msg + cfg->kg_msg_topic);
+	e->partition = (__s64)go_read_word(msg, cfg->kg_msg_partition);
+	e->offset = (__s64)go_read_word(msg, cfg->kg_msg_offset);
+	e->has_key = 0;
+	e->key_len = 0;
+	if (!bpf_probe_read_user(&kb, sizeof(kb), msg + cfg->kg_msg_key) && kb.ptr && kb.len > 0) {
+		e->has_key = 1;
+		if (cfg->kafka_key)
+			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, kb.ptr, kb.len);
+	}
+	e->group_len = r && cfg->kg_reader_group >= 0 ?
+			       go_read_string(e->group, MAX_KAFKA_GROUP_LEN, r + cfg->kg_reader_group) :
+			       0;
+	e->addr_len = 0;
+	if (r && cfg->kg_reader_brokers >= 0 &&
+	    !bpf_probe_read_user(&brokers, sizeof(brokers), r + cfg->kg_reader_brokers) &&
+	    brokers.ptr && brokers.len > 0)
+		e->addr_len = go_read_string(e->addr, MAX_KAFKA_ADDR_LEN, brokers.ptr);
+
+	/* The goroutine works for this span while it processes the message. */
+	gs = own_state(&key);
+	c->has_prev = gs && gs->active.live;
+	if (c->has_prev)
+		c->prev = gs->active;
+	span_ctx_of(&own, &e->ids);
+	if (gs)
+		gs->active = own;
+	else
+		active_put(&key, &own);
+	c->open = 1;
+}
+
+SEC("uprobe")
+int kafka_delivered(GO_REGS *ctx)
+{
+	struct kafka_scratch *sc = kafka_scratch_claim();
+
+	if (sc) {
+		delivered(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}

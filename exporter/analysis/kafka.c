@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kafka-go in a target (kafka.h). WriteMessages, ReadMessage and FetchMessage are methods of the
+ * concrete *Writer and *Reader that applications call directly: their ends go into the callers,
+ * after each CALL, where the error is in the first result registers (AX, BX) and a read's
+ * Message at SP, and their entries onto those CALLs where their own would be single-stepped.
+ * ReadMessage calls FetchMessage: that end, inside ReadMessage, is not one where a message is
+ * handed over, and is left out; where FetchMessage's ends cannot be told apart from it (its RETs
+ * stay), only ReadMessage hands messages over.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/gobin.h"
+#include "analysis/kafka.h"
+#include "analysis/offsets.h"
+#include "analysis/sites.h"
+#include "core/log.h"
+
+#define KG_MODULE "github.com/segmentio/kafka-go"
+#define KG KG_MODULE "."
+#define SYM_WRITE_MESSAGES KG "(*Writer).WriteMessages"
+#define SYM_READ_MESSAGE KG "(*Reader).ReadMessage"
+#define SYM_FETCH_MESSAGE KG "(*Reader).FetchMessage"
+#define SYM_COMMIT_MESSAGES KG "(*Reader).CommitMessages"
+#define SYM_READER_CLOSE KG "(*Reader).Close"
+#define SYM_NETADDR_NETWORK KG "(*networkAddress).Network"
+
+/* A time.Time: wall, ext, loc. */
+#define GO_TIME_SIZE 24
+/* A Go []byte. */
+#define GO_SLICE_SIZE 24
+
+static void drop(struct probe_site *s)
+{
+	probe_site__release(s);
+	s->addr = 0;
+}
+
+/* SYMBOL's entry and its ends after its direct CALLs (its RETs where not all calls are direct). */
+static int with_ends(struct analysis *a, const char *symbol, struct probe_site *s)
+{
+	int err = analysis__find_site(a, symbol, s, SITE_RETS, 0);
+
+	if (!err && site_planner_policy == SITES_BEST)
+		err = analysis__caller_ends(a, s,
+					    FIND_CALLS_NOT_DYNAMIC | FIND_CALLS_ENTRY_IN_CALLERS,
+					    AFTER_CALL_KEEP_PAIR, X86_AX);
+	return err;
+}
+
+/* Leaves out the ends of S in the function at CALLER. */
+static void drop_ends_in(struct probe_site *s, uint64_t caller)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nends; i++)
+		if (s->ends[i].caller != caller)
+			s->ends[n++] = s->ends[i];
+	s->nends = n;
+}
+
+/* Hits of a site's probes that the kernel single-steps, on a call's usual way. */
+static int stepped(const struct probe_site *s, bool entry)
+{
+	int n = entry && !s->nentry_calls ? !s->entry_emulated : 0;
+	size_t i;
+
+	for (i = 0; i < s->nends; i++)
+		if (!s->ends[i].emulated)
+			return n + 1;
+	return n + (s->nrets ? 1 : 0);
+}
+
+/* The offsets the probes cannot go without. */
+static bool readable(const int64_t *o)
+{
+	return o[KAFKAGO_FIELD_MSG_TOPIC] >= 0 && o[KAFKAGO_FIELD_MSG_KEY] >= 0 &&
+	       o[KAFKAGO_FIELD_WRITER_TOPIC] >= 0;
+}
+
+static int find_sender(struct analysis *a, struct kafka_target *k)
+{
+	return with_ends(a, SYM_WRITE_MESSAGES, &k->send);
+}
+
+/*
+ * The reader's sites: FetchMessage's entry and ReadMessage's ends at least; FetchMessage's ends
+ * where they are in its callers; CommitMessages' and Close's entries where they are linked.
+ */
+static int find_reader(struct analysis *a, struct kafka_target *k)
+{
+	int err;
+
+	err = with_ends(a, SYM_READ_MESSAGE, &k->read);
+	if (err == -ENOENT) {
+		drop(&k->read);
+		err = 0;
+	}
+	err = err ?: with_ends(a, SYM_FETCH_MESSAGE, &k->fetch);
+	if (err)
+		return err;
+	if (k->fetch.nrets) {
+		pr_debug("'%s': kafka-go's FetchMessage ends at its RETs (%s): only ReadMessage "
+			 "hands messages over",
+			 a->path, k->fetch.rets_why ? k->fetch.rets_why : "no callers found");
+		free(k->fetch.ret_offs);
+		k->fetch.ret_offs = NULL;
+		k->fetch.nrets = 0;
+		k->fetch.nends = 0;
+	}
+	if (k->read.addr)
+		drop_ends_in(&k->fetch, k->read.addr);
+	err = analysis__find_site(a, SYM_COMMIT_MESSAGES, &k->commit, SITE_ENTRY, 0);
+	if (err == -ENOENT) {
+		drop(&k->commit);
+		err = 0;
+	}
+	if (err)
+		return err;
+	err = analysis__find_site(a, SYM_READER_CLOSE, &k->close, SITE_ENTRY, 0);
+	if (err == -ENOENT) {
+		drop(&k->close);
+		err = 0;
+	}
+	return err;
+}
+
+int kafka__find(struct analysis *a, const struct module_tables *modules, struct kafka_target *k)
+{
+	const char *version = gobin__module_version(a->gobin, KG_MODULE);
+	struct elf_symbol sym;
+	int err;
+
+	memset(k, 0, sizeof(*k));
+	k->send_steps = k->process_steps = -1;
+	if (!version)
+		return 0;
+	snprintf(k->version, sizeof(k->version), "%s", version);
+	err = module_offsets__for_binary(modules ? modules->kafkago : NULL, KG_MODULE, a->path,
+					 a->gobin, k->offs, k->offsets, sizeof(k->offsets));
+	if (err == -ENOMEM)
+		return err;
+	if (err || !readable(k->offs)) {
+		pr_warn("'%s' uses kafka-go %s, whose structs gospan cannot read (no DWARF and no "
+			"offset table row): its messages are not traced; 'make offsets' adds newer "
+			"releases",
+			a->path, version);
+		return 0;
+	}
+	err = find_sender(a, k);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		if (err != -ENOENT)
+			pr_warn("'%s' uses kafka-go %s, but its Writer could not be probed (%s): no "
+				"producer spans",
+				a->path, version, strerror(-err));
+		drop(&k->send);
+	}
+	err = find_reader(a, k);
+	if (err == -ENOMEM)
+		return err;
+	if (err || (!k->read.addr && !k->fetch.nends)) {
+		if (err && err != -ENOENT)
+			pr_warn("'%s' uses kafka-go %s, but its Reader could not be probed (%s): no "
+				"consumer spans",
+				a->path, version, strerror(-err));
+		drop(&k->read);
+		drop(&k->fetch);
+		drop(&k->commit);
+		drop(&k->close);
+	}
+	if (!analysis__find_func(a, SYM_NETADDR_NETWORK, &sym))
+		k->fn_netaddr_network = sym.addr;
+	if (k->send.addr)
+		k->send_steps = stepped(&k->send, true);
+	/* A message comes through one of the two reads; the dearer one is said. */
+	if (k->fetch.addr) {
+		k->process_steps = stepped(&k->fetch, false);
+		if (k->read.addr && stepped(&k->read, false) > k->process_steps)
+			k->process_steps = stepped(&k->read, false);
+		k->process_steps += k->fetch.nentry_calls ? 0 : !k->fetch.entry_emulated;
+	}
+	return 0;
+}
+
+/* OFF + ADD, or -1 when either is unknown. */
+static int64_t sum(int64_t off, int64_t add)
+{
+	return off < 0 || add < 0 ? -1 : off + add;
+}
+
+void kafka__configure(const struct kafka_target *k, struct target_config *c)
+{
+	const int64_t *o = k->offs;
+
+	c->kafka_go = kafka__any(k);
+	if (!c->kafka_go)
+		return;
+	c->kg_writer_topic = o[KAFKAGO_FIELD_WRITER_TOPIC];
+	c->kg_writer_addr = o[KAFKAGO_FIELD_WRITER_ADDR];
+	c->kg_msg_topic = o[KAFKAGO_FIELD_MSG_TOPIC];
+	c->kg_msg_partition = o[KAFKAGO_FIELD_MSG_PARTITION];
+	c->kg_msg_offset = o[KAFKAGO_FIELD_MSG_OFFSET];
+	c->kg_msg_key = o[KAFKAGO_FIELD_MSG_KEY];
+	c->kg_msg_headers = o[KAFKAGO_FIELD_MSG_HEADERS];
+	c->kg_msg_size = sum(o[KAFKAGO_FIELD_MSG_TIME], GO_TIME_SIZE);
+	c->kg_header_key = o[KAFKAGO_FIELD_HEADER_KEY];
+	c->kg_header_value = o[KAFKAGO_FIELD_HEADER_VALUE];
+	c->kg_header_size = sum(o[KAFKAGO_FIELD_HEADER_VALUE], GO_SLICE_SIZE);
+	c->kg_reader_group = sum(o[KAFKAGO_FIELD_READER_CONFIG], o[KAFKAGO_FIELD_CONFIG_GROUP_ID]);
+	c->kg_reader_brokers = sum(o[KAFKAGO_FIELD_READER_CONFIG], o[KAFKAGO_FIELD_CONFIG_BROKERS]);
+	c->kg_netaddr_address = o[KAFKAGO_FIELD_NETADDR_ADDRESS];
+}
+
+bool kafka__any(const struct kafka_target *k)
+{
+	return k->send.addr || k->fetch.addr;
+}
+
+void kafka__release(struct kafka_target *k)
+{
+	probe_site__release(&k->send);
+	probe_site__release(&k->fetch);
+	probe_site__release(&k->read);
+	probe_site__release(&k->commit);
+	probe_site__release(&k->close);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Target analysis for Kafka clients: segmentio/kafka-go's Writer (WriteMessages: a PRODUCER
+ * span) and Reader (ReadMessage, FetchMessage: a CONSUMER span per message processed), where
+ * bpf/kafka.bpf.c probes them, and the offsets it reads with (DWARF, else kafka-go's table).
+ */
+#ifndef GOSPAN_KAFKA_H
+#define GOSPAN_KAFKA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "analysis/fields.h"
+#include "analysis/planner.h"
+
+struct analysis;
+struct module_tables;
+
+/* kafka-go in a binary: VERSION[0] 0 when it has none; a site's addr 0 when it is not probed. */
+struct kafka_target {
+	char version[32];
+	char offsets[48]; /* "DWARF", "table v0.4.51" */
+	int64_t offs[KAFKAGO_FIELD__COUNT];
+	struct probe_site send;	 /* (*Writer).WriteMessages: entry and ends */
+	/*
+	 * (*Reader).FetchMessage: its entry ends the message the goroutine processed; its ends in
+	 * the application (not in ReadMessage, whose own ends hand the message over) start one.
+	 */
+	struct probe_site fetch;
+	struct probe_site read;	  /* (*Reader).ReadMessage: ends */
+	struct probe_site commit; /* (*Reader).CommitMessages: entry */
+	struct probe_site close;  /* (*Reader).Close: entry */
+	uint64_t fn_netaddr_network; /* (*networkAddress).Network: tells one in a net.Addr */
+	int send_steps, process_steps; /* single-stepped hits a send, a message; -1: not traced */
+};
+
+/*
+ * Finds kafka-go in the binary of A (its buildinfo), its sites and its offsets (DWARF, else
+ * MODULES' table) into K. A side that cannot be probed or read is left out and said once at
+ * warning level, naming the release. -ENOMEM is the only failure.
+ */
+int kafka__find(struct analysis *a, const struct module_tables *modules, struct kafka_target *k);
+
+/* K's part of the BPF config C (whether keys are captured is the caller's: kafka_key). */
+void kafka__configure(const struct kafka_target *k, struct target_config *c);
+
+/* Whether anything of K is probed. */
+bool kafka__any(const struct kafka_target *k);
+
+void kafka__release(struct kafka_target *k);
+
+#endif
