@@ -116,7 +116,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_LINKED := http wire
 BPF_LINK_http := maps ring wire_maps go_map http grpc db functions go_runtime routes fasthttp \
 	kafka
-BPF_LINK_wire := wire_maps wire
+BPF_LINK_wire := wire_maps kafka_wire wire
 BPF_UNLINKED := $(filter-out $(foreach o,$(BPF_LINKED),$(BPF_LINK_$(o))),\
 	$(patsubst bpf/%.bpf.c,%,$(BPF_SRCS)))
 $(if $(BPF_UNLINKED),$(error bpf/$(firstword $(BPF_UNLINKED)).bpf.c is in no BPF_LINK_ list))

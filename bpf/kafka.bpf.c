@@ -18,10 +18,13 @@
  * Linked with the other uprobe families into one object (probe.bpf.h).
  */
 #include "probe.bpf.h"
+#include "kafka_mark.bpf.h"
 
 /* The headers of a message searched for trace context, and a Header's size at most. */
 #define KAFKA_HEADERS_MAX 16
 #define KAFKA_HEADER_MAX 64
+/* Messages of one send marked for the socket-layer writer; the rest go without context. */
+#define KAFKA_MARKS_MAX 32
 
 /* A Go []byte's header: a string's, and its capacity. */
 struct kafka_bytes {
@@ -68,6 +71,7 @@ struct kafka_scratch {
 		struct kafka_consumer consumer;
 	};
 	__u8 header[KAFKA_HEADER_MAX];
+	struct kafka_fp_input fp;
 	char name[12];
 	char tp[TRACEPARENT_LEN + 1];
 };
@@ -101,6 +105,47 @@ static __always_inline __u32 read_bytes(char *dst, __u32 cap, const void *hdr)
 static __always_inline __u64 first_method(__u64 itab)
 {
 	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
+}
+
+/* A []byte's (PTR, LEN) first N bytes into DST; *OUT_LEN its length (-1: nil). */
+static __always_inline void fp_bytes(__u8 *dst, __u32 n, const struct kafka_bytes *b, __s32 *out_len)
+{
+	*out_len = b->ptr ? (__s32)b->len : -1;
+	if (b->ptr && b->len > 0)
+		bpf_probe_read_user(dst, (__u64)b->len < n ? (__u32)b->len : n, b->ptr);
+}
+
+/*
+ * Marks the N messages at MSG (the first KAFKA_MARKS_MAX) for the socket-layer writer, which puts
+ * CTX into their records' headers as the produce request carrying them passes
+ * (bpf/kafka_wire.bpf.c). SC, this CPU's scratch, held.
+ */
+static __always_inline void mark_messages(const struct target_config *cfg, __u32 pid, void *msg,
+					  __s64 n, const struct span_ids *ids,
+					  struct kafka_scratch *sc)
+{
+	struct kafka_mark_key mk = { .pid = pid };
+	struct kafka_bytes b;
+	struct span_ctx ctx;
+	__s64 i;
+
+	if (cfg->kg_msg_size <= 0 || cfg->kg_msg_key < 0 || cfg->kg_msg_value < 0)
+		return;
+	span_ctx_of(&ctx, ids);
+	for (i = 0; i < KAFKA_MARKS_MAX; i++) {
+		void *m = msg + i * cfg->kg_msg_size;
+
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_key))
+			break;
+		fp_bytes(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
+		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_value))
+			break;
+		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
+		mk.fingerprint = kafka_fingerprint(&sc->fp);
+		bpf_map_update_elem(&kafka_marks, &mk, &ctx, BPF_ANY);
+	}
 }
 
 /* At WriteMessages' entry (w, ctx, msgs...): the send's record, kept for its end. */
@@ -152,8 +197,14 @@ static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
 		e->addr_len = go_read_string(e->addr, MAX_KAFKA_ADDR_LEN,
 					     (void *)addr.data + cfg->kg_netaddr_address);
 	}
-	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY))
+	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY)) {
 		count_drop(DROP_INFLIGHT_FULL);
+		return;
+	}
+	if (cfg->propagate) {
+		track_process(cfg, key.pid);
+		mark_messages(cfg, key.pid, msg, n, &e->ids, sc);
+	}
 }
 
 SEC("uprobe")

@@ -19,6 +19,7 @@
 
 #include "events.h"
 #include "http1.h"
+#include "kafka_wire.bpf.h"
 #include "scratch.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
@@ -534,6 +535,14 @@ int write_trace_context(struct sk_msg_md *msg)
 		end = msg->data_end;
 	}
 	if (!http1_method_len(data, end)) {
+		/* A Kafka produce request of a traced process. */
+		if (kafka_produce_head(data, end)) {
+			__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+			if (bpf_map_lookup_elem(&traced, &pid))
+				bpf_tail_call(msg, &kafka_tail, 0);
+			return SK_PASS;
+		}
 		/*
 		 * HTTP/2 frames: a 24-bit length below 64 KiB, then a known type. Only a writer
 		 * with marked frames waiting has its frames read.

@@ -908,7 +908,9 @@ static void print_summary(struct app *app, bool final)
 		"backend %llu, not sampled %llu; trace context "
 		"sent %llu (not sent: already set %llu, request line not in the first write %llu, "
 		"not HTTP/1 %llu, https %llu, socket not tracked %llu, HTTP/2 frames not whole %llu, "
-		"scratch busy %llu)%s",
+		"scratch busy %llu); Kafka records given trace context %llu (not given: already set "
+		"%llu, compressed batch %llu, no room %llu; produce requests not rewritten, "
+		"not whole in one write %llu)%s",
 		final ? "summary" : "status", (unsigned long long)rs.spans,
 		(unsigned long long)es.exported, (unsigned long long)total, total ? " (" : "",
 		total ? reasons + 1 : "", total ? ")" : "", (unsigned long long)rs.panics,
@@ -920,6 +922,11 @@ static void print_summary(struct app *app, bool final)
 		(unsigned long long)prop[PROP_TLS], (unsigned long long)prop[PROP_UNSEEN],
 		(unsigned long long)prop[PROP_H2_NOT_WHOLE],
 		(unsigned long long)prop[PROP_SCRATCH_BUSY],
+		(unsigned long long)prop[PROP_KAFKA_INJECTED],
+		(unsigned long long)prop[PROP_KAFKA_ALREADY_SET],
+		(unsigned long long)prop[PROP_KAFKA_COMPRESSED],
+		(unsigned long long)prop[PROP_KAFKA_NO_ROOM],
+		(unsigned long long)prop[PROP_KAFKA_NOT_WHOLE],
 		app->exporter ? "" : " (OTEL_TRACES_EXPORTER=none: nothing exported)");
 }
 

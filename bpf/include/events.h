@@ -155,6 +155,19 @@ enum propagation_result {
 	PROP_H2_NOT_WHOLE,
 	/* The writer's per-CPU scratch was held by a program it preempted: the message went as is. */
 	PROP_SCRATCH_BUSY,
+	/*
+	 * Kafka (bpf/kafka_wire.bpf.c): a record sent with a traceparent header added; one that
+	 * carried its own; one in a compressed batch, whose bytes cannot be changed without
+	 * compressing them again; a produce request not whole in one write, or too big to rewrite
+	 * (a request, not its records, which were not read); a record whose header count or a size
+	 * of its request would have grown a byte, or past the records one request is rewritten for
+	 * (no room): each left as it was.
+	 */
+	PROP_KAFKA_INJECTED,
+	PROP_KAFKA_ALREADY_SET,
+	PROP_KAFKA_COMPRESSED,
+	PROP_KAFKA_NOT_WHOLE,
+	PROP_KAFKA_NO_ROOM,
 	PROP__COUNT,
 };
 
@@ -174,6 +187,17 @@ struct traced_process {
 /* The trace context waiting to go out with the request a goroutine is writing. */
 struct pending_ctx {
 	struct span_ctx ctx;
+};
+
+/*
+ * A Kafka message waiting for its trace context (bpf/kafka_wire.bpf.c): its process and its
+ * fingerprint (bpf/include/kafka_mark.bpf.h), from its key and value, which the record that
+ * carries it has too.
+ */
+struct kafka_mark_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 fingerprint;
 };
 
 /* An HTTP/2 HEADERS frame waiting for its trace context: its writer and its stream. */
@@ -383,7 +407,7 @@ struct target_config {
 	/*
 	 * Kafka through segmentio/kafka-go (bpf/kafka.bpf.c): whether it is probed, whether a
 	 * message's key is captured (GOSPAN_CAPTURE_MESSAGE_KEY), and offsets, -1: unknown. A
-	 * Writer's Topic and Addr (net.Addr); a Message's Topic, Partition, Offset, Key ([]byte),
+	 * Writer's Topic and Addr (net.Addr); a Message's Topic, Partition, Offset, Key and Value ([]byte),
 	 * Headers ([]Header) and size; a Header's Key (string), Value ([]byte) and size; a
 	 * *Reader's consumer group (its config's GroupID) and brokers ([]string); a
 	 * *networkAddress's address (user space checks the Addr is one, by its Network method).
@@ -396,6 +420,7 @@ struct target_config {
 	__s64 kg_msg_partition;
 	__s64 kg_msg_offset;
 	__s64 kg_msg_key;
+	__s64 kg_msg_value;
 	__s64 kg_msg_headers;
 	__s64 kg_msg_size;
 	__s64 kg_header_key;

@@ -41,6 +41,13 @@ SHARED_MAP(h2_marks, BPF_MAP_TYPE_LRU_HASH, 16384, struct h2_mark_key, struct sp
  */
 SHARED_MAP(h2_writers, BPF_MAP_TYPE_LRU_HASH, 16384, struct goroutine_key, __u64);
 
+/*
+ * The context of each Kafka message a producer call is sending, by process and fingerprint:
+ * set at the call's entry (bpf/kafka.bpf.c), taken by the socket-layer writer when the produce
+ * request that carries the message passes (bpf/kafka_wire.bpf.c).
+ */
+SHARED_MAP(kafka_marks, BPF_MAP_TYPE_LRU_HASH, 65536, struct kafka_mark_key, struct span_ctx);
+
 /* Incoming tracestate of the traces being served, by process and trace. */
 SHARED_MAP(tracestates, BPF_MAP_TYPE_LRU_HASH, 4096, struct tracestate_key, struct tracestate_val);
 
@@ -48,7 +55,8 @@ SHARED_MAP(tracestates, BPF_MAP_TYPE_LRU_HASH, 4096, struct tracestate_key, stru
 SHARED_MAP(propagation, BPF_MAP_TYPE_PERCPU_ARRAY, PROP__COUNT, __u32, __u64);
 
 /* The maps above, which wire_maps.bpf.c defines, all in this one list. */
-#define WIRE_MAPS(X) X(traced) X(pending) X(h2_marks) X(h2_writers) X(tracestates) X(propagation)
+#define WIRE_MAPS(X)                                                                               \
+	X(traced) X(pending) X(h2_marks) X(h2_writers) X(kafka_marks) X(tracestates) X(propagation)
 
 static __always_inline void count_propagation_n(__u32 what, __u64 n)
 {

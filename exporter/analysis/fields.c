@@ -203,6 +203,7 @@ const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT] = {
 	[KAFKAGO_FIELD_MSG_PARTITION] = KAFKAGO "Message.Partition",
 	[KAFKAGO_FIELD_MSG_OFFSET] = KAFKAGO "Message.Offset",
 	[KAFKAGO_FIELD_MSG_KEY] = KAFKAGO "Message.Key",
+	[KAFKAGO_FIELD_MSG_VALUE] = KAFKAGO "Message.Value",
 	[KAFKAGO_FIELD_MSG_HEADERS] = KAFKAGO "Message.Headers",
 	[KAFKAGO_FIELD_MSG_TIME] = KAFKAGO "Message.Time",
 	[KAFKAGO_FIELD_HEADER_KEY] = "github.com/segmentio/kafka-go/protocol.Header.Key",

@@ -323,7 +323,7 @@ extern const char *const fiber3_field_names[FIBER_FIELD__COUNT];
 
 /*
  * The fields gospan reads from segmentio/kafka-go's structs (offsets/kafkago_offsets.json): a
- * Writer's topic and address, a Message's topic, partition, offset, key, headers and time (the
+ * Writer's topic and address, a Message's topic, partition, offset, key, value, headers and time (the
  * last member: the struct's size follows from it), a Header's key and value (protocol.Header),
  * a Reader's config and, in it, the consumer group and brokers, and a networkAddress's address.
  * Keep in step with kafkago_field_names[] and offsets/gen.
@@ -335,6 +335,7 @@ enum kafkago_field {
 	KAFKAGO_FIELD_MSG_PARTITION,
 	KAFKAGO_FIELD_MSG_OFFSET,
 	KAFKAGO_FIELD_MSG_KEY,
+	KAFKAGO_FIELD_MSG_VALUE,
 	KAFKAGO_FIELD_MSG_HEADERS,
 	KAFKAGO_FIELD_MSG_TIME,
 	KAFKAGO_FIELD_HEADER_KEY,

@@ -207,6 +207,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->kg_msg_partition = o[KAFKAGO_FIELD_MSG_PARTITION];
 	c->kg_msg_offset = o[KAFKAGO_FIELD_MSG_OFFSET];
 	c->kg_msg_key = o[KAFKAGO_FIELD_MSG_KEY];
+	c->kg_msg_value = o[KAFKAGO_FIELD_MSG_VALUE];
 	c->kg_msg_headers = o[KAFKAGO_FIELD_MSG_HEADERS];
 	c->kg_msg_size = sum(o[KAFKAGO_FIELD_MSG_TIME], GO_TIME_SIZE);
 	c->kg_header_key = o[KAFKAGO_FIELD_HEADER_KEY];

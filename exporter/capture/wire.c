@@ -73,8 +73,8 @@ struct wire {
 };
 
 /* The maps the two objects share (bpf/include/wire_maps.bpf.h), by name. */
-static const char *const shared_maps[] = { "traced",	   "pending",	 "tracestates",
-					   "propagation", "h2_marks", "h2_writers" };
+static const char *const shared_maps[] = { "traced",	   "pending",  "tracestates", "propagation",
+					   "h2_marks", "h2_writers", "kafka_marks" };
 
 int wire__find_cgroup2(const char *mountinfo, struct cgroup2_mount *out)
 {
@@ -323,6 +323,13 @@ struct wire *wire__load(struct bpf_object *http_obj)
 					"");
 		goto cleanup;
 	}
+	/* Kafka produce requests go on to their own program (bpf/include/kafka_wire.bpf.h). */
+	fd = bpf_program__fd(w->skel->progs.kafka_produce);
+	if (bpf_map_update_elem(bpf_map__fd(w->skel->maps.kafka_tail), &(uint32_t){ 0 }, &fd,
+				BPF_ANY))
+		pr_warn("Kafka messages will carry no trace context: cannot hand the socket-layer "
+			"writer its Kafka program: %s",
+			strerror(errno));
 	/*
 	 * Attached to the map, not through a link: the map holds the program, and the kernel
 	 * releases both when the last descriptor of the map closes, at gospan's exit.
