@@ -365,7 +365,8 @@ def test_consumer_reads_every_message(kafkamix_bin, kafka_broker, sent, topics, 
             sorted(keys)
         assert {m["downstream"] for m in msgs} == {204}
         assert len({m["batch"] for m in msgs}) == len(msgs)
-    print(f"{client}{''.join(flags)}: {len(msgs)} messages consumed {secs:.1f} s after start")
+    print(f"{client}{''.join(flags)}: {len(msgs)} messages consumed {secs:.1f} s after start"
+          f", errors {got['errors']}")
 
 
 # ---- the broker going away and coming back (last: it restarts the session's broker) ------------
