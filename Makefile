@@ -1,7 +1,8 @@
 # gospan: zero-code OpenTelemetry tracing of Go services with eBPF.
 #
 #   make            build build/gospan (BPF objects, skeletons, offset tables embedded)
-#   make deps       install what is missing (Debian packages, Python test packages)
+#   make deps       install what is missing (Debian packages, Python test packages, the Kafka
+#                   broker the tests run)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
 #   make compat     the grpc-go, data store (database/sql, pgx, go-redis, go-sql-driver/mysql),
 #                   router (gin, echo, chi, gorilla/mux, httprouter) and fasthttp (with Fiber)
@@ -154,7 +155,8 @@ all: $(OUTPUT)/gospan $(OTHER_BPF_OBJS)
 DEB_PKGS := clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev libprotobuf-c-dev \
 	protobuf-c-compiler libcurl4-openssl-dev libcjson-dev libcmocka-dev pkg-config make gcc \
 	curl wget wrk iproute2 python3-pip golang-1.19 zlib1g-dev gnuplot-nox util-linux \
-	postgresql redis-server mariadb-server mariadb-client docker.io debootstrap
+	postgresql redis-server mariadb-server mariadb-client docker.io debootstrap \
+	openjdk-17-jre-headless maven
 PY_MODS := opentelemetry.proto:opentelemetry-proto pytest:pytest yaml:PyYAML jsonschema:jsonschema \
 	prometheus_client:prometheus-client
 
@@ -177,6 +179,7 @@ deps:
 	done
 	$(Q)command -v $(GO) >/dev/null || { echo "deps: Go is needed to build the example services" >&2; exit 1; }
 	$(Q)$(PYTHON) tests/e2e/compose.py tool
+	$(Q)$(PYTHON) tests/e2e/kafka.py fetch >/dev/null
 
 # ---- BPF ------------------------------------------------------------------------------------
 
@@ -261,14 +264,16 @@ unit: $(UNIT_BINS)
 # which the unit tests and its fuzzer run sanitized) and test_demo.py (three gospans on the demo's
 # services, whose paths test_distributed.py and test_datastores.py run sanitized; 30 s of CI) and
 # test_routers.py (five frameworks, plain and stripped PIE, 80 s: their user-space half is
-# capture/routes.c, which its unit tests run sanitized, and the span path every test here runs).
+# capture/routes.c, which its unit tests run sanitized, and the span path every test here runs)
+# and test_kafka_harness.py (the Kafka broker and kafkamix alone, no gospan; 40 s).
 # Every other end-to-end test runs against the sanitized gospan (test_datastores.py among them).
 E2E_SKIP := $(if $(filter 1,$(SANITIZE)),--ignore=tests/e2e/test_go_versions.py \
 	--ignore=tests/e2e/test_grpc_versions.py --ignore=tests/e2e/test_db_versions.py \
 	--ignore=tests/e2e/test_fasthttp_versions.py --ignore=tests/e2e/test_router_versions.py \
 	--ignore=tests/e2e/test_compose.py --ignore=tests/e2e/test_deploy.py \
 	--ignore=tests/e2e/test_install.py --ignore=tests/e2e/test_sql_dialects.py \
-	--ignore=tests/e2e/test_demo.py --ignore=tests/e2e/test_routers.py)
+	--ignore=tests/e2e/test_demo.py --ignore=tests/e2e/test_routers.py \
+	--ignore=tests/e2e/test_kafka_harness.py)
 
 e2e: $(OUTPUT)/gospan
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra tests/e2e $(E2E_SKIP) $(PYTEST_ARGS)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from datastores import mariadb_server, postgres_server, redis_server  # noqa: F401 (fixtures)
+from kafka import kafka_broker  # noqa: F401 (fixture)
 from procs import end_process
 
 REPO = Path(__file__).resolve().parents[2]
