@@ -7,6 +7,10 @@
  * the first message's key; its end (after its direct CALLs, else its RETs) sends the whole span
  * with the call's error.
  *
+ * sarama's SyncProducer: SendMessage(msg) and SendMessages(msgs), called through the
+ * SyncProducer interface (their ends at their RETs), are PRODUCER spans the same way;
+ * SendMessage's results say the message's partition and offset.
+ *
  * Consumer: a message is processed from the moment a read hands it over ((*Reader).ReadMessage
  * or FetchMessage has returned it, without error, to the application) until the goroutine asks
  * for the next one, commits (CommitMessages) or closes the reader: that is the CONSUMER span,
@@ -139,6 +143,7 @@ static __always_inline void mark_messages(const struct target_config *cfg, __u32
 			break;
 		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_key))
 			break;
+		kafka_fp_clear(&sc->fp);
 		fp_bytes(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
 		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_value))
 			break;
@@ -175,6 +180,7 @@ static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
 	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
 	e->count = n > 0xffffffffLL ? 0xffffffffU : (__u32)n;
 	e->end_ns = 0;
+	e->partition = e->offset = -1;
 	e->err_itab = e->err_fn = 0;
 	/* The Writer's topic, else the message's own. */
 	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, w + cfg->kg_writer_topic);
@@ -238,6 +244,141 @@ int kafka_send_end(GO_REGS *ctx)
 	e->end_ns = now;
 	e->err_itab = go_arg(ctx, slot ? slot : 1);
 	e->err_fn = first_method(e->err_itab);
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	bpf_map_delete_elem(&kafka_sends, &key);
+	return 0;
+}
+
+/* A sarama Encoder interface at AT as a []byte's head: a StringEncoder's or ByteEncoder's. */
+static __always_inline bool encoder_bytes(const void *at, struct kafka_bytes *b)
+{
+	struct {
+		__u64 itab, data;
+	} enc;
+
+	b->ptr = NULL;
+	b->len = 0;
+	if (bpf_probe_read_user(&enc, sizeof(enc), at))
+		return false;
+	if (!enc.itab || !enc.data)
+		return true;
+	return !bpf_probe_read_user(b, 16, (void *)enc.data);
+}
+
+/*
+ * The sarama ProducerMessages at MSGS (N pointers to them) or the one at ONE: the send's record
+ * from the first, and each marked for the socket-layer writer (KAFKA_MARKS_MAX of them).
+ */
+static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc, void *one,
+					 void *const *msgs, __s64 n)
+{
+	struct kafka_produce *e = &sc->send;
+	struct kafka_mark_key mk = {};
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_bytes b;
+	struct span_ctx sctx;
+	void *m = one;
+	__s64 i;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama)
+		return;
+	if (!m && (n <= 0 || !msgs || bpf_probe_read_user(&m, sizeof(m), msgs)))
+		return;
+	if (!m)
+		return;
+	fill_header(&e->hdr, EVENT_KAFKA_PRODUCE, &key, bpf_ktime_get_ns());
+	child_span(ctx, cfg, &key, &e->ids);
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	e->count = one ? 1 : (n > 0xffffffffLL ? 0xffffffffU : (__u32)n);
+	e->end_ns = 0;
+	e->err_itab = e->err_fn = 0;
+	e->partition = e->offset = -1;
+	e->addr_fn = 0;
+	e->addr_len = 0;
+	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, m + cfg->sm_msg_topic);
+	e->has_key = 0;
+	e->key_len = 0;
+	if (encoder_bytes(m + cfg->sm_msg_key, &b) && b.ptr && b.len > 0) {
+		e->has_key = 1;
+		if (cfg->kafka_key)
+			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, b.ptr, b.len);
+	}
+	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY)) {
+		count_drop(DROP_INFLIGHT_FULL);
+		return;
+	}
+	if (!cfg->propagate)
+		return;
+	track_process(cfg, key.pid);
+	span_ctx_of(&sctx, &e->ids);
+	mk.pid = key.pid;
+	for (i = 0; i < KAFKA_MARKS_MAX; i++) {
+		if (i >= (one ? 1 : n))
+			break;
+		if (!one && bpf_probe_read_user(&m, sizeof(m), msgs + i))
+			break;
+		if (!m || !encoder_bytes(m + cfg->sm_msg_key, &b))
+			break;
+		kafka_fp_clear(&sc->fp);
+		fp_bytes(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
+		if (!encoder_bytes(m + cfg->sm_msg_value, &b))
+			break;
+		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
+		mk.fingerprint = kafka_fingerprint(&sc->fp);
+		bpf_map_update_elem(&kafka_marks, &mk, &sctx, BPF_ANY);
+	}
+}
+
+/* At (*syncProducer).SendMessage(msg): one message. */
+SEC("uprobe")
+int kafka_sarama_one_entry(GO_REGS *ctx)
+{
+	struct kafka_scratch *sc = kafka_scratch_claim();
+
+	if (sc) {
+		sarama_start(ctx, sc, (void *)go_arg(ctx, 2), NULL, 0);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/* At (*syncProducer).SendMessages(msgs []*ProducerMessage). */
+SEC("uprobe")
+int kafka_sarama_many_entry(GO_REGS *ctx)
+{
+	struct kafka_scratch *sc = kafka_scratch_claim();
+
+	if (sc) {
+		sarama_start(ctx, sc, NULL, (void *const *)go_arg(ctx, 2), (__s64)go_arg(ctx, 3));
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/* After SendMessage: (partition int32, offset int64, err error) in the result slots. */
+SEC("uprobe")
+int kafka_sarama_one_end(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_produce *e;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg)
+		return 0;
+	e = bpf_map_lookup_elem(&kafka_sends, &key);
+	if (!e)
+		return 0;
+	e->end_ns = bpf_ktime_get_ns();
+	e->err_itab = go_arg(ctx, 3);
+	e->err_fn = first_method(e->err_itab);
+	if (!e->err_itab) {
+		e->partition = (__s32)go_arg(ctx, 1);
+		e->offset = (__s64)go_arg(ctx, 2);
+	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
 		count_drop(DROP_RINGBUF_FULL);
 	bpf_map_delete_elem(&kafka_sends, &key);
@@ -319,15 +460,15 @@ int kafka_settle(GO_REGS *ctx)
 	return 0;
 }
 
-/* Whether the N bytes at K spell NAME. */
+/* Whether the N bytes at K spell NAME: compared without a branch a byte (kafka_mark.bpf.h). */
 static __always_inline bool same(const char *k, const char *name, __u32 n)
 {
+	__u8 diff = 0;
 	__u32 i;
 
 	for (i = 0; i < n; i++)
-		if (k[i] != name[i])
-			return false;
-	return true;
+		diff |= (__u8)(k[i] ^ name[i]);
+	return !diff;
 }
 
 /*

@@ -2,8 +2,9 @@
 /*
  * Kafka trace context at the socket layer: a traceparent header added to each record of a
  * produce request whose message a producer's probe marked (bpf/kafka.bpf.c), without writing
- * into the service's memory. Linked into the socket-layer writer's object; wire.bpf.c's sk_msg
- * program hands it the messages that begin like a produce request.
+ * into the service's memory. An object of its own, loaded once a traced process has a Kafka
+ * producer; the socket-layer writer's sk_msg program (wire.bpf.c) hands it the messages that
+ * begin like a produce request.
  *
  * A produce request (v3 to v13) is read whole from the one message it must be in: its header, its
  * topics, their partitions, each partition's record batch (magic 2) and its records. A record
@@ -14,8 +15,8 @@
  * right, and the batch's CRC-32C (over its bytes from its attributes on) computed again. What
  * cannot be done exactly is left as it was, and counted: a compressed batch (its records are not
  * readable without decompressing), a request not whole in one write, a record whose header count
- * or length would grow more than that, or a flexible request's records size a byte, more records
- * than one request is rewritten for.
+ * would grow a byte or its length more than one, more records than one request is rewritten
+ * for. (A flexible request's records size, an unsigned varint, may grow: the bytes go in.)
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -23,10 +24,11 @@
 
 #include "events.h"
 #include "kafka_mark.bpf.h"
-#include "kafka_wire.bpf.h"
 #include "scratch.bpf.h"
 #include "trace_context.bpf.h"
 #include "wire_maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
 
 #define KW_API_PRODUCE 0
 #define KW_VERSION_MIN 3
@@ -525,6 +527,7 @@ static __always_inline void kw_record(struct sk_msg_md *msg, struct kw_scratch *
 	if (!kw_varint(msg, off, end, true, &klen, &n))
 		goto bad;
 	off += n;
+	kafka_fp_clear(&sc->fp);
 	sc->fp.key_len = (__s32)klen;
 	kw_copy(msg, off, klen, sc->fp.key, KAFKA_FP_KEY);
 	off += klen > 0 ? (__u32)klen : 0;
@@ -644,23 +647,31 @@ static long kw_table_step(__u32 i, struct kw_loop *l)
 }
 
 /*
- * Batch B, its edits made, with SC->shift bytes added before it: its length and its
- * partition's records size made right, and its CRC-32C begun.
+ * Batch B, its edits made, with SC->shift bytes added before it: its partition's records size
+ * (a flexible request's uvarint may take a byte or two more: they go in, and count in the
+ * shift) and its length made right, and its CRC-32C begun.
  */
 static __always_inline bool kw_begin_batch(struct sk_msg_md *msg, struct kw_scratch *sc,
 					   const struct kw_batch *b)
 {
-	__u32 off = b->off + sc->shift, len = b->end - b->off - RB_LENGTH - 4 + b->inserted;
+	__u32 len = b->end - b->off - RB_LENGTH - 4 + b->inserted, size_len = b->size_len, off;
 
-	if (!kw_put_be(msg, off + RB_LENGTH, 4, len))
-		return false;
-	if (b->size_len == 4) {
+	if (size_len == 4) {
 		if (!kw_put_be(msg, b->size_off + sc->shift, 4, b->size + b->inserted))
 			return false;
-	} else if (!kw_put_varint(msg, b->size_off + sc->shift, b->size_len, false,
-				  b->size + b->inserted + 1)) {
-		return false;
+	} else {
+		size_len = kw_uvarint_size(b->size + b->inserted + 1);
+		if (size_len > b->size_len &&
+		    bpf_msg_push_data(msg, b->size_off + sc->shift, size_len - b->size_len, 0))
+			return false;
+		if (!kw_put_varint(msg, b->size_off + sc->shift, size_len, false,
+				   b->size + b->inserted + 1))
+			return false;
+		sc->shift += size_len - b->size_len;
 	}
+	off = b->off + sc->shift;
+	if (!kw_put_be(msg, off + RB_LENGTH, 4, len))
+		return false;
 	sc->crc = 0xffffffff;
 	sc->crc_off = off + RB_ATTRIBUTES;
 	sc->crc_end = b->end + sc->shift + b->inserted;
@@ -731,7 +742,7 @@ bad:
 
 /*
  * Whether every batch with edits can take them: a flexible request's records size (an unsigned
- * varint of the size plus one) would not grow a byte.
+ * varint of the size plus one) may grow, but not past the 5 bytes kw_put_varint writes.
  */
 static __always_inline bool kw_room(struct kw_scratch *sc)
 {
@@ -742,7 +753,7 @@ static __always_inline bool kw_room(struct kw_scratch *sc)
 		if (i >= sc->nbatches)
 			break;
 		b = &sc->batches[i];
-		if (b->size_len != 4 && kw_uvarint_size(b->size + 1 + b->inserted) != b->size_len)
+		if (b->size_len != 4 && kw_uvarint_size(b->size + 1 + b->inserted) > 5)
 			return false;
 	}
 	return true;
@@ -833,9 +844,10 @@ static __always_inline int kw_rewrite(struct sk_msg_md *msg, struct kw_scratch *
 	return SK_PASS;
 }
 
-SHARED_MAP_DEFINE(kafka_tail)
-
-/* Tail-called by wire.bpf.c's write_trace_context for a traced process's produce request. */
+/*
+ * Tail-called by wire.bpf.c's write_trace_context for a traced process's produce request, from
+ * an object of its own (bpf/include/kafka_wire.bpf.h).
+ */
 SEC("sk_msg")
 int kafka_produce(struct sk_msg_md *msg)
 {

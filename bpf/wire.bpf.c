@@ -26,6 +26,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+SHARED_MAP_DEFINE(kafka_tail)
+
 /* The kernel's own layouts, relocated by libbpf against the running kernel's BTF (CO-RE). */
 struct thread_struct {
 	unsigned long fsbase;

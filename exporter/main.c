@@ -1077,6 +1077,8 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.read.symbol, &t->kafka.read);
 	say_site(t->kafka.commit.symbol, &t->kafka.commit);
 	say_site(t->kafka.close.symbol, &t->kafka.close);
+	say_site(t->kafka.sarama_one.symbol, &t->kafka.sarama_one);
+	say_site(t->kafka.sarama_many.symbol, &t->kafka.sarama_many);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
 }
@@ -1186,20 +1188,30 @@ static void kafka_parts(const struct target *t, char *buf, size_t size)
 {
 	const struct kafka_target *k = &t->kafka;
 	char sends[16], messages[16];
+	size_t len = 0;
 
 	buf[0] = '\0';
-	if (!k->version[0])
+	if (k->version[0] && !k->send.addr && !k->fetch.addr)
+		len += snprintf(buf, size, " + no Kafka (kafka-go %s: see the warning above)",
+				k->version);
+	else if (k->version[0])
+		len += snprintf(buf, size,
+				"%s%s (kafka-go %s, offsets from %s; single-stepped hits: %s a "
+				"send, %s a message)",
+				k->send.addr ? " + Kafka producer" : "",
+				k->fetch.addr ? " + Kafka consumer" : "", k->version, k->offsets,
+				steps_text(k->send_steps, sends),
+				steps_text(k->process_steps, messages));
+	if (!k->sarama_version[0] || len >= size)
 		return;
-	if (!kafka__any(k)) {
-		snprintf(buf, size, " + no Kafka (kafka-go %s: see the warning above)", k->version);
-		return;
-	}
-	snprintf(buf, size,
-		 "%s%s (kafka-go %s, offsets from %s; single-stepped hits: %s a send, %s a "
-		 "message)",
-		 k->send.addr ? " + Kafka producer" : "", k->fetch.addr ? " + Kafka consumer" : "",
-		 k->version, k->offsets, steps_text(k->send_steps, sends),
-		 steps_text(k->process_steps, messages));
+	if (!k->sarama_one.addr && !k->sarama_many.addr)
+		snprintf(buf + len, size - len, " + no Kafka (sarama %s: see the warning above)",
+			 k->sarama_version);
+	else
+		snprintf(buf + len, size - len,
+			 " + Kafka producer (sarama %s, offsets from %s; single-stepped hits: %s a "
+			 "send)",
+			 k->sarama_version, k->sarama_offsets, steps_text(k->sarama_steps, sends));
 }
 
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
@@ -1209,7 +1221,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256], kafka[256];
+	char fh[256], kafka[384];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;

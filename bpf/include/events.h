@@ -429,6 +429,16 @@ struct target_config {
 	__s64 kg_reader_group;
 	__s64 kg_reader_brokers;
 	__s64 kg_netaddr_address;
+	/*
+	 * IBM/sarama's SyncProducer (the same file): whether it is probed, and a
+	 * ProducerMessage's Topic, Key and Value (Encoder interfaces: a StringEncoder's or a
+	 * ByteEncoder's value begins with its bytes' pointer and length).
+	 */
+	__u32 sarama;
+	__u32 _pad_sarama;
+	__s64 sm_msg_topic;
+	__s64 sm_msg_key;
+	__s64 sm_msg_value;
 
 	/*
 	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its
@@ -943,14 +953,18 @@ struct http_route {
 #define MAX_KAFKA_ADDR_LEN 64
 
 /*
- * One call that sends messages ((*kafka.Writer).WriteMessages), sent when it has returned: the
- * whole PRODUCER span. COUNT messages; the topic, key and partition are the first message's
- * (the key only when captured). ERR_ITAB, ERR_FN: the call's error as in struct db_call.
+ * One call that sends messages (kafka-go's (*Writer).WriteMessages, sarama's SyncProducer
+ * SendMessage and SendMessages), sent when it has returned: the whole PRODUCER span. COUNT
+ * messages; the topic and key are the first message's (the key only when captured); PARTITION
+ * and OFFSET the message's where the call says them (sarama's SendMessage), else -1. ERR_ITAB,
+ * ERR_FN: the call's error as in struct db_call.
  */
 struct kafka_produce {
 	struct record_header hdr;
 	struct span_ids ids;
 	__u64 end_ns;
+	__s64 partition;
+	__s64 offset;
 	__u64 err_itab;
 	__u64 err_fn;
 	__u32 cookie;

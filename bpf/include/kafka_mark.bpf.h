@@ -15,7 +15,11 @@
 #define KAFKA_FP_KEY 16	  /* key bytes hashed */
 #define KAFKA_FP_VALUE 32 /* value bytes hashed */
 
-/* What is hashed, in scratch memory: the lengths (negative: none) and the bytes copied. */
+/*
+ * What is hashed, in scratch memory: the lengths (negative: none) and the bytes copied, the
+ * rest of each array zero (kafka_fp_clear() first), so that the hash takes every byte of both
+ * and has no branch: a loop with a way out a byte is a path a length for the verifier.
+ */
 struct kafka_fp_input {
 	__s32 key_len;
 	__s32 value_len;
@@ -28,27 +32,29 @@ static __always_inline __u64 fnv1a(__u64 h, __u8 b)
 	return (h ^ b) * 0x100000001b3ULL;
 }
 
-/* The fingerprint of IN: the bytes past a length are not looked at. */
+/* IN's byte arrays zeroed, before a key and a value are copied in. */
+static __always_inline void kafka_fp_clear(struct kafka_fp_input *in)
+{
+	__builtin_memset(in->key, 0, sizeof(in->key));
+	__builtin_memset(in->value, 0, sizeof(in->value));
+}
+
+/* The fingerprint of IN: a length below 0 (none) counts as 0. */
 static __always_inline __u64 kafka_fingerprint(const struct kafka_fp_input *in)
 {
-	__s32 kl = in->key_len > 0 ? in->key_len : 0, vl = in->value_len > 0 ? in->value_len : 0;
+	__u32 kl = in->key_len > 0 ? (__u32)in->key_len : 0;
+	__u32 vl = in->value_len > 0 ? (__u32)in->value_len : 0;
 	__u64 h = 0xcbf29ce484222325ULL;
 	__u32 i;
 
 	for (i = 0; i < 4; i++)
-		h = fnv1a(h, (__u8)((__u32)kl >> (8 * i)));
+		h = fnv1a(h, (__u8)(kl >> (8 * i)));
 	for (i = 0; i < 4; i++)
-		h = fnv1a(h, (__u8)((__u32)vl >> (8 * i)));
-	for (i = 0; i < KAFKA_FP_KEY; i++) {
-		if ((__s32)i >= kl)
-			break;
+		h = fnv1a(h, (__u8)(vl >> (8 * i)));
+	for (i = 0; i < KAFKA_FP_KEY; i++)
 		h = fnv1a(h, in->key[i]);
-	}
-	for (i = 0; i < KAFKA_FP_VALUE; i++) {
-		if ((__s32)i >= vl)
-			break;
+	for (i = 0; i < KAFKA_FP_VALUE; i++)
 		h = fnv1a(h, in->value[i]);
-	}
 	return h;
 }
 

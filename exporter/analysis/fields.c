@@ -214,6 +214,12 @@ const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT] = {
 	[KAFKAGO_FIELD_NETADDR_ADDRESS] = KAFKAGO "networkAddress.address",
 };
 
+const char *const sarama_field_names[SARAMA_FIELD__COUNT] = {
+	[SARAMA_FIELD_MSG_TOPIC] = "github.com/IBM/sarama.ProducerMessage.Topic",
+	[SARAMA_FIELD_MSG_KEY] = "github.com/IBM/sarama.ProducerMessage.Key",
+	[SARAMA_FIELD_MSG_VALUE] = "github.com/IBM/sarama.ProducerMessage.Value",
+};
+
 /* A table's fields: its name for messages and its names, as many as the array has. */
 #define OFFSETS_FIELDS(what_, names_)                                                              \
 	{                                                                                          \
@@ -237,3 +243,4 @@ const struct offsets_fields fasthttp_offsets_fields =
 const struct offsets_fields fiber2_offsets_fields = OFFSETS_FIELDS("fiber v2", fiber2_field_names);
 const struct offsets_fields fiber3_offsets_fields = OFFSETS_FIELDS("fiber v3", fiber3_field_names);
 const struct offsets_fields kafkago_offsets_fields = OFFSETS_FIELDS("kafka-go", kafkago_field_names);
+const struct offsets_fields sarama_offsets_fields = OFFSETS_FIELDS("sarama", sarama_field_names);

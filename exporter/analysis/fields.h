@@ -350,6 +350,21 @@ enum kafkago_field {
 /* "github.com/segmentio/kafka-go.Writer.Topic", ... */
 extern const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from IBM/sarama's ProducerMessage (offsets/sarama_offsets.json): its
+ * topic, and its key and value (Encoder interfaces). Keep in step with sarama_field_names[] and
+ * offsets/gen.
+ */
+enum sarama_field {
+	SARAMA_FIELD_MSG_TOPIC,
+	SARAMA_FIELD_MSG_KEY,
+	SARAMA_FIELD_MSG_VALUE,
+	SARAMA_FIELD__COUNT,
+};
+
+/* "github.com/IBM/sarama.ProducerMessage.Topic", ... */
+extern const char *const sarama_field_names[SARAMA_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
 	const char *what; /* "Go", "grpc-go", "pgx", "go-redis", "gin", ... */
@@ -365,7 +380,7 @@ extern const struct offsets_fields gin_offsets_fields, echo_offsets_fields, echo
 extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
 extern const struct offsets_fields fasthttp_offsets_fields, fiber2_offsets_fields;
 extern const struct offsets_fields fiber3_offsets_fields;
-extern const struct offsets_fields kafkago_offsets_fields;
+extern const struct offsets_fields kafkago_offsets_fields, sarama_offsets_fields;
 
 /*
  * The modules gospan has an offset table of, one X(NAME, PATH) each: PATH is the module as
@@ -389,6 +404,7 @@ extern const struct offsets_fields kafkago_offsets_fields;
 	X(fasthttp, "github.com/valyala/fasthttp")                                                 \
 	X(fiber2, "github.com/gofiber/fiber/v2")                                                   \
 	X(fiber3, "github.com/gofiber/fiber/v3")                                                   \
-	X(kafkago, "github.com/segmentio/kafka-go")
+	X(kafkago, "github.com/segmentio/kafka-go")                                                \
+	X(sarama, "github.com/IBM/sarama")
 
 #endif

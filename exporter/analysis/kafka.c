@@ -28,6 +28,9 @@
 #define SYM_COMMIT_MESSAGES KG "(*Reader).CommitMessages"
 #define SYM_READER_CLOSE KG "(*Reader).Close"
 #define SYM_NETADDR_NETWORK KG "(*networkAddress).Network"
+#define SM_MODULE "github.com/IBM/sarama"
+#define SYM_SEND_MESSAGE SM_MODULE ".(*syncProducer).SendMessage"
+#define SYM_SEND_MESSAGES SM_MODULE ".(*syncProducer).SendMessages"
 
 /* A time.Time: wall, ext, loc. */
 #define GO_TIME_SIZE 24
@@ -129,6 +132,47 @@ static int find_reader(struct analysis *a, struct kafka_target *k)
 	return err;
 }
 
+/*
+ * sarama's SyncProducer: its two sends, each a method the application calls through the
+ * SyncProducer interface, so that their RETs stay (the sites are said in --verbose).
+ */
+static int find_sarama(struct analysis *a, const struct module_tables *modules,
+		       struct kafka_target *k)
+{
+	const char *version = gobin__module_version(a->gobin, SM_MODULE);
+	int err;
+
+	if (!version)
+		return 0;
+	snprintf(k->sarama_version, sizeof(k->sarama_version), "%s", version);
+	err = module_offsets__for_binary(modules ? modules->sarama : NULL, SM_MODULE, a->path,
+					 a->gobin, k->sm_offs, k->sarama_offsets,
+					 sizeof(k->sarama_offsets));
+	if (err == -ENOMEM)
+		return err;
+	if (err || k->sm_offs[SARAMA_FIELD_MSG_TOPIC] < 0 ||
+	    k->sm_offs[SARAMA_FIELD_MSG_KEY] < 0 || k->sm_offs[SARAMA_FIELD_MSG_VALUE] < 0) {
+		pr_warn("'%s' uses sarama %s, whose structs gospan cannot read (no DWARF and no "
+			"offset table row): its messages are not traced; 'make offsets' adds newer "
+			"releases",
+			a->path, version);
+		return 0;
+	}
+	err = with_ends(a, SYM_SEND_MESSAGE, &k->sarama_one);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		drop(&k->sarama_one);
+	err = with_ends(a, SYM_SEND_MESSAGES, &k->sarama_many);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		drop(&k->sarama_many);
+	if (k->sarama_one.addr)
+		k->sarama_steps = stepped(&k->sarama_one, true);
+	return 0;
+}
+
 int kafka__find(struct analysis *a, const struct module_tables *modules, struct kafka_target *k)
 {
 	const char *version = gobin__module_version(a->gobin, KG_MODULE);
@@ -136,7 +180,10 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 	int err;
 
 	memset(k, 0, sizeof(*k));
-	k->send_steps = k->process_steps = -1;
+	k->send_steps = k->process_steps = k->sarama_steps = -1;
+	err = find_sarama(a, modules, k);
+	if (err)
+		return err;
 	if (!version)
 		return 0;
 	snprintf(k->version, sizeof(k->version), "%s", version);
@@ -198,7 +245,11 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 {
 	const int64_t *o = k->offs;
 
-	c->kafka_go = kafka__any(k);
+	c->sarama = k->sarama_one.addr || k->sarama_many.addr;
+	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
+	c->sm_msg_key = k->sm_offs[SARAMA_FIELD_MSG_KEY];
+	c->sm_msg_value = k->sm_offs[SARAMA_FIELD_MSG_VALUE];
+	c->kafka_go = k->send.addr || k->fetch.addr;
 	if (!c->kafka_go)
 		return;
 	c->kg_writer_topic = o[KAFKAGO_FIELD_WRITER_TOPIC];
@@ -220,7 +271,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 
 bool kafka__any(const struct kafka_target *k)
 {
-	return k->send.addr || k->fetch.addr;
+	return k->send.addr || k->fetch.addr || k->sarama_one.addr || k->sarama_many.addr;
 }
 
 void kafka__release(struct kafka_target *k)
@@ -230,4 +281,6 @@ void kafka__release(struct kafka_target *k)
 	probe_site__release(&k->read);
 	probe_site__release(&k->commit);
 	probe_site__release(&k->close);
+	probe_site__release(&k->sarama_one);
+	probe_site__release(&k->sarama_many);
 }

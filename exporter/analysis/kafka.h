@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Target analysis for Kafka clients: segmentio/kafka-go's Writer (WriteMessages: a PRODUCER
- * span) and Reader (ReadMessage, FetchMessage: a CONSUMER span per message processed), where
- * bpf/kafka.bpf.c probes them, and the offsets it reads with (DWARF, else kafka-go's table).
+ * span) and Reader (ReadMessage, FetchMessage: a CONSUMER span per message processed), and
+ * IBM/sarama's SyncProducer (SendMessage, SendMessages: PRODUCER spans), where
+ * bpf/kafka.bpf.c probes them, and the offsets it reads with (DWARF, else the clients' tables).
  */
 #ifndef GOSPAN_KAFKA_H
 #define GOSPAN_KAFKA_H
@@ -33,6 +34,13 @@ struct kafka_target {
 	struct probe_site close;  /* (*Reader).Close: entry */
 	uint64_t fn_netaddr_network; /* (*networkAddress).Network: tells one in a net.Addr */
 	int send_steps, process_steps; /* single-stepped hits a send, a message; -1: not traced */
+	/* IBM/sarama: SARAMA_VERSION[0] 0 when the binary has none. */
+	char sarama_version[32];
+	char sarama_offsets[48];
+	int64_t sm_offs[SARAMA_FIELD__COUNT];
+	struct probe_site sarama_one;  /* (*syncProducer).SendMessage */
+	struct probe_site sarama_many; /* (*syncProducer).SendMessages */
+	int sarama_steps;
 };
 
 /*

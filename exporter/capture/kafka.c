@@ -37,6 +37,18 @@ static void set_common(struct span *s, const char *operation, const char *type,
 	span__set_name(s, name, n < sizeof(name) ? n : sizeof(name) - 1);
 }
 
+/* messaging.destination.partition.id, a string; none when PARTITION is negative (unknown). */
+static void set_partition(struct span *s, int64_t partition)
+{
+	char id[24];
+	int n;
+
+	if (partition < 0)
+		return;
+	n = snprintf(id, sizeof(id), "%lld", (long long)partition);
+	span__set_str(s, SC_MESSAGING_DESTINATION_PARTITION_ID, id, (size_t)n);
+}
+
 /* The message key, where it was captured (GOSPAN_CAPTURE_MESSAGE_KEY). */
 static void set_key(struct span *s, const char *key, uint32_t len)
 {
@@ -63,6 +75,9 @@ void kafka__fill_send(struct span *s, const struct kafka_produce *e, const struc
 	set_common(s, "send", "send", e->topic, e->topic_len);
 	if (e->count > 1)
 		span__set_int(s, SC_MESSAGING_BATCH_MESSAGE_COUNT, e->count);
+	set_partition(s, e->partition);
+	if (e->offset >= 0)
+		span__set_int(s, SC_MESSAGING_KAFKA_OFFSET, e->offset);
 	set_key(s, e->key, e->key_len);
 	if (e->addr_fn && t->kafka.fn_netaddr_network &&
 	    e->addr_fn - bias == t->kafka.fn_netaddr_network)
@@ -78,12 +93,8 @@ void kafka__fill_send(struct span *s, const struct kafka_produce *e, const struc
 
 void kafka__fill_process(struct span *s, const struct kafka_process *e)
 {
-	char partition[24];
-	int n;
-
 	set_common(s, "process", "process", e->topic, e->topic_len);
-	n = snprintf(partition, sizeof(partition), "%lld", (long long)e->partition);
-	span__set_str(s, SC_MESSAGING_DESTINATION_PARTITION_ID, partition, (size_t)n);
+	set_partition(s, e->partition);
 	span__set_int(s, SC_MESSAGING_KAFKA_OFFSET, e->offset);
 	if (e->group_len)
 		attrs__set_captured(s, SC_MESSAGING_CONSUMER_GROUP_NAME, e->group, e->group_len,

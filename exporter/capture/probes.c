@@ -324,11 +324,19 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	const struct site_progs fetch = { .entry = p->skel->progs.kafka_fetch_entry };
 	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_delivered,
 					      .at_ends = p->skel->progs.kafka_delivered };
+	const struct site_progs sarama_one = { .entry = p->skel->progs.kafka_sarama_one_entry,
+					       .at_rets = p->skel->progs.kafka_sarama_one_end,
+					       .at_ends = p->skel->progs.kafka_sarama_one_end };
+	const struct site_progs sarama_many = { .entry = p->skel->progs.kafka_sarama_many_entry,
+						.at_rets = p->skel->progs.kafka_send_end,
+						.at_ends = p->skel->progs.kafka_send_end };
 	const struct kafka_target *k = &t->kafka;
 	struct probe_site entry_only;
 	int err;
 
 	err = attach_site(p, &send, pid, t->path, &k->send, c, n);
+	err = err ?: attach_site(p, &sarama_one, pid, t->path, &k->sarama_one, c, n);
+	err = err ?: attach_site(p, &sarama_many, pid, t->path, &k->sarama_many, c, n);
 	err = err ?: attach_site(p, &settle, pid, t->path, &k->commit, c, n);
 	err = err ?: attach_site(p, &settle, pid, t->path, &k->close, c, n);
 	/* FetchMessage's entry apart from its ends, which go with ReadMessage's. */
@@ -342,10 +350,17 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	return err;
 }
 
+/* Whether T sends Kafka messages, whose trace context the writer's Kafka part adds. */
+static bool produces(const struct target *t)
+{
+	return t->kafka.send.addr || t->kafka.sarama_one.addr || t->kafka.sarama_many.addr;
+}
+
 /* Whether T makes calls whose trace context the socket-layer writer sends out. */
 static bool makes_calls(const struct target *t)
 {
-	return t->round_trip.addr || t->grpc.new_stream.addr || t->fasthttp.client.addr;
+	return t->round_trip.addr || t->grpc.new_stream.addr || t->fasthttp.client.addr ||
+	       produces(t);
 }
 
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
@@ -462,6 +477,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = err ?: attach_routes(p, t, pid, c, n);
 	err = err ?: attach_fasthttp(p, t, pid, c, n);
 	err = err ?: attach_kafka(p, t, pid, c, n);
+	if (!err && p->wire && produces(t))
+		wire__enable_kafka(p->wire);
 	if (t->cfg.cpu_time)
 		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
 	/*

@@ -30,6 +30,7 @@
 #include "events.h"
 #include "core/log.h"
 #include "capture/wire.h"
+#include "kafka_wire.skel.h"
 #include "wire.skel.h"
 
 #ifndef SO_COOKIE
@@ -63,6 +64,9 @@ struct cgroup_link {
 
 struct wire {
 	struct wire_bpf *skel;
+	struct bpf_object *http_obj; /* the uprobes' object, whose maps the writer's share */
+	struct kafka_wire_bpf *kafka; /* its Kafka part, once loaded (wire__enable_kafka) */
+	bool kafka_failed;	     /* ... or why not, said once */
 	char cgroup_mnt[PATH_MAX];  /* where the cgroup v2 hierarchy is mounted */
 	char cgroup_root[PATH_MAX]; /* the cgroup at the mount's top: see wire__find_cgroup2() */
 	int cgroup_fd;		    /* a detached mount of it (mount_cgroup2()), or -1 */
@@ -281,12 +285,69 @@ static int attach_point(struct wire *w)
 	return 0;
 }
 
-struct wire *wire__load(struct bpf_object *http_obj)
+/* OBJ's copies of the shared maps replaced by HTTP_OBJ's, before OBJ loads; WHAT says the cost. */
+static int share_maps(struct bpf_object *obj, struct bpf_object *http_obj, const char *what)
 {
 	struct bpf_map *shared;
-	struct wire *w;
 	size_t i;
 	int err, fd;
+
+	for (i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
+		shared = bpf_object__find_map_by_name(obj, shared_maps[i]);
+		fd = bpf_object__find_map_fd_by_name(http_obj, shared_maps[i]);
+		err = !shared || fd < 0 ? -ENOENT : bpf_map__reuse_fd(shared, fd);
+		if (err) {
+			pr_warn("%s: cannot share map '%s': %s", what, shared_maps[i],
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int wire__enable_kafka(struct wire *w)
+{
+	const char *what = "Kafka messages will carry no trace context";
+	int err, fd;
+
+	if (w->kafka || w->kafka_failed)
+		return 0;
+	w->kafka = kafka_wire_bpf__open();
+	if (!w->kafka) {
+		err = -errno;
+		pr_warn("%s: cannot open its BPF object: %s", what, strerror(-err));
+		goto fail;
+	}
+	err = share_maps(w->kafka->obj, w->http_obj, what);
+	if (err)
+		goto fail;
+	err = kafka_wire_bpf__load(w->kafka);
+	if (err) {
+		pr_warn("%s: the kernel refused its socket-layer program: %s", what,
+			strerror(-err));
+		goto fail;
+	}
+	fd = bpf_program__fd(w->kafka->progs.kafka_produce);
+	if (bpf_map_update_elem(bpf_map__fd(w->skel->maps.kafka_tail), &(uint32_t){ 0 }, &fd,
+				BPF_ANY)) {
+		err = -errno;
+		pr_warn("%s: cannot hand the socket-layer writer its Kafka program: %s", what,
+			strerror(-err));
+		goto fail;
+	}
+	pr_debug("Kafka produce requests get trace context at the socket layer");
+	return 0;
+fail:
+	kafka_wire_bpf__destroy(w->kafka);
+	w->kafka = NULL;
+	w->kafka_failed = true;
+	return err;
+}
+
+struct wire *wire__load(struct bpf_object *http_obj)
+{
+	struct wire *w;
+	int err;
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -302,16 +363,10 @@ struct wire *wire__load(struct bpf_object *http_obj)
 			strerror(-err));
 		goto cleanup;
 	}
-	for (i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
-		shared = bpf_object__find_map_by_name(w->skel->obj, shared_maps[i]);
-		fd = bpf_object__find_map_fd_by_name(http_obj, shared_maps[i]);
-		err = !shared || fd < 0 ? -ENOENT : bpf_map__reuse_fd(shared, fd);
-		if (err) {
-			pr_warn("outgoing trace context is off: cannot share map '%s': %s",
-				shared_maps[i], strerror(-err));
-			goto cleanup;
-		}
-	}
+	w->http_obj = http_obj;
+	err = share_maps(w->skel->obj, http_obj, "outgoing trace context is off");
+	if (err)
+		goto cleanup;
 	err = wire_bpf__load(w->skel);
 	if (err) {
 		pr_warn("outgoing trace context is off: the kernel refused the socket-layer "
@@ -323,13 +378,6 @@ struct wire *wire__load(struct bpf_object *http_obj)
 					"");
 		goto cleanup;
 	}
-	/* Kafka produce requests go on to their own program (bpf/include/kafka_wire.bpf.h). */
-	fd = bpf_program__fd(w->skel->progs.kafka_produce);
-	if (bpf_map_update_elem(bpf_map__fd(w->skel->maps.kafka_tail), &(uint32_t){ 0 }, &fd,
-				BPF_ANY))
-		pr_warn("Kafka messages will carry no trace context: cannot hand the socket-layer "
-			"writer its Kafka program: %s",
-			strerror(errno));
 	/*
 	 * Attached to the map, not through a link: the map holds the program, and the kernel
 	 * releases both when the last descriptor of the map closes, at gospan's exit.
@@ -753,6 +801,7 @@ void wire__destroy(struct wire *w)
 	}
 	free(w->cgroups);
 	free(w->pids);
+	kafka_wire_bpf__destroy(w->kafka);
 	wire_bpf__destroy(w->skel);
 	if (w->cgroup_fd >= 0)
 		close(w->cgroup_fd);

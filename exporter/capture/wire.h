@@ -27,6 +27,12 @@ struct wire *wire__load(struct bpf_object *http_obj);
 int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg);
 /* Tracks the processes the uprobes found making their first client call since the last sync. */
 void wire__sync(struct wire *w);
+/*
+ * Loads the writer's Kafka part (bpf/kafka_wire.bpf.c), which puts trace context into produce
+ * requests: once, when a traced process has a Kafka producer (its verification takes seconds).
+ * A failure is said once, and costs only the messages' context.
+ */
+int wire__enable_kafka(struct wire *w);
 void wire__destroy(struct wire *w);
 /*
  * PATH, a cgroup as /proc/PID/cgroup gives it, as a path below the top of a cgroup v2 mount

@@ -563,6 +563,46 @@ var kafkagoTypes = map[string]string{
 	kafkagoPkg + ".networkAddress.address": "struct string",
 }
 
+// IBM/sarama: the topic, key and value (Encoder interfaces) of a ProducerMessage, which its
+// SyncProducer sends.
+const saramaPkg = "github.com/IBM/sarama"
+
+var saramaFields = []field{
+	{saramaPkg + ".ProducerMessage", "Topic"},
+	{saramaPkg + ".ProducerMessage", "Key"},
+	{saramaPkg + ".ProducerMessage", "Value"},
+}
+
+var saramaTypes = map[string]string{
+	saramaPkg + ".ProducerMessage.Topic": "struct string",
+	saramaPkg + ".ProducerMessage.Key":   saramaPkg + ".Encoder",
+	saramaPkg + ".ProducerMessage.Value": saramaPkg + ".Encoder",
+}
+
+const saramaProbeMain = `package main
+
+import (
+	"os"
+
+	"github.com/IBM/sarama"
+)
+
+func main() {
+	if len(os.Args) > 2 {
+		p, err := sarama.NewSyncProducer(os.Args[1:2], sarama.NewConfig())
+		if err != nil {
+			return
+		}
+		m := &sarama.ProducerMessage{Topic: os.Args[2], Key: sarama.StringEncoder(os.Args[0]),
+			Value: sarama.ByteEncoder(os.Args[0])}
+		_, _, _ = p.SendMessage(m)
+		_ = p.SendMessages([]*sarama.ProducerMessage{m})
+		_, _ = os.Stdout.WriteString(m.Topic)
+		_ = p.Close()
+	}
+}
+`
+
 const kafkagoProbeMain = `package main
 
 import (
@@ -1013,6 +1053,10 @@ var modTables = []*modTable{
 			kafkagoPkg + "/protocol.Header", kafkagoPkg + ".Reader",
 			kafkagoPkg + ".ReaderConfig"},
 		types: kafkagoTypes, check: checkMembers(names(kafkagoFields[:14]))},
+	{path: saramaPkg, name: "sarama", major: 1, minMinor: 41, probeMain: saramaProbeMain,
+		binPrefix: "sarama", fields: saramaFields,
+		must:  []string{saramaPkg + ".ProducerMessage"},
+		types: saramaTypes, check: checkMembers(names(saramaFields))},
 	{path: muxPkg, name: "gorilla/mux", major: 1, minMinor: 6, probeMain: muxProbeMain,
 		binPrefix: "mux", fields: muxFields,
 		must: []string{muxPkg + ".RouteMatch", muxPkg + ".Route", muxPkg + ".routeRegexpGroup",

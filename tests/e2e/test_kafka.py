@@ -40,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import STATUS_ERROR, STATUS_UNSET, Service, _clean_env, traced_get, wait_until
-from kafka import KAFKAGO_VERSION, BuildError, build_kafkamix
+from kafka import KAFKAGO_VERSION, SARAMA_VERSION, BuildError, build_kafkamix
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT, SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER = 2, 3, 4, 5
 SPAN_TIMEOUT = 15.0
@@ -52,7 +52,7 @@ def build(flags=()):
     if shutil.which("go") is None:
         pytest.skip("Go is not installed; it is needed to build kafkamix")
     try:
-        return build_kafkamix(kafkago=KAFKAGO_VERSION, flags=flags)
+        return build_kafkamix(kafkago=KAFKAGO_VERSION, sarama=SARAMA_VERSION, flags=flags)
     except BuildError as e:
         pytest.fail(str(e))
 
@@ -86,8 +86,8 @@ def consumed(svc):
         c.close()
 
 
-def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None):
-    path = f"/kafkago/produce?topic={topic}&n={n}&mode={mode}"
+def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, client="kafkago"):
+    path = f"/{client}/produce?topic={topic}&n={n}&mode={mode}"
     if size:
         path += f"&size={size}"
     if key:
@@ -158,7 +158,7 @@ class Traced:
 
 @pytest.fixture(scope="module")
 def topics(kafka_broker):
-    kinds = ("one", "batch", "fetch", "pie")
+    kinds = ("one", "batch", "fetch", "pie", "sarama")
     names = [f"gospan-{secrets.token_hex(3)}-{n}" for n in kinds]
     kafka_broker.create_topics(*names, partitions=1)
     # kafka-go answers topic metadata from a cache kept a second (kafkamix's MetadataTTL).
@@ -168,8 +168,8 @@ def topics(kafka_broker):
 
 @pytest.fixture(scope="module")
 def traced(kafka_broker, topics, start_gospan, otlp_receiver, downstream):
-    t = Traced(build(), kafka_broker, [topics["one"], topics["batch"]], start_gospan,
-               otlp_receiver, downstream)
+    t = Traced(build(), kafka_broker, [topics["one"], topics["batch"], topics["sarama"]],
+               start_gospan, otlp_receiver, downstream)
     yield t
     t.stop()
 
@@ -266,6 +266,26 @@ def test_batch_send_and_each_message_processed(traced, topics):
         assert bytes.fromhex(r["value"]) == m["value"].encode(), (m, r)
         assert r["headers"] == [{"name": "traceparent",
                                  "value": traceparent_of(producer).encode().hex()}], r
+
+
+def test_sarama_sync_producer(traced, topics):
+    """sarama's SyncProducer, SendMessage then SendMessages of two, read by kafka-go's consumer:
+    each call a PRODUCER span (SendMessage's with the partition and offset it returned), each
+    message's CONSUMER span its child."""
+    assert "Kafka producer (sarama " + SARAMA_VERSION in traced.attached, traced.attached
+    server, producer, consumers, sent, read = one_trace(traced, topics["sarama"], 1,
+                                                        client="sarama")
+    check_common(producer, topics["sarama"], "send")
+    assert producer.attrs["messaging.destination.partition.id"] == "0", producer.attrs
+    assert producer.attrs["messaging.kafka.offset"] == sent[0]["offset"], producer.attrs
+    assert read[0]["headers"] == [{"name": "traceparent",
+                                   "value": traceparent_of(producer).encode().hex()}], read
+    server, producer, consumers, sent, read = one_trace(traced, topics["sarama"], 2,
+                                                        client="sarama", key="k")
+    assert producer.attrs["messaging.batch.message_count"] == 2, producer.attrs
+    assert "messaging.kafka.offset" not in producer.attrs, producer.attrs
+    for m, r in zip(sent, read):
+        assert bytes.fromhex(r["value"]) == m["value"].encode(), (m, r)
 
 
 def test_applications_own_traceparent_is_kept(traced, topics):

@@ -73,6 +73,7 @@ static void test_kafka__send(void **state)
 	assert_non_null(s);
 	e->hdr.type = EVENT_KAFKA_PRODUCE;
 	e->count = 1;
+	e->partition = e->offset = -1; /* kafka-go's: not known */
 	e->topic_len = set(e->topic, sizeof(e->topic), "orders");
 	e->addr_fn = NETADDR_NETWORK + BIAS;
 	e->addr_len = set(e->addr, sizeof(e->addr), "broker-1:9092");
@@ -87,9 +88,22 @@ static void test_kafka__send(void **state)
 	assert_int_equal(num(s, SC_SERVER_PORT), 9092);
 	assert_null(span__get(s, SC_MESSAGING_BATCH_MESSAGE_COUNT));
 	assert_null(span__get(s, SC_MESSAGING_KAFKA_MESSAGE_KEY));
+	assert_null(span__get(s, SC_MESSAGING_DESTINATION_PARTITION_ID));
+	assert_null(span__get(s, SC_MESSAGING_KAFKA_OFFSET));
 	assert_null(span__get(s, SC_ERROR_TYPE));
 	assert_int_equal(s->status, SPAN_STATUS_UNSET);
 	span__free(s);
+
+	/* sarama's SendMessage says where the message went. */
+	s = span__alloc();
+	assert_non_null(s);
+	e->partition = 0;
+	e->offset = 17;
+	kafka__fill_send(s, e, t, BIAS);
+	assert_string_equal(str(s, SC_MESSAGING_DESTINATION_PARTITION_ID), "0");
+	assert_int_equal(num(s, SC_MESSAGING_KAFKA_OFFSET), 17);
+	span__free(s);
+	e->partition = e->offset = -1;
 
 	/* A batch, a captured key, an Addr of another type, an error of a known type. */
 	s = span__alloc();
