@@ -20,6 +20,7 @@ What gospan must make of it:
 - a message whose application set its own traceparent keeps it, byte for byte, and its consumer
   continues that trace; a message too big for its request to be rewritten (not whole in one
   write) goes as sent: what the consumer reads is what was sent, and the summary counts why;
+- sarama's SyncProducer (SendMessage, SendMessages) the same, read by kafka-go's consumer;
 - messaging.kafka.message.key only with GOSPAN_CAPTURE_MESSAGE_KEY=true;
 - the same from a stripped PIE build, whose offsets come from offsets/kafkago_offsets.json;
 - nothing dropped.
@@ -48,11 +49,13 @@ CONSUME_TIMEOUT = 30.0
 GROUP = "gospan-test"
 
 
-def build(flags=()):
+def build(flags=(), sarama=True):
+    """kafkamix with kafka-go and (SARAMA) sarama, built with FLAGS (cached)."""
     if shutil.which("go") is None:
         pytest.skip("Go is not installed; it is needed to build kafkamix")
     try:
-        return build_kafkamix(kafkago=KAFKAGO_VERSION, sarama=SARAMA_VERSION, flags=flags)
+        return build_kafkamix(kafkago=KAFKAGO_VERSION, sarama=SARAMA_VERSION if sarama else None,
+                              flags=flags)
     except BuildError as e:
         pytest.fail(str(e))
 
@@ -368,7 +371,7 @@ def test_fetch_then_commit_ends_the_message(kafka_broker, topics, start_gospan, 
 def test_stripped_pie(kafka_broker, topics, start_gospan, otlp_receiver, downstream):
     """kafkamix built stripped and PIE: the offsets come from the table, the trace is the
     same."""
-    binary = build(flags=("-trimpath", "-buildmode=pie", "-ldflags=-s -w"))
+    binary = build(flags=("-trimpath", "-buildmode=pie", "-ldflags=-s -w"), sarama=False)
     t = Traced(binary, kafka_broker, [topics["pie"]], start_gospan, otlp_receiver, downstream)
     try:
         assert "Kafka producer + Kafka consumer (kafka-go" in t.attached, t.attached
