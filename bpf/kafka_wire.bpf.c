@@ -161,8 +161,8 @@ static __always_inline __s64 kw_be(struct sk_msg_md *msg, __u32 off, __u32 n, __
 	return (__s64)v;
 }
 
-/* Writes V's low N bytes big-endian at OFF; false when they are not there. */
-static __always_inline bool kw_put_be(struct sk_msg_md *msg, __u32 off, __u32 n, __u64 v)
+/* Writes the N (at most 8) bytes of SRC at OFF; false when they are not there. */
+static __always_inline bool kw_put(struct sk_msg_md *msg, __u32 off, const __u8 *src, __u32 n)
 {
 	__u8 *d, *e;
 	__u32 i;
@@ -176,9 +176,25 @@ static __always_inline bool kw_put_be(struct sk_msg_md *msg, __u32 off, __u32 n,
 			break;
 		if (d + i + 1 > e)
 			return false;
-		d[i] = (__u8)(v >> (8 * (n - 1 - i)));
+		d[i] = src[i];
 	}
 	return true;
+}
+
+/* Writes V's low N bytes big-endian at OFF; false when they are not there. */
+static __always_inline bool kw_put_be(struct sk_msg_md *msg, __u32 off, __u32 n, __u64 v)
+{
+	__u8 b[8];
+	__u32 i;
+
+	if (n > 8)
+		return false;
+	for (i = 0; i < 8; i++) {
+		if (i >= n)
+			break;
+		b[i] = (__u8)(v >> (8 * (n - 1 - i)));
+	}
+	return kw_put(msg, off, b, n);
 }
 
 /*
@@ -261,22 +277,14 @@ static __always_inline bool kw_put_varint(struct sk_msg_md *msg, __u32 off, __u3
 					  __s64 v)
 {
 	__u64 z = zigzag ? (__u64)((v << 1) ^ (v >> 63)) : (__u64)v;
-	__u8 *d, *e;
+	__u8 b[8];
 	__u32 i;
 
-	if (kw_pull(msg, off, n))
-		return false;
-	d = msg->data;
-	e = msg->data_end;
 	for (i = 0; i < 5; i++) {
-		if (i >= n)
-			break;
-		if (d + i + 1 > e)
-			return false;
-		d[i] = (__u8)((z & 0x7f) | (i + 1 < n ? 0x80 : 0));
+		b[i] = (__u8)((z & 0x7f) | (i + 1 < n ? 0x80 : 0));
 		z >>= 7;
 	}
-	return true;
+	return n <= 5 && kw_put(msg, off, b, n);
 }
 
 /* Copies up to MAX bytes (16 or 32) of OFF..OFF+LEN into DST. */
