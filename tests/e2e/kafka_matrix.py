@@ -26,7 +26,6 @@ the kafka-go section of COMPATIBILITY.md from the results a run saved:
 """
 
 import json
-import re
 import subprocess
 import sys
 import time

@@ -34,10 +34,10 @@ import pytest
 import kafka_matrix
 import matrix
 from conftest import STATUS_UNSET, BUILD, Service, _clean_env, traced_get, wait_until
+from test_kafka import (CONSUME_TIMEOUT, SPAN_KIND_CLIENT, SPAN_KIND_CONSUMER, SPAN_KIND_PRODUCER,
+                        SPAN_KIND_SERVER, consumed, kafka_counters, produce_path, traceparent_of)
 # downstream: the module fixture of the URL the consumer GETs for each message
-from test_kafka import (CONSUME_TIMEOUT, SPAN_KIND_CLIENT, SPAN_KIND_CONSUMER,  # noqa: F401
-                        SPAN_KIND_PRODUCER, SPAN_KIND_SERVER, consumed, downstream,
-                        kafka_counters, produce_path, traceparent_of)
+from test_kafka import downstream  # noqa: F401 (a fixture)
 from test_router_versions import traces
 
 # Two builds at a time: most of a build is its serial steps (go mod tidy, the link).
