@@ -33,7 +33,7 @@ import pytest
 
 import kafka_matrix
 import matrix
-from conftest import STATUS_UNSET, BUILD, Service, _clean_env, traced_get, wait_until
+from conftest import BUILD, STATUS_UNSET, Service, _clean_env, traced_get, wait_until
 from test_kafka import (CONSUME_TIMEOUT, SPAN_KIND_CLIENT, SPAN_KIND_CONSUMER, SPAN_KIND_PRODUCER,
                         SPAN_KIND_SERVER, consumed, kafka_counters, produce_path, traceparent_of)
 # downstream: the module fixture of the URL the consumer GETs for each message
