@@ -5,8 +5,8 @@
 #                   broker the tests run)
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
 #   make compat     the grpc-go, data store (database/sql, pgx, go-redis, go-sql-driver/mysql),
-#                   router (gin, echo, chi, gorilla/mux, httprouter) and fasthttp (with Fiber)
-#                   release matrices; rewrites their sections of COMPATIBILITY.md
+#                   router (gin, echo, chi, gorilla/mux, httprouter), fasthttp (with Fiber) and
+#                   kafka-go release matrices; rewrites their sections of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
 #                   each, requests; shows the traces and checks each request is one trace
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
@@ -257,22 +257,23 @@ unit: $(UNIT_BINS)
 			$(abspath $(OUTPUT))/unit/$$(basename $$t)) || fail=1; \
 	done; exit $$fail
 
-# The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go, data store, router and fasthttp
-# release matrices: they prove the offset tables and the binary readers on dozens of builds, which
-# the first pass has done with the same code, and they would take CI past its half hour. It also
-# leaves out what does not run the gospan under test, or runs no code of it that the rest does
-# not: test_compose.py (its gospan is the one the Dockerfile builds in gospan's image),
-# test_deploy.py (the deployment files), test_install.py (`make install` and what the binary asks
-# of the host, checked on the static build) and test_sql_dialects.py (the SQL statement reader,
-# which the unit tests and its fuzzer run sanitized) and test_demo.py (three gospans on the demo's
+# The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go, data store, router, fasthttp and
+# kafka-go release matrices: they prove the offset tables and the binary readers on dozens of
+# builds, which the first pass has done with the same code, and they would take CI past its half
+# hour. It also leaves out what does not run the gospan under test, or runs no code of it that the
+# rest does not: test_compose.py (its gospan is the one the Dockerfile builds in gospan's image),
+# test_deploy.py (the deployment files), test_install.py (`make install` and what the binary asks of
+# the host, checked on the static build) and test_sql_dialects.py (the SQL statement reader, which
+# the unit tests and its fuzzer run sanitized) and test_demo.py (three gospans on the demo's
 # services, whose paths test_distributed.py and test_datastores.py run sanitized; 30 s of CI) and
 # test_routers.py (five frameworks, plain and stripped PIE, 80 s: their user-space half is
-# capture/routes.c, which its unit tests run sanitized, and the span path every test here runs)
-# and test_kafka_harness.py (the Kafka broker and kafkamix alone, no gospan; 40 s).
+# capture/routes.c, which its unit tests run sanitized, and the span path every test here runs) and
+# test_kafka_harness.py (the Kafka broker and kafkamix alone, no gospan; 40 s).
 # Every other end-to-end test runs against the sanitized gospan (test_datastores.py among them).
 E2E_SKIP := $(if $(filter 1,$(SANITIZE)),--ignore=tests/e2e/test_go_versions.py \
 	--ignore=tests/e2e/test_grpc_versions.py --ignore=tests/e2e/test_db_versions.py \
 	--ignore=tests/e2e/test_fasthttp_versions.py --ignore=tests/e2e/test_router_versions.py \
+	--ignore=tests/e2e/test_kafka_versions.py \
 	--ignore=tests/e2e/test_compose.py --ignore=tests/e2e/test_deploy.py \
 	--ignore=tests/e2e/test_install.py --ignore=tests/e2e/test_sql_dialects.py \
 	--ignore=tests/e2e/test_demo.py --ignore=tests/e2e/test_routers.py \
@@ -319,7 +320,8 @@ compat: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \
 		tests/e2e/test_grpc_versions.py tests/e2e/test_db_versions.py \
-		tests/e2e/test_router_versions.py tests/e2e/test_fasthttp_versions.py $(PYTEST_ARGS)
+		tests/e2e/test_router_versions.py tests/e2e/test_fasthttp_versions.py \
+		tests/e2e/test_kafka_versions.py $(PYTEST_ARGS)
 
 # ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
 
