@@ -582,6 +582,37 @@ def _trace(n, data_parent):
             "processes": {svc: {"serviceName": svc} for svc in ("frontend", "backend")}}
 
 
+def _order_trace(n, broken=None):
+    """A request of the frontend whose backend call publishes an order that the consumer
+    processes, asking the inventory for the item's stock, every parent link as it must be; or
+    with BROKEN: 'unprocessed' (no CONSUMER span under the PRODUCER span), 'consumer parent' (a
+    second CONSUMER span, the child of the backend's SERVER span), 'check not served' (the
+    consumer's gRPC call without the inventory's SERVER span under it)."""
+    tid = f"{n:032x}"
+    kafka = {"messaging.system": "kafka", "messaging.destination.name": "orders"}
+    grpc = {"rpc.system": "grpc"}
+    rpc = "inventory.v1.Inventory/GetItem"
+    spans = [_span(tid, "a1", "frontend", "server", "GET /direct/{id}", **{"url.path": "/d"}),
+             _span(tid, "a2", "frontend", "client", "GET", "a1", 1, **{"http.request.method":
+                                                                         "GET"}),
+             _span(tid, "b1", "backend", "server", "GET /work/{id}", "a2", 2,
+                   **{"http.request.method": "GET"}),
+             _span(tid, "b2", "backend", "producer", "send orders", "b1", 3, **kafka),
+             _span(tid, "c1", "consumer", "consumer", "process orders", "b2", 4, **kafka,
+                   **{"messaging.destination.partition.id": "0", "messaging.kafka.offset": 7}),
+             _span(tid, "c2", "consumer", "client", rpc, "c1", 5, **grpc),
+             _span(tid, "i1", "inventory", "server", rpc, "c2", 6, **grpc)]
+    if broken == "unprocessed":
+        spans = spans[:4]
+    elif broken == "check not served":
+        spans = spans[:6]
+    elif broken == "consumer parent":
+        spans.append(_span(tid, "c3", "consumer", "consumer", "process orders", "b1", 7, **kafka))
+    return {"traceID": tid, "spans": spans,
+            "processes": {svc: {"serviceName": svc}
+                          for svc in ("frontend", "backend", "consumer", "inventory")}}
+
+
 class _QueryAPI(BaseHTTPRequestHandler):
     traces = []
 
@@ -604,15 +635,16 @@ class _QueryAPI(BaseHTTPRequestHandler):
         pass
 
 
-def show(traces):
+def show(traces, services=("frontend", "backend"), datastores=("backend",)):
     """`jaeger.py show` as the demo runs it, against a query API holding TRACES."""
     handler = type("Handler", (_QueryAPI,), {"traces": traces})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         res = subprocess.run([sys.executable, str(JAEGER_PY), "show", "--query",
-                              f"http://127.0.0.1:{server.server_address[1]}", "--service",
-                              "frontend", "--service", "backend", "--datastores", "backend"],
+                              f"http://127.0.0.1:{server.server_address[1]}",
+                              *[a for svc in services for a in ("--service", svc)],
+                              *[a for svc in datastores for a in ("--datastores", svc)]],
                              capture_output=True, text=True, timeout=60)
     finally:
         server.shutdown()
@@ -637,6 +669,42 @@ def test_show_checks_the_backends_data_store_spans():
     assert rc == SHOW_DATASTORES_WRONG, out
     assert "joined traces: 1 of 2 frontend traces" in out, out
     assert (f"not joined: trace {2:032x}: the backend CLIENT span GET (b2) is not the child of "
-            f"a backend SERVER span") in out, out
-    assert (f"not under its SERVER span: trace {2:032x}: the backend CLIENT span GET (b2, redis) "
-            f"is not the child of a backend SERVER span") in out, out
+            f"a backend SERVER or CONSUMER span") in out, out
+    assert (f"not under a SERVER or CONSUMER span of backend: trace {2:032x}: the backend CLIENT "
+            f"span GET (b2, redis) is not the child of a backend SERVER or CONSUMER span") in out, \
+        out
+
+
+def test_show_follows_orders_through_kafka():
+    """A message is a hop as a call is: the PRODUCER span the parent of the CONSUMER span that
+    processed it, the consumer's call under that the parent of the SERVER span that served it."""
+    services = ("frontend", "backend", "inventory", "consumer")
+    rc, out = show([_order_trace(1), _order_trace(2)], services, ())
+    assert rc == 0, out
+    assert "joined traces: 2 of 2 frontend traces" in out, out
+    assert "every PRODUCER span the parent of the CONSUMER spans that processed its message" in \
+        out, out
+    assert ("hop frontend -> backend, HTTP GET: 2 calls, in 2 of the joined traces\n"
+            "hop backend -> consumer, Kafka orders: 2 messages, in 2 of the joined traces\n"
+            "hop consumer -> inventory, gRPC inventory.v1.Inventory/GetItem: 2 calls, in 2 of "
+            "the joined traces\n") in out, out
+    # The tree: the message under its send, the call under the message.
+    assert re.search(r"^        backend  producer  send orders\s+-\s+0\.100 ms  kafka\n"
+                     r"          consumer  consumer  process orders\s+-\s+0\.100 ms  kafka "
+                     r"partition 0 offset 7\n"
+                     r"            consumer  client  inventory\.v1\.Inventory/GetItem .*\n"
+                     r"              inventory  server  inventory\.v1\.Inventory/GetItem ",
+                     out, re.M), out
+
+    for broken, why in (("unprocessed", "the backend PRODUCER span send orders (b2) has no "
+                                        "child: no CONSUMER span processed its message"),
+                        ("consumer parent", "the consumer CONSUMER span process orders (c3) is "
+                                            "not the child of the PRODUCER span that sent its "
+                                            "message"),
+                        ("check not served", "the consumer CLIENT span "
+                                             "inventory.v1.Inventory/GetItem (c2) has 0 children, "
+                                             "not the one SERVER span of the service it called")):
+        rc, out = show([_order_trace(1), _order_trace(2, broken)], services, ())
+        assert rc == 0, out  # no data store check asked for
+        assert "joined traces: 1 of 2 frontend traces" in out, (broken, out)
+        assert f"not joined: trace {2:032x}: {why}" in out, (broken, out)
