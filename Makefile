@@ -7,14 +7,16 @@
 #   make compat     the grpc-go, data store (database/sql, pgx, go-redis, go-sql-driver/mysql),
 #                   router (gin, echo, chi, gorilla/mux, httprouter), fasthttp (with Fiber) and
 #                   kafka-go release matrices; rewrites their sections of COMPATIBILITY.md
-#   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), a gospan on
-#                   each, requests; shows the traces and checks each request is one trace
+#   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), the backend
+#                   publishing orders to Kafka for the consumer, a gospan on each, requests;
+#                   shows the traces and checks each request is one trace, through Kafka too
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
 #                   runs), images built locally; checks the traces in Jaeger's container
 #   make kube-test  gospan's DaemonSet and the example Collector (k8s_attributes) on a real
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
-#                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber) from the
+#                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber, kafka-go,
+#                   sarama) from the
 #                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
 #   make install    gospan, its docs, an example functions file and a systemd unit under
@@ -264,8 +266,9 @@ unit: $(UNIT_BINS)
 # rest does not: test_compose.py (its gospan is the one the Dockerfile builds in gospan's image),
 # test_deploy.py (the deployment files), test_install.py (`make install` and what the binary asks of
 # the host, checked on the static build) and test_sql_dialects.py (the SQL statement reader, which
-# the unit tests and its fuzzer run sanitized) and test_demo.py (three gospans on the demo's
-# services, whose paths test_distributed.py and test_datastores.py run sanitized; 30 s of CI) and
+# the unit tests and its fuzzer run sanitized) and test_demo.py (four gospans on the demo's
+# services and a Kafka broker, whose paths test_distributed.py, test_datastores.py and
+# test_kafka.py run sanitized; about a minute of CI, twice what it took before Kafka) and
 # test_routers.py (five frameworks, plain and stripped PIE, 80 s: their user-space half is
 # capture/routes.c, which its unit tests run sanitized, and the span path every test here runs) and
 # test_kafka_harness.py (the Kafka broker and kafkamix alone, no gospan; 40 s).

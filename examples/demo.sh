@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # What `make demo` runs: the docker-compose demo's topology as plain processes on 127.0.0.1.
-# Jaeger (OTLP/HTTP in, HTTP query API out), a PostgreSQL and a Redis of the demo's own (in a
-# temporary directory, PostgreSQL run as the user postgres), examples/backend (HTTP) reading its
-# items from PostgreSQL through the Redis cache, examples/inventory (gRPC), examples/frontend
-# calling the backend over HTTP and looking items up in the inventory over gRPC, one gospan
-# attached to each of the three services and exporting to Jaeger, and examples/loadgen sending a
-# fixed number of requests to the frontend. The traces are then read back from Jaeger's query
-# API, printed as trees, and each request is checked to be one trace across the services it
-# reached, every parent link exact, with the backend's data store calls (Redis GET, on a miss
-# PostgreSQL SELECT and Redis SET) under its SERVER spans. The gospans also count every call into
+# Jaeger (OTLP/HTTP in, HTTP query API out), a PostgreSQL, a Redis and a Kafka broker of the
+# demo's own (in temporary directories, PostgreSQL run as the user postgres), examples/backend
+# (HTTP) reading its items from PostgreSQL through the Redis cache and publishing an order event
+# per item read to the Kafka topic orders, examples/inventory (gRPC), examples/consumer
+# processing the orders (it asks the inventory for each one's stock over gRPC),
+# examples/frontend calling the backend over HTTP and looking items up in the inventory over
+# gRPC, one gospan attached to each of the four services and exporting to Jaeger, and
+# examples/loadgen sending a fixed number of requests to the frontend. The traces are then read
+# back from Jaeger's query API, printed as trees, and each request is checked to be one trace
+# across the services it reached, every parent link exact, through Kafka too (the backend's
+# PRODUCER span the parent of the consumer's CONSUMER span, the consumer's inventory call under
+# that), with the backend's data store calls (Redis GET, on a miss PostgreSQL SELECT and Redis
+# SET) under its SERVER spans. The gospans also count every call into
 # RED metrics (OTEL_METRICS_EXPORTER=console: Jaeger takes no metrics) and print a table per
 # service every 10 s and at exit; the demo ends with each service's table at exit, whose request
 # counts are checked against what loadgen sent. On a terminal everything keeps running
@@ -16,7 +20,7 @@
 # stopped and the script exits.
 # Every process started here is stopped on any exit: loadgen first, then the gospans with
 # SIGTERM (they flush what is pending and print a summary and their metrics, shown here), the
-# services, the data stores (their files removed), Jaeger.
+# services, the data stores and the Kafka broker (their files removed), Jaeger.
 #
 # Jaeger v2 comes from tests/e2e/jaeger.py: built from source through the Go module proxy the
 # first time (about 6 minutes) and cached. Such a build has no web UI, hence the trees printed
@@ -28,18 +32,26 @@
 # them); where they are missing the demo says so and stops, unless GOSPAN_DEMO_DATASTORES=0, which
 # runs the backend without data stores.
 #
+# The Kafka broker is Apache Kafka from tests/e2e/kafka.py (KRaft, one node, on loopback ports):
+# its jars fetched from Maven Central by Maven the first time (about 15 s) and cached, run on Java
+# 17 or later (Debian's openjdk-17-jre-headless and maven: `make deps`); it starts in about 7 s,
+# while Jaeger and the data stores start. Where Python or Java is missing the demo says so and
+# stops, unless GOSPAN_DEMO_KAFKA=0, which runs the backend without Kafka and no consumer.
+#
 #   GOSPAN_BUILD              absolute build directory holding gospan (default: <repo>/build)
 #   GOSPAN_DEMO_REQUESTS      requests sent before the traces are shown (default 20)
 #   GOSPAN_DEMO_INTERVAL      time between two requests, a Go duration (default 200ms)
 #   GOSPAN_DEMO_JAEGER        0: no Jaeger, spans printed by the gospans
 #   GOSPAN_DEMO_KEEP          0: stop after showing the traces, also on a terminal
 #   GOSPAN_DEMO_DATASTORES    0: no PostgreSQL nor Redis, the backend reads no item
+#   GOSPAN_DEMO_KAFKA         0: no Kafka broker nor consumer, the backend publishes no order
 #   GOSPAN_JAEGER_BIN         a ready Jaeger v2 binary, e.g. a release binary (which has the UI)
 #   GOSPAN_ATTACH_TIMEOUT     seconds to wait for each 'gospan: attached' (default 30)
 #   GOSPAN_DEMO_SPAN_TIMEOUT  seconds to wait for the spans to arrive (default 30)
 #   GO, PYTHON                the Go and Python commands (default go, python3)
 #   PG_BINDIR                 PostgreSQL's programs (default the newest /usr/lib/postgresql/*/bin)
 #   REDIS_SERVER              the Redis server command (default redis-server)
+#   GOSPAN_KAFKA_JAVA         the java to run Kafka with (default: java on PATH)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,6 +61,7 @@ gospan=$build/gospan
 go=${GO:-go}
 python=${PYTHON:-python3}
 jaeger_py=$repo/tests/e2e/jaeger.py
+kafka_py=$repo/tests/e2e/kafka.py
 requests=${GOSPAN_DEMO_REQUESTS:-20}
 interval=${GOSPAN_DEMO_INTERVAL:-200ms}
 attach_timeout=${GOSPAN_ATTACH_TIMEOUT:-30}
@@ -101,6 +114,28 @@ if [ -n "$datastores" ]; then
 			"GOSPAN_DEMO_DATASTORES=0 for a backend without data stores"
 	fi
 fi
+
+# The Kafka broker and the consumer: what they need, said all at once too.
+kafka=1
+[ "${GOSPAN_DEMO_KAFKA:-1}" != 0 ] || kafka=
+java=${GOSPAN_KAFKA_JAVA:-java}
+if [ -n "$kafka" ]; then
+	missing=()
+	if ! command -v "$python" >/dev/null; then
+		missing+=("Python ('$python'), which runs the broker (tests/e2e/kafka.py)")
+	elif ! "$python" "$kafka_py" path >/dev/null 2>&1 && ! command -v mvn >/dev/null; then
+		missing+=("Maven (mvn), which fetches the broker from Maven Central the first time" \
+			"(Debian package maven)")
+	fi
+	command -v "$java" >/dev/null ||
+		missing+=("Java 17 or later: no '$java' (Debian package openjdk-17-jre-headless)")
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "the Kafka broker cannot run here; missing:"
+		for m in "${missing[@]}"; do say "  $m"; done
+		die "'make deps' installs them (apt-get install openjdk-17-jre-headless maven); or" \
+			"run with GOSPAN_DEMO_KAFKA=0 for a backend that publishes no order"
+	fi
+fi
 for v in $(compgen -e); do
 	case $v in OTEL_*) unset "$v" ;; esac
 done
@@ -111,8 +146,11 @@ pg_dir=
 # The traced services, in the order their gospans sum up; each one's pid, its gospan's pid and,
 # once stopped, its gospan's exit status.
 traced=(frontend backend inventory)
+[ -z "$kafka" ] || traced+=(consumer)
+services=three
+[ -z "$kafka" ] || services=four
 declare -A service_pid=() gospan_pid=() gospan_rc=()
-jaeger_pid= load_pid= postgres_pid= redis_pid=
+jaeger_pid= load_pid= postgres_pid= redis_pid= kafka_pid=
 
 # Starts a program in its own session, output in $work/NAME.out and .err, and sets $started.
 # Its own session: a Ctrl-C on the terminal reaches this script alone, which then stops
@@ -184,13 +222,15 @@ stop_all() {
 		service_pid[$svc]=
 	done
 	[ ${#pids[@]} -eq 0 ] || stop_pids 10 "${pids[@]}"
-	# The backend is gone: PostgreSQL's smart shutdown (SIGTERM) has no client to wait for.
+	# The backend is gone: PostgreSQL's smart shutdown (SIGTERM) has no client to wait for. The
+	# broker's wrapper (kafka.py) stops it (a controlled shutdown, killed after 30 s) and removes
+	# its files.
 	pids=()
-	for pid in "$postgres_pid" "$redis_pid"; do
+	for pid in "$postgres_pid" "$redis_pid" "$kafka_pid"; do
 		if alive "$pid"; then pids+=("$pid"); fi
 	done
-	[ ${#pids[@]} -eq 0 ] || stop_pids 30 "${pids[@]}"
-	postgres_pid= redis_pid=
+	[ ${#pids[@]} -eq 0 ] || stop_pids 40 "${pids[@]}"
+	postgres_pid= redis_pid= kafka_pid=
 	if alive "$jaeger_pid"; then
 		stop_pids 20 "$jaeger_pid"
 	fi
@@ -222,7 +262,7 @@ counted() {
 # loadgen sent; fails when they differ.
 metrics_said=
 say_metrics() {
-	local svc any= fe be inv dbc
+	local svc any= fe be inv dbc con
 	metrics_said=1
 	for svc in "${traced[@]}"; do
 		if grep -q '^metrics of .* at exit, totals over ' "$work/gospan-$svc.out" 2>/dev/null
@@ -240,16 +280,23 @@ say_metrics() {
 	[ "${1:-}" = check ] || return 0
 	fe=$(counted frontend "http server") be=$(counted backend "http server")
 	dbc=$(counted backend "db client") inv=$(counted inventory "rpc server")
+	con=$(counted consumer "rpc client")
 	if [ "$fe" -eq "$requests" ] && [ "$be" -eq "$backend_calls" ] &&
-		[ "$dbc" -eq "$db_calls" ] && [ "$inv" -eq "$lookups" ]; then
+		[ "$dbc" -eq "$db_calls" ] && [ "$inv" -eq $((lookups + orders)) ] &&
+		[ "$con" -eq "$orders" ]; then
 		say "the tables count every call: the frontend's $fe requests are the $requests loadgen"
 		say "  sent; the backend served its $be calls and made $dbc data store calls, the"
-		say "  inventory served its $inv lookups"
+		if [ -n "$kafka" ]; then
+			say "  inventory served its $inv lookups ($lookups of the frontend's, $orders of the"
+			say "  consumer's: a stock check per order; gospan counts no messages in these tables)"
+		else
+			say "  inventory served its $inv lookups"
+		fi
 		return 0
 	fi
 	say "the tables do not count every call: frontend $fe of the $requests requests sent, backend" \
 		"$be of $backend_calls calls, its data store calls $dbc of $db_calls, inventory $inv" \
-		"of $lookups lookups"
+		"of $((lookups + orders)) lookups${kafka:+, consumer $con of $orders stock checks}"
 	return 1
 }
 
@@ -268,12 +315,34 @@ wait_for_line() {
 	return 1
 }
 
+# ---- Kafka --------------------------------------------------------------------------------------
+
+# Started first: the broker takes the longest to come up (7 s or more on two busy cores), and
+# does so while the services are built and Jaeger and the data stores start. The topic orders is
+# made as soon as it is up.
+topic=orders
+kafka_bootstrap=
+if [ -n "$kafka" ]; then
+	if ! "$python" "$kafka_py" path >/dev/null 2>&1; then
+		say "fetching Apache Kafka from Maven Central (tests/e2e/kafka.py; once, about 15 s; the" \
+			"jars are cached in $(dirname "$("$python" "$kafka_py" path)"))"
+	fi
+	"$python" "$kafka_py" fetch >/dev/null 2>"$work/kafka-fetch.err" || {
+		indent <"$work/kafka-fetch.err" | tail -n 20
+		die "cannot fetch the Kafka broker (above); GOSPAN_DEMO_KAFKA=0 runs without it"
+	}
+	start kafka env GOSPAN_KAFKA_JAVA="$(command -v "$java")" "$python" "$kafka_py" serve \
+		--topic "$topic:1" --workdir "$work/kafka"
+	kafka_pid=$started
+fi
+
 # ---- build ------------------------------------------------------------------------------------
 
 mkdir -p "$build/examples"
-say "building examples/backend, inventory, frontend and loadgen ($("$go" env GOVERSION)) into" \
-	"$build/examples/"
-for prog in backend inventory frontend loadgen; do
+progs=(backend inventory frontend loadgen) names="backend, inventory, frontend and loadgen"
+[ -z "$kafka" ] || progs+=(consumer) names="backend, inventory, consumer, frontend and loadgen"
+say "building examples/$names ($("$go" env GOVERSION)) into $build/examples/"
+for prog in "${progs[@]}"; do
 	(cd "$here/$prog" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
 		"$go" build -o "$build/examples/$prog" .) || die "cannot build examples/$prog"
 done
@@ -406,6 +475,21 @@ else
 	say "GOSPAN_DEMO_DATASTORES=0: no PostgreSQL nor Redis, the backend reads no item"
 fi
 
+if [ -n "$kafka" ]; then
+	# kafka.py gives up on a broker that does not answer within 90 s of its start, and says why
+	# once it has stopped it (30 s at most): this waits for that.
+	if ! wait_for_line "$work/kafka.out" '^ready ' 150 "$kafka_pid"; then
+		indent <"$work/kafka.err" | tail -n 20
+		die "the Kafka broker did not come up (above)"
+	fi
+	kafka_bootstrap=$(sed -n 's/^ready bootstrap=\([^ ]*\).*/\1/p' "$work/kafka.out" | head -n 1)
+	say "Kafka: pid $kafka_pid, $kafka_bootstrap, Apache Kafka" \
+		"$(basename "$(dirname "$("$python" "$kafka_py" path)")" | sed 's/^kafka-//') (KRaft, one" \
+		"node, tests/e2e/kafka.py), the topic '$topic' made, one partition"
+else
+	say "GOSPAN_DEMO_KAFKA=0: no Kafka broker nor consumer, the backend publishes no order"
+fi
+
 # ---- the services -------------------------------------------------------------------------------
 
 # Port 0: the kernel picks a free port and the service prints the one it got.
@@ -420,21 +504,38 @@ start_service() {
 }
 # Prints the address NAME, just started, said it listens on.
 listening_on() { sed -n 's/^listening on //p' "$work/$1.out" | head -n 1; }
-if [ -n "$datastores" ]; then
-	start_service backend -pg "$pg_dsn" -redis "$redis_addr"
-else
-	start_service backend
-fi
+backend_args=()
+[ -z "$datastores" ] || backend_args+=(-pg "$pg_dsn" -redis "$redis_addr")
+[ -z "$kafka" ] || backend_args+=(-kafka "$kafka_bootstrap" -kafka-topic "$topic")
+start_service backend "${backend_args[@]}"
 service_pid[backend]=$started
 backend_url=http://$(listening_on backend)
 say "backend: pid $started, $backend_url, HTTP (OTEL_SERVICE_NAME=backend)"
 if [ -n "$datastores" ]; then
 	say "  reads items from PostgreSQL through the Redis cache: GET, and on a miss SELECT and SET"
 fi
+if [ -n "$kafka" ]; then
+	say "  publishes an order event per item read to the topic '$topic' (kafka-go's Writer)"
+fi
 start_service inventory
 service_pid[inventory]=$started
 inventory_addr=$(listening_on inventory)
 say "inventory: pid $started, $inventory_addr, gRPC in cleartext (OTEL_SERVICE_NAME=inventory)"
+# A fetch waits at most this long, so that from then on after its gospan attached, every order
+# is seen (examples/consumer/README.md).
+consumer_poll=1
+if [ -n "$kafka" ]; then
+	start consumer env OTEL_SERVICE_NAME=consumer "$build/examples/consumer" \
+		-kafka "$kafka_bootstrap" -topic "$topic" -inventory "$inventory_addr" \
+		-poll "${consumer_poll}s"
+	service_pid[consumer]=$started
+	if ! wait_for_line "$work/consumer.out" '^consuming ' 40 "$started"; then
+		indent <"$work/consumer.err"
+		die "the consumer did not start within 40 s"
+	fi
+	say "consumer: pid $started, $(sed -n 's/^consuming //p' "$work/consumer.out" | head -n 1)," \
+		"asks the inventory for each order's stock (OTEL_SERVICE_NAME=consumer)"
+fi
 start_service frontend -backend "$backend_url" -inventory "$inventory_addr"
 service_pid[frontend]=$started
 frontend_url=http://$(listening_on frontend)
@@ -455,11 +556,14 @@ else
 	say "attaching one gospan to each service, printing spans (OTEL_TRACES_EXPORTER=console)"
 fi
 # The callees first, so that they are traced before the frontend calls them.
-for svc in backend inventory frontend; do
+attach_order=(backend inventory)
+[ -z "$kafka" ] || attach_order+=(consumer)
+attach_order+=(frontend)
+for svc in "${attach_order[@]}"; do
 	start "gospan-$svc" env "${gospan_env[@]}" "$gospan" --pid "${service_pid[$svc]}"
 	gospan_pid[$svc]=$started
 done
-for svc in backend inventory frontend; do
+for svc in "${attach_order[@]}"; do
 	pid=${gospan_pid[$svc]}
 	if ! wait_for_line "$work/gospan-$svc.err" '^gospan: attached' "$attach_timeout" "$pid"; then
 		if alive "$pid"; then
@@ -479,6 +583,13 @@ no_propagation=
 if grep -q 'outgoing trace context is off' "$work/gospan-frontend.err"; then
 	no_propagation=1
 fi
+# The consumer's fetch that was waiting when its gospan attached would hand its order over
+# unseen: the load starts once that fetch has ended (-poll) and another begun.
+if [ -n "$kafka" ]; then
+	say "waiting ${consumer_poll} s for the consumer's fetch that was waiting when its gospan" \
+		"attached to end (its order would go unseen)"
+	sleep "$consumer_poll.2"
+fi
 
 # ---- the load -----------------------------------------------------------------------------------
 
@@ -488,12 +599,19 @@ urls=$frontend_url/direct/1,$frontend_url/spawn/2,$frontend_url/both/3,$frontend
 calls=(1 1 2 1)
 looks=(1 1 1 0)
 reads=(1 1 2 0)
-backend_calls=0 lookups=0 item_reads=0
+backend_calls=0 lookups=0 item_reads=0 reading=0
 for ((i = 0; i < requests; i++)); do
 	backend_calls=$((backend_calls + calls[i % 4]))
 	lookups=$((lookups + looks[i % 4]))
 	item_reads=$((item_reads + reads[i % 4]))
+	[ "${reads[i % 4]}" = 0 ] || reading=$((reading + 1))
 done
+# With Kafka each /work call is an order: a message to the consumer, which asks the inventory
+# for the item's stock. The requests that read an item are the traces that go through Kafka.
+orders=0 ordering=0
+if [ -n "$kafka" ]; then
+	orders=$item_reads ordering=$reading
+fi
 # The backend's data store calls: each /work call reads its item, a Redis GET; the first read of
 # items 1, 2 and 3 misses and reads PostgreSQL (SELECT) and fills the cache (SET). The backend
 # reads an item once at a time, so /both's two calls miss once between them.
@@ -514,18 +632,25 @@ if [ -n "$query" ]; then
 	# Each request: a SERVER span in the frontend, a CLIENT span per backend call and per lookup,
 	# the backend's SERVER span for each call and the inventory's for each lookup.
 	say "waiting for the spans to reach Jaeger (at most $span_timeout s)"
-	# With the data stores, the backend's CLIENT span of each data store call too.
+	# With the data stores, the backend's CLIENT span of each data store call too. With Kafka,
+	# per order the backend's PRODUCER span, the consumer's CONSUMER span and its CLIENT span
+	# (the stock check), and the inventory's SERVER span of that check.
+	want_spans=(--spans frontend=$((requests + backend_calls + lookups))
+		--spans backend=$((backend_calls + db_calls + orders))
+		--spans inventory=$((lookups + orders)))
+	[ -z "$kafka" ] || want_spans+=(--spans consumer=$((2 * orders)))
 	if ! "$python" "$jaeger_py" wait --query "$query" --timeout "$span_timeout" \
-		--spans frontend=$((requests + backend_calls + lookups)) \
-		--spans backend=$((backend_calls + db_calls)) --spans inventory=$lookups | indent; then
+		"${want_spans[@]}" | indent; then
 		say "not every span arrived in time; showing what Jaeger has"
 	fi
 	say "the traces, as Jaeger's query API gives them ($query/api/traces?service=frontend):"
 	want_db=()
 	[ -z "$datastores" ] || want_db=(--datastores backend)
+	shown=()
+	for svc in "${traced[@]}"; do shown+=(--service "$svc"); done
 	rc=0
-	"$python" "$jaeger_py" show --query "$query" --service frontend --service backend \
-		--service inventory "${want_db[@]}" >"$work/show.out" || rc=$?
+	"$python" "$jaeger_py" show --query "$query" "${shown[@]}" "${want_db[@]}" \
+		>"$work/show.out" || rc=$?
 	case $rc in
 	0 | 3) indent <"$work/show.out" ;;
 	*) die "cannot read the traces from Jaeger" ;;
@@ -534,13 +659,16 @@ if [ -n "$query" ]; then
 	[ "$rc" = 0 ] || die "the backend's data store calls are not in its traces as they should" \
 		"be: each one a CLIENT span, the child of the backend's SERVER span (above)"
 	joined=$(sed -n 's/^joined traces: \([0-9]*\) of .*/\1/p' "$work/show.out")
-	# "hop frontend -> SERVICE, PROTOCOL NAME: N calls, in M of the joined traces": NAME, N, M.
+	# "hop CALLER -> CALLEE, PROTOCOL NAME: N calls (or messages), in M of the joined traces":
+	# NAME, N, M.
 	hop() {
-		sed -n "s/^hop frontend -> $1, $2 \([^:]*\): \([0-9]*\) calls, in \([0-9]*\) of .*/\1 \2 \3/p" \
+		sed -n "s/^hop $1 -> $2, $3 \([^:]*\): \([0-9]*\) [a-z]*, in \([0-9]*\) of .*/\1 \2 \3/p" \
 			"$work/show.out" | head -n 1
 	}
-	read -r http_name http_calls http_traces <<<"$(hop backend HTTP)" || true
-	read -r grpc_name grpc_calls grpc_traces <<<"$(hop inventory gRPC)" || true
+	read -r http_name http_calls http_traces <<<"$(hop frontend backend HTTP)" || true
+	read -r grpc_name grpc_calls grpc_traces <<<"$(hop frontend inventory gRPC)" || true
+	read -r topic_name sent sent_traces <<<"$(hop backend consumer Kafka)" || true
+	read -r check_name checks check_traces <<<"$(hop consumer inventory gRPC)" || true
 	# "db backend -> SYSTEM NAME: N calls, in M traces": N.
 	db() {
 		sed -n "s/^db backend -> $1: \([0-9]*\) calls, in [0-9]* traces$/\1/p" "$work/show.out" |
@@ -555,9 +683,14 @@ else
 	trace_ids() {
 		{ grep -Eo 'trace[= ][0-9a-f]{32}' "$1" 2>/dev/null || true; } | cut -c7- | sort -u
 	}
-	declare -A want=([frontend]=$requests [backend]=$requests [inventory]=$lookups)
-	declare -A got=([frontend]=0 [backend]=0 [inventory]=0)
-	[ -z "$no_propagation" ] || want[backend]=$backend_calls
+	# The consumer's spans are in the traces of the requests that made an order (and its stock
+	# checks in those the inventory has already).
+	declare -A want=([frontend]=$requests [backend]=$requests [inventory]=$lookups
+		[consumer]=$ordering)
+	declare -A got=([frontend]=0 [backend]=0 [inventory]=0 [consumer]=0)
+	if [ -n "$no_propagation" ]; then
+		want[backend]=$backend_calls want[inventory]=$((lookups + orders)) want[consumer]=$orders
+	fi
 	short=1
 	for ((i = 0; i < span_timeout * 10; i++)); do
 		short=
@@ -571,7 +704,7 @@ else
 	if [ -n "$short" ]; then
 		say "not every trace was printed in time (frontend ${got[frontend]} of ${want[frontend]}," \
 			"backend ${got[backend]} of ${want[backend]}, inventory ${got[inventory]} of" \
-			"${want[inventory]})"
+			"${want[inventory]}${kafka:+, consumer ${got[consumer]} of ${want[consumer]}})"
 	fi
 	sleep 0.5 # anything of the last batch still being written
 	for svc in "${traced[@]}"; do
@@ -582,12 +715,22 @@ else
 		trace_ids "$work/gospan-$svc.out" >"$work/$svc.traces"
 		got[$svc]=$(wc -l <"$work/$svc.traces")
 	done
-	# Traces with spans of the frontend and of the backend, of the frontend and of the inventory.
+	# Traces with spans of the frontend and of the backend, of the frontend and of the inventory
+	# (and of the frontend and of the consumer).
 	with_be=$(comm -12 "$work/frontend.traces" "$work/backend.traces" | wc -l)
 	with_inv=$(comm -12 "$work/frontend.traces" "$work/inventory.traces" | wc -l)
-	say "traces printed: ${got[frontend]} with spans of frontend, ${got[backend]} with spans of" \
-		"backend, ${got[inventory]} with spans of inventory; $with_be with spans of frontend" \
-		"and backend, $with_inv with spans of frontend and inventory"
+	with_con=0
+	if [ -n "$kafka" ]; then
+		with_con=$(comm -12 "$work/frontend.traces" "$work/consumer.traces" | wc -l)
+		say "traces printed: ${got[frontend]} with spans of frontend, ${got[backend]} with" \
+			"spans of backend, ${got[inventory]} with spans of inventory, ${got[consumer]} with" \
+			"spans of consumer; $with_be with spans of frontend and backend, $with_inv with" \
+			"spans of frontend and inventory, $with_con with spans of frontend and consumer"
+	else
+		say "traces printed: ${got[frontend]} with spans of frontend, ${got[backend]} with" \
+			"spans of backend, ${got[inventory]} with spans of inventory; $with_be with spans of" \
+			"frontend and backend, $with_inv with spans of frontend and inventory"
+	fi
 	if [ -n "$datastores" ]; then
 		# The backend's data store calls as its gospan printed them: CLIENT lines (with no HTTP
 		# status: the backend makes no HTTP call) under a SERVER line of the same trace.
@@ -603,6 +746,24 @@ else
 		db_set=$(db_printed "SET -> ")
 		say "data store calls printed under the backend's SERVER spans: redis GET $db_get," \
 			"postgresql SELECT items $db_select, redis SET $db_set"
+	fi
+	if [ -n "$kafka" ]; then
+		# Lines of FILE matching the expression KIND under a line matching UNDER (indented less,
+		# in the same trace).
+		printed_under() {
+			awk -v pat="^ *$2" -v under="^ *$3" '
+				/^trace / { top = -1; next }
+				{ match($0, /^ */); indent = RLENGTH }
+				$0 ~ under { top = indent; next }
+				$0 ~ pat && top >= 0 && indent > top { n++ }
+				END { print n + 0 }' "$work/gospan-$1.out"
+		}
+		sent=$(printed_under backend "PRODUCER send $topic " "SERVER ")
+		checks=$(printed_under consumer "CLIENT inventory" "CONSUMER process $topic ")
+		processed=$(grep -Ec "^ *CONSUMER process $topic " "$work/gospan-consumer.out")
+		say "orders printed: backend PRODUCER send $topic under its SERVER spans $sent," \
+			"consumer CONSUMER process $topic $processed, its stock checks (CLIENT) under" \
+			"those $checks"
 	fi
 fi
 say "requests sent and traces read in $((SECONDS - t0)) s"
@@ -626,6 +787,40 @@ say_datastores() {
 	fi
 }
 
+# The orders through Kafka, as Jaeger has them (or the gospans printed them).
+say_kafka() {
+	[ -n "$kafka" ] && [ -z "$no_propagation" ] || return 0
+	if [ -n "$query" ] && [ "${joined:-0}" -eq "$requests" ] &&
+		[ "${sent:-0}" -eq "$orders" ] && [ "${sent_traces:-0}" -eq "$ordering" ] &&
+		[ "${checks:-0}" -eq "$orders" ] && [ "${check_traces:-0}" -eq "$ordering" ]; then
+		say "every order went through Kafka in the trace of the request that made it, read back"
+		say "  from Jaeger, every parent link exact ($orders orders, of the $ordering requests that" \
+			"read an item):"
+		say "  frontend SERVER -> frontend CLIENT (HTTP $http_name) -> backend SERVER"
+		say "    -> backend PRODUCER (send $topic_name) -> consumer CONSUMER (process" \
+			"$topic_name): $sent messages, in $sent_traces traces"
+		say "    -> consumer CLIENT (gRPC $check_name) -> inventory SERVER: $checks calls, in" \
+			"$check_traces traces"
+		say "  gospan put each PRODUCER span's traceparent into its record at the socket layer (a"
+		say "  record header, the batch's CRC made right); the CONSUMER span continues it"
+	elif [ -n "$query" ]; then
+		say "not every order went through Kafka in its request's trace: the backend's PRODUCER"
+		say "  spans with the consumer's CONSUMER span under them ${sent:-0} of $orders (in" \
+			"${sent_traces:-0} of $ordering traces), the consumer's stock checks under those" \
+			"${checks:-0} of $orders; the traces above say why ('not joined')"
+	elif [ "${sent:-0}" -eq "$orders" ] && [ "${processed:-0}" -eq "$orders" ] &&
+		[ "${checks:-0}" -eq "$orders" ]; then
+		say "every order went through Kafka in the trace of the request that made it: the"
+		say "  backend's $sent PRODUCER spans (send $topic) under its SERVER spans, the consumer's"
+		say "  $processed CONSUMER spans (process $topic) in the same traces, its $checks stock" \
+			"checks under them"
+	else
+		say "not every order is in the traces the gospans printed: backend PRODUCER send $topic" \
+			"${sent:-0} of $orders, consumer CONSUMER process $topic ${processed:-0} of $orders," \
+			"its stock checks ${checks:-0} of $orders"
+	fi
+}
+
 say_verdict() {
 	# /backend-fail looks no item up: its traces have no inventory span.
 	local two= none=
@@ -640,7 +835,7 @@ say_verdict() {
 	elif [ -n "$query" ] && [ "${joined:-0}" -eq "$requests" ] &&
 		[ "${http_calls:-0}" -eq "$backend_calls" ] && [ "${http_traces:-0}" -eq "$requests" ] &&
 		[ "${grpc_calls:-0}" -eq "$lookups" ] && [ "${grpc_traces:-0}" -eq "$lookups" ]; then
-		say "all $requests frontend requests are one trace across the three services, read back"
+		say "all $requests frontend requests are one trace across the $services services, read back"
 		say "  from Jaeger ${two}every parent link exact:"
 		say "  frontend SERVER -> frontend CLIENT (HTTP $http_name) -> backend SERVER:" \
 			"$http_calls calls, in $http_traces traces"
@@ -655,17 +850,23 @@ say_verdict() {
 		say "  context: the traces above say why ('not joined'); see also gospan's messages"
 	elif [ "${got[frontend]}" -eq "$requests" ] && [ "${got[backend]}" -eq "$requests" ] &&
 		[ "$with_be" -eq "$requests" ] && [ "${got[inventory]}" -eq "$lookups" ] &&
-		[ "$with_inv" -eq "$lookups" ]; then
-		say "all $requests frontend requests are one trace across the three services: gospan put"
+		[ "$with_inv" -eq "$lookups" ] && [ "${got[consumer]}" -eq "$ordering" ] &&
+		[ "$with_con" -eq "$ordering" ]; then
+		say "all $requests frontend requests are one trace across the $services services: gospan put"
 		say "  each CLIENT span's traceparent on the wire at the socket layer (a header of the"
 		say "  HTTP/1 request, a field of the gRPC call's HEADERS frame); the backend joined the"
 		say "  trace of all $requests, the inventory those of the $lookups with a lookup$none"
+		if [ -n "$kafka" ]; then
+			say "  and the consumer those of the $ordering that made an order: gospan put each"
+			say "  PRODUCER span's traceparent into its Kafka record at the socket layer too"
+		fi
 	else
 		say "only $with_be of $requests frontend requests have the backend's spans in their trace"
 		say "  and $with_inv of $lookups the inventory's, though gospan sends trace context: see"
 		say "  its messages above"
 	fi
 	say_datastores
+	say_kafka
 }
 
 # ---- keep running, or stop ----------------------------------------------------------------------
@@ -676,11 +877,12 @@ if [ "$keep" = 1 ]; then
 	setsid "$build/examples/loadgen" -url "$urls" -interval "$interval" -summary 50 </dev/null &
 	load_pid=$!
 	say "everything keeps running; loadgen sends a request every $interval and sums up every 50"
+	outs=$(printf "$work/gospan-%s.out " "${traced[@]}")
+	outs=${outs% }
 	if [ -n "$query" ]; then
 		say "Jaeger's query API: $query/api/services, $query/api/traces?service=frontend&limit=20"
 		say "the traces again (the fullest of each operation):"
-		say "  $python $jaeger_py show --query $query --service frontend --service backend" \
-			"--service inventory"
+		say "  $python $jaeger_py show --query $query ${shown[*]}"
 		if [ "$ui" = yes ]; then
 			say "Jaeger's UI: $query/"
 		else
@@ -688,15 +890,17 @@ if [ "$keep" = 1 ]; then
 			say "  placeholder page); for the UI, run this with GOSPAN_JAEGER_BIN=<a Jaeger v2 release"
 			say "  binary>, or run the docker-compose demo"
 		fi
-		say "the metrics, a table per service every 10 s: tail -f $work/gospan-frontend.out" \
-			"$work/gospan-backend.out $work/gospan-inventory.out"
+		say "the metrics, a table per service every 10 s: tail -f $outs"
 	else
-		say "the spans, and a metrics table per service every 10 s: tail -f" \
-			"$work/gospan-frontend.out $work/gospan-backend.out $work/gospan-inventory.out"
+		say "the spans, and a metrics table per service every 10 s: tail -f $outs"
 	fi
 	if [ -n "$datastores" ]; then
 		say "the backend's data: $pg_bindir/psql -h 127.0.0.1 -p $pg_port -U gospan postgres;"
 		say "  redis-cli -p ${redis_addr##*:} (keys item:ID, kept 30 s: then a read misses again)"
+	fi
+	if [ -n "$kafka" ]; then
+		say "the orders as the consumer processed them: tail -f $work/consumer.err; Kafka at" \
+			"$kafka_bootstrap, the topic '$topic'"
 	fi
 	say "Ctrl-C to stop (the gospans then print each service's metrics since the start)"
 	trap 'exit 0' INT

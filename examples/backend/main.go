@@ -2,7 +2,9 @@
 // over HTTP. It answers with the trace context headers it received, so a test can see what
 // gospan injected into the frontend's outgoing requests without reading any span. With -pg (and
 // -redis) GET /work/{id} also reads item ID from PostgreSQL through a Redis cache (store.go), so
-// a request's trace shows data store calls; without them it touches no data store.
+// a request's trace shows data store calls; without them it touches no data store. With -kafka
+// (or KAFKA_BROKERS) each GET /work/{id} is also an order, published to a Kafka topic
+// (orders.go), so the trace goes on through Kafka to the consumer (../consumer).
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -25,7 +28,8 @@ import (
 const maxSlow = 10 * time.Second
 
 // work is what GET /work/{id} answers. Item and From are there with -pg only: the item with
-// that id (absent when there is none) and where it was read, "redis" or "postgresql".
+// that id (absent when there is none) and where it was read, "redis" or "postgresql". Order and
+// Topic with -kafka only: the id of the order event published, and its topic.
 type work struct {
 	Service     string `json:"service"`
 	ID          string `json:"id"`
@@ -33,6 +37,8 @@ type work struct {
 	Tracestate  string `json:"tracestate"`
 	Item        *item  `json:"item,omitempty"`
 	From        string `json:"from,omitempty"`
+	Order       string `json:"order,omitempty"`
+	Topic       string `json:"topic,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -41,8 +47,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// routes serves the API; ST is nil without -pg.
-func routes(st *store) *http.ServeMux {
+// routes serves the API; ST is nil without -pg, ORD without -kafka.
+func routes(st *store, ord *orders) *http.ServeMux {
 	mux := http.NewServeMux()
 
 	mux.HandleFunc("GET /work/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +66,15 @@ func routes(st *store) *http.ServeMux {
 				http.Error(w, "backend: "+err.Error(), http.StatusInternalServerError)
 				return
 			}
+		}
+		if ord != nil {
+			var err error
+			if answer.Order, err = ord.publish(r.Context(), answer.ID, answer.Item); err != nil {
+				log.Printf("backend: %v", err)
+				http.Error(w, "backend: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			answer.Topic = ord.topic
 		}
 		writeJSON(w, http.StatusOK, answer)
 	})
@@ -91,6 +106,11 @@ func main() {
 		"(postgres://USER@HOST:PORT/DB?sslmode=disable); none: GET /work/{id} reads no item")
 	redisAddr := flag.String("redis", "", "Redis HOST:PORT to cache items in (needs -pg)")
 	ttl := flag.Duration("cache-ttl", 30*time.Second, "how long Redis keeps an item")
+	brokers := flag.String("kafka", os.Getenv("KAFKA_BROKERS"), "Kafka brokers "+
+		"(HOST:PORT,...) to publish an order event to per GET /work/{id} (default: "+
+		"$KAFKA_BROKERS); none: no order is published")
+	topic := flag.String("kafka-topic", "orders", "the topic of the order events, made "+
+		"at start when missing")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 
@@ -114,12 +134,23 @@ func main() {
 		}
 	}
 
+	var ord *orders
+	if b := splitBrokers(*brokers); len(b) > 0 {
+		var err error
+		if ord, err = openOrders(b, *topic); err != nil {
+			log.Fatalf("backend: %v", err)
+		}
+		defer ord.close()
+		log.Printf("backend: an order event per GET /work/{id} to the topic '%s' on Kafka at "+
+			"'%s'", *topic, strings.Join(b, ","))
+	}
+
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatalf("backend: cannot listen on '%s': %v", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           routes(st),
+		Handler:           routes(st, ord),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}

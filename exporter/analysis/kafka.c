@@ -78,11 +78,19 @@ static int stepped(const struct probe_site *s, bool entry)
 	return n + (s->nrets ? 1 : 0);
 }
 
-/* The offsets the probes cannot go without. */
+/*
+ * The offsets the probes cannot go without: a message's topic and key, for a send and a read
+ * alike. A send needs the Writer's topic as well (sendable()): a consumer that links no Writer
+ * has none of its fields in its DWARF, and is traced all the same.
+ */
 static bool readable(const int64_t *o)
 {
-	return o[KAFKAGO_FIELD_MSG_TOPIC] >= 0 && o[KAFKAGO_FIELD_MSG_KEY] >= 0 &&
-	       o[KAFKAGO_FIELD_WRITER_TOPIC] >= 0;
+	return o[KAFKAGO_FIELD_MSG_TOPIC] >= 0 && o[KAFKAGO_FIELD_MSG_KEY] >= 0;
+}
+
+static bool sendable(const int64_t *o)
+{
+	return o[KAFKAGO_FIELD_WRITER_TOPIC] >= 0;
 }
 
 static int find_sender(struct analysis *a, struct kafka_target *k)
@@ -198,7 +206,8 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 			a->path, version);
 		return 0;
 	}
-	err = find_sender(a, k);
+	/* No Writer's fields: no Writer linked, so no WriteMessages to find either. */
+	err = sendable(k->offs) ? find_sender(a, k) : -ENOENT;
 	if (err == -ENOMEM)
 		return err;
 	if (err) {

@@ -356,7 +356,13 @@ static bool produces(const struct target *t)
 	return t->kafka.send.addr || t->kafka.sarama_one.addr || t->kafka.sarama_many.addr;
 }
 
-/* Whether T makes calls whose trace context the socket-layer writer sends out. */
+/*
+ * Whether T makes calls whose trace context the socket-layer writer sends out: HTTP and gRPC
+ * calls, and Kafka sends (their produce requests' records). A producer's connections to its
+ * brokers are mostly open before gospan comes (its earlier sends, its metadata requests), and
+ * are kept: tracked only from its first send on (at the sync after it), the sends until then
+ * would go without context.
+ */
 static bool makes_calls(const struct target *t)
 {
 	return t->round_trip.addr || t->grpc.new_stream.addr || t->fasthttp.client.addr ||

@@ -25,12 +25,13 @@ The same file is the demo's way to Jaeger (examples/demo.sh), run as a program:
                                           most spans, the latest of those); with more than one
                                           service, how many traces of the first are one trace
                                           across them, every parent link exact (why not, for the
-                                          first few that are not), and each kind of call across
-                                          (HTTP or gRPC, by name); the data store calls of every
-                                          service, by system and name, each of which must be the
-                                          child of a SERVER span of its service. With
-                                          --datastores NAME, status 3 when NAME made none or one
-                                          is not under its SERVER span.
+                                          first few that are not), and each kind of call or
+                                          message across (HTTP or gRPC by name, Kafka by topic);
+                                          the data store calls of every service, by system and
+                                          name, each of which must be the child of a SERVER or
+                                          CONSUMER span of its service. With --datastores NAME,
+                                          status 3 when NAME made none or one is not under such
+                                          a span.
 
 Jaeger v2 is a Collector distribution: collector.py's code builds it (cached) and runs it, as it
 does the Collector.
@@ -380,11 +381,14 @@ GRPC_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEED
 
 
 def _protocol(span):
-    """'gRPC' for the span of an RPC, 'HTTP' for that of an HTTP request or call, else None."""
+    """'gRPC' for the span of an RPC, 'HTTP' for that of an HTTP request or call, 'Kafka' for
+    a message sent or processed through Kafka, else None."""
     if tag(span, "rpc.system") == "grpc":
         return "gRPC"
     if tag(span, "http.request.method") is not None:
         return "HTTP"
+    if tag(span, "messaging.system") == "kafka":
+        return "Kafka"
     return None
 
 
@@ -406,8 +410,19 @@ def _status(span):
 def _where(span):
     """What a span is about besides its name: the URL an HTTP call went to, the address an RPC
     went to (an RPC's name is its method already), the data store a call went to and its
-    address where known, the path a request asked for."""
-    if tag(span, "span.kind") == "client":
+    address where known, the broker a message went through (and the partition and offset of
+    one processed), the path a request asked for."""
+    kind = tag(span, "span.kind")
+    if kind in ("producer", "consumer"):
+        host, port = tag(span, "server.address"), tag(span, "server.port")
+        where = f"{host}:{port}" if host and port is not None else host or ""
+        words = [tag(span, "messaging.system") or "", where]
+        partition = tag(span, "messaging.destination.partition.id")
+        offset = tag(span, "messaging.kafka.offset")
+        if partition is not None and offset is not None:
+            words.append(f"partition {partition} offset {offset}")
+        return " ".join(w for w in words if w)
+    if kind == "client":
         if tag(span, "url.full"):
             return tag(span, "url.full")
         host, port = tag(span, "server.address"), tag(span, "server.port")
@@ -475,13 +490,17 @@ def _started(item):
 
 def _hops(trace, first):
     """(hops, None) when TRACE is one trace across services with every parent link exact, hops
-    being the calls from FIRST to the other services, as (callee, protocol, name) tuples; else
-    (None, what is wrong). Exact: a single root, a SERVER span of FIRST; every other span the
-    CHILD_OF one span of the trace; every CLIENT span of FIRST a child of a SERVER span of FIRST
-    and the parent of exactly one span, the SERVER span of another service that served the call
-    (the same protocol, and for gRPC the same method); every SERVER span of another service the
-    child of such a CLIENT span; every CLIENT span of another service (a data store call, say)
-    the child of a SERVER span of that service; and at least one such call."""
+    being the calls and messages from one service to another, as (caller, callee, protocol,
+    name) tuples (for a message the topic is its name); else (None, what is wrong). Exact: a
+    single root, a SERVER span of FIRST; every other span the CHILD_OF one span of the trace;
+    every CLIENT span the child of a SERVER or CONSUMER span of its service (the request or
+    message it works for), and when it is a call to a service (HTTP or gRPC) the parent of
+    exactly one span, the SERVER span of another service that served the call (the same
+    protocol, and for gRPC the same method); every other SERVER span the child of such a CLIENT
+    span; every PRODUCER span the child of a SERVER or CONSUMER span of its service and the
+    parent of at least one span, each the CONSUMER span of a service that processed the message
+    (the same topic); every CONSUMER span the child of such a PRODUCER span; and at least one
+    call from FIRST."""
     spans = trace.get("spans") or []
     by_id = {s["spanID"]: s for s in spans}
 
@@ -504,50 +523,66 @@ def _hops(trace, first):
         return None, f"its roots are {', '.join(map(name, roots)) or 'none'}, not one {first} " \
                      f"SERVER span"
 
-    def ours(span, kind):  # a span of FIRST of that kind
-        return span is not None and service_of(trace, span) == first and \
-            tag(span, "span.kind") == kind
+    def kind(span):
+        return tag(span, "span.kind") if span is not None else None
 
-    def theirs(span, kind):  # a span of another service of that kind
-        return span is not None and service_of(trace, span) != first and \
-            tag(span, "span.kind") == kind
+    def same_service(a, b):
+        return a is not None and b is not None and service_of(trace, a) == service_of(trace, b)
+
+    def working(s):  # the child of a SERVER or CONSUMER span of its own service
+        up = parent.get(s["spanID"])
+        return kind(up) in ("server", "consumer") and same_service(up, s)
 
     hops = []
     for s in spans:
-        if ours(s, "client"):
-            up, down = parent.get(s["spanID"]), children.get(s["spanID"], [])
-            if not ours(up, "server"):
-                return None, f"{name(s)} is not the child of a {first} SERVER span"
+        svc, up, down = service_of(trace, s), parent.get(s["spanID"]), children.get(s["spanID"], [])
+        proto = _protocol(s)
+        if kind(s) == "client":
+            if not working(s):
+                return None, f"{name(s)} is not the child of a {svc} SERVER or CONSUMER span"
+            if proto is None:  # a data store call: nothing traced answers it
+                continue
             if len(down) != 1:
                 return None, f"{name(s)} has {len(down)} children, not the one SERVER span of " \
                              f"the service it called"
-            callee, proto = down[0], _protocol(s)
-            if not theirs(callee, "server") or proto is None or _protocol(callee) != proto or \
+            callee = down[0]
+            if kind(callee) != "server" or same_service(callee, s) or \
+                    _protocol(callee) != proto or \
                     (proto == "gRPC" and callee["operationName"] != s["operationName"]):
                 return None, f"{name(s)} has the child {name(callee)}, not the SERVER span of " \
                              f"the call"
-            hops.append((service_of(trace, callee), proto, s["operationName"]))
-        elif theirs(s, "server") and not ours(parent.get(s["spanID"]), "client"):
-            return None, f"{name(s)} is not the child of a {first} CLIENT span"
-        elif theirs(s, "client"):
-            up = parent.get(s["spanID"])
-            if not theirs(up, "server") or service_of(trace, up) != service_of(trace, s):
-                return None, f"{name(s)} is not the child of a {service_of(trace, s)} " \
-                             f"SERVER span"
-    if not hops:
+            hops.append((svc, service_of(trace, callee), proto, s["operationName"]))
+        elif kind(s) == "server" and s is not roots[0]:
+            if kind(up) != "client" or same_service(up, s):
+                return None, f"{name(s)} is not the child of another service's CLIENT span"
+        elif kind(s) == "producer":
+            topic = tag(s, "messaging.destination.name")
+            if not working(s):
+                return None, f"{name(s)} is not the child of a {svc} SERVER or CONSUMER span"
+            if not down:
+                return None, f"{name(s)} has no child: no CONSUMER span processed its message"
+            for c in down:
+                if kind(c) != "consumer" or _protocol(c) != proto or \
+                        tag(c, "messaging.destination.name") != topic:
+                    return None, f"{name(s)} has the child {name(c)}, not the CONSUMER span " \
+                                 f"of a message it sent"
+                hops.append((svc, service_of(trace, c), proto, topic))
+        elif kind(s) == "consumer" and kind(up) != "producer":
+            return None, f"{name(s)} is not the child of the PRODUCER span that sent its message"
+    if not any(h[0] == first for h in hops):
         return None, f"no {first} CLIENT span called another service traced here"
     return hops, None
 
 
-# show's exit status when a --datastores service made no data store call, or one not under its
-# SERVER span (1 is for a query that failed, 2 for a bad command line).
+# show's exit status when a --datastores service made no data store call, or one not under a
+# SERVER or CONSUMER span of its own (1 is for a query that failed, 2 for a bad command line).
 SHOW_DATASTORES_WRONG = 3
 
 
 def _datastore_calls(traces, svc):
     """SVC's data store calls (its CLIENT spans with db.system.name) in TRACES: ({(system,
     name): calls}, {(system, name): traces with such a call}, [(trace, what is wrong)] for the
-    calls that are not the child of a SERVER span of SVC in their trace)."""
+    calls that are not the child of a SERVER or CONSUMER span of SVC in their trace)."""
     calls, in_traces, wrong = {}, {}, []
     for t in traces:
         by_id = {s["spanID"]: s for s in t.get("spans") or []}
@@ -561,9 +596,10 @@ def _datastore_calls(traces, svc):
             seen.add(key)
             refs = [by_id.get(ref) for kind, ref in parents(s) if kind == "CHILD_OF"]
             if len(refs) != 1 or refs[0] is None or service_of(t, refs[0]) != svc or \
-                    tag(refs[0], "span.kind") != "server":
+                    tag(refs[0], "span.kind") not in ("server", "consumer"):
                 wrong.append((t, f"the {svc} CLIENT span {s['operationName']} ({s['spanID']}, "
-                                 f"{system}) is not the child of a {svc} SERVER span"))
+                                 f"{system}) is not the child of a {svc} SERVER or CONSUMER "
+                                 f"span"))
         for key in seen:
             in_traces[key] = in_traces.get(key, 0) + 1
     return calls, in_traces, wrong
@@ -631,11 +667,13 @@ def _cmd_show(args):
                     unjoined.append((trace, problem))
                 else:
                     joined[t] = hops
-            others = "/".join(services[1:])
+            messages = any(hop[2] == "Kafka" for h in joined.values() for hop in h)
             print(f"joined traces: {len(joined)} of {len(names[first])} {first} traces are one "
-                  f"trace across services, every parent link exact: every {first} CLIENT span "
-                  f"the child of a {first} SERVER span and the parent of the {others} SERVER "
-                  f"span it called")
+                  f"trace across services, every parent link exact: every CLIENT span the child "
+                  f"of a SERVER or CONSUMER span of its service and, for a call, the parent of "
+                  f"the SERVER span that served it" +
+                  ("; every PRODUCER span the parent of the CONSUMER spans that processed its "
+                   "message" if messages else ""))
             # Why not, for the first few that are not (all of them, when nothing went out).
             if len(unjoined) < len(names[first]):
                 for trace, problem in sorted(unjoined, key=_started)[:5]:
@@ -647,10 +685,13 @@ def _cmd_show(args):
                     calls[hop] = calls.get(hop, 0) + 1
                 for hop in set(h):
                     traces[hop] = traces.get(hop, 0) + 1
-            for hop in sorted(calls, key=lambda h: (services.index(h[0])
-                                                    if h[0] in services else len(services), h)):
-                callee, proto, name = hop
-                print(f"hop {first} -> {callee}, {proto} {name}: {calls[hop]} calls, in "
+            def order(svc):
+                return services.index(svc) if svc in services else len(services)
+
+            for hop in sorted(calls, key=lambda h: (order(h[0]), order(h[1]), h)):
+                caller, callee, proto, name = hop
+                what = "messages" if proto == "Kafka" else "calls"
+                print(f"hop {caller} -> {callee}, {proto} {name}: {calls[hop]} {what}, in "
                       f"{traces[hop]} of the joined traces")
         # Each service's data store calls, in all the traces it has spans in.
         failed = False
@@ -660,7 +701,8 @@ def _cmd_show(args):
                 print(f"db {svc} -> {system} {name}: {calls[system, name]} calls, in "
                       f"{traces[system, name]} traces")
             for trace, problem in sorted(wrong, key=_started)[:5]:
-                print(f"  not under its SERVER span: trace {trace['traceID']}: {problem}")
+                print(f"  not under a SERVER or CONSUMER span of {svc}: trace "
+                      f"{trace['traceID']}: {problem}")
             if svc in (args.datastores or []):
                 if not calls:
                     print(f"no data store calls of {svc}: no {svc} CLIENT span with "
@@ -693,7 +735,7 @@ def main(argv=None):
                    "default: every service Jaeger knows)")
     p.add_argument("--datastores", action="append", metavar="SERVICE",
                    help="a service that must have made data store calls, each the child of one "
-                   "of its SERVER spans: status 3 otherwise (repeatable)")
+                   "of its SERVER or CONSUMER spans: status 3 otherwise (repeatable)")
     p.add_argument("--limit", type=int, default=1000, help="traces read per service")
     p.add_argument("--ignore-path", action="append", metavar="PATH",
                    help="leave out the traces of requests for PATH, such as health checks, "

@@ -33,8 +33,11 @@ here with struct (ApiVersions, Metadata, CreateTopics), so no JVM tool starts pe
   sarama, franz-go releases), one Go toolchain and go build flags, cached in
   <cache>/kafkamix-<hash of kafkamix>/<go>-<clients>/ as the dbmix builds are (datastores.py).
 
-Run as a program, for trying tests/e2e/kafkamix by hand:
+Run as a program, for trying tests/e2e/kafkamix by hand, and as the demo's way to a broker
+(examples/demo.sh):
 
+    python3 tests/e2e/kafka.py path       prints the broker's libs dir; status 1 when it is not
+                                          fetched yet
     python3 tests/e2e/kafka.py fetch      fetches the broker when missing, prints its libs dir
     python3 tests/e2e/kafka.py serve [--topic NAME[:PARTITIONS]]...
                                           runs a broker on free loopback ports until SIGTERM;
@@ -656,6 +659,12 @@ def _free_ports(n):
             s.close()
 
 
+def _cmd_path(args):
+    libs, ready = cached_libs()
+    print(libs)
+    return 0 if ready else 1
+
+
 def _cmd_fetch(args):
     try:
         print(kafka_libs())
@@ -694,13 +703,14 @@ def _cmd_serve(args):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="kafka.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("path", help="print where the broker is; status 1 when it is not fetched")
     sub.add_parser("fetch", help="fetch the broker when missing, print where it is")
     s = sub.add_parser("serve", help="run a broker on free loopback ports until SIGTERM")
     s.add_argument("--topic", action="append", default=[], help="NAME[:PARTITIONS] to create")
     s.add_argument("--partitions", type=int, default=1, help="num.partitions (default 1)")
     s.add_argument("--workdir", help="the broker's directory (default: a temporary one)")
     args = p.parse_args(argv)
-    return {"fetch": _cmd_fetch, "serve": _cmd_serve}[args.cmd](args)
+    return {"path": _cmd_path, "fetch": _cmd_fetch, "serve": _cmd_serve}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,27 @@
 """`make demo` keeps working: examples/demo.sh is run as a user would, with a short load, and what
-it prints is checked. Three services are traced, one gospan each: the frontend calls the backend
+it prints is checked. Four services are traced, one gospan each: the frontend calls the backend
 over HTTP and looks items up in the inventory over gRPC; the backend reads each item from a Redis
-cache, on a miss from PostgreSQL, both started by the demo. With Jaeger the demo must show the
-frontend's traces read back from Jaeger as trees, the backend's and the inventory's spans in those
-same traces under the CLIENT span that called them (where no context can go out, in traces of
-their own, saying why), the backend's data store calls as CLIENT spans under its SERVER spans,
-every gospan's summary with every span exported, a last word saying every request is one trace
-across the three services with both hops and the data store calls counted, then the RED metrics
+cache, on a miss from PostgreSQL, both started by the demo, and publishes an order per item read
+to the Kafka topic orders (a broker the demo starts); the consumer processes each order, asking
+the inventory for the item's stock over gRPC. With Jaeger the demo must show the frontend's
+traces read back from Jaeger as trees, the backend's and the inventory's spans in those same
+traces under the CLIENT span that called them (where no context can go out, in traces of their
+own, saying why), the backend's data store calls as CLIENT spans under its SERVER spans, each
+order through Kafka in the same trace (the backend's PRODUCER span under its SERVER span, the
+consumer's CONSUMER span under that, the consumer's stock check under that and the inventory's
+SERVER span under the check), every gospan's summary with every span exported, a last word
+saying every request is one trace across the four services with every hop, the orders and the
+data store calls counted, then the RED metrics
 each gospan printed at exit (OTEL_METRICS_EXPORTER=console): a table per service whose rows count
 exactly the calls made, route by route, errors included (the frontend's requests are the ones
 loadgen sent), columns aligned, and each gospan's spans exported; and leave nothing running,
-PostgreSQL's files removed. Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print the
-spans, and the traces are matched by id. On a terminal it keeps everything running with the load
-going until Ctrl-C, which must stop it all the same way, show the tables of the whole run, and
-exit 0. Where PostgreSQL or Redis is
-missing the demo says what, and how to get it, before it starts anything; and `jaeger.py show`,
-which the demo's check relies on, fails when the backend's data store spans are missing or out
-of place.
+PostgreSQL's and Kafka's files removed. Without Jaeger (GOSPAN_DEMO_JAEGER=0) the gospans print
+the spans, and the traces are matched by id. On a terminal it keeps everything running with the
+load going until Ctrl-C, which must stop it all the same way, show the tables of the whole run,
+and exit 0. Where PostgreSQL, Redis or Java is missing the demo says what, and how to get it,
+before it starts anything; and `jaeger.py show`, which the demo's check relies on, fails when
+the backend's data store spans are missing or out of place, and does not count a trace joined
+when a message in it was not processed in it, every parent link exact.
 """
 
 import json
@@ -30,6 +35,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -43,17 +49,23 @@ JAEGER_PY = REPO / "tests" / "e2e" / "jaeger.py"
 REQUESTS = 8  # two rounds of /direct, /spawn, /both, /backend-fail
 BACKEND_CALLS = 10  # /both calls the backend twice, the others once
 LOOKUPS = 6  # /direct, /spawn and /both look their item up in the inventory, /backend-fail not
-RUN_TIMEOUT = 300  # building the four Go programs the first time included
+RUN_TIMEOUT = 300  # building the five Go programs the first time included
 OPS = ("GET /direct/{id}", "GET /spawn/{id}", "GET /both/{id}", "GET /backend-fail")
 LOOKING_UP = OPS[:3]
 RPC = "inventory.v1.Inventory/GetItem"  # examples/inventory/inventorypb/inventory.proto
-SERVICES = ("frontend", "backend", "inventory")
+SERVICES = ("frontend", "backend", "inventory", "consumer")
 FRONTEND_SPANS = REQUESTS + BACKEND_CALLS + LOOKUPS  # a SERVER span each, a CLIENT span per call
 ITEM_REQUESTS = 6  # the requests to /direct, /spawn and /both: the backend reads their items
 ITEM_READS = 8  # each /work/{id} call reads its item: /both's two calls, no read for /fail
 MISSES = 3  # the first read of items 1, 2 and 3: the cache keeps them longer than the demo runs
 DB_CALLS = ITEM_READS + 2 * MISSES  # a Redis GET per read, a SELECT and a SET per miss
-BACKEND_SPANS = BACKEND_CALLS + DB_CALLS  # a SERVER span per call, a CLIENT span per data call
+ORDERS = ITEM_READS  # each /work/{id} call publishes an order to Kafka
+ORDERING = ITEM_REQUESTS  # the requests whose traces go through Kafka
+# A SERVER span per call, a CLIENT span per data call, a PRODUCER span per order.
+BACKEND_SPANS = BACKEND_CALLS + DB_CALLS + ORDERS
+INVENTORY_SPANS = LOOKUPS + ORDERS  # the frontend's lookups, the consumer's stock checks
+CONSUMER_SPANS = 2 * ORDERS  # a CONSUMER span per order, a CLIENT span (its stock check) under it
+TOPIC = "orders"
 DATASTORE_VERDICT = (
     "demo: the backend read each item from the Redis cache, and on a miss from PostgreSQL, then\n"
     "demo:   filled the cache: one CLIENT span per call, the child of the backend's SERVER span:\n"
@@ -62,6 +74,17 @@ DATASTORE_VERDICT = (
     f"demo:   backend SERVER -> backend CLIENT (postgresql SELECT items): {MISSES} calls, one per "
     f"miss\n"
     f"demo:   backend SERVER -> backend CLIENT (redis SET): {MISSES} calls, one per miss\n")
+KAFKA_VERDICT = (
+    "demo: every order went through Kafka in the trace of the request that made it, read back\n"
+    f"demo:   from Jaeger, every parent link exact ({ORDERS} orders, of the {ORDERING} requests "
+    f"that read an item):\n"
+    "demo:   frontend SERVER -> frontend CLIENT (HTTP GET) -> backend SERVER\n"
+    f"demo:     -> backend PRODUCER (send {TOPIC}) -> consumer CONSUMER (process {TOPIC}): "
+    f"{ORDERS} messages, in {ORDERING} traces\n"
+    f"demo:     -> consumer CLIENT (gRPC {RPC}) -> inventory SERVER: {ORDERS} calls, in "
+    f"{ORDERING} traces\n"
+    "demo:   gospan put each PRODUCER span's traceparent into its record at the socket layer (a\n"
+    "demo:   record header, the batch's CRC made right); the CONSUMER span continues it\n")
 
 
 def demo_env(**extra):
@@ -80,14 +103,15 @@ def run_demo(env):
 
 
 def pids_started(out):
-    """The pids the demo says it started: the services, the gospans, Jaeger's wrapper."""
+    """The pids the demo says it started: the services, the gospans, the data stores, the Kafka
+    broker's wrapper and Jaeger's."""
     return [int(p) for p in re.findall(r"^demo: [\w ]+: pid (\d+)", out, re.M)]
 
 
 def assert_all_stopped(out):
     pids = pids_started(out)
-    # Three services, three gospans, PostgreSQL and Redis (and Jaeger's wrapper).
-    assert len(pids) >= 8, out
+    # Four services, four gospans, PostgreSQL, Redis and Kafka's wrapper (and Jaeger's).
+    assert len(pids) >= 11, out
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} still runs after the demo\n{out}"
 
@@ -109,9 +133,22 @@ def assert_datastores_gone(out):
     assert m and not os.path.exists(m.group(1)), f"PostgreSQL's files are left\n{out}"
 
 
+def kafka(out):
+    """The Kafka broker's address the demo says it started; the consumer's start checked."""
+    m = re.search(r"^demo: Kafka: pid \d+, (127\.0\.0\.1:\d+), Apache Kafka \d+\.\d+\.\d+ "
+                  rf"\(KRaft, one node, tests/e2e/kafka\.py\), the topic '{TOPIC}' made, one "
+                  r"partition$", out, re.M)
+    assert m, out
+    assert f"demo:   publishes an order event per item read to the topic '{TOPIC}'" in out, out
+    assert re.search(rf"^demo: consumer: pid \d+, '{TOPIC}' at {re.escape(m.group(1))} as the "
+                     r"group 'order-processor', asks the inventory for each order's stock "
+                     r"\(OTEL_SERVICE_NAME=consumer\)$", out, re.M), out
+    return m.group(1)
+
+
 def assert_summaries(out):
     for svc, n in (("frontend", FRONTEND_SPANS), ("backend", BACKEND_SPANS),
-                   ("inventory", LOOKUPS)):
+                   ("inventory", INVENTORY_SPANS), ("consumer", CONSUMER_SPANS)):
         m = re.search(rf"^demo: gospan on {svc}, exit status 0:\n\s+(gospan: summary: .*)$", out,
                       re.M)
         assert m, f"no summary of the gospan on {svc}:\n{out}"
@@ -135,16 +172,38 @@ def tree_of(lines, op):
     return tree
 
 
-def children(tree, i):
-    """The texts of the spans right under TREE[i] (the next depth down, until the depth comes
-    back to TREE[i]'s or above)."""
+def under(tree, i):
+    """The indexes in TREE of the spans right under TREE[i] (the next depth down, until the
+    depth comes back to TREE[i]'s or above)."""
     depth, found = tree[i][0], []
-    for d, text in tree[i + 1:]:
-        if d <= depth:
+    for j in range(i + 1, len(tree)):
+        if tree[j][0] <= depth:
             break
-        if d == depth + 1:
-            found.append(text)
+        if tree[j][0] == depth + 1:
+            found.append(j)
     return found
+
+
+def children(tree, i):
+    """The texts of the spans right under TREE[i]."""
+    return [tree[j][1] for j in under(tree, i)]
+
+
+def check_order(tree, i, broker, inventory_addr):
+    """TREE[i], a backend PRODUCER span, sent an order that went through Kafka as it must: the
+    consumer's CONSUMER span right under it, the consumer's stock check (a gRPC CLIENT span)
+    under that, and the inventory's SERVER span of the check under the check."""
+    assert re.fullmatch(rf"backend  producer  send {TOPIC}\s+-\s+[\d.]+ ms  kafka "
+                        rf"{re.escape(broker)}", tree[i][1]), tree[i]
+    (c,) = under(tree, i)
+    assert re.fullmatch(rf"consumer  consumer  process {TOPIC}\s+-\s+[\d.]+ ms  kafka "
+                        rf"{re.escape(broker)} partition 0 offset \d+", tree[c][1]), tree[c]
+    (call,) = under(tree, c)
+    assert re.fullmatch(rf"consumer  client  {RPC}\s+OK\s+[\d.]+ ms  "
+                        rf"{re.escape(inventory_addr)}", tree[call][1]), tree[call]
+    (served,) = under(tree, call)
+    assert re.match(rf"inventory  server  {RPC}\s+OK\s", tree[served][1]), tree[served]
+    assert not under(tree, served), tree
 
 
 def data_calls(texts, stores):
@@ -164,7 +223,7 @@ def data_calls(texts, stores):
 MISS, HIT = ["GET", "SELECT items", "SET"], ["GET"]
 
 
-def check_traces(out, inventory_addr, stores):
+def check_traces(out, inventory_addr, stores, broker):
     """The trees `jaeger.py show` printed, against what REQUESTS requests must give."""
     lines = out.splitlines()
     assert "the fullest trace of each frontend operation, the most spans and the latest of " \
@@ -195,9 +254,18 @@ def check_traces(out, inventory_addr, stores):
                 assert re.match(r"backend  server  GET /(work/\{id\}|fail)\s", text_next), out
         # Under each backend SERVER span, its data store calls: the fullest trace of an item
         # route is the one whose reads missed the cache (/both: one of its two calls, the other
-        # waits for it and hits).
-        reads = [data_calls(children(tree, i), stores) for i, (d, text) in enumerate(tree)
-                 if d == 2 and text.startswith("backend  server  ")]
+        # waits for it and hits). After them, the order it published, through Kafka.
+        reads = []
+        for i in (i for i, (d, text) in enumerate(tree)
+                  if d == 2 and text.startswith("backend  server  ")):
+            kids = under(tree, i)
+            sends = [j for j in kids if tree[j][1].startswith("backend  producer  ")]
+            reads.append(data_calls([tree[j][1] for j in kids if j not in sends], stores))
+            if op == "GET /backend-fail":
+                assert not sends, f"{op}: {tree}\n{out}"
+                continue
+            assert sends == kids[-1:], f"{op}: {tree}\n{out}"
+            check_order(tree, sends[0], broker, inventory_addr)
         if op == "GET /backend-fail":
             assert reads == [[]], f"{op}: {tree}\n{out}"
         elif op == "GET /both/{id}":
@@ -207,21 +275,24 @@ def check_traces(out, inventory_addr, stores):
     assert re.search(r"frontend  server  GET /backend-fail\s+502 ERROR", out), out
     assert re.search(r"frontend  client  GET\s+500 ERROR\s.*/fail$", out, re.M), out
     m = re.search(r"traces in Jaeger: (\d+) with spans of frontend, (\d+) with spans of backend, "
-                  r"(\d+) with spans of inventory; (\d+) with spans of frontend and backend, "
-                  r"(\d+) with spans of frontend and inventory$", out, re.M)
+                  r"(\d+) with spans of inventory, (\d+) with spans of consumer; (\d+) with spans "
+                  r"of frontend and backend, (\d+) with spans of frontend and inventory, (\d+) "
+                  r"with spans of frontend and consumer$", out, re.M)
     assert m, out
-    fe, be, inv, fe_be, fe_inv = map(int, m.groups())
+    fe, be, inv, con, fe_be, fe_inv, fe_con = map(int, m.groups())
     assert fe == REQUESTS, out
     # Where each backend call is a trace of its own, /both's two are two traces.
     get_traces = ITEM_READS if NO_PROPAGATION else ITEM_REQUESTS
     assert (f"    db backend -> redis GET: {ITEM_READS} calls, in {get_traces} traces\n"
             f"    db backend -> postgresql SELECT items: {MISSES} calls, in {MISSES} traces\n"
             f"    db backend -> redis SET: {MISSES} calls, in {MISSES} traces\n") in out, out
-    assert "not under its SERVER span" not in out, out
+    assert "not under a SERVER or CONSUMER span" not in out, out
     tail = out[out.rindex("gospan: summary"):]
     assert DATASTORE_VERDICT in tail, out
     if NO_PROPAGATION:
-        assert (be, inv, fe_be, fe_inv) == (BACKEND_CALLS, LOOKUPS, 0, 0), out
+        # Each order a trace of its own at the consumer, its stock check one at the inventory.
+        assert (be, inv, con, fe_be, fe_inv, fe_con) == \
+            (BACKEND_CALLS, LOOKUPS + ORDERS, ORDERS, 0, 0, 0), out
         assert "demo: the backend's and the inventory's spans start their own traces: gospan " \
                "could not" in out, out
         assert re.search(r"^\s+backend  server  GET /work/\{id\}\s+200 ", out, re.M), out
@@ -234,15 +305,23 @@ def check_traces(out, inventory_addr, stores):
         assert m and data_calls([t.strip() for t in m.group(1).splitlines()], stores) == \
             MISS, out
         return
-    assert (be, inv, fe_be, fe_inv) == (REQUESTS, LOOKUPS, REQUESTS, LOOKUPS), out
+    # The consumer's stock checks are in the traces of the frontend's lookups.
+    assert (be, inv, con, fe_be, fe_inv, fe_con) == \
+        (REQUESTS, LOOKUPS, ORDERING, REQUESTS, LOOKUPS, ORDERING), out
     assert f"joined traces: {REQUESTS} of {REQUESTS} frontend traces are one trace" in out, out
+    assert "every PRODUCER span the parent of the CONSUMER spans that processed its message" in \
+        out, out
     # Each hop across, counted in the joined traces alone.
     assert (f"hop frontend -> backend, HTTP GET: {BACKEND_CALLS} calls, in {REQUESTS} of the "
-            f"joined traces") in out, out
-    assert (f"hop frontend -> inventory, gRPC {RPC}: {LOOKUPS} calls, in {LOOKUPS} of the "
-            f"joined traces") in out, out
+            f"joined traces\n"
+            f"    hop frontend -> inventory, gRPC {RPC}: {LOOKUPS} calls, in {LOOKUPS} of the "
+            f"joined traces\n"
+            f"    hop backend -> consumer, Kafka {TOPIC}: {ORDERS} messages, in {ORDERING} of the "
+            f"joined traces\n"
+            f"    hop consumer -> inventory, gRPC {RPC}: {ORDERS} calls, in {ORDERING} of the "
+            f"joined traces\n") in out, out
     # The demo's last word, after the gospans' summaries.
-    assert (f"demo: all {REQUESTS} frontend requests are one trace across the three services, "
+    assert (f"demo: all {REQUESTS} frontend requests are one trace across the four services, "
             f"read back\ndemo:   from Jaeger (the {REQUESTS - LOOKUPS} to /backend-fail across "
             f"two: they look no item up), every parent link exact:\n"
             f"demo:   frontend SERVER -> frontend CLIENT (HTTP GET) -> backend SERVER: "
@@ -251,7 +330,7 @@ def check_traces(out, inventory_addr, stores):
             f"{LOOKUPS} calls, in {LOOKUPS} traces\n"
             f"demo:   gospan put each CLIENT span's traceparent on the wire at the socket layer: "
             f"a header\ndemo:   of the HTTP/1 request, a field of the gRPC call's HEADERS frame\n"
-            + DATASTORE_VERDICT) in tail, out
+            + DATASTORE_VERDICT + KAFKA_VERDICT) in tail, out
 
 
 METRICS_INTRO = ("demo: the RED metrics of every call, sampled or not, as each gospan printed them "
@@ -320,7 +399,9 @@ def check_metrics(out):
                     ("db client", "redis GET"): (ITEM_READS, 0),
                     ("db client", "postgresql SELECT items"): (MISSES, 0),
                     ("db client", "redis SET"): (MISSES, 0)},
-        "inventory": {("rpc server", RPC): (LOOKUPS, 0)},
+        "inventory": {("rpc server", RPC): (INVENTORY_SPANS, 0)},
+        # The tables count calls: the consumer's are its stock checks, one per order.
+        "consumer": {("rpc client", RPC): (ORDERS, 0)},
     }
     want["frontend"][("http client", f"GET {backend[1]}")] = (BACKEND_CALLS, fails)
     want["frontend"][("rpc client", RPC)] = (LOOKUPS, 0)
@@ -337,12 +418,15 @@ def check_metrics(out):
                                                       re.M)}
     assert spans == {gospans["frontend"]: (FRONTEND_SPANS, 0),
                      gospans["backend"]: (BACKEND_SPANS, 0),
-                     gospans["inventory"]: (LOOKUPS, 0)}, out
+                     gospans["inventory"]: (INVENTORY_SPANS, 0),
+                     gospans["consumer"]: (CONSUMER_SPANS, 0)}, out
     tail = out[out.index(METRICS_INTRO):]
     assert (f"demo: the tables count every call: the frontend's {REQUESTS} requests are the "
             f"{REQUESTS} loadgen\ndemo:   sent; the backend served its {BACKEND_CALLS} calls and "
             f"made {DB_CALLS} data store calls, the\ndemo:   inventory served its "
-            f"{LOOKUPS} lookups\n") in tail, out
+            f"{INVENTORY_SPANS} lookups ({LOOKUPS} of the frontend's, {ORDERS} of the\n"
+            f"demo:   consumer's: a stock check per order; gospan counts no messages in these "
+            f"tables)\n") in tail, out
     return tables
 
 
@@ -370,9 +454,9 @@ def test_demo_with_jaeger(gospan_bin, jaeger_bin):  # noqa: F811 (fixture)
     assert (f"loadgen: {REQUESTS} requests: {REQUESTS * 3 // 4} 2xx, 0 4xx, {REQUESTS // 4} 5xx, "
             f"0 without answer") in out, out
     assert (f"spans in Jaeger: frontend {FRONTEND_SPANS} of {FRONTEND_SPANS}, "
-            f"backend {BACKEND_SPANS} of {BACKEND_SPANS}, inventory {LOOKUPS} of {LOOKUPS}") \
-        in out, out
-    check_traces(out, inventory_addr(out), datastores(out))
+            f"backend {BACKEND_SPANS} of {BACKEND_SPANS}, inventory {INVENTORY_SPANS} of "
+            f"{INVENTORY_SPANS}, consumer {CONSUMER_SPANS} of {CONSUMER_SPANS}") in out, out
+    check_traces(out, inventory_addr(out), datastores(out), kafka(out))
     assert_summaries(out)
     check_metrics(out)
     # The tables are the demo's last word.
@@ -391,7 +475,9 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
     for svc in SERVICES:
         assert re.search(rf"^\s+gospan: attached: pid \d+, executable '{svc}'", out, re.M), out
     fe, rest = out.split("demo: spans of frontend")[1].split("demo: spans of backend")
-    be, inv = rest.split("demo: spans of inventory")
+    be, rest = rest.split("demo: spans of inventory")
+    inv, con = rest.split("demo: spans of consumer")
+    con = con.split("demo: traces printed: ")[0]
     for op in OPS:
         assert op in fe, out
     assert f"CLIENT {RPC} -> {inventory_addr(out)}" in fe, out
@@ -404,19 +490,40 @@ def test_demo_without_jaeger_prints_spans(gospan_bin):
             f"{ITEM_READS}, postgresql SELECT items {MISSES}, redis SET {MISSES}") in out, out
     assert DATASTORE_VERDICT in out[out.rindex("gospan: summary"):], out
     assert f"SERVER {RPC}" in inv, out
+    # The orders: a send under each /work/{id} request, processed by the consumer, whose stock
+    # check is under its CONSUMER span.
+    kafka(out)
+    assert be.count(f"PRODUCER send {TOPIC} ") == ORDERS, be
+    assert con.count(f"CONSUMER process {TOPIC} ") == ORDERS, con
+    assert con.count(f"CLIENT {RPC} -> {inventory_addr(out)} ") == ORDERS, con
+    assert (f"demo: orders printed: backend PRODUCER send {TOPIC} under its SERVER spans "
+            f"{ORDERS}, consumer CONSUMER process {TOPIC} {ORDERS}, its stock checks (CLIENT) "
+            f"under those {ORDERS}") in out, out
     be_traces = BACKEND_CALLS if NO_PROPAGATION else REQUESTS
-    fe_be, fe_inv = (0, 0) if NO_PROPAGATION else (REQUESTS, LOOKUPS)
+    inv_traces = LOOKUPS + ORDERS if NO_PROPAGATION else LOOKUPS
+    con_traces = ORDERS if NO_PROPAGATION else ORDERING
+    fe_be, fe_inv, fe_con = (0, 0, 0) if NO_PROPAGATION else (REQUESTS, LOOKUPS, ORDERING)
     assert (f"demo: traces printed: {REQUESTS} with spans of frontend, {be_traces} with spans of "
-            f"backend, {LOOKUPS} with spans of inventory; {fe_be} with spans of frontend and "
-            f"backend, {fe_inv} with spans of frontend and inventory") in out, out
+            f"backend, {inv_traces} with spans of inventory, {con_traces} with spans of "
+            f"consumer; {fe_be} with spans of frontend and backend, {fe_inv} with spans of "
+            f"frontend and inventory, {fe_con} with spans of frontend and consumer") in out, out
     if NO_PROPAGATION:
         assert "demo: the backend's and the inventory's spans start their own traces" in out, out
     else:
+        # Each order's CONSUMER span continues the trace its record carried.
+        assert con.count(" remote parent ") == ORDERING, con
         tail = out[out.rindex("gospan: summary"):]
-        assert (f"demo: all {REQUESTS} frontend requests are one trace across the three "
+        assert (f"demo: all {REQUESTS} frontend requests are one trace across the four "
                 f"services: gospan put") in tail, out
         assert (f"the backend joined the\ndemo:   trace of all {REQUESTS}, the inventory those of "
-                f"the {LOOKUPS} with a lookup (all but /backend-fail)") in tail, out
+                f"the {LOOKUPS} with a lookup (all but /backend-fail)\n"
+                f"demo:   and the consumer those of the {ORDERING} that made an order: gospan put "
+                f"each\ndemo:   PRODUCER span's traceparent into its Kafka record at the socket "
+                f"layer too\n") in tail, out
+        assert (f"demo: every order went through Kafka in the trace of the request that made "
+                f"it: the\ndemo:   backend's {ORDERS} PRODUCER spans (send {TOPIC}) under its "
+                f"SERVER spans, the consumer's\ndemo:   {ORDERS} CONSUMER spans (process "
+                f"{TOPIC}) in the same traces, its {ORDERS} stock checks under them\n") in tail, out
     assert_summaries(out)
     # The spans printed, each gospan's tables on the same output apart from them, at the end.
     listing = out.split("demo: spans of frontend")[1].split("demo: traces printed: ")[0]
@@ -512,8 +619,16 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
         assert ("no Jaeger UI" in term.text) or ("Jaeger's UI:" in term.text), term.text
         assert re.search(r"^demo: the backend's data: /usr/lib/postgresql/\d+/bin/psql -h "
                          r"127\.0\.0\.1 -p \d+ -U gospan postgres;$", term.text, re.M), term.text
+        orders = re.search(r"^demo: the orders as the consumer processed them: tail -f "
+                           r"(/tmp/gospan-demo\.\w+)/consumer\.err; Kafka at "
+                           rf"{re.escape(kafka(term.text))}, the topic '{TOPIC}'$", term.text,
+                           re.M)
+        assert orders, term.text
         # The load goes on: loadgen sums up every 50 requests, one every 50 ms.
         assert term.read_until(r"^loadgen: last 50 requests: ", 30), term.text
+        # And so do the orders: most of those 50 requests' orders are processed already.
+        log = (Path(orders[1]) / "consumer.err").read_text()
+        assert log.count(" in stock") >= ORDERS + 25, log
         assert all(os.path.exists(f"/proc/{pid}") for pid in pids_started(term.text)), term.text
         term.ctrl_c()
         term.read_to_end(90)
@@ -535,6 +650,8 @@ def test_demo_on_a_terminal_runs_until_ctrl_c(gospan_bin, jaeger_bin):  # noqa: 
     assert served >= REQUESTS + 50, out
     assert_all_stopped(out)
     assert_datastores_gone(out)
+    # The demo's files, Kafka's among them.
+    assert not os.path.exists(orders[1]), out
     assert query_port_closed(out), f"Jaeger still answers after Ctrl-C\n{out}"
 
 
@@ -549,6 +666,19 @@ def test_demo_says_what_the_data_stores_need(gospan_bin):
             "demo:   Redis: no 'no-such-redis' (Debian package redis-server)\n") in out, out
     assert ("demo: 'make deps' installs them (apt-get install postgresql redis-server); or run "
             "with GOSPAN_DEMO_DATASTORES=0 for a backend without data stores") in out, out
+    assert "building" not in out and not pids_started(out), out
+
+
+def test_demo_says_what_kafka_needs(gospan_bin):
+    """Without Java the demo says the Kafka broker cannot run, and how to get it, and stops
+    before it builds or starts anything."""
+    rc, out = run_demo(demo_env(GOSPAN_KAFKA_JAVA="no-such-java"))
+    assert rc == 1, out
+    assert ("demo: the Kafka broker cannot run here; missing:\n"
+            "demo:   Java 17 or later: no 'no-such-java' (Debian package "
+            "openjdk-17-jre-headless)\n"
+            "demo: 'make deps' installs them (apt-get install openjdk-17-jre-headless maven); or "
+            "run with GOSPAN_DEMO_KAFKA=0 for a backend that publishes no order\n") in out, out
     assert "building" not in out and not pids_started(out), out
 
 
@@ -582,6 +712,37 @@ def _trace(n, data_parent):
             "processes": {svc: {"serviceName": svc} for svc in ("frontend", "backend")}}
 
 
+def _order_trace(n, broken=None):
+    """A request of the frontend whose backend call publishes an order that the consumer
+    processes, asking the inventory for the item's stock, every parent link as it must be; or
+    with BROKEN: 'unprocessed' (no CONSUMER span under the PRODUCER span), 'consumer parent' (a
+    second CONSUMER span, the child of the backend's SERVER span), 'check not served' (the
+    consumer's gRPC call without the inventory's SERVER span under it)."""
+    tid = f"{n:032x}"
+    kafka = {"messaging.system": "kafka", "messaging.destination.name": "orders"}
+    grpc = {"rpc.system": "grpc"}
+    rpc = "inventory.v1.Inventory/GetItem"
+    spans = [_span(tid, "a1", "frontend", "server", "GET /direct/{id}", **{"url.path": "/d"}),
+             _span(tid, "a2", "frontend", "client", "GET", "a1", 1, **{"http.request.method":
+                                                                         "GET"}),
+             _span(tid, "b1", "backend", "server", "GET /work/{id}", "a2", 2,
+                   **{"http.request.method": "GET"}),
+             _span(tid, "b2", "backend", "producer", "send orders", "b1", 3, **kafka),
+             _span(tid, "c1", "consumer", "consumer", "process orders", "b2", 4, **kafka,
+                   **{"messaging.destination.partition.id": "0", "messaging.kafka.offset": 7}),
+             _span(tid, "c2", "consumer", "client", rpc, "c1", 5, **grpc),
+             _span(tid, "i1", "inventory", "server", rpc, "c2", 6, **grpc)]
+    if broken == "unprocessed":
+        spans = spans[:4]
+    elif broken == "check not served":
+        spans = spans[:6]
+    elif broken == "consumer parent":
+        spans.append(_span(tid, "c3", "consumer", "consumer", "process orders", "b1", 7, **kafka))
+    return {"traceID": tid, "spans": spans,
+            "processes": {svc: {"serviceName": svc}
+                          for svc in ("frontend", "backend", "consumer", "inventory")}}
+
+
 class _QueryAPI(BaseHTTPRequestHandler):
     traces = []
 
@@ -604,15 +765,16 @@ class _QueryAPI(BaseHTTPRequestHandler):
         pass
 
 
-def show(traces):
+def show(traces, services=("frontend", "backend"), datastores=("backend",)):
     """`jaeger.py show` as the demo runs it, against a query API holding TRACES."""
     handler = type("Handler", (_QueryAPI,), {"traces": traces})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         res = subprocess.run([sys.executable, str(JAEGER_PY), "show", "--query",
-                              f"http://127.0.0.1:{server.server_address[1]}", "--service",
-                              "frontend", "--service", "backend", "--datastores", "backend"],
+                              f"http://127.0.0.1:{server.server_address[1]}",
+                              *[a for svc in services for a in ("--service", svc)],
+                              *[a for svc in datastores for a in ("--datastores", svc)]],
                              capture_output=True, text=True, timeout=60)
     finally:
         server.shutdown()
@@ -637,6 +799,42 @@ def test_show_checks_the_backends_data_store_spans():
     assert rc == SHOW_DATASTORES_WRONG, out
     assert "joined traces: 1 of 2 frontend traces" in out, out
     assert (f"not joined: trace {2:032x}: the backend CLIENT span GET (b2) is not the child of "
-            f"a backend SERVER span") in out, out
-    assert (f"not under its SERVER span: trace {2:032x}: the backend CLIENT span GET (b2, redis) "
-            f"is not the child of a backend SERVER span") in out, out
+            f"a backend SERVER or CONSUMER span") in out, out
+    assert (f"not under a SERVER or CONSUMER span of backend: trace {2:032x}: the backend CLIENT "
+            f"span GET (b2, redis) is not the child of a backend SERVER or CONSUMER span") in out, \
+        out
+
+
+def test_show_follows_orders_through_kafka():
+    """A message is a hop as a call is: the PRODUCER span the parent of the CONSUMER span that
+    processed it, the consumer's call under that the parent of the SERVER span that served it."""
+    services = ("frontend", "backend", "inventory", "consumer")
+    rc, out = show([_order_trace(1), _order_trace(2)], services, ())
+    assert rc == 0, out
+    assert "joined traces: 2 of 2 frontend traces" in out, out
+    assert "every PRODUCER span the parent of the CONSUMER spans that processed its message" in \
+        out, out
+    assert ("hop frontend -> backend, HTTP GET: 2 calls, in 2 of the joined traces\n"
+            "hop backend -> consumer, Kafka orders: 2 messages, in 2 of the joined traces\n"
+            "hop consumer -> inventory, gRPC inventory.v1.Inventory/GetItem: 2 calls, in 2 of "
+            "the joined traces\n") in out, out
+    # The tree: the message under its send, the call under the message.
+    assert re.search(r"^        backend  producer  send orders\s+-\s+0\.100 ms  kafka\n"
+                     r"          consumer  consumer  process orders\s+-\s+0\.100 ms  kafka "
+                     r"partition 0 offset 7\n"
+                     r"            consumer  client  inventory\.v1\.Inventory/GetItem .*\n"
+                     r"              inventory  server  inventory\.v1\.Inventory/GetItem ",
+                     out, re.M), out
+
+    for broken, why in (("unprocessed", "the backend PRODUCER span send orders (b2) has no "
+                                        "child: no CONSUMER span processed its message"),
+                        ("consumer parent", "the consumer CONSUMER span process orders (c3) is "
+                                            "not the child of the PRODUCER span that sent its "
+                                            "message"),
+                        ("check not served", "the consumer CLIENT span "
+                                             "inventory.v1.Inventory/GetItem (c2) has 0 children, "
+                                             "not the one SERVER span of the service it called")):
+        rc, out = show([_order_trace(1), _order_trace(2, broken)], services, ())
+        assert rc == 0, out  # no data store check asked for
+        assert "joined traces: 1 of 2 frontend traces" in out, (broken, out)
+        assert f"not joined: trace {2:032x}: {why}" in out, (broken, out)
