@@ -31,7 +31,7 @@ import sys
 import time
 
 import matrix
-from kafka import build_kafkamix
+from kafka import KAFKA_VERSION, build_kafkamix
 from matrix import FLAVOURS, go_env, para, parse, shown_result, tally, toolchain_label
 from router_matrix import oldest_go, toolchain_id
 
@@ -85,6 +85,12 @@ def releases():
                     known.add(v)
         _RELEASES.extend(sorted(known, key=parse))
     return list(_RELEASES)
+
+
+def unlisted():
+    """The releases of releases() the module proxy serves but does not list."""
+    listed = set(matrix.module_releases(KAFKAGO))
+    return [v for v in releases() if v not in listed]
 
 
 _OLDEST = {}
@@ -186,6 +192,32 @@ def steps_text(rec):
     return ", ".join("-" if s is None else str(s) for s in steps) if steps else ""
 
 
+def message_steps_lines(results, cells):
+    """The page's paragraph on which Go releases' builds cost a single-stepped hit a message
+    (the attach lines' counts in RESULTS of CELLS); none where no build does."""
+    by_go = {}
+    for c in cells:
+        r = results.get(c) or {}
+        if r.get("steps") and r["steps"][1] is not None:
+            by_go.setdefault(r.get("toolchain") or toolchain_label(c[2]), set()).add(
+                r["steps"][1])
+    costly = sorted(go for go, steps in by_go.items() if steps != {0})
+    if not costly:
+        return []
+    free = sorted(go for go, steps in by_go.items() if steps == {0})
+
+    def hits(go):
+        return " or ".join(map(str, sorted(by_go[go])))
+
+    return [""] + para(
+        "A message costs " + "; ".join(f"{hits(go)} single-stepped hit in the builds of {go}"
+                                       for go in costly)
+        + (f", none in those of {' and '.join(free)}" if free else "")
+        + " (docs/messaging.md: the probe after the CALL of ReadMessage is single-stepped where "
+        "the caller copies the `Message` it returned before any instruction the kernel "
+        "emulates).")
+
+
 def page_text(results, cells, kernel=None, note=None):
     """The kafka-go section of COMPATIBILITY.md: RESULTS (cell -> what test_kafka_versions.py
     recorded) of CELLS, on KERNEL (this one's release without it); NOTE, when given, says how
@@ -202,7 +234,8 @@ def page_text(results, cells, kernel=None, note=None):
         "kafka-go alone, built against that release with that Go and flavour "
         "(`tests/e2e/kafkamix/build.sh`), both producing (on request) and consuming a topic "
         "of its own in a group (`(*Reader).ReadMessage`, a GET of a local URL for each message) "
-        "against a real Apache Kafka 4.4.0 broker, with one gospan attached. After one message "
+        f"against a real Apache Kafka {KAFKA_VERSION} broker, with one gospan attached. After "
+        "one message "
         "to warm the consumer up, one `POST /kafkago/produce` under a traceparent of its own "
         "must make one trace, checked as the official opentelemetry-proto decoder read it: "
         "exactly a SERVER span (a child of the caller's), a PRODUCER span `send <topic>` (a "
@@ -220,15 +253,18 @@ def page_text(results, cells, kernel=None, note=None):
         "of a message, as the attach line counts them.")
     lines += [""] + para("Where gospan probes:") + [""]
     lines += matrix.site_lines(SITES)
+    hidden = unlisted()
     lines += [""] + para(
-        "Releases: every kafka-go release from the first the offset table covers (v0.4.38) to "
-        "the newest the Go module proxy lists (its list leaves out v0.4.38 to v0.4.41, v0.4.43 "
-        "and v0.4.46, which it serves when asked by version; v0.4.36 and v0.4.37 are "
-        "retracted). Each is built with the installed Go and with the oldest Go its go.mod "
-        "allows among the releases `test_go_versions.py` builds with, and kafkamix too (Go "
-        "1.18: go1.17 lacks `strings.Cut`), plain, stripped (`-ldflags='-s -w'`) and PIE "
+        f"Releases: every kafka-go release from the first the offset table covers "
+        f"({releases()[0]}) to the newest the Go module proxy lists"
+        + (f" (its list leaves out {', '.join(hidden)}, which it serves when asked for by "
+           f"version)" if hidden else "")
+        + ". Each is built with the installed Go and with the oldest Go its go.mod allows "
+        "among the releases `test_go_versions.py` builds with, and kafkamix too (Go 1.18: "
+        "go1.17 lacks `strings.Cut`), plain, stripped (`-ldflags='-s -w'`) and PIE "
         "(`-buildmode=pie`).")
     lines += matrix.run_lines(cells, results, kernel, note)
+    lines += message_steps_lines(results, cells)
 
     mine = sorted(cells, key=lambda c: (parse(c[1]), c[2] == "local",
                                         list(FLAVOURS).index(c[3])))
