@@ -748,8 +748,8 @@ else
 			"postgresql SELECT items $db_select, redis SET $db_set"
 	fi
 	if [ -n "$kafka" ]; then
-		# Lines of FILE matching the expression KIND under a line matching UNDER (indented less,
-		# in the same trace).
+		# How many lines the gospan on SERVICE printed that match PATTERN under a line that
+		# matches UNDER (indented less, in the same trace): printed_under SERVICE PATTERN UNDER.
 		printed_under() {
 			awk -v pat="^ *$2" -v under="^ *$3" '
 				/^trace / { top = -1; next }

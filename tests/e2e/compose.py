@@ -13,10 +13,11 @@ provided first, and only what was missing:
   (~/.docker/cli-plugins/ when not run as root);
 - the images: no container registry can be reached here, so every image the compose file and
   the Dockerfiles it builds name (debian:bookworm, debian:bookworm-slim, golang:1.26-bookworm,
-  jaegertracing/jaeger, postgres, redis) that the engine does not have is made locally and tagged
-  with that name, so that the file under test is the user's own: Debian from Debian's packages
-  (debootstrap, minbase; the tarball cached), the others from tests/e2e/standins/ on it (the Go
-  toolchain the machine has, the Jaeger binary jaeger.py builds, Debian's PostgreSQL and Redis).
+  jaegertracing/jaeger, postgres, redis, apache/kafka) that the engine does not have is made
+  locally and tagged with that name, so that the file under test is the user's own: Debian from
+  Debian's packages (debootstrap, minbase; the tarball cached), the others from
+  tests/e2e/standins/ on it (the Go toolchain the machine has, the Jaeger binary jaeger.py
+  builds, Debian's PostgreSQL and Redis, the Kafka jars kafka.py fetches on Debian's Java 17).
   A user with a registry pulls the real images instead.
 
 Run as a program:
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from collector import Unavailable as CollectorUnavailable, module_source  # noqa: E402
 from jaeger import QueryAPI, jaeger_binary, process_tags, service_of  # noqa: E402
+from kafka import Unavailable as KafkaUnavailable, kafka_libs  # noqa: E402
 from matrix import cache_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +60,11 @@ DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 JAEGER_QUERY = "http://127.0.0.1:16686"
-TRACED = ("frontend", "backend", "inventory")
+TRACED = ("frontend", "backend", "inventory", "consumer")
+# The consumer's fetches wait at most this long (its -poll, examples/consumer): the one waiting
+# when its gospan attached hands its order over unseen, those after are seen. Requests made this
+# long after every gospan attached are traced through Kafka whole.
+CONSUMER_POLL = 1.0
 
 
 class Unavailable(Exception):
@@ -270,6 +276,21 @@ def make_standin(name, made):
     elif repo in ("postgres", "redis"):
         need(f"debian:{DEBIAN_SUITE}-slim", made)
         run(["docker", "build", "-q", "-t", name, str(STANDINS / repo)], f"cannot build {name}")
+    elif repo == "apache/kafka":
+        if not re.fullmatch(r"\d+\.\d+\.\d+", tag):
+            raise Unavailable(f"cannot tell the Kafka release of {name}")
+        need(f"debian:{DEBIAN_SUITE}-slim", made)
+        try:
+            libs = kafka_libs(tag)
+        except KafkaUnavailable as e:
+            raise Unavailable(f"cannot make {name}: {e}") from e
+        with tempfile.TemporaryDirectory(prefix="gospan-kafka-image-") as ctx:
+            shutil.copytree(libs, Path(ctx, "libs"), ignore=shutil.ignore_patterns("*.json"))
+            for f in ("run", "log4j2.properties"):
+                shutil.copy2(STANDINS / "kafka" / f, Path(ctx, f))
+            run(["docker", "build", "-q", "-t", name, "-f",
+                 str(STANDINS / "kafka" / "Dockerfile"), ctx], f"cannot build {name}",
+                timeout=1800)
     else:
         raise Unavailable(f"the engine has no image '{name}', none can be pulled here, and "
                           f"tests/e2e/compose.py knows no stand-in for it")
@@ -315,6 +336,15 @@ class Demo:
 
     def logs(self, service):
         return self.compose("logs", "--no-color", "--no-log-prefix", service, check=False).stdout
+
+    def wait_traced(self):
+        """Waits until every gospan has attached and the consumer's fetch that was waiting then
+        has ended; returns that time (UNIX seconds): the requests made after it are traced
+        whole, through Kafka too."""
+        for svc in TRACED:
+            self.wait_attached(f"gospan-{svc}")
+        time.sleep(CONSUMER_POLL + 0.5)
+        return time.time()
 
     def wait_attached(self, service, timeout=60.0):
         """Waits for 'gospan: attached' in SERVICE's log; returns its lines."""
@@ -364,7 +394,7 @@ class Demo:
 
 
 def jaeger_show(since_s, out):
-    """jaeger.py show over the three services for traces started after SINCE_S (UNIX
+    """jaeger.py show over the traced services for traces started after SINCE_S (UNIX
     seconds), but the compose file's health checks' (GET /health); (exit status, output)."""
     res = subprocess.run(
         [sys.executable, str(Path(__file__).resolve().parent / "jaeger.py"), "show",
@@ -425,8 +455,9 @@ def demo(seconds):
         for svc in TRACED:
             out = d.wait_attached(f"gospan-{svc}")
             say(f"gospan-{svc}: " + next(l for l in out.splitlines() if "gospan: attached" in l))
-        since = time.time()
-        say(f"every gospan attached; loadgen's requests for {seconds:.0f} s")
+        since = d.wait_traced()
+        say(f"every gospan attached, and the consumer's fetch that waited then has ended; "
+            f"loadgen's requests for {seconds:.0f} s")
         time.sleep(seconds)
         d.compose("stop", "loadgen")
         time.sleep(3)  # the last spans: the gospans export every second
@@ -442,9 +473,14 @@ def demo(seconds):
                 f"{', '.join(c[:12] if c else 'none' for c in sorted(seen, key=str))}")
             if seen != {cid}:
                 raise Unavailable(f"{svc}'s spans do not name its container {cid}")
+        kafka = re.search(r"^hop backend -> consumer, Kafka orders: (\d+) messages, in (\d+) of "
+                          r"the joined traces$", out, re.M)
+        if not kafka:
+            raise Unavailable("no order went through Kafka in the joined traces; see above")
         say(f"all {of} frontend requests since every gospan attached are one trace across the "
-            f"frontend, backend and inventory containers, every parent link exact, read back "
-            f"from Jaeger in its container")
+            f"frontend, backend, inventory and consumer containers, every parent link exact, "
+            f"read back from Jaeger in its container; {kafka[1]} orders in {kafka[2]} of them "
+            f"went through Kafka, backend PRODUCER -> consumer CONSUMER -> its stock check")
         ok = True
         if keep:
             return 0

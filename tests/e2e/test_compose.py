@@ -4,8 +4,10 @@ own containers tracing the services in theirs.
 
 - gospan's image run as the compose file runs it, one capability taken away at a time: each
   is shown needed where the kernel lets a test show it;
-- every frontend request one trace across the frontend, backend and inventory containers,
-  every parent link exact, read back from Jaeger in its container;
+- every frontend request one trace across the frontend, backend, inventory and consumer
+  containers, every parent link exact, through the Kafka container too (the backend's PRODUCER
+  span the parent of the consumer's CONSUMER span, the consumer's stock check under that), read
+  back from Jaeger in its container;
 - every span's resource names its container (`container.id`, checked against `docker
   inspect`), its service (the container's own OTEL_SERVICE_NAME) and the host (host.name, not
   gospan's container);
@@ -277,9 +279,7 @@ def demo(built):
     """docker-compose.yml up, every gospan attached, loadgen's requests for a while and then
     stopped; (the Demo, the time every gospan had attached)."""
     built.up()
-    for svc in compose.TRACED:
-        built.wait_attached(f"gospan-{svc}")
-    since = time.time()
+    since = built.wait_traced()
     time.sleep(8)
     built.compose("stop", "loadgen")
     time.sleep(3)
@@ -303,7 +303,8 @@ def test_every_request_is_one_trace_across_containers(demo):
     rc, out = compose.jaeger_show(since, d.workdir / "show.out")
     n, of = compose.joined(out)
     assert rc == 0 and of >= 20 and n == of, out
-    for hop in ("hop frontend -> backend, HTTP", "hop frontend -> inventory, gRPC"):
+    for hop in ("hop frontend -> backend, HTTP", "hop frontend -> inventory, gRPC",
+                "hop backend -> consumer, Kafka orders", "hop consumer -> inventory, gRPC"):
         assert hop in out, out
     assert "db backend -> redis GET" in out, out
 
@@ -328,6 +329,38 @@ def test_data_store_calls_in_containers(demo):
                           tag(s, "server.address")))
     assert calls == [("redis", "GET", "redis"), ("postgresql", "SELECT items", "postgres"),
                      ("redis", "SET", "redis")], calls
+
+
+def test_orders_go_through_kafka_in_containers(demo):
+    """An order: the backend's PRODUCER span under its SERVER span, naming the broker's container
+    by its service name, the consumer's CONSUMER span its child (the traceparent the backend's
+    gospan put into the record, through the broker's container), and under that the consumer's
+    gRPC call to the inventory, which the inventory's SERVER span continues."""
+    since = time.time()
+    _requests(1)
+    traces, good = _joined_since(since, 1)
+    assert len(good) == 1, [_hops(t, "frontend") for t in traces]
+    t = good[0]
+    by_id = {s["spanID"]: s for s in t["spans"]}
+
+    def parent(s):
+        (ref,) = [r["spanID"] for r in s["references"]]
+        return by_id[ref]
+
+    (send,) = [s for s in t["spans"] if tag(s, "span.kind") == "producer"]
+    (process,) = [s for s in t["spans"] if tag(s, "span.kind") == "consumer"]
+    (check,) = [s for s in t["spans"] if service_of(t, s) == "consumer" and
+                tag(s, "span.kind") == "client"]
+    served = [s for s in t["spans"] if s.get("references") and parent(s) is check]
+    assert (service_of(t, send), send["operationName"], tag(send, "server.address"),
+            tag(parent(send), "span.kind")) == ("backend", "send orders", "kafka", "server")
+    assert (service_of(t, process), process["operationName"], parent(process) is send,
+            tag(process, "messaging.consumer.group.name")) == \
+        ("consumer", "process orders", True, "order-processor")
+    assert parent(check) is process and check["operationName"] == \
+        "inventory.v1.Inventory/GetItem", check
+    assert [(service_of(t, s), tag(s, "span.kind")) for s in served] == \
+        [("inventory", "server")], t
 
 
 def test_spans_name_their_container_service_and_host(demo):

@@ -20,6 +20,7 @@ them on a real Docker engine.
   on the resource (exporter/model/semconv.h).
 """
 
+import base64
 import glob
 import json
 import os
@@ -43,16 +44,18 @@ SEMCONV_H = REPO / "exporter" / "model" / "semconv.h"
 DEPLOYCHECK_SRC = Path(__file__).resolve().parent / "deploycheck"
 WORK = BUILD / "deploy"
 
-APPS = ("frontend", "backend", "inventory", "loadgen")
+APPS = ("frontend", "backend", "inventory", "consumer", "loadgen")
 # gospan service -> the compose service whose executable it traces.
 TRACERS = {"gospan-frontend": "frontend", "gospan-backend": "backend",
-           "gospan-inventory": "inventory"}
+           "gospan-inventory": "inventory", "gospan-consumer": "consumer"}
 # The backend's data stores, official images, and the port each listens on in its container.
 DATASTORES = {"postgres": 5432, "redis": 6379}
-SERVICES = {"jaeger", *DATASTORES, *APPS, *TRACERS}
+# The Kafka broker the backend publishes its orders to and the consumer reads them from.
+KAFKA_PORT = 9092
+SERVICES = {"jaeger", *DATASTORES, "kafka", *APPS, *TRACERS}
 # Services from a published image, not built here: the image each must be, pinned.
 IMAGES = {"jaeger": r"jaegertracing/jaeger:\d+\.\d+\.\d+", "postgres": r"postgres:\d+-alpine",
-          "redis": r"redis:\d+-alpine"}
+          "redis": r"redis:\d+-alpine", "kafka": r"apache/kafka:\d+\.\d+\.\d+"}
 
 # What gospan needs in a container, each one shown needed by test_gospan_capabilities where the
 # kernel lets a test show it, and explained in docker-compose.yml.
@@ -301,13 +304,14 @@ def copy_sources(df, ins):
 
 
 # Image -> (Dockerfile, build context), relative to the repository, as docker-compose.yml builds
-# them. The frontend's context is examples/: its go.mod replaces the inventory's module with
-# ../inventory, whose generated gRPC client it builds with.
+# them. The frontend's and the consumer's context is examples/: their go.mod replaces the
+# inventory's module with ../inventory, whose generated gRPC client they build with.
 DOCKERFILES = {
     "gospan": ("Dockerfile", "."),
     "frontend": ("examples/frontend/Dockerfile", "examples"),
     "backend": ("examples/backend/Dockerfile", "examples/backend"),
     "inventory": ("examples/inventory/Dockerfile", "examples/inventory"),
+    "consumer": ("examples/consumer/Dockerfile", "examples"),
     "loadgen": ("examples/loadgen/Dockerfile", "examples/loadgen"),
 }
 
@@ -574,6 +578,49 @@ def test_backend_reaches_its_data_stores(compose):
     assert s["redis"]["command"] == ["redis-server", "--save", "", "--appendonly", "no"]
 
 
+def test_backend_and_consumer_reach_kafka(compose, images):
+    """The backend's and the consumer's -kafka name the kafka service at the port it listens on
+    and tells its clients (its advertised listener), the consumer's -inventory the inventory
+    service, as the consumer image's CMD does; both wait for the broker to be healthy. The broker
+    is one KRaft node, broker and controller, its own only voter, its internal topics one replica
+    each (one node), and it is not published."""
+    s = compose["services"]
+    kafka = s["kafka"]
+    env = kafka["environment"]
+    inventory_port = _port_of_addr(_flag(s["inventory"]["command"], "-addr"))[1]
+    for name in ("backend", "consumer"):
+        assert _flag(s[name]["command"], "-kafka") == f"kafka:{KAFKA_PORT}", name
+        assert s[name]["depends_on"]["kafka"]["condition"] == "service_healthy", name
+    assert _flag(s["consumer"]["command"], "-inventory") == f"inventory:{inventory_port}"
+    assert s["consumer"]["depends_on"]["inventory"]["condition"] == "service_healthy"
+    assert images["consumer"].cmd == s["consumer"]["command"], \
+        "the consumer image's CMD and compose disagree"
+    assert images["consumer"].expose == set() and "ports" not in s["consumer"], \
+        "the consumer serves nothing"
+    listeners = dict(re.fullmatch(r"(\w+)://:(\d+)", v).groups()
+                     for v in env["KAFKA_LISTENERS"].split(","))
+    assert listeners == {"PLAINTEXT": str(KAFKA_PORT), "CONTROLLER": "9093"}, listeners
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == f"PLAINTEXT://kafka:{KAFKA_PORT}"
+    assert env["KAFKA_CONTROLLER_LISTENER_NAMES"] == "CONTROLLER"
+    assert set(env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")) == \
+        {"CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"}
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == \
+        f"{env['KAFKA_NODE_ID']}@localhost:{listeners['CONTROLLER']}"
+    # A cluster id is 16 bytes, base64url without padding (what kafka-storage.sh random-uuid
+    # prints).
+    assert len(base64.urlsafe_b64decode(env["CLUSTER_ID"] + "==")) == 16, env["CLUSTER_ID"]
+    for key in ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR",
+                "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+                "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR",
+                "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR",
+                "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR"):
+        assert str(env[key]) == "1", key
+    assert "ports" not in kafka, "the broker is the backend's and the consumer's alone"
+    check = " ".join(kafka["healthcheck"]["test"])
+    assert f"/dev/tcp/127.0.0.1/{KAFKA_PORT}" in check, check
+
+
 def test_loadgen_covers_the_frontend_routes_that_call_the_backend(compose):
     # The frontend's routes as its README's table lists them: chi assembles some from a mount
     # and a sub-router's own pattern, so its source holds no whole pattern to read.
@@ -637,7 +684,7 @@ def test_gospan_services(compose, dockerfiles, images):
 
 
 def test_services_are_named_by_their_own_environment(compose, images):
-    for name in ("frontend", "backend", "inventory"):
+    for name in ("frontend", "backend", "inventory", "consumer"):
         assert images[name].env.get("OTEL_SERVICE_NAME") == name
         assert compose["services"][name]["environment"]["OTEL_SERVICE_NAME"] == name
         assert images[name].user[0] != 0, f"{name} runs as root"
@@ -645,7 +692,7 @@ def test_services_are_named_by_their_own_environment(compose, images):
 
 def test_every_service_has_a_healthcheck_or_needs_none(compose):
     s = compose["services"]
-    for name in ("jaeger", *DATASTORES, "frontend", "backend", "inventory"):
+    for name in ("jaeger", *DATASTORES, "kafka", "frontend", "backend", "inventory"):
         test = s[name]["healthcheck"]["test"]
         assert test[0] == "CMD"
     for name, svc in s.items():
