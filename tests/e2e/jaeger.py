@@ -59,6 +59,7 @@ import pytest
 from collector import (BuildError, Distribution, Unavailable, built, cached_build, executable,
                        module_source, run_go, running)
 from matrix import cache_dir
+from procs import Stop, free_ports, raise_stop
 
 JAEGER_MODULE = "github.com/jaegertracing/jaeger"
 JAEGER_VERSION = os.environ.get("GOSPAN_JAEGER_VERSION", "v1.76.0")
@@ -265,26 +266,6 @@ def parents(span):
 # ---- the command line, for examples/demo.sh ------------------------------------------------
 
 
-class _Stop(Exception):
-    """A signal asked `serve` to stop."""
-
-
-def _on_signal(signum, frame):
-    raise _Stop(signum)
-
-
-def _free_ports(n):
-    """N distinct loopback TCP ports nothing listens on (all held until every one is chosen)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _cmd_path(args):
@@ -313,11 +294,11 @@ def _cmd_serve(args):
                   file=sys.stderr)
             return 1
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
+        signal.signal(sig, raise_stop)
     with tempfile.TemporaryDirectory(prefix="gospan-jaeger.") as tmp:
         try:
-            j = Jaeger(binary, args.workdir or tmp, *_free_ports(3))
-        except _Stop:
+            j = Jaeger(binary, args.workdir or tmp, *free_ports(3))
+        except Stop:
             return 0
         except (AssertionError, OSError) as e:
             print(f"jaeger.py: cannot start '{binary}': {e}", file=sys.stderr)
@@ -327,7 +308,7 @@ def _cmd_serve(args):
             print(f"ready otlp={j.otlp_endpoint} query={j.query_url} ui={ui}", flush=True)
             while j.alive():
                 time.sleep(0.2)
-        except _Stop:
+        except Stop:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_IGN)
             j.stop()

@@ -66,7 +66,7 @@ import pytest
 
 import matrix
 from matrix import cache_dir
-from procs import end_process
+from procs import Stop, end_process, free_ports, raise_stop
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKAMIX = REPO / "tests" / "e2e" / "kafkamix"
@@ -638,25 +638,6 @@ def kafka_broker(free_port, tmp_path_factory):
 # ---- the command line -------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    pass
-
-
-def _on_signal(signum, frame):
-    raise _Stop(signum)
-
-
-def _free_ports(n):
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _cmd_path(args):
@@ -676,11 +657,11 @@ def _cmd_fetch(args):
 
 def _cmd_serve(args):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
+        signal.signal(sig, raise_stop)
     broker = None
     with tempfile.TemporaryDirectory(prefix="gospan-kafka.") as tmp:
         try:
-            broker = broker_or_unavailable(args.workdir or tmp, *_free_ports(2),
+            broker = broker_or_unavailable(args.workdir or tmp, *free_ports(2),
                                            partitions=args.partitions)
             if args.topic:
                 broker.create_topics(*args.topic)
@@ -690,7 +671,7 @@ def _cmd_serve(args):
             print(f"kafka.py: the broker exited with status {broker.proc.returncode}",
                   file=sys.stderr)
             return 1
-        except _Stop:
+        except Stop:
             return 0
         except (Unavailable, AssertionError, OSError) as e:
             print(f"kafka.py: {e}", file=sys.stderr)

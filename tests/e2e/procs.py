@@ -1,5 +1,6 @@
 """Ending the processes a test started: one way for services, gospan, backends and servers."""
 import signal
+import socket
 import subprocess
 
 
@@ -20,3 +21,26 @@ def end_process(proc, readers=(), sig=signal.SIGTERM, timeout=30.0):
     for r in readers:
         r.join()
     return in_time
+
+
+class Stop(Exception):
+    """A signal asked a `serve` command (jaeger.py, kafka.py) to stop."""
+
+
+def raise_stop(signum, frame):
+    """A signal handler that turns the signal into Stop."""
+    raise Stop(signum)
+
+
+def free_ports(n):
+    """N distinct loopback TCP ports nothing listens on (all held until every one is chosen)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
