@@ -100,15 +100,15 @@ def slice_cells():
     (fasthttp: ten, from v1.40.0 to v1.77.0; Fiber v2: one; Fiber v3: v3.0.0, v3.3.0, v3.4.0,
     v3.5.0), stripped (no DWARF: the offsets are the table's), the first with the oldest Go it
     allows (fasthttp v1.40.0 with go1.17.13, whose writeResponse is inlined; Fiber v2.40.0 with
-    Debian's Go 1.19, where ReleaseCtx is still called); then the newest release, plain,
-    stripped and PIE, with the installed Go."""
+    Debian's Go 1.19, where ReleaseCtx is still called); then the newest release the table
+    names (matrix.table_newest), plain, stripped and PIE, with the installed Go."""
     cells = []
     for p in PROGRAMS:
         starts = layouts(p)
         for v in starts:
             cells.append((p, v, toolchains(p, v)[-1] if v == starts[0] else "local",
                           "stripped"))
-        newest = releases(p)[-1]
+        newest = matrix.table_newest(table_path(p))
         cells += [(p, newest, "local", f) for f in FLAVOURS]
     return list(dict.fromkeys(cells))
 
@@ -297,7 +297,8 @@ def page_text(results, cells, kernel=None, note=None):
     lines += matrix.slice_lines(
         "What CI runs (`make test`, `tests/e2e/fasthttp_matrix.py` lists them): the first "
         "release of every layout of each offset table, stripped, the oldest with the oldest Go "
-        "it allows, and the newest release of each with the installed Go, plain, stripped and "
+        "it allows, and the newest release each table names with the installed Go, plain, "
+        "stripped and "
         "PIE: ", [c for c in slice_cells() if c in cells], lambda c: named(c[0], c[1]))
     found = [(p, v, text) for p, v, text in FINDINGS
              if any(c[0] == p and parse(c[1]) >= parse(v) for c in fails)]
