@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Gospan, Service, _clean_env, _go_env, counter, drop_reasons
+from conftest import (REPO, Gospan, Service, _clean_env, _go_env, counter, drop_reasons,
+                      wait_until)
 
 SRC = REPO / "examples" / "functions"
 SPAN_KIND_INTERNAL = 1
@@ -424,6 +425,10 @@ def test_server_span_inside_a_function_span(fn_bin, start_gospan, otlp_receiver,
     assert conn.start_ns <= server.start_ns <= server.end_ns <= conn.end_ns
 
 
+def step_spans(spans):
+    return [s for s in spans if s.attrs.get("code.function.name") == "main.step"]
+
+
 def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path, go_version):
     """A program that serves no HTTP: refused without --functions, traced with it."""
     out = build_dir / "e2e" / "fn-nohttp"
@@ -444,7 +449,10 @@ def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path,
                                                      "args": ["i", "label"]},
                                                     {"symbol": "main.inner"}]})
         g = Gospan([str(gospan_bin), "--pid", str(proc.pid), "--functions", str(cfg)], env)
-        time.sleep(3)
+        # Attaching takes seconds of BPF verification on a loaded machine: the calls are
+        # counted from the attach on (a step every 20 ms).
+        g.wait_attached()
+        wait_until(lambda: len(step_spans(otlp_receiver.snapshot())) >= 20, 30)
         g.stop_cleanly()
         err = g.stderr
         assert "only its functions are traced" in err, err
@@ -452,7 +460,7 @@ def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path,
         proc.terminate()
         proc.wait(10)
     spans = otlp_receiver.snapshot()
-    steps = [s for s in spans if s.attrs.get("code.function.name") == "main.step"]
+    steps = step_spans(spans)
     inners = [s for s in spans if s.attrs.get("code.function.name") == "main.inner"]
     assert len(steps) >= 20, err
     by_id = {s.span_id: s for s in steps}
