@@ -25,9 +25,10 @@
  * and, on the same uprobes, programs doing one kind of operation each (bench/floor/ops.bpf.c):
  * their run times minus the empty program's are what those operations cost here.
  *
- * --verifier loads gospan's own BPF object (the skeleton libgospan.a embeds) once, as gospan
- * does at start, and prints how long that took and what the verifier reports for each program:
- * the part of gospan's start-up that does not depend on the target.
+ * --verifier loads every program of gospan's own BPF object (the skeleton libgospan.a embeds)
+ * once, and prints how long that took and what the verifier reports for each program: what
+ * gospan's start costs for a target with every family (gospan loads a family's programs when a
+ * target first has it).
  */
 #include <errno.h>
 #include <limits.h>

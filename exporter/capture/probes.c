@@ -27,8 +27,37 @@
 /* Hold the ring buffer reader's wakeup until this much is unconsumed (1/4 of the buffer). */
 #define WAKE_FRACTION 4
 
+/*
+ * The programs load in groups, each when a target first needs one: verifying them all took the
+ * kernel about 3 s of CPU at every start (fasthttp's request reader alone 1.3 s), most of it for
+ * families the target does not have. A group is a copy of the object opened with only its
+ * programs to load and every map, the internal ones too, taken from the first copy: one set of
+ * maps, as if one object. The first copy loads the start-up measurement and the Go runtime's
+ * programs, which every target uses. A program's group is the first row its name starts with.
+ */
+static const struct group {
+	const char *prefix;
+	const char *what; /* NULL: loaded with the maps */
+} groups[] = {
+	{ "grpc_", "gRPC" },
+	{ "db_", "data store" },
+	{ "func_", "function" },
+	{ "fasthttp_", "fasthttp" },
+	{ "kafka_", "Kafka" },
+	{ "go_", NULL },
+	{ "goroutine_", NULL },
+	{ "process_", NULL },
+	{ "calibrate", NULL },
+	{ "", "net/http" },
+};
+
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
 struct probes {
-	struct http_bpf *skel;
+	struct http_bpf *skel; /* the maps, and the programs loaded with them */
+	struct http_bpf *group[NGROUPS]; /* the copy that loaded each group's programs */
+	int group_err[NGROUPS]; /* why a group did not load: not tried again */
+	bool multi; /* the uprobes are uprobe_multi programs */
 	struct ring_buffer *rb;
 	struct uprobes *uprobes;
 	uint32_t ntargets;
@@ -59,24 +88,123 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-/* Opens and loads the BPF object into P->skel; MULTI: its uprobes as uprobe_multi programs. */
-static int open_and_load(struct probes *p, bool multi)
+static size_t group_of(const char *name)
 {
-	p->skel = http_bpf__open();
+	size_t g;
+
+	for (g = 0; g < NGROUPS - 1; g++)
+		if (!strncmp(name, groups[g].prefix, strlen(groups[g].prefix)))
+			break;
+	return g;
+}
+
+/* Whether PROG is one of the programs group G loads (G < 0: those loaded with the maps). */
+static bool in_group(const struct bpf_program *prog, ssize_t g)
+{
+	size_t mine = group_of(bpf_program__name(prog));
+
+	return g < 0 ? !groups[mine].what : mine == (size_t)g;
+}
+
+/* Opens a copy of the BPF object that loads group G's programs (G < 0: the first copy's). */
+static struct http_bpf *open_copy(struct probes *p, ssize_t g)
+{
+	struct bpf_program *prog;
+	struct http_bpf *s;
+
+	s = http_bpf__open();
+	if (!s)
+		return NULL;
+	bpf_object__for_each_program(prog, s->obj)
+		bpf_program__set_autoload(prog, in_group(prog, g));
+	if (p->multi)
+		uprobes__use_multi(s->obj, s->progs.calibrate);
+	return s;
+}
+
+/* Opens and loads the first copy into P->skel: the maps, and the programs loaded with them. */
+static int open_and_load(struct probes *p)
+{
+	p->skel = open_copy(p, -1);
 	if (!p->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
 	p->skel->rodata->wake_threshold =
 		bpf_map__max_entries(p->skel->maps.events) / WAKE_FRACTION;
-	if (multi)
-		uprobes__use_multi(p->skel->obj, p->skel->progs.calibrate);
 	return http_bpf__load(p->skel);
+}
+
+/* Loads group G's copy, with the first copy's maps. */
+static int load_group(struct probes *p, size_t g)
+{
+	struct http_bpf *s;
+	struct bpf_map *map;
+	int err, fd;
+
+	s = open_copy(p, (ssize_t)g);
+	if (!s) {
+		err = -errno;
+		pr_err("cannot open the BPF object for the %s probes: %s", groups[g].what,
+		       strerror(-err));
+		return err;
+	}
+	bpf_object__for_each_map(map, s->obj) {
+		fd = bpf_object__find_map_fd_by_name(p->skel->obj, bpf_map__name(map));
+		err = fd < 0 ? -ENOENT : bpf_map__reuse_fd(map, fd);
+		if (err) {
+			pr_err("cannot give the %s probes the map '%s': %s", groups[g].what,
+			       bpf_map__name(map), strerror(-err));
+			goto fail;
+		}
+	}
+	err = http_bpf__load(s);
+	if (err) {
+		pr_err("cannot load the %s probes' BPF programs: %s%s", groups[g].what,
+		       strerror(-err),
+		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+		goto fail;
+	}
+	p->group[g] = s;
+	return 0;
+fail:
+	http_bpf__destroy(s);
+	return err;
+}
+
+/*
+ * PROG (a program of the first copy, where most are not loaded) as loaded: its group loaded
+ * first if it was not. NULL with errno when that failed (said once, at the failure).
+ */
+static struct bpf_program *loaded(struct probes *p, struct bpf_program *prog)
+{
+	const char *name = bpf_program__name(prog);
+	size_t g = group_of(name);
+
+	if (!groups[g].what)
+		return prog;
+	if (!p->group[g] && !p->group_err[g])
+		p->group_err[g] = load_group(p, g);
+	if (p->group_err[g]) {
+		errno = -p->group_err[g];
+		return NULL;
+	}
+	return bpf_object__find_program_by_name(p->group[g]->obj, name);
+}
+
+/* uprobes__add() with PROG as loaded. */
+static int add_probe(struct probes *p, struct bpf_program *prog, const char *path, pid_t pid,
+		     uint64_t off, uint64_t cookie, bool entry)
+{
+	struct bpf_program *at = loaded(p, prog);
+
+	if (!at)
+		return errno ? -errno : -ENOENT;
+	return uprobes__add(p->uprobes, at, path, pid, off, cookie, entry);
 }
 
 struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 {
-	bool multi;
 	struct emulation emu;
 	struct probes *p;
 	int err;
@@ -91,19 +219,19 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		pr_err("cannot count possible CPUs: %s", strerror(-err));
 		goto cleanup;
 	}
-	multi = !getenv("GOSPAN_UPROBE_MULTI") || strcmp(getenv("GOSPAN_UPROBE_MULTI"), "0");
-	err = open_and_load(p, multi);
-	if (err && multi) {
+	p->multi = !getenv("GOSPAN_UPROBE_MULTI") || strcmp(getenv("GOSPAN_UPROBE_MULTI"), "0");
+	err = open_and_load(p);
+	if (err && p->multi) {
 		/* A kernel before 6.6: plain uprobe links, one a probe. */
 		pr_debug("cannot load the uprobe programs as uprobe_multi programs (%s): using "
 			 "plain uprobe links",
 			 strerror(-err));
 		http_bpf__destroy(p->skel);
-		multi = false;
-		err = open_and_load(p, multi);
+		p->multi = false;
+		err = open_and_load(p);
 	}
 	if (!err) {
-		p->uprobes = uprobes__new(multi);
+		p->uprobes = uprobes__new(p->multi);
 		err = p->uprobes ? 0 : -ENOMEM;
 	}
 	if (err) {
@@ -180,23 +308,23 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 	 * entry finds no call and does nothing.
 	 */
 	for (i = 0; !err && i < site->nrets; i++) {
-		err = uprobes__add(p->uprobes, sp->at_rets, path, pid, site->ret_offs[i], c, false);
+		err = add_probe(p, sp->at_rets, path, pid, site->ret_offs[i], c, false);
 		n->stepped += !err;
 	}
 	for (i = 0; !err && i < site->nends; i++) {
 		const struct end_site *e = &site->ends[i];
 
 		prog = e->if_no_error && sp->success ? sp->success : sp->at_ends;
-		err = uprobes__add(p->uprobes, prog, path, pid, e->off, end_cookie(e, c), false);
+		err = add_probe(p, prog, path, pid, e->off, end_cookie(e, c), false);
 		*(e->emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	for (i = 0; !err && sp->entry && i < site->nentry_calls; i++) {
-		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_calls[i],
+		err = add_probe(p, sp->entry, path, pid, site->entry_calls[i],
 				   c | COOKIE_IN_CALLER, true);
 		n->emulated += !err;
 	}
 	if (!err && sp->entry && !site->nentry_calls) {
-		err = uprobes__add(p->uprobes, sp->entry, path, pid, site->entry_off,
+		err = add_probe(p, sp->entry, path, pid, site->entry_off,
 				   c | (sp->entry_at ? site->entry_at << 32 : 0), true);
 		*(site->entry_emulated ? &n->emulated : &n->stepped) += !err;
 	}
@@ -273,7 +401,7 @@ static int attach_routes(struct probes *p, struct target *t, pid_t pid, uint32_t
 		}
 		cookie = c | ((uint64_t)idx << ROUTE_SITE_SHIFT);
 		for (j = 0; !err && j < rt->site.nends; j++) {
-			err = uprobes__add(p->uprobes, p->skel->progs.route_seen, t->path, pid,
+			err = add_probe(p, p->skel->progs.route_seen, t->path, pid,
 					   rt->site.ends[j].off, cookie, false);
 			*(rt->site.ends[j].emulated ? &n->emulated : &n->stepped) += !err;
 		}
@@ -302,7 +430,7 @@ static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32
 	err = attach_site(p, &client, pid, t->path, &f->client, c, n);
 	err = err ?: attach_site(p, &end, pid, t->path, &f->end, c, n);
 	for (i = 0; !err && f->start.addr && i < f->start.nends; i++) {
-		err = uprobes__add(p->uprobes, p->skel->progs.fasthttp_server_entry, t->path, pid,
+		err = add_probe(p, p->skel->progs.fasthttp_server_entry, t->path, pid,
 				   f->start.ends[i].off, c | f->start_at[i] << 32, true);
 		n->emulated += !err;
 	}
@@ -568,18 +696,31 @@ static int program_runs(struct probes *p, struct bpf_program *prog, uint64_t *ru
 	return 0;
 }
 
+/* The copy of the object that loaded group G's programs (G == NGROUPS: the first); NULL: none. */
+static struct bpf_object *copy_obj(const struct probes *p, size_t g)
+{
+	if (g == NGROUPS)
+		return p->skel->obj;
+	return p->group[g] ? p->group[g]->obj : NULL;
+}
+
 int probes__hits(struct probes *p, uint64_t *hits)
 {
 	struct bpf_program *prog;
 	uint64_t runs;
+	size_t g;
 	int err;
 
 	*hits = 0;
-	bpf_object__for_each_program(prog, p->skel->obj) {
-		err = program_runs(p, prog, &runs);
-		if (err)
-			return err;
-		*hits += runs;
+	for (g = 0; g <= NGROUPS; g++) {
+		if (!copy_obj(p, g))
+			continue;
+		bpf_object__for_each_program(prog, copy_obj(p, g)) {
+			err = program_runs(p, prog, &runs);
+			if (err)
+				return err;
+			*hits += runs;
+		}
 	}
 	return 0;
 }
@@ -587,18 +728,23 @@ int probes__hits(struct probes *p, uint64_t *hits)
 int probes__hits_by_program(struct probes *p, char *buf, size_t size)
 {
 	struct bpf_program *prog;
-	size_t len = 0;
+	size_t len = 0, g;
 	uint64_t runs;
 	int err;
 
 	buf[0] = '\0';
-	bpf_object__for_each_program(prog, p->skel->obj) {
-		err = program_runs(p, prog, &runs);
-		if (err)
-			return err;
-		if (runs && len < size)
-			len += snprintf(buf + len, size - len, "%s%s=%llu", len ? " " : "",
-					bpf_program__name(prog), (unsigned long long)runs);
+	for (g = 0; g <= NGROUPS; g++) {
+		if (!copy_obj(p, g))
+			continue;
+		bpf_object__for_each_program(prog, copy_obj(p, g)) {
+			err = program_runs(p, prog, &runs);
+			if (err)
+				return err;
+			if (runs && len < size)
+				len += snprintf(buf + len, size - len, "%s%s=%llu",
+						len ? " " : "", bpf_program__name(prog),
+						(unsigned long long)runs);
+		}
 	}
 	return 0;
 }
@@ -669,12 +815,16 @@ void probes__detach(struct probes *p)
 
 void probes__destroy(struct probes *p)
 {
+	size_t g;
+
 	if (!p)
 		return;
 	uprobes__free(p->uprobes);
 	emulation__release();
 	wire__destroy(p->wire);
 	ring_buffer__free(p->rb);
+	for (g = 0; g < NGROUPS; g++)
+		http_bpf__destroy(p->group[g]);
 	http_bpf__destroy(p->skel);
 	free(p);
 }
