@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -138,6 +139,7 @@ static int open_and_load(struct probes *p)
 /* Loads group G's copy, with the first copy's maps. */
 static int load_group(struct probes *p, size_t g)
 {
+	struct timespec t0, t1;
 	struct http_bpf *s;
 	struct bpf_map *map;
 	int err, fd;
@@ -158,7 +160,12 @@ static int load_group(struct probes *p, size_t g)
 			goto fail;
 		}
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = http_bpf__load(s);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pr_debug("the %s probes' BPF programs loaded in %.0f ms%s", groups[g].what,
+		 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+		 err ? " (refused)" : "");
 	if (err) {
 		pr_err("cannot load the %s probes' BPF programs: %s%s", groups[g].what,
 		       strerror(-err),
