@@ -32,14 +32,13 @@ _Static_assert((FH_KV_BUF & (FH_KV_BUF - 1)) == 0, "FH_KV_BUF: a power of two");
 #define FH_SITE_AT_SHIFT 32
 
 /*
- * One CPU's scratch: a request's headers, copied in one read; the traceparent's value; and a
- * goroutine's first entry, before it is in the map. Claimed for a program's whole run.
+ * One CPU's scratch: a request's headers, copied in one read, and a header's name; a goroutine's
+ * first entry, before it is in the map. Claimed for a program's whole run.
  */
 struct fh_scratch {
 	__u64 busy;
 	__u8 kv[FH_KV_BUF + FH_KV_MAX]; /* slack for the masks of the walk */
 	char key[16];
-	char tp[TRACEPARENT_LEN + 1];
 	struct goroutine_state state;
 };
 
@@ -158,7 +157,9 @@ static __always_inline void server_start(GO_REGS *ctx, struct fh_scratch *sc)
 	struct fasthttp_server_start *e;
 	struct span_ctx *outer = NULL;
 	struct inflight_call st = {};
-	struct go_string tp, ts;
+	/* Parsed here, then copied: the global functions are handed stack and map memory only. */
+	struct span_ids in = {};
+	struct go_string tp = {}, ts;
 	struct goroutine_key key;
 	struct goroutine_state *gs;
 	void *req, *rctx;
@@ -206,17 +207,15 @@ static __always_inline void server_start(GO_REGS *ctx, struct fh_scratch *sc)
 	read_conn_peer(cfg, cfg->fh_ctx_conn >= 0 ? rctx + cfg->fh_ctx_conn : NULL,
 		       GO_IP(ctx) - (cookie >> FH_SITE_AT_SHIFT), &e->peer);
 
-	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
 	ts.len = 0;
 	if (cfg->propagate && cfg->fh_req_headers >= 0) {
 		context_headers(cfg, sc, req + cfg->fh_req_headers, &tp, &ts);
-		has_tp = tp.len == TRACEPARENT_LEN &&
-			 go_copy_string(sc->tp, sizeof(sc->tp), tp.ptr, tp.len) &&
-			 !traceparent_parse(sc->tp, TRACEPARENT_LEN, &e->ids);
+		has_tp = gospan_traceparent_read((__u64)tp.ptr, tp.len, &in);
 	}
+	e->ids = in;
 	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent && ts.len > 0) {

@@ -106,14 +106,14 @@ static __always_inline __u32 read_pattern(const struct target_config *cfg, void 
 }
 
 /* Reads the traceparent header of the Header map HDR into IDS; false when absent or malformed. */
-static __always_inline bool read_traceparent(const struct target_config *cfg, struct scratch *sc,
-					     void *hdr, struct span_ids *ids)
+static __always_inline bool read_traceparent(const struct target_config *cfg, void *hdr,
+					     struct span_ids *ids)
 {
 	TRACEPARENT_KEY(key);
-	__u32 n;
+	struct go_string val = {};
 
-	n = go_header_get(cfg, hdr, &key, sc->tp, sizeof(sc->tp));
-	return n && !traceparent_parse(sc->tp, n, ids);
+	return gospan_header_find(cfg, (__u64)hdr, &key, &val) &&
+	       gospan_traceparent_read((__u64)val.ptr, val.len, ids);
 }
 
 /* http.Request's head as copied by req_snapshot(), and where the request itself is. */
@@ -255,11 +255,14 @@ static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 	 * Join the caller's trace when it sent one; else nest in the function span this goroutine
 	 * is in (--functions), if any; otherwise this request starts a trace.
 	 */
-	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
-	has_tp = cfg->propagate && read_traceparent(cfg, sc, hdr, &e->ids);
+	has_tp = cfg->propagate && read_traceparent(cfg, hdr, &sc->ids);
+	if (has_tp)
+		e->ids = sc->ids;
+	else
+		__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	PROF_MARK(PROF_TRACEPARENT);
 	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;

@@ -66,7 +66,7 @@ struct {
 
 /*
  * One CPU's scratch: a send's record before it is in its map, a consumer's first entry, a
- * header and the traceparent's value. Claimed for a program's whole run.
+ * header and its name. Claimed for a program's whole run.
  */
 struct kafka_scratch {
 	__u64 busy;
@@ -77,7 +77,6 @@ struct kafka_scratch {
 	__u8 header[KAFKA_HEADER_MAX];
 	struct kafka_fp_input fp;
 	char name[12];
-	char tp[TRACEPARENT_LEN + 1];
 };
 
 _Static_assert(__builtin_offsetof(struct kafka_scratch, busy) == 0, "scratch_take(): busy first");
@@ -500,9 +499,8 @@ static __always_inline bool context_headers(const struct target_config *cfg,
 		v = (const void *)(sc->header + (cfg->kg_header_value & (KAFKA_HEADER_MAX - 1)));
 		if ((k->len != 11 && k->len != 10) || bpf_probe_read_user(sc->name, 11, k->ptr))
 			continue;
-		if (k->len == 11 && same(sc->name, traceparent, 11) && v->len == TRACEPARENT_LEN &&
-		    go_copy_string(sc->tp, sizeof(sc->tp), v->ptr, v->len) &&
-		    !traceparent_parse(sc->tp, TRACEPARENT_LEN, &e->ids))
+		if (k->len == 11 && same(sc->name, traceparent, 11) &&
+		    gospan_traceparent_read((__u64)v->ptr, v->len, &e->ids))
 			found = true;
 		else if (k->len == 10 && same(sc->name, tracestate, 10))
 			e->tracestate_len = go_copy_string(e->tracestate, MAX_TRACESTATE_LEN,
