@@ -65,6 +65,18 @@ static __always_inline void child_ids(struct span_ids *ids, const struct span_ct
  */
 int gospan_traceparent_read(__u64 ptr, __s64 len, struct span_ids *ids);
 
+/*
+ * The first 8 bytes of the string S as a word, in memory order: a constant after inlining. Header
+ * names are compared a word at a time with it, without a branch a byte.
+ */
+static __always_inline __u64 word8(const char *s)
+{
+	__u64 w;
+
+	__builtin_memcpy(&w, s, 8);
+	return w;
+}
+
 /* Computed, not looked up: static const tables end up in .rodata, which clang 14 describes wrongly. */
 static __always_inline char hex_digit(__u8 v)
 {
