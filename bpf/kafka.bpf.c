@@ -119,6 +119,29 @@ static __always_inline void fp_bytes(__u8 *dst, __u32 n, const struct kafka_byte
 }
 
 /*
+ * Marks the message whose key and value SC->fp holds as CTX's, for process PID: the socket-layer
+ * writer finds the mark by the same fingerprint in the produce request (kafka_mark.bpf.h).
+ *
+ * A global function (not inlined, not static), so that the verifier checks the fingerprint, a
+ * hundred and seventy instructions without a branch, once for a program: inlined in the loops
+ * over a send's messages, it was checked again for each of the 32 messages and each path there,
+ * most of kafka_send_entry's 61k and kafka_sarama_many_entry's 72k instructions. The mark's key
+ * and value are built on this function's stack, the memory a map helper takes on every kernel:
+ * to the verifier, a global function's pointer arguments are memory of no known kind.
+ */
+__noinline int gospan_kafka_mark(struct kafka_scratch *sc, __u32 pid, const struct span_ctx *ctx)
+{
+	struct kafka_mark_key mk = { .pid = pid };
+	struct span_ctx c;
+
+	if (!sc || !ctx)
+		return 0;
+	mk.fingerprint = kafka_fingerprint(&sc->fp);
+	c = *ctx;
+	return bpf_map_update_elem(&kafka_marks, &mk, &c, BPF_ANY) ? 0 : 1;
+}
+
+/*
  * Marks the N messages at MSG (the first KAFKA_MARKS_MAX) for the socket-layer writer, which puts
  * CTX into their records' headers as the produce request carrying them passes
  * (bpf/kafka_wire.bpf.c). SC, this CPU's scratch, held.
@@ -127,9 +150,8 @@ static __always_inline void mark_messages(const struct target_config *cfg, __u32
 					  __s64 n, const struct span_ids *ids,
 					  struct kafka_scratch *sc)
 {
-	struct kafka_mark_key mk = { .pid = pid };
+	struct span_ctx ctx = {}; /* its padding too: it goes to a global function */
 	struct kafka_bytes b;
-	struct span_ctx ctx;
 	__s64 i;
 
 	if (cfg->kg_msg_size <= 0 || cfg->kg_msg_key < 0 || cfg->kg_msg_value < 0)
@@ -147,8 +169,7 @@ static __always_inline void mark_messages(const struct target_config *cfg, __u32
 		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_value))
 			break;
 		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
-		mk.fingerprint = kafka_fingerprint(&sc->fp);
-		bpf_map_update_elem(&kafka_marks, &mk, &ctx, BPF_ANY);
+		gospan_kafka_mark(sc, pid, &ctx);
 	}
 }
 
@@ -273,11 +294,10 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 					 void *const *msgs, __s64 n)
 {
 	struct kafka_produce *e = &sc->send;
-	struct kafka_mark_key mk = {};
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct kafka_bytes b;
-	struct span_ctx sctx;
+	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
 	void *m = one;
 	__s64 i;
 
@@ -313,7 +333,6 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 		return;
 	track_process(cfg, key.pid);
 	span_ctx_of(&sctx, &e->ids);
-	mk.pid = key.pid;
 	for (i = 0; i < KAFKA_MARKS_MAX; i++) {
 		if (i >= (one ? 1 : n))
 			break;
@@ -326,8 +345,7 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 		if (!encoder_bytes(m + cfg->sm_msg_value, &b))
 			break;
 		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
-		mk.fingerprint = kafka_fingerprint(&sc->fp);
-		bpf_map_update_elem(&kafka_marks, &mk, &sctx, BPF_ANY);
+		gospan_kafka_mark(sc, key.pid, &sctx);
 	}
 }
 
