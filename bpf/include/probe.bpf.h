@@ -356,7 +356,11 @@ static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, con
 		return;
 	__builtin_memcpy(k.trace_id, trace_id, sizeof(k.trace_id));
 	v->len = len;
-	__builtin_memcpy(v->s, ts, MAX_TRACESTATE_LEN);
+	/*
+	 * One helper call: TS's alignment is not known here, and inlined the copy was 512
+	 * instructions, checked again on every path of the program that reached it.
+	 */
+	bpf_probe_read_kernel(v->s, MAX_TRACESTATE_LEN, ts);
 	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
 }
 
