@@ -194,7 +194,6 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	struct goroutine_key key;
 	struct span_ctx *outer;
 	void *stream, *handler_stream, *t, *md = NULL;
-	__u32 n;
 	bool has_tp = false;
 
 	cfg = probe_context(ctx, &key);
@@ -224,13 +223,17 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	outer = active_get(&key);
 	if (cfg->propagate)
 		md = incoming_md(cfg, stream, bias);
-	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (md) {
 		TRACEPARENT_MD(tp_key);
+		struct go_string val = {};
 
-		n = go_header_get(cfg, md, &tp_key, sc->tp, sizeof(sc->tp));
-		has_tp = n && !traceparent_parse(sc->tp, n, &e->ids);
+		has_tp = gospan_header_find(cfg, (__u64)md, &tp_key, &val) &&
+			 gospan_traceparent_read((__u64)val.ptr, val.len, &sc->ids);
 	}
+	if (has_tp)
+		e->ids = sc->ids;
+	else
+		__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent && md) {

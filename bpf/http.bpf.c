@@ -106,14 +106,14 @@ static __always_inline __u32 read_pattern(const struct target_config *cfg, void 
 }
 
 /* Reads the traceparent header of the Header map HDR into IDS; false when absent or malformed. */
-static __always_inline bool read_traceparent(const struct target_config *cfg, struct scratch *sc,
-					     void *hdr, struct span_ids *ids)
+static __always_inline bool read_traceparent(const struct target_config *cfg, void *hdr,
+					     struct span_ids *ids)
 {
 	TRACEPARENT_KEY(key);
-	__u32 n;
+	struct go_string val = {};
 
-	n = go_header_get(cfg, hdr, &key, sc->tp, sizeof(sc->tp));
-	return n && !traceparent_parse(sc->tp, n, ids);
+	return gospan_header_find(cfg, (__u64)hdr, &key, &val) &&
+	       gospan_traceparent_read((__u64)val.ptr, val.len, ids);
 }
 
 /* http.Request's head as copied by req_snapshot(), and where the request itself is. */
@@ -154,31 +154,28 @@ static __always_inline void req_snapshot(const struct target_config *cfg, struct
 		v->len = end;
 }
 
-/* The word at OFF in the request: from the copy when it holds it. */
+/*
+ * The word at OFF in the request: from the copy when it holds it. Whether it does is computed,
+ * not tested on OFF (as go_map.bpf.c's snap_word()): a test leaves the verifier other ranges on
+ * each way out, and the ways of the fields read one after another did not join again.
+ */
 static __always_inline __u64 req_word(const struct req_view *v, __s64 off)
 {
 	__u64 o = (__u64)off;
+	/* Sign set when O + 8 > LEN (a failed copy's LEN is 0), or OFF is negative. */
+	__u64 outside = ((v->len - 8 - o) | o) >> 63;
 
-	if (o <= REQ_SNAP_MAX - 8 && o + 8 <= v->len) {
-		/* Clang may test a copy of O: hand the verifier a bound on the one used. */
-		asm volatile("" : "+r"(o));
+	asm volatile("" : "+r"(outside));
+	if (!outside)
 		return *(const __u64 *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
-	}
 	return go_read_word(v->req, off);
 }
 
 /* The Go string at OFF in the request into DST (CAP bytes); its real length, as go_read_string. */
 static __always_inline __u32 req_string(const struct req_view *v, __s64 off, char *dst, __u32 cap)
 {
-	const struct go_string *s;
-	__u64 o = (__u64)off;
-
-	if (o <= REQ_SNAP_MAX - sizeof(*s) && o + sizeof(*s) <= v->len) {
-		asm volatile("" : "+r"(o));
-		s = (const void *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
-		return go_copy_string(dst, cap, s->ptr, s->len);
-	}
-	return go_read_string(dst, cap, (const char *)v->req + off);
+	return go_copy_string(dst, cap, (const char *)req_word(v, off),
+			      (__s64)req_word(v, off + 8));
 }
 
 /* ServeHTTP's entry, with this CPU's scratch claimed (SC). */
@@ -255,11 +252,14 @@ static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 	 * Join the caller's trace when it sent one; else nest in the function span this goroutine
 	 * is in (--functions), if any; otherwise this request starts a trace.
 	 */
-	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	if (outer)
 		st.prev = *outer;
 	st.has_prev = outer != NULL;
-	has_tp = cfg->propagate && read_traceparent(cfg, sc, hdr, &e->ids);
+	has_tp = cfg->propagate && read_traceparent(cfg, hdr, &sc->ids);
+	if (has_tp)
+		e->ids = sc->ids;
+	else
+		__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	PROF_MARK(PROF_TRACEPARENT);
 	server_ids(cfg, &e->ids, has_tp, outer);
 	e->tracestate_len = 0;

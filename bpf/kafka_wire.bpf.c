@@ -83,7 +83,6 @@ struct kw_batch {
 
 struct kw_scratch {
 	__u64 busy;
-	struct sk_msg_md *msg; /* not used by the steps: they take it as their argument */
 	__u32 off, size, version, stage;
 	__u32 topics, parts, recs;
 	__u32 part_end; /* where the current partition's records end */
@@ -222,24 +221,35 @@ static __always_inline __u32 kw_take(struct sk_msg_md *msg, __u32 off, __u32 siz
 	return n;
 }
 
+/* A varint decoded: its value, and the bytes it took. */
+struct kw_num {
+	__s64 v;
+	__u32 n;
+	__u32 _pad;
+};
+
 /*
- * The varint at OFF (a Kafka varint, zigzag, when ZIGZAG; else an unsigned varint) into *V, its
- * bytes into *N (at most 10); false when it is not whole before SIZE. Decoded without a branch a
- * byte: a varint's every length would otherwise be a path of its own for the verifier, and a
+ * The varint at OFF (a Kafka varint, zigzag, when ZIGZAG; else an unsigned varint) into OUT: its
+ * value and its bytes (at most 10); 0 when it is not whole before SIZE. Decoded without a branch
+ * a byte: a varint's every length would otherwise be a path of its own for the verifier, and a
  * record's seven varints in a row ten to the seventh.
+ *
+ * A global function (not inlined, not static): the verifier checks it once, where inlined it was
+ * checked again at each of the thirty places that decode one and on every path to them, most of
+ * kafka_produce's 727k instructions. It pulls data: the caller holds no packet pointer across it.
  */
-static __always_inline bool kw_varint(struct sk_msg_md *msg, __u32 off, __u32 size, bool zigzag,
-				      __s64 *v, __u32 *n)
+__noinline int gospan_kw_varint(struct sk_msg_md *msg, __u32 off, __u32 size, int zigzag,
+				struct kw_num *out)
 {
 	__u64 u = 0, take = 1, b;
 	__u32 got, len = 0, i;
 	__u8 *buf = kw_varbuf();
 
-	if (!buf)
-		return false;
+	if (!msg || !out || !buf)
+		return 0;
 	got = kw_take(msg, off, size, buf, 10);
 	if (!got)
-		return false;
+		return 0;
 	for (i = 0; i < 10; i++) {
 		b = buf[i];
 		u |= ((b & 0x7f) << (7 * i)) & -take;
@@ -247,9 +257,22 @@ static __always_inline bool kw_varint(struct sk_msg_md *msg, __u32 off, __u32 si
 		take &= b >> 7;
 	}
 	if (take || len > got)
+		return 0;
+	out->n = len;
+	out->v = zigzag ? (__s64)((u >> 1) ^ -(u & 1)) : (__s64)u;
+	return 1;
+}
+
+/* gospan_kw_varint()'s value into *V and its bytes into *N; false when it is not whole. */
+static __always_inline bool kw_varint(struct sk_msg_md *msg, __u32 off, __u32 size, bool zigzag,
+				      __s64 *v, __u32 *n)
+{
+	struct kw_num r = {}; /* zeroed: before 6.3 a global function takes initialized stack only */
+
+	if (!gospan_kw_varint(msg, off, size, zigzag, &r))
 		return false;
-	*n = len;
-	*v = zigzag ? (__s64)((u >> 1) ^ -(u & 1)) : (__s64)u;
+	*v = r.v;
+	*n = r.n;
 	return true;
 }
 
@@ -468,42 +491,42 @@ bad:
 }
 
 /*
- * Whether the record's headers, COUNT of them from *OFF before END, include a traceparent.
- * Undecided (too many to look at): true, and nothing is added.
+ * Whether the record's headers, COUNT of them from OFF before END, include a traceparent: 1.
+ * Undecided (too many to look at): 1, and nothing is added. A global function: checked once,
+ * not again on every path through a record.
  */
-static __always_inline bool kw_has_traceparent(struct sk_msg_md *msg, struct kw_scratch *sc,
-					       __u32 off, __u32 end, __s64 count)
+__noinline int gospan_kw_has_traceparent(struct sk_msg_md *msg, __u32 off, __u32 end, __s64 count)
 {
 	char tp[12] = "traceparent";
 	__s64 klen, vlen;
 	__u32 i, j, n;
 	__u8 diff, *buf;
 
-	if (count > KW_HEADERS_MAX)
-		return true;
+	if (!msg || count > KW_HEADERS_MAX)
+		return 1;
 	for (i = 0; i < KW_HEADERS_MAX; i++) {
 		if (i >= count)
-			return false;
+			return 0;
 		if (!kw_varint(msg, off, end, true, &klen, &n) || klen < 0)
-			return true;
+			return 1;
 		off += n;
 		if (klen == 11) {
 			/* Compared without a branch a byte, as kw_varint decodes. */
 			buf = kw_varbuf();
 			if (!buf || kw_take(msg, off, end, buf, 11) != 11)
-				return true;
+				return 1;
 			diff = 0;
 			for (j = 0; j < 11; j++)
 				diff |= buf[j] ^ (__u8)tp[j];
 			if (!diff)
-				return true;
+				return 1;
 		}
 		off += (__u32)klen;
 		if (!kw_varint(msg, off, end, true, &vlen, &n))
-			return true;
+			return 1;
 		off += n + (vlen > 0 ? (__u32)vlen : 0);
 	}
-	return true;
+	return 1;
 }
 
 /* A record: when its message was marked, and it can take the header, an edit. */
@@ -552,7 +575,7 @@ static __always_inline void kw_record(struct sk_msg_md *msg, struct kw_scratch *
 		return;
 	if (!kw_varint(msg, off, end, true, &count, &n) || count < 0)
 		goto bad;
-	if (kw_has_traceparent(msg, sc, off + n, end, count)) {
+	if (gospan_kw_has_traceparent(msg, off + n, end, count)) {
 		sc->already_set++;
 		bpf_map_delete_elem(&kafka_marks, &sc->mk);
 		return;
@@ -573,6 +596,8 @@ static __always_inline void kw_record(struct sk_msg_md *msg, struct kw_scratch *
 	ed->grow = grow;
 	ed->ctx = *ctx;
 	sc->nedits++;
+	/* What its batch will take, for kw_room(). */
+	sc->batches[sc->batch & (KW_BATCHES_MAX - 1)].inserted += KW_HEADER_LEN + grow;
 	bpf_map_delete_elem(&kafka_marks, &sc->mk);
 	return;
 bad:
@@ -648,8 +673,9 @@ static long kw_table_step(__u32 i, struct kw_loop *l)
 {
 	__u32 c = i, k;
 
+	/* The polynomial XORed in when the low bit is set, without a branch on it. */
 	for (k = 0; k < 8; k++)
-		c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
+		c = (c >> 1) ^ (0x82f63b78 & -(c & 1));
 	l->sc->table[i & 0xff] = c;
 	return 0;
 }
@@ -687,6 +713,24 @@ static __always_inline bool kw_begin_batch(struct sk_msg_md *msg, struct kw_scra
 }
 
 /*
+ * CRC continued over the N bytes (1 to KW_CRC_CHUNK) copied into SC's chunk. A global function:
+ * its 256 steps are checked once, not again on each path of kw_finish_step() that reaches them.
+ */
+__noinline __u32 gospan_kw_crc(const struct kw_scratch *sc, __u32 crc, __u32 n)
+{
+	__u32 j;
+
+	if (!sc)
+		return crc;
+	for (j = 0; j < KW_CRC_CHUNK; j++) {
+		if (j >= n)
+			break;
+		crc = sc->table[(crc ^ sc->chunk[j]) & 0xff] ^ (crc >> 8);
+	}
+	return crc;
+}
+
+/*
  * bpf_loop()'s step of finishing the batches, in order, all from this one loop (a callback is
  * checked by the verifier once for each place it is called from): a batch's lengths, the next
  * KW_CRC_CHUNK bytes of its CRC-32C, or its CRC written. The bytes are copied out of the message
@@ -697,8 +741,8 @@ static long kw_finish_step(__u32 i, struct kw_loop *l)
 {
 	struct kw_scratch *sc = l->sc;
 	struct sk_msg_md *msg = l->msg;
-	__u32 n, j, crc = sc->crc;
 	struct kw_batch *b;
+	__u32 n;
 	__u8 *d, *e;
 
 	if (sc->fin >= sc->nbatches || sc->fin >= KW_BATCHES_MAX)
@@ -735,12 +779,7 @@ static long kw_finish_step(__u32 i, struct kw_loop *l)
 	if (n > KW_CRC_CHUNK || (void *)d + n > (void *)e ||
 	    bpf_probe_read_kernel(sc->chunk, n, d))
 		goto bad;
-	for (j = 0; j < KW_CRC_CHUNK; j++) {
-		if (j >= n)
-			break;
-		crc = sc->table[(crc ^ sc->chunk[j]) & 0xff] ^ (crc >> 8);
-	}
-	sc->crc = crc;
+	sc->crc = gospan_kw_crc(sc, sc->crc, n);
 	sc->crc_off += n;
 	return 0;
 bad:
@@ -765,22 +804,6 @@ static __always_inline bool kw_room(struct kw_scratch *sc)
 			return false;
 	}
 	return true;
-}
-
-/* The bytes each batch will get, counted before anything is changed. */
-static __always_inline void kw_plan(struct kw_scratch *sc)
-{
-	__u32 i;
-
-	for (i = 0; i < KW_BATCHES_MAX; i++)
-		if (i < sc->nbatches)
-			sc->batches[i].inserted = 0;
-	for (i = 0; i < KW_EDITS_MAX; i++) {
-		if (i >= sc->nedits)
-			break;
-		sc->batches[sc->edits[i].batch & (KW_BATCHES_MAX - 1)].inserted +=
-		    KW_HEADER_LEN + sc->edits[i].grow;
-	}
 }
 
 /* The produce request in MSG, whose sender is process PID; SC claimed. Its SK_ verdict. */
@@ -819,7 +842,6 @@ static __always_inline int kw_rewrite(struct sk_msg_md *msg, struct kw_scratch *
 			count_propagation_n(PROP_KAFKA_NO_ROOM, sc->skipped_room);
 		return SK_PASS;
 	}
-	kw_plan(sc);
 	if (!kw_room(sc)) {
 		count_propagation_n(PROP_KAFKA_NO_ROOM, sc->skipped_room + sc->nedits);
 		return SK_PASS;
@@ -828,6 +850,7 @@ static __always_inline int kw_rewrite(struct sk_msg_md *msg, struct kw_scratch *
 		bpf_loop(256, kw_table_step, &l, 0);
 		sc->table_ready = 1;
 	}
+	/* The edit steps count again what they add, which the finish steps go by. */
 	for (i = 0; i < KW_BATCHES_MAX; i++)
 		if (i < sc->nbatches)
 			sc->batches[i].inserted = 0;

@@ -2,9 +2,10 @@
 /*
  * What the socket-layer writer (wire.bpf.c) asks of its Kafka part (kafka_wire.bpf.c): whether a
  * message begins like a produce request, and the program that rewrites one, which it
- * tail-calls through kafka_tail. That program is an object of its own, whose verification
- * takes seconds: user space loads it and puts it in kafka_tail only once a traced process has
- * a Kafka producer; until then the tail call finds nothing and the message goes as it is.
+ * tail-calls through kafka_tail. That program is an object of its own, whose verification is paid
+ * only where it is needed: user space loads it and puts it in kafka_tail only once a traced
+ * process has a Kafka producer; until then the tail call finds nothing and the message goes as
+ * it is.
  */
 #ifndef GOSPAN_KAFKA_WIRE_BPF_H
 #define GOSPAN_KAFKA_WIRE_BPF_H

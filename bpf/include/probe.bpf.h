@@ -79,6 +79,12 @@ struct scratch {
 	char tp[TRACEPARENT_LEN + 1];
 	__u8 req[REQ_SNAP_MAX + 16]; /* slack for the masks of req_word() and req_string() */
 	struct goroutine_state state; /* a goroutine's first entry, before it is in the map */
+	/*
+	 * An incoming traceparent, parsed before it goes into its record: the global functions are
+	 * handed stack and map memory only, and on the stack it would take the server entries'
+	 * frames with the header map walk's below them past the 512 bytes the verifier allows.
+	 */
+	struct span_ids ids;
 };
 
 _Static_assert(__builtin_offsetof(struct scratch, busy) == 0, "scratch_take(): busy word first");
@@ -350,7 +356,11 @@ static __always_inline void keep_tracestate(__u32 pid, const __u8 *trace_id, con
 		return;
 	__builtin_memcpy(k.trace_id, trace_id, sizeof(k.trace_id));
 	v->len = len;
-	__builtin_memcpy(v->s, ts, MAX_TRACESTATE_LEN);
+	/*
+	 * One helper call: TS's alignment is not known here, and inlined the copy was 512
+	 * instructions, checked again on every path of the program that reached it.
+	 */
+	bpf_probe_read_kernel(v->s, MAX_TRACESTATE_LEN, ts);
 	bpf_map_update_elem(&tracestates, &k, v, BPF_ANY);
 }
 

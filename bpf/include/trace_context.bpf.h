@@ -57,56 +57,24 @@ static __always_inline void child_ids(struct span_ids *ids, const struct span_ct
 	random_id(ids->span_id, sizeof(ids->span_id));
 }
 
-static __always_inline int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1; /* W3C: lowercase only */
-}
-
-/* Decodes 2*N hex characters at S into N bytes; -1 on a bad character or an all-zero id. */
-static __always_inline int hex_decode(const char *s, __u8 *out, __u32 n)
-{
-	__u8 any = 0;
-	__u32 i;
-	int hi, lo;
-
-	for (i = 0; i < 16; i++) {
-		if (i >= n)
-			break;
-		hi = hex_val(s[2 * i]);
-		lo = hex_val(s[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (__u8)(hi << 4 | lo);
-		any |= out[i];
-	}
-	return any ? 0 : -1;
-}
+/*
+ * Parses the Go string (PTR, LEN), a version-00 traceparent ("00-<trace id>-<parent id>-<flags>"),
+ * into IDS: trace id, the caller's span as parent, flags, remote_parent. 1 when it is one, else 0
+ * (IDS then untouched). A global function (trace_context.bpf.c): the verifier checks it once for
+ * a program, not at every place and path that reaches it.
+ */
+int gospan_traceparent_read(__u64 ptr, __s64 len, struct span_ids *ids);
 
 /*
- * Parses a version-00 traceparent ("00-<trace id>-<parent id>-<flags>") of LEN bytes into IDS:
- * trace id, the caller's span as parent, flags. -1 when it is not one (then IDS is untouched).
+ * The first 8 bytes of the string S as a word, in memory order: a constant after inlining. Header
+ * names are compared a word at a time with it, without a branch a byte.
  */
-static __always_inline int traceparent_parse(const char *tp, __u32 len, struct span_ids *ids)
+static __always_inline __u64 word8(const char *s)
 {
-	__u8 trace_id[16], parent[8], flags;
+	__u64 w;
 
-	if (len != TRACEPARENT_LEN || tp[0] != '0' || tp[1] != '0' || tp[2] != '-' ||
-	    tp[35] != '-' || tp[52] != '-')
-		return -1;
-	if (hex_decode(tp + 3, trace_id, 16) || hex_decode(tp + 36, parent, 8))
-		return -1;
-	if (hex_val(tp[53]) < 0 || hex_val(tp[54]) < 0)
-		return -1;
-	flags = (__u8)(hex_val(tp[53]) << 4 | hex_val(tp[54]));
-	__builtin_memcpy(ids->trace_id, trace_id, 16);
-	__builtin_memcpy(ids->parent_span_id, parent, 8);
-	ids->flags = flags;
-	ids->remote_parent = 1;
-	return 0;
+	__builtin_memcpy(&w, s, 8);
+	return w;
 }
 
 /* Computed, not looked up: static const tables end up in .rodata, which clang 14 describes wrongly. */

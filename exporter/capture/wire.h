@@ -29,7 +29,7 @@ int wire__add_process(struct wire *w, pid_t pid, const struct target_config *cfg
 void wire__sync(struct wire *w);
 /*
  * Loads the writer's Kafka part (bpf/kafka_wire.bpf.c), which puts trace context into produce
- * requests: once, when a traced process has a Kafka producer (its verification takes seconds).
+ * requests: once, when a traced process has a Kafka producer (its verification is paid only then).
  * A failure is said once, and costs only the messages' context.
  */
 int wire__enable_kafka(struct wire *w);
