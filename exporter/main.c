@@ -878,7 +878,7 @@ static void print_summary(struct app *app, bool final)
 	struct exporter_stats es = {};
 	uint64_t prop[PROP__COUNT] = {}, total = 0, hits;
 	struct drop drops[MAX_DROPS];
-	char reasons[1024];
+	char reasons[1024], per[512];
 	size_t len = 0, n, i;
 
 	records__stats(app->records, &rs);
@@ -895,11 +895,8 @@ static void print_summary(struct app *app, bool final)
 		total += drops[i].cause ? 0 : drops[i].n;
 	}
 
-	if (final && app->probes && bpf_stats_enabled() && !probes__hits(app->probes, &hits)) {
-		char per[512];
-
-		if (probes__hits_by_program(app->probes, per, sizeof(per)))
-			per[0] = '\0';
+	if (final && app->probes && bpf_stats_enabled() &&
+	    !probes__hits(app->probes, &hits, per, sizeof(per))) {
 		pr_info("probe hits: %llu (counted by the kernel: kernel.bpf_stats_enabled=1)%s%s",
 			(unsigned long long)hits, per[0] ? ": " : "", per);
 	}

@@ -712,14 +712,16 @@ static struct bpf_object *copy_obj(const struct probes *p, size_t g)
 	return p->group[g] ? p->group[g]->obj : NULL;
 }
 
-int probes__hits(struct probes *p, uint64_t *hits)
+int probes__hits(struct probes *p, uint64_t *hits, char *buf, size_t size)
 {
 	struct bpf_program *prog;
+	size_t len = 0, g;
 	uint64_t runs;
-	size_t g;
 	int err;
 
 	*hits = 0;
+	if (buf)
+		buf[0] = '\0';
 	for (g = 0; g <= NGROUPS; g++) {
 		if (!copy_obj(p, g))
 			continue;
@@ -728,27 +730,7 @@ int probes__hits(struct probes *p, uint64_t *hits)
 			if (err)
 				return err;
 			*hits += runs;
-		}
-	}
-	return 0;
-}
-
-int probes__hits_by_program(struct probes *p, char *buf, size_t size)
-{
-	struct bpf_program *prog;
-	size_t len = 0, g;
-	uint64_t runs;
-	int err;
-
-	buf[0] = '\0';
-	for (g = 0; g <= NGROUPS; g++) {
-		if (!copy_obj(p, g))
-			continue;
-		bpf_object__for_each_program(prog, copy_obj(p, g)) {
-			err = program_runs(p, prog, &runs);
-			if (err)
-				return err;
-			if (runs && len < size)
+			if (buf && runs && len < size)
 				len += snprintf(buf + len, size - len, "%s%s=%llu",
 						len ? " " : "", bpf_program__name(prog),
 						(unsigned long long)runs);

@@ -43,12 +43,11 @@ int probes__poll(struct probes *p, int timeout_ms);
 /* Sums the per-CPU drop counters. */
 int probes__drops(struct probes *p, uint64_t out[DROP__COUNT]);
 /*
- * Total runs of gospan's BPF programs: the probe hits the traced processes paid. The kernel counts
- * them only while kernel.bpf_stats_enabled is 1.
+ * Total runs of gospan's BPF programs: the probe hits the traced processes paid; with BUF, the
+ * same per program, as "name=N ..." for the programs that ran. The kernel counts them only while
+ * kernel.bpf_stats_enabled is 1.
  */
-int probes__hits(struct probes *p, uint64_t *hits);
-/* The same per program, as "name=N ..." for the programs that ran, into BUF. */
-int probes__hits_by_program(struct probes *p, char *buf, size_t size);
+int probes__hits(struct probes *p, uint64_t *hits, char *buf, size_t size);
 /*
  * Whether outgoing calls carry trace context: false when the socket-layer writer could not be
  * loaded here (the reason was logged at load).
