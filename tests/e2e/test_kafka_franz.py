@@ -31,6 +31,8 @@ import pytest
 
 from conftest import STATUS_ERROR, STATUS_UNSET, traced_get, wait_until
 from kafka import FRANZ_VERSION, BuildError, build_kafkamix
+import kafka_matrix
+import matrix
 import test_kafka as tk
 
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT, SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER = 2, 3, 4, 5
@@ -49,7 +51,7 @@ def build(flags=()):
 
 @pytest.fixture(scope="module")
 def topics(kafka_broker):
-    kinds = ("one", "batch", "async", "snappy", "iter")
+    kinds = ("one", "batch", "async", "snappy", "iter", "cells")
     names = [f"gospan-fz-{secrets.token_hex(3)}-{n}" for n in kinds]
     kafka_broker.create_topics(*names, partitions=1)
     return dict(zip(kinds, names))
@@ -210,6 +212,29 @@ def test_iterator_and_stripped_pie(kafka_broker, topics, start_gospan, otlp_rece
         assert "Kafka producer + Kafka consumer (franz-go" in t.attached, t.attached
         assert "offsets from table" in t.attached, t.attached
         server, producers, consumers, sent, read = trace_of(t, topics["iter"], 2)
+        assert consumers[0].attrs["messaging.consumer.group.name"] == t.group
+    finally:
+        t.stop()
+
+
+@pytest.mark.parametrize("cell", kafka_matrix.franz_slice_cells(), ids=kafka_matrix.cell_id)
+def test_release_slice(cell, kafka_broker, topics, start_gospan, otlp_receiver, downstream):
+    """The first release of every layout of franz-go's offset table, stripped: the attach line
+    names the release and the table row, and one produce is one trace through the broker."""
+    _, release, _, _ = cell
+    try:
+        binary = kafka_matrix.build_franz(cell)
+    except BuildError as e:
+        pytest.fail(str(e))
+    topic = f"{topics['cells']}-{release}"
+    kafka_broker.create_topics(topic, partitions=1)
+    t = tk.Traced(binary, kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
+                  client="franz")
+    try:
+        row = matrix.table_row_version(kafka_matrix.FRANZ_TABLE, release.lstrip("v"))
+        assert (f"Kafka producer + Kafka consumer (franz-go {release}, offsets from table v{row}"
+                in t.attached), t.attached
+        server, producers, consumers, sent, read = trace_of(t, topic, 1)
         assert consumers[0].attrs["messaging.consumer.group.name"] == t.group
     finally:
         t.stop()
