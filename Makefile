@@ -16,7 +16,7 @@
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
 #                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber, kafka-go,
-#                   sarama) from the
+#                   sarama, franz-go) from the
 #                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
 #   make install    gospan, its docs, an example functions file and a systemd unit under
