@@ -17,11 +17,12 @@ What gospan must make of it:
   callback's call), and through a RecordIter's Next (until the goroutine's next Next, or its
   next poll), with the partition, offset, consumer group and broker; the downstream GET made
   while processing is its child;
-- a send to a topic that does not exist: status ERROR and error.type;
+- a send to a topic that does not exist, or with no broker there: status ERROR and error.type;
 - the same from a stripped PIE build, whose offsets come from offsets/franz_offsets.json;
 - nothing dropped.
 """
 
+import http.client
 import json
 import secrets
 import shutil
@@ -29,7 +30,7 @@ import time
 
 import pytest
 
-from conftest import STATUS_ERROR, STATUS_UNSET, traced_get, wait_until
+from conftest import STATUS_ERROR, STATUS_UNSET, Service, _clean_env, traced_get, wait_until
 from kafka import FRANZ_VERSION, BuildError, build_kafkamix
 import kafka_matrix
 import matrix
@@ -189,6 +190,41 @@ def test_send_to_a_missing_topic_fails(traced, mode):
                        s.attrs.get("messaging.destination.name") == topic, 1)
     assert got[0].status_code == STATUS_ERROR, got[0]
     assert got[0].attrs.get("error.type"), got[0].attrs
+
+
+def test_no_broker_fails(free_port, start_gospan, otlp_receiver):
+    """A client whose only broker is not there (gone, or never up): ProduceSync and Produce
+    fail after kafkamix's 5 s RecordDeliveryTimeout, and their spans say so."""
+    port = free_port()
+    svc = Service(build(), env=_clean_env(), args=["-brokers", f"127.0.0.1:{port}"])
+    try:
+        gospan = start_gospan(svc.pid, otlp_receiver)
+        attached = gospan.wait_attached()
+        assert "Kafka producer" in attached, attached
+        topic = f"gospan-nobroker-{secrets.token_hex(3)}"
+        c = http.client.HTTPConnection(svc.host, svc.port, timeout=30)
+        for mode in ("sync", "async"):
+            c.request("POST", tk.produce_path(topic, mode=mode, client="franz"), body=b"")
+            r = c.getresponse()
+            body = r.read()
+            assert r.status == 500, body
+        c.close()
+        ok = wait_until(lambda: len([s for s in otlp_receiver.snapshot()
+                                     if s.attrs.get("messaging.destination.name") == topic]) >= 2,
+                        tk.SPAN_TIMEOUT)
+        got = [s for s in otlp_receiver.snapshot()
+               if s.attrs.get("messaging.destination.name") == topic]
+        assert ok, got
+        for s in got:
+            assert s.kind == SPAN_KIND_PRODUCER, s
+            assert s.status_code == STATUS_ERROR, s
+            assert s.attrs.get("error.type"), s.attrs
+            assert s.attrs.get("server.port") == port, s.attrs
+            assert "messaging.kafka.offset" not in s.attrs, s.attrs
+        assert gospan.stop() == 0, gospan.stderr
+        assert " dropped 0;" in gospan.summary_line(), gospan.summary_line()
+    finally:
+        svc.stop()
 
 
 def test_summary_counts_compressed(traced):
