@@ -138,11 +138,21 @@ def franz_slice_cells():
     """franz-go's CI slice (test_kafka_franz.py): the first release of every layout of its
     offset table (v1.21.0, v1.22.0), stripped (the offsets are the table's), with the installed
     Go (every franz-go release the table covers needs Go 1.25 or later); the newest release the
-    table names plain and PIE is test_kafka_franz.py's own build. No full matrix, no
-    COMPATIBILITY.md section yet."""
+    table names plain and PIE is test_kafka_franz.py's own build. No COMPATIBILITY.md section
+    is written from the results yet."""
     starts = {r["from"] for rows in matrix.offset_table(FRANZ_TABLE)["fields"].values()
               for r in rows}
     return [(FRANZ_CLIENT, "v" + v, "local", "stripped") for v in sorted(starts, key=parse)]
+
+
+def franz_full_cells():
+    """franz-go's full matrix (GOSPAN_COMPAT=1): every release from the table's first to the
+    newest the proxy lists, those it lists and the table's, each plain, stripped and PIE, with
+    the installed Go."""
+    table = ["v" + v for v in matrix.offset_table(FRANZ_TABLE)["versions"]]
+    first = min(parse(v) for v in table)
+    known = {v for v in matrix.module_releases(FRANZ) + table if parse(v) >= first}
+    return [(FRANZ_CLIENT, v, "local", f) for v in sorted(known, key=parse) for f in FLAVOURS]
 
 
 def build_franz(cell):

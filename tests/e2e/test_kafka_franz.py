@@ -253,22 +253,26 @@ def test_iterator_and_stripped_pie(kafka_broker, topics, start_gospan, otlp_rece
         t.stop()
 
 
-@pytest.mark.parametrize("cell", kafka_matrix.franz_slice_cells(), ids=kafka_matrix.cell_id)
-def test_release_slice(cell, kafka_broker, topics, start_gospan, otlp_receiver, downstream):
-    """The first release of every layout of franz-go's offset table, stripped: the attach line
-    names the release and the table row, and one produce is one trace through the broker."""
-    _, release, _, _ = cell
+@pytest.mark.parametrize("cell", matrix.cases(kafka_matrix.franz_full_cells,
+                                               kafka_matrix.franz_slice_cells),
+                         ids=kafka_matrix.cell_id)
+def test_release(cell, kafka_broker, topics, start_gospan, otlp_receiver, downstream):
+    """The first release of every layout of franz-go's offset table, stripped (GOSPAN_COMPAT=1:
+    every release, plain, stripped and PIE): the attach line names the release and where the
+    offsets came from, and one produce is one trace through the broker."""
+    _, release, _, flavour = cell
     try:
         binary = kafka_matrix.build_franz(cell)
     except BuildError as e:
         pytest.fail(str(e))
-    topic = f"{topics['cells']}-{release}"
+    topic = f"{topics['cells']}-{release}-{flavour}"
     kafka_broker.create_topics(topic, partitions=1)
     t = tk.Traced(binary, kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
                   client="franz")
     try:
-        row = matrix.table_row_version(kafka_matrix.FRANZ_TABLE, release.lstrip("v"))
-        assert (f"Kafka producer + Kafka consumer (franz-go {release}, offsets from table v{row}"
+        source = ("table v" + matrix.table_row_version(kafka_matrix.FRANZ_TABLE, release)
+                  if flavour == "stripped" else "DWARF")
+        assert (f"Kafka producer + Kafka consumer (franz-go {release}, offsets from {source};"
                 in t.attached), t.attached
         server, producers, consumers, sent, read = trace_of(t, topic, 1)
         assert consumers[0].attrs["messaging.consumer.group.name"] == t.group
