@@ -16,7 +16,7 @@
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
 #                   go-sql-driver/mysql, gin, echo, chi, gorilla/mux, fasthttp, Fiber, kafka-go,
-#                   sarama) from the
+#                   sarama, franz-go) from the
 #                   DWARF of probes built with each Go toolchain and each module release
 #   make fmt        clang-format the C sources
 #   make install    gospan, its docs, an example functions file and a systemd unit under
@@ -120,7 +120,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_LINKED := http wire kafka_wire
 BPF_LINK_http := maps ring wire_maps go_map trace_context http grpc db functions go_runtime \
-	routes fasthttp kafka
+	routes fasthttp kafka kafka_franz
 BPF_LINK_wire := wire_maps wire
 BPF_LINK_kafka_wire := wire_maps kafka_wire
 BPF_UNLINKED := $(filter-out $(foreach o,$(BPF_LINKED),$(BPF_LINK_$(o))),\
@@ -319,6 +319,9 @@ test: deps
 #   cells: on two cores other work was loading, 10 minutes with the builds cached (a cell's time
 #   is mostly its gospan's start, about 5 s of kernel time loading the BPF programs); building
 #   them one at a time took 9.6 minutes more.
+# - franz-go (tests/e2e/test_kafka_franz.py -k test_release, cells in kafka_matrix.py): every
+#   release from v1.21.0 to v1.22.3 with the installed Go, plain, stripped and PIE, 33 cells:
+#   9 minutes on two cores building every cell.
 # make test (CI) runs a slice of each; for the data stores, every database/sql cell (39), 13
 # pgx and go-redis cells and 4 go-sql-driver/mysql cells: about a minute with the builds cached,
 # 2.3 minutes without them (but with the Go standard library of each toolchain in Go's build
@@ -333,7 +336,7 @@ compat: deps
 	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \
 		tests/e2e/test_grpc_versions.py tests/e2e/test_db_versions.py \
 		tests/e2e/test_router_versions.py tests/e2e/test_fasthttp_versions.py \
-		tests/e2e/test_kafka_versions.py $(PYTEST_ARGS)
+		tests/e2e/test_kafka_versions.py tests/e2e/test_kafka_franz.py $(PYTEST_ARGS)
 
 # ---- fuzzing: make fuzz, make fuzz-smoke (tests/fuzz/README.md) -------------------------------
 

@@ -22,20 +22,12 @@
  * Linked with the other uprobe families into one object (probe.bpf.h).
  */
 #include "probe.bpf.h"
-#include "kafka_mark.bpf.h"
+#include "kafka_context.bpf.h"
 
 /* The headers of a message searched for trace context, and a Header's size at most. */
-#define KAFKA_HEADERS_MAX 16
-#define KAFKA_HEADER_MAX 64
 /* Messages of one send marked for the socket-layer writer; the rest go without context. */
 #define KAFKA_MARKS_MAX 32
 
-/* A Go []byte's header: a string's, and its capacity. */
-struct kafka_bytes {
-	const char *ptr;
-	__s64 len;
-	__s64 cap;
-};
 
 /* A send in flight, by goroutine: its record, filled at entry. */
 struct {
@@ -74,9 +66,8 @@ struct kafka_scratch {
 		struct kafka_produce send;
 		struct kafka_consumer consumer;
 	};
-	__u8 header[KAFKA_HEADER_MAX];
+	struct kafka_header_walk walk;
 	struct kafka_fp_input fp;
-	__u64 name[2]; /* a header's name, zero-padded */
 };
 
 _Static_assert(__builtin_offsetof(struct kafka_scratch, busy) == 0, "scratch_take(): busy first");
@@ -110,18 +101,7 @@ static __always_inline __u64 first_method(__u64 itab)
 	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
 }
 
-/* A []byte's (PTR, LEN) first N bytes into DST; *OUT_LEN its length (-1: nil). */
-static __always_inline void fp_bytes(__u8 *dst, __u32 n, const struct kafka_bytes *b, __s32 *out_len)
-{
-	*out_len = b->ptr ? (__s32)b->len : -1;
-	if (b->ptr && b->len > 0)
-		bpf_probe_read_user(dst, (__u64)b->len < n ? (__u32)b->len : n, b->ptr);
-}
-
 /*
- * Marks the message whose key and value SC->fp holds as CTX's, for process PID: the socket-layer
- * writer finds the mark by the same fingerprint in the produce request (kafka_mark.bpf.h).
- *
  * A global function (not inlined, not static), so that the verifier checks the fingerprint, a
  * hundred and seventy instructions without a branch, once for a program: inlined in the loops
  * over a send's messages, it was checked again for each of the 32 messages and each path there,
@@ -129,14 +109,14 @@ static __always_inline void fp_bytes(__u8 *dst, __u32 n, const struct kafka_byte
  * and value are built on this function's stack, the memory a map helper takes on every kernel:
  * to the verifier, a global function's pointer arguments are memory of no known kind.
  */
-__noinline int gospan_kafka_mark(struct kafka_scratch *sc, __u32 pid, const struct span_ctx *ctx)
+__noinline int gospan_kafka_mark(struct kafka_fp_input *fp, __u32 pid, const struct span_ctx *ctx)
 {
 	struct kafka_mark_key mk = { .pid = pid };
 	struct span_ctx c;
 
-	if (!sc || !ctx)
+	if (!fp || !ctx)
 		return 0;
-	mk.fingerprint = kafka_fingerprint(&sc->fp);
+	mk.fingerprint = kafka_fingerprint(fp);
 	c = *ctx;
 	return bpf_map_update_elem(&kafka_marks, &mk, &c, BPF_ANY) ? 0 : 1;
 }
@@ -165,11 +145,11 @@ static __always_inline void mark_messages(const struct target_config *cfg, __u32
 		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_key))
 			break;
 		kafka_fp_clear(&sc->fp);
-		fp_bytes(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
+		kafka_fp_part(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
 		if (bpf_probe_read_user(&b, sizeof(b), m + cfg->kg_msg_value))
 			break;
-		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
-		gospan_kafka_mark(sc, pid, &ctx);
+		kafka_fp_part(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
+		gospan_kafka_mark(&sc->fp, pid, &ctx);
 	}
 }
 
@@ -341,11 +321,11 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 		if (!m || !encoder_bytes(m + cfg->sm_msg_key, &b))
 			break;
 		kafka_fp_clear(&sc->fp);
-		fp_bytes(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
+		kafka_fp_part(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
 		if (!encoder_bytes(m + cfg->sm_msg_value, &b))
 			break;
-		fp_bytes(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
-		gospan_kafka_mark(sc, key.pid, &sctx);
+		kafka_fp_part(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
+		gospan_kafka_mark(&sc->fp, key.pid, &sctx);
 	}
 }
 
@@ -478,16 +458,10 @@ int kafka_settle(GO_REGS *ctx)
 }
 
 /*
- * The trace context among the message's headers (HDRS, a []Header): its traceparent parsed into
- * E's ids (1), its tracestate into E's. Only the first KAFKA_HEADERS_MAX headers are looked at.
- * SC: this CPU's scratch, held.
- *
- * A global function (not inlined, not static): the verifier checks it once for a program, where
- * inlined the walk, with the traceparent parsed in it, was checked again on every path through
- * it, header after header. A name is compared as two words with one branch, its bytes read into
- * a zeroed buffer (Kafka's header names are compared as they are: no case folding).
+ * A name is compared as two words with one branch, its bytes read into a zeroed buffer (Kafka's
+ * header names are compared as they are: no case folding).
  */
-__noinline int gospan_kafka_context(const struct target_config *cfg, struct kafka_scratch *sc,
+__noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct kafka_header_walk *w,
 				    __u64 hdrs, struct kafka_process *e)
 {
 	__u64 tp_head = word8("tracepar"), tp_tail = word8("ent\0\0\0\0");
@@ -498,35 +472,35 @@ __noinline int gospan_kafka_context(const struct target_config *cfg, struct kafk
 	__u64 size, i, klen;
 	int found = 0;
 
-	if (!cfg || !sc || !e)
+	if (!l || !w || !e)
 		return 0;
-	size = cfg->kg_header_size;
-	if (size <= 0 || size > KAFKA_HEADER_MAX || cfg->kg_header_key < 0 ||
-	    cfg->kg_header_key > KAFKA_HEADER_MAX - sizeof(*k) || cfg->kg_header_value < 0 ||
-	    cfg->kg_header_value > KAFKA_HEADER_MAX - sizeof(*v) ||
+	size = l->size;
+	if (size <= 0 || size > KAFKA_HEADER_MAX || l->key < 0 ||
+	    l->key > KAFKA_HEADER_MAX - sizeof(*k) || l->value < 0 ||
+	    l->value > KAFKA_HEADER_MAX - sizeof(*v) ||
 	    bpf_probe_read_user(&s, sizeof(s), (const void *)hdrs) || !s.ptr || s.len <= 0)
 		return 0;
 	for (i = 0; i < KAFKA_HEADERS_MAX; i++) {
 		if (i >= (__u64)s.len)
 			break;
-		if (bpf_probe_read_user(sc->header, size, s.ptr + i * size))
+		if (bpf_probe_read_user(w->header, size, s.ptr + i * size))
 			break;
-		k = (const void *)(sc->header + (cfg->kg_header_key & (KAFKA_HEADER_MAX - 1)));
-		v = (const void *)(sc->header + (cfg->kg_header_value & (KAFKA_HEADER_MAX - 1)));
+		k = (const void *)(w->header + (l->key & (KAFKA_HEADER_MAX - 1)));
+		v = (const void *)(w->header + (l->value & (KAFKA_HEADER_MAX - 1)));
 		klen = k->len;
 		if (klen != 11 && klen != 10)
 			continue;
-		sc->name[0] = sc->name[1] = 0;
+		w->name[0] = w->name[1] = 0;
 		/*
 		 * Clang tests (KLEN & ~1) == 10, which bounds a copy of KLEN only: the mask, which
 		 * clang must keep past the barrier, bounds the length read for the verifier.
 		 */
 		asm volatile("" : "+r"(klen));
-		if (bpf_probe_read_user(sc->name, klen & 15, k->ptr))
+		if (bpf_probe_read_user(w->name, klen & 15, k->ptr))
 			continue;
-		if (!((sc->name[0] ^ tp_head) | (sc->name[1] ^ tp_tail) | (klen ^ 11)))
+		if (!((w->name[0] ^ tp_head) | (w->name[1] ^ tp_tail) | (klen ^ 11)))
 			found |= gospan_traceparent_read((__u64)v->ptr, v->len, &e->ids);
-		else if (!((sc->name[0] ^ ts_head) | (sc->name[1] ^ ts_tail) | (klen ^ 10)))
+		else if (!((w->name[0] ^ ts_head) | (w->name[1] ^ ts_tail) | (klen ^ 10)))
 			e->tracestate_len =
 			    go_copy_string(e->tracestate, MAX_TRACESTATE_LEN, v->ptr, v->len);
 	}
@@ -545,6 +519,7 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct goroutine_state *gs;
+	struct kafka_header_layout hl = {};
 	struct kafka_consumer *c;
 	struct kafka_process *e;
 	struct go_string brokers;
@@ -567,8 +542,11 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	e = &c->rec;
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	e->tracestate_len = 0;
-	has_tp =
-	    cfg->propagate && gospan_kafka_context(cfg, sc, (__u64)msg + cfg->kg_msg_headers, e);
+	hl.key = cfg->kg_header_key;
+	hl.value = cfg->kg_header_value;
+	hl.size = cfg->kg_header_size;
+	has_tp = cfg->propagate &&
+		 gospan_kafka_context(&hl, &sc->walk, (__u64)msg + cfg->kg_msg_headers, e);
 	server_ids(cfg, &e->ids, has_tp, NULL);
 	if (e->ids.remote_parent && e->tracestate_len)
 		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);

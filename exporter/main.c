@@ -1076,6 +1076,13 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.close.symbol, &t->kafka.close);
 	say_site(t->kafka.sarama_one.symbol, &t->kafka.sarama_one);
 	say_site(t->kafka.sarama_many.symbol, &t->kafka.sarama_many);
+	say_site(t->kafka.fz_sync.symbol, &t->kafka.fz_sync);
+	say_site(t->kafka.fz_produce.symbol, &t->kafka.fz_produce);
+	say_site(t->kafka.fz_promise.symbol, &t->kafka.fz_promise);
+	say_site(t->kafka.fz_poll.symbol, &t->kafka.fz_poll);
+	say_site(t->kafka.fz_poll_fetches.symbol, &t->kafka.fz_poll_fetches);
+	say_site(t->kafka.fz_next.symbol, &t->kafka.fz_next);
+	say_site(t->kafka.fz_each.symbol, &t->kafka.fz_each);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
 }
@@ -1199,16 +1206,31 @@ static void kafka_parts(const struct target *t, char *buf, size_t size)
 				k->fetch.addr ? " + Kafka consumer" : "", k->version, k->offsets,
 				steps_text(k->send_steps, sends),
 				steps_text(k->process_steps, messages));
-	if (!k->sarama_version[0] || len >= size)
+	if (k->sarama_version[0] && len < size) {
+		if (!k->sarama_one.addr && !k->sarama_many.addr)
+			len += snprintf(buf + len, size - len,
+					" + no Kafka (sarama %s: see the warning above)",
+					k->sarama_version);
+		else
+			len += snprintf(buf + len, size - len,
+					" + Kafka producer (sarama %s, offsets from %s; "
+					"single-stepped hits: %s a send)",
+					k->sarama_version, k->sarama_offsets,
+					steps_text(k->sarama_steps, sends));
+	}
+	if (!k->franz_version[0] || len >= size)
 		return;
-	if (!k->sarama_one.addr && !k->sarama_many.addr)
-		snprintf(buf + len, size - len, " + no Kafka (sarama %s: see the warning above)",
-			 k->sarama_version);
+	if (!k->fz_sync.addr && !k->fz_produce.addr && !k->fz_next.addr)
+		snprintf(buf + len, size - len, " + no Kafka (franz-go %s: see the warning above)",
+			 k->franz_version);
 	else
 		snprintf(buf + len, size - len,
-			 " + Kafka producer (sarama %s, offsets from %s; single-stepped hits: %s a "
-			 "send)",
-			 k->sarama_version, k->sarama_offsets, steps_text(k->sarama_steps, sends));
+			 "%s%s (franz-go %s, offsets from %s; single-stepped hits: %s a sync "
+			 "send, %s a record)",
+			 k->fz_sync.addr || k->fz_produce.addr ? " + Kafka producer" : "",
+			 k->fz_next.addr ? " + Kafka consumer" : "", k->franz_version,
+			 k->franz_offsets, steps_text(k->franz_send_steps, sends),
+			 steps_text(k->franz_process_steps, messages));
 }
 
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
@@ -1218,7 +1240,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256], kafka[384];
+	char fh[256], kafka[640];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;

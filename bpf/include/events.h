@@ -439,6 +439,25 @@ struct target_config {
 	__s64 sm_msg_topic;
 	__s64 sm_msg_key;
 	__s64 sm_msg_value;
+	/*
+	 * twmb/franz-go's kgo (bpf/kafka_franz.bpf.c): whether it is probed, and offsets, -1:
+	 * unknown. A Record's Key and Value ([]byte), Headers ([]RecordHeader), Topic, Partition
+	 * (int32) and Offset; a RecordHeader's Key (string), Value ([]byte) and size; a *Client's
+	 * consumer group and seed brokers ([]string), its cfg's offset added.
+	 */
+	__u32 franz;
+	__u32 _pad_franz;
+	__s64 fz_rec_key;
+	__s64 fz_rec_value;
+	__s64 fz_rec_headers;
+	__s64 fz_rec_topic;
+	__s64 fz_rec_partition;
+	__s64 fz_rec_offset;
+	__s64 fz_header_key;
+	__s64 fz_header_value;
+	__s64 fz_header_size;
+	__s64 fz_client_group;
+	__s64 fz_client_seeds;
 
 	/*
 	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its

@@ -220,6 +220,21 @@ const char *const sarama_field_names[SARAMA_FIELD__COUNT] = {
 	[SARAMA_FIELD_MSG_VALUE] = "github.com/IBM/sarama.ProducerMessage.Value",
 };
 
+#define FRANZ "github.com/twmb/franz-go/pkg/kgo."
+const char *const franz_field_names[FRANZ_FIELD__COUNT] = {
+	[FRANZ_FIELD_REC_KEY] = FRANZ "Record.Key",
+	[FRANZ_FIELD_REC_VALUE] = FRANZ "Record.Value",
+	[FRANZ_FIELD_REC_HEADERS] = FRANZ "Record.Headers",
+	[FRANZ_FIELD_REC_TOPIC] = FRANZ "Record.Topic",
+	[FRANZ_FIELD_REC_PARTITION] = FRANZ "Record.Partition",
+	[FRANZ_FIELD_REC_OFFSET] = FRANZ "Record.Offset",
+	[FRANZ_FIELD_HEADER_KEY] = FRANZ "RecordHeader.Key",
+	[FRANZ_FIELD_HEADER_VALUE] = FRANZ "RecordHeader.Value",
+	[FRANZ_FIELD_CLIENT_CFG] = FRANZ "Client.cfg",
+	[FRANZ_FIELD_CFG_GROUP] = FRANZ "cfg.group",
+	[FRANZ_FIELD_CFG_SEEDS] = FRANZ "cfg.seedBrokers",
+};
+
 /* A table's fields: its name for messages and its names, as many as the array has. */
 #define OFFSETS_FIELDS(what_, names_)                                                              \
 	{                                                                                          \
@@ -244,3 +259,4 @@ const struct offsets_fields fiber2_offsets_fields = OFFSETS_FIELDS("fiber v2", f
 const struct offsets_fields fiber3_offsets_fields = OFFSETS_FIELDS("fiber v3", fiber3_field_names);
 const struct offsets_fields kafkago_offsets_fields = OFFSETS_FIELDS("kafka-go", kafkago_field_names);
 const struct offsets_fields sarama_offsets_fields = OFFSETS_FIELDS("sarama", sarama_field_names);
+const struct offsets_fields franz_offsets_fields = OFFSETS_FIELDS("franz-go", franz_field_names);

@@ -365,6 +365,30 @@ enum sarama_field {
 /* "github.com/IBM/sarama.ProducerMessage.Topic", ... */
 extern const char *const sarama_field_names[SARAMA_FIELD__COUNT];
 
+/*
+ * The fields gospan reads from twmb/franz-go's kgo (offsets/franz_offsets.json): a Record's key,
+ * value, headers, topic, partition and offset, a RecordHeader's key and value (the last member:
+ * the struct's size follows from it), and a Client's config and, in it, the consumer group and
+ * the seed brokers. Keep in step with franz_field_names[] and offsets/gen.
+ */
+enum franz_field {
+	FRANZ_FIELD_REC_KEY,
+	FRANZ_FIELD_REC_VALUE,
+	FRANZ_FIELD_REC_HEADERS,
+	FRANZ_FIELD_REC_TOPIC,
+	FRANZ_FIELD_REC_PARTITION,
+	FRANZ_FIELD_REC_OFFSET,
+	FRANZ_FIELD_HEADER_KEY,
+	FRANZ_FIELD_HEADER_VALUE,
+	FRANZ_FIELD_CLIENT_CFG,
+	FRANZ_FIELD_CFG_GROUP,
+	FRANZ_FIELD_CFG_SEEDS,
+	FRANZ_FIELD__COUNT,
+};
+
+/* "github.com/twmb/franz-go/pkg/kgo.Record.Key", ... */
+extern const char *const franz_field_names[FRANZ_FIELD__COUNT];
+
 /* What one table lists: its fields, in the order of the caller's enum; its name for messages. */
 struct offsets_fields {
 	const char *what; /* "Go", "grpc-go", "pgx", "go-redis", "gin", ... */
@@ -381,6 +405,7 @@ extern const struct offsets_fields chi_offsets_fields, mux_offsets_fields;
 extern const struct offsets_fields fasthttp_offsets_fields, fiber2_offsets_fields;
 extern const struct offsets_fields fiber3_offsets_fields;
 extern const struct offsets_fields kafkago_offsets_fields, sarama_offsets_fields;
+extern const struct offsets_fields franz_offsets_fields;
 
 /*
  * The modules gospan has an offset table of, one X(NAME, PATH) each: PATH is the module as
@@ -405,6 +430,7 @@ extern const struct offsets_fields kafkago_offsets_fields, sarama_offsets_fields
 	X(fiber2, "github.com/gofiber/fiber/v2")                                                   \
 	X(fiber3, "github.com/gofiber/fiber/v3")                                                   \
 	X(kafkago, "github.com/segmentio/kafka-go")                                                \
-	X(sarama, "github.com/IBM/sarama")
+	X(sarama, "github.com/IBM/sarama")                                                         \
+	X(franz, "github.com/twmb/franz-go")
 
 #endif

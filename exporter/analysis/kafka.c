@@ -32,6 +32,16 @@
 #define SYM_SEND_MESSAGE SM_MODULE ".(*syncProducer).SendMessage"
 #define SYM_SEND_MESSAGES SM_MODULE ".(*syncProducer).SendMessages"
 
+#define FZ_MODULE "github.com/twmb/franz-go"
+#define FZ FZ_MODULE "/pkg/kgo."
+#define SYM_FZ_PRODUCE_SYNC FZ "(*Client).ProduceSync"
+#define SYM_FZ_PRODUCE FZ "(*Client).produce"
+#define SYM_FZ_PROMISE FZ "(*Client).finishRecordPromise"
+#define SYM_FZ_POLL_RECORDS FZ "(*Client).PollRecords"
+#define SYM_FZ_POLL_FETCHES FZ "(*Client).PollFetches"
+#define SYM_FZ_NEXT FZ "(*FetchesRecordIter).Next"
+#define SYM_FZ_EACH_RECORD FZ "Fetches.EachRecord"
+
 /* A time.Time: wall, ext, loc. */
 #define GO_TIME_SIZE 24
 /* A Go []byte. */
@@ -181,6 +191,92 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 	return 0;
 }
 
+/* SYMBOL's site of KIND into S; S left out (addr 0) when the binary does not have it. */
+static int optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
+			 enum site_kind kind)
+{
+	int err = analysis__find_site(a, symbol, s, kind, 0);
+
+	if (err == -ENOENT) {
+		drop(s);
+		return 0;
+	}
+	return err;
+}
+
+/*
+ * franz-go's kgo. Its sends: ProduceSync (entry and RETs, where its results are), produce
+ * (what the inlined Produce calls) and finishRecordPromise, where an asynchronous send ends. Its
+ * records handed over: Next's RETs begin one, Next's entry, EachRecord's RETs and a poll's
+ * entry end it. The RETs stay: Next and EachRecord are called from the application's code and
+ * through method values too, which the callers' ends cannot all be shown for.
+ */
+static int find_franz(struct analysis *a, const struct module_tables *modules,
+		      struct kafka_target *k)
+{
+	const char *version = gobin__module_version(a->gobin, FZ_MODULE);
+	const int64_t *o = k->fz_offs;
+	int err;
+
+	if (!version)
+		return 0;
+	snprintf(k->franz_version, sizeof(k->franz_version), "%s", version);
+	err = module_offsets__for_binary(modules ? modules->franz : NULL, FZ_MODULE, a->path,
+					 a->gobin, k->fz_offs, k->franz_offsets,
+					 sizeof(k->franz_offsets));
+	if (err == -ENOMEM)
+		return err;
+	if (err || o[FRANZ_FIELD_REC_KEY] < 0 || o[FRANZ_FIELD_REC_VALUE] < 0 ||
+	    o[FRANZ_FIELD_REC_TOPIC] < 0 || o[FRANZ_FIELD_REC_PARTITION] < 0 ||
+	    o[FRANZ_FIELD_REC_OFFSET] < 0) {
+		pr_warn("'%s' uses franz-go %s, whose structs gospan cannot read (no DWARF and no "
+			"offset table row): its records are not traced; 'make offsets' adds newer "
+			"releases",
+			a->path, version);
+		return 0;
+	}
+	err = optional_site(a, SYM_FZ_PRODUCE_SYNC, &k->fz_sync, SITE_RETS);
+	err = err ?: optional_site(a, SYM_FZ_PRODUCE, &k->fz_produce, SITE_ENTRY);
+	err = err ?: optional_site(a, SYM_FZ_PROMISE, &k->fz_promise, SITE_ENTRY);
+	err = err ?: optional_site(a, SYM_FZ_POLL_RECORDS, &k->fz_poll, SITE_ENTRY);
+	err = err ?: optional_site(a, SYM_FZ_POLL_FETCHES, &k->fz_poll_fetches, SITE_ENTRY);
+	err = err ?: optional_site(a, SYM_FZ_NEXT, &k->fz_next, SITE_RETS);
+	err = err ?: optional_site(a, SYM_FZ_EACH_RECORD, &k->fz_each, SITE_RETS);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		pr_warn("'%s' uses franz-go %s, but it could not be probed (%s): its records "
+			"are not traced",
+			a->path, version, strerror(-err));
+		goto none;
+	}
+	/* An asynchronous send without its end would never be sent. */
+	if (!k->fz_produce.addr || !k->fz_promise.addr) {
+		drop(&k->fz_produce);
+		drop(&k->fz_promise);
+	}
+	/* A record begun needs its ends: the iterator's own entry at least. */
+	if (!k->fz_next.addr) {
+		drop(&k->fz_poll);
+		drop(&k->fz_poll_fetches);
+		drop(&k->fz_each);
+	}
+	if (k->fz_sync.addr)
+		k->franz_send_steps = stepped(&k->fz_sync, true);
+	if (k->fz_next.addr)
+		k->franz_process_steps = stepped(&k->fz_next, true);
+	return 0;
+none:
+	drop(&k->fz_sync);
+	drop(&k->fz_produce);
+	drop(&k->fz_promise);
+	drop(&k->fz_poll);
+	drop(&k->fz_poll_fetches);
+	drop(&k->fz_next);
+	drop(&k->fz_each);
+	return 0;
+}
+
 int kafka__find(struct analysis *a, const struct module_tables *modules, struct kafka_target *k)
 {
 	const char *version = gobin__module_version(a->gobin, KG_MODULE);
@@ -189,7 +285,9 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 
 	memset(k, 0, sizeof(*k));
 	k->send_steps = k->process_steps = k->sarama_steps = -1;
+	k->franz_send_steps = k->franz_process_steps = -1;
 	err = find_sarama(a, modules, k);
+	err = err ?: find_franz(a, modules, k);
 	if (err)
 		return err;
 	if (!version)
@@ -250,6 +348,30 @@ static int64_t sum(int64_t off, int64_t add)
 	return off < 0 || add < 0 ? -1 : off + add;
 }
 
+/* Whether franz-go's sends or records are probed. */
+static bool franz_any(const struct kafka_target *k)
+{
+	return k->fz_sync.addr || k->fz_produce.addr || k->fz_next.addr;
+}
+
+static void configure_franz(const struct kafka_target *k, struct target_config *c)
+{
+	const int64_t *o = k->fz_offs;
+
+	c->franz = franz_any(k);
+	c->fz_rec_key = o[FRANZ_FIELD_REC_KEY];
+	c->fz_rec_value = o[FRANZ_FIELD_REC_VALUE];
+	c->fz_rec_headers = o[FRANZ_FIELD_REC_HEADERS];
+	c->fz_rec_topic = o[FRANZ_FIELD_REC_TOPIC];
+	c->fz_rec_partition = o[FRANZ_FIELD_REC_PARTITION];
+	c->fz_rec_offset = o[FRANZ_FIELD_REC_OFFSET];
+	c->fz_header_key = o[FRANZ_FIELD_HEADER_KEY];
+	c->fz_header_value = o[FRANZ_FIELD_HEADER_VALUE];
+	c->fz_header_size = sum(o[FRANZ_FIELD_HEADER_VALUE], GO_SLICE_SIZE);
+	c->fz_client_group = sum(o[FRANZ_FIELD_CLIENT_CFG], o[FRANZ_FIELD_CFG_GROUP]);
+	c->fz_client_seeds = sum(o[FRANZ_FIELD_CLIENT_CFG], o[FRANZ_FIELD_CFG_SEEDS]);
+}
+
 void kafka__configure(const struct kafka_target *k, struct target_config *c)
 {
 	const int64_t *o = k->offs;
@@ -258,6 +380,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
 	c->sm_msg_key = k->sm_offs[SARAMA_FIELD_MSG_KEY];
 	c->sm_msg_value = k->sm_offs[SARAMA_FIELD_MSG_VALUE];
+	configure_franz(k, c);
 	c->kafka_go = k->send.addr || k->fetch.addr;
 	if (!c->kafka_go)
 		return;
@@ -280,7 +403,8 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 
 bool kafka__any(const struct kafka_target *k)
 {
-	return k->send.addr || k->fetch.addr || k->sarama_one.addr || k->sarama_many.addr;
+	return k->send.addr || k->fetch.addr || k->sarama_one.addr || k->sarama_many.addr ||
+	       franz_any(k);
 }
 
 void kafka__release(struct kafka_target *k)
@@ -292,4 +416,11 @@ void kafka__release(struct kafka_target *k)
 	probe_site__release(&k->close);
 	probe_site__release(&k->sarama_one);
 	probe_site__release(&k->sarama_many);
+	probe_site__release(&k->fz_sync);
+	probe_site__release(&k->fz_produce);
+	probe_site__release(&k->fz_promise);
+	probe_site__release(&k->fz_poll);
+	probe_site__release(&k->fz_poll_fetches);
+	probe_site__release(&k->fz_next);
+	probe_site__release(&k->fz_each);
 }

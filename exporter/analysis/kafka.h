@@ -2,8 +2,10 @@
 /*
  * Target analysis for Kafka clients: segmentio/kafka-go's Writer (WriteMessages: a PRODUCER
  * span) and Reader (ReadMessage, FetchMessage: a CONSUMER span per message processed), and
- * IBM/sarama's SyncProducer (SendMessage, SendMessages: PRODUCER spans), where
- * bpf/kafka.bpf.c probes them, and the offsets it reads with (DWARF, else the clients' tables).
+ * IBM/sarama's SyncProducer (SendMessage, SendMessages: PRODUCER spans), and twmb/franz-go's
+ * kgo (ProduceSync, Produce: PRODUCER spans; records handed over by a poll's iterator: CONSUMER
+ * spans), where bpf/kafka.bpf.c and bpf/kafka_franz.bpf.c probe them, and the offsets they read
+ * with (DWARF, else the clients' tables).
  */
 #ifndef GOSPAN_KAFKA_H
 #define GOSPAN_KAFKA_H
@@ -41,6 +43,18 @@ struct kafka_target {
 	struct probe_site sarama_one;  /* (*syncProducer).SendMessage */
 	struct probe_site sarama_many; /* (*syncProducer).SendMessages */
 	int sarama_steps;
+	/* twmb/franz-go's kgo: FRANZ_VERSION[0] 0 when the binary has none. */
+	char franz_version[32];
+	char franz_offsets[48];
+	int64_t fz_offs[FRANZ_FIELD__COUNT];
+	struct probe_site fz_sync;    /* (*Client).ProduceSync: entry and RETs */
+	struct probe_site fz_produce; /* (*Client).produce: entry (Produce is inlined) */
+	struct probe_site fz_promise; /* (*Client).finishRecordPromise: entry */
+	struct probe_site fz_poll;    /* (*Client).PollRecords: entry */
+	struct probe_site fz_poll_fetches; /* (*Client).PollFetches, where not inlined: entry */
+	struct probe_site fz_next;	   /* (*FetchesRecordIter).Next: entry and RETs */
+	struct probe_site fz_each;	   /* Fetches.EachRecord: RETs */
+	int franz_send_steps, franz_process_steps;
 };
 
 /*

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The Kafka family: kafka-go's records (bpf/kafka.bpf.c) made into PRODUCER spans, one a send
+ * The Kafka family: the records of kafka-go, sarama and franz-go (bpf/kafka.bpf.c,
+ * bpf/kafka_franz.bpf.c) made into PRODUCER spans, one a send
  * ("send orders"), and CONSUMER spans, one a message processed ("process orders"), with the
  * messaging conventions' attributes. Each record tells its span whole.
  */
@@ -79,8 +80,12 @@ void kafka__fill_send(struct span *s, const struct kafka_produce *e, const struc
 	if (e->offset >= 0)
 		span__set_int(s, SC_MESSAGING_KAFKA_OFFSET, e->offset);
 	set_key(s, e->key, e->key_len);
-	if (e->addr_fn && t->kafka.fn_netaddr_network &&
-	    e->addr_fn - bias == t->kafka.fn_netaddr_network)
+	/*
+	 * kafka-go's Addr is a net.Addr, its address said only when it is kafka.TCP's own type;
+	 * franz-go's seed broker is a plain string (no method: addr_fn 0).
+	 */
+	if (!e->addr_fn || (t->kafka.fn_netaddr_network &&
+			    e->addr_fn - bias == t->kafka.fn_netaddr_network))
 		set_server(s, e->addr, e->addr_len);
 	if (!e->err_itab)
 		return;

@@ -446,6 +446,43 @@ static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32
 }
 
 /*
+ * franz-go's probes: the sends' ends (a record's promise, ProduceSync's RETs) before their
+ * entries; where a goroutine is done with a record (Next's entry, EachRecord's RETs, a poll's
+ * entry) before Next's RETs, which hand one over.
+ */
+static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			struct probe_counts *n)
+{
+	const struct site_progs promise = { .entry = p->skel->progs.kafka_franz_promise };
+	const struct site_progs produce = { .entry = p->skel->progs.kafka_franz_produce_entry };
+	const struct site_progs sync = { .entry = p->skel->progs.kafka_franz_sync_entry,
+					 .at_rets = p->skel->progs.kafka_franz_sync_end,
+					 .at_ends = p->skel->progs.kafka_franz_sync_end };
+	const struct site_progs poll = { .entry = p->skel->progs.kafka_franz_poll };
+	const struct site_progs settle = { .entry = p->skel->progs.kafka_franz_settle };
+	const struct site_progs settle_rets = { .at_rets = p->skel->progs.kafka_franz_settle };
+	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_franz_delivered };
+	const struct kafka_target *k = &t->kafka;
+	struct probe_site part;
+	int err;
+
+	err = attach_site(p, &promise, pid, t->path, &k->fz_promise, c, n);
+	err = err ?: attach_site(p, &sync, pid, t->path, &k->fz_sync, c, n);
+	err = err ?: attach_site(p, &produce, pid, t->path, &k->fz_produce, c, n);
+	err = err ?: attach_site(p, &poll, pid, t->path, &k->fz_poll, c, n);
+	err = err ?: attach_site(p, &poll, pid, t->path, &k->fz_poll_fetches, c, n);
+	err = err ?: attach_site(p, &settle_rets, pid, t->path, &k->fz_each, c, n);
+	/* Next: its entry ends a record, its RETs hand the next one over. */
+	part = k->fz_next;
+	part.nrets = part.nends = 0;
+	err = err ?: attach_site(p, &settle, pid, t->path, &part, c, n);
+	part = k->fz_next;
+	part.nentry_calls = 0;
+	err = err ?: attach_site(p, &delivered, pid, t->path, &part, c, n);
+	return err;
+}
+
+/*
  * kafka-go's probes: the sends' entries and ends; where a goroutine is done with a message (its
  * next read's entry, a commit's, the reader's close); the reads' ends that hand one over. The
  * ends that begin a message go last, so that none begins without the probes that end it.
@@ -483,13 +520,14 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	entry_only.nentry_calls = 0;
 	err = err ?: attach_site(p, &delivered, pid, t->path, &entry_only, c, n);
 	err = err ?: attach_site(p, &delivered, pid, t->path, &k->read, c, n);
-	return err;
+	return err ?: attach_franz(p, t, pid, c, n);
 }
 
 /* Whether T sends Kafka messages, whose trace context the writer's Kafka part adds. */
 static bool produces(const struct target *t)
 {
-	return t->kafka.send.addr || t->kafka.sarama_one.addr || t->kafka.sarama_many.addr;
+	return t->kafka.send.addr || t->kafka.sarama_one.addr || t->kafka.sarama_many.addr ||
+	       t->kafka.fz_sync.addr || t->kafka.fz_produce.addr;
 }
 
 /*

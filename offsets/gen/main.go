@@ -603,6 +603,67 @@ func main() {
 }
 `
 
+// twmb/franz-go's kgo: the Record a producer sends and a poll hands over (its key, value,
+// headers, topic, partition, offset), a header's key and value (Value, its last member, gives its
+// size), and a Client's consumer group and seed brokers, in its cfg.
+const franzPkg = "github.com/twmb/franz-go/pkg/kgo"
+
+var franzFields = []field{
+	{franzPkg + ".Record", "Key"},
+	{franzPkg + ".Record", "Value"},
+	{franzPkg + ".Record", "Headers"},
+	{franzPkg + ".Record", "Topic"},
+	{franzPkg + ".Record", "Partition"},
+	{franzPkg + ".Record", "Offset"},
+	{franzPkg + ".RecordHeader", "Key"},
+	{franzPkg + ".RecordHeader", "Value"},
+	{franzPkg + ".Client", "cfg"},
+	{franzPkg + ".cfg", "group"},
+	{franzPkg + ".cfg", "seedBrokers"},
+}
+
+var franzTypes = map[string]string{
+	franzPkg + ".Record.Key":         goBytes,
+	franzPkg + ".Record.Value":       goBytes,
+	franzPkg + ".Record.Headers":     "struct []" + franzPkg + ".RecordHeader",
+	franzPkg + ".Record.Topic":       "struct string",
+	franzPkg + ".Record.Partition":   "int32",
+	franzPkg + ".Record.Offset":      "int64",
+	franzPkg + ".RecordHeader.Key":   "struct string",
+	franzPkg + ".RecordHeader.Value": goBytes,
+	franzPkg + ".Client.cfg":         franzPkg + ".cfg",
+	franzPkg + ".cfg.group":          "struct string",
+	franzPkg + ".cfg.seedBrokers":    "struct []string",
+}
+
+// The probe produces and polls, so that the Record, its headers and the client's config are
+// all in its DWARF.
+const franzProbeMain = `package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	if len(os.Args) > 2 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(os.Args[1]), kgo.ConsumerGroup(os.Args[2]))
+		if err != nil {
+			return
+		}
+		r := &kgo.Record{Topic: os.Args[2], Key: []byte(os.Args[0]),
+			Headers: []kgo.RecordHeader{{Key: "k", Value: []byte(os.Args[0])}}}
+		_ = cl.ProduceSync(context.Background(), r).FirstErr()
+		cl.PollFetches(context.Background()).EachRecord(func(r *kgo.Record) {
+			_, _ = os.Stdout.Write(r.Value)
+		})
+		cl.Close()
+	}
+}
+`
+
 const kafkagoProbeMain = `package main
 
 import (
@@ -1057,6 +1118,10 @@ var modTables = []*modTable{
 		binPrefix: "sarama", fields: saramaFields,
 		must:  []string{saramaPkg + ".ProducerMessage"},
 		types: saramaTypes, check: checkMembers(names(saramaFields))},
+	{path: "github.com/twmb/franz-go", name: "franz-go", major: 1, minMinor: 21,
+		probeMain: franzProbeMain, binPrefix: "franz", fields: franzFields,
+		must:  []string{franzPkg + ".Record", franzPkg + ".RecordHeader", franzPkg + ".cfg"},
+		types: franzTypes, check: checkMembers(names(franzFields))},
 	{path: muxPkg, name: "gorilla/mux", major: 1, minMinor: 6, probeMain: muxProbeMain,
 		binPrefix: "mux", fields: muxFields,
 		must: []string{muxPkg + ".RouteMatch", muxPkg + ".Route", muxPkg + ".routeRegexpGroup",

@@ -456,7 +456,8 @@ def _tail(path, n=60):
 
 
 def _cluster_id():
-    """A random cluster id as Kafka writes them: 16 bytes, URL-safe base64 without padding."""
+    """A random cluster id as Kafka writes them: 16 bytes, URL-safe base64 without padding (one
+    in 64 begins with "-": pass it as --cluster-id=ID, not as an argument of its own)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -502,7 +503,7 @@ class KafkaBroker:
         with open(self.console_path, "ab") as out:
             res = subprocess.run(self._java("kafka.tools.StorageTool", "format",
                                             "--config", str(self.config),
-                                            "--cluster-id", _cluster_id(), "--standalone"),
+                                            "--cluster-id=" + _cluster_id(), "--standalone"),
                                  stdin=subprocess.DEVNULL, stdout=out,
                                  stderr=subprocess.STDOUT, timeout=120)
         if res.returncode != 0:

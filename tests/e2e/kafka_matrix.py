@@ -4,8 +4,8 @@ and the kafka-go section of COMPATIBILITY.md.
 
 A cell is (client, release, toolchain, flavour):
 
-- client as kafkamix/build.sh names it: kafkago, the only one gospan traces today (sarama and
-  franz-go would be cells of their own);
+- client as kafkamix/build.sh names it: kafkago (sarama would be cells of its own; franz-go
+  has a CI slice only, franz_slice_cells(), run by test_kafka_franz.py);
 - release: every kafka-go release from the first of its offset table (offsets/
   kafkago_offsets.json, v0.4.38) to the newest the module proxy lists. kafka-go has had one
   minor, v0.4, for years, so every patch is a cell; the proxy's list leaves out some releases
@@ -125,6 +125,40 @@ def slice_cells():
              for v in starts]
     cells += [(CLIENT, matrix.table_newest(TABLE), "local", f) for f in FLAVOURS]
     return list(dict.fromkeys(cells))
+
+
+# ---- franz-go: the CI slice only ------------------------------------------------------------
+
+FRANZ = "github.com/twmb/franz-go"
+FRANZ_TABLE = REPO / "offsets" / "franz_offsets.json"
+FRANZ_CLIENT = "franz"
+
+
+def franz_slice_cells():
+    """franz-go's CI slice (test_kafka_franz.py): the first release of every layout of its
+    offset table (v1.21.0, v1.22.0), stripped (the offsets are the table's), with the installed
+    Go (every franz-go release the table covers needs Go 1.25 or later); the newest release the
+    table names plain and PIE is test_kafka_franz.py's own build. No COMPATIBILITY.md section
+    is written from the results yet."""
+    starts = {r["from"] for rows in matrix.offset_table(FRANZ_TABLE)["fields"].values()
+              for r in rows}
+    return [(FRANZ_CLIENT, "v" + v, "local", "stripped") for v in sorted(starts, key=parse)]
+
+
+def franz_full_cells():
+    """franz-go's full matrix (GOSPAN_COMPAT=1): every release from the table's first to the
+    newest the proxy lists, those it lists and the table's, each plain, stripped and PIE, with
+    the installed Go."""
+    table = ["v" + v for v in matrix.offset_table(FRANZ_TABLE)["versions"]]
+    first = min(parse(v) for v in table)
+    known = {v for v in matrix.module_releases(FRANZ) + table if parse(v) >= first}
+    return [(FRANZ_CLIENT, v, "local", f) for v in sorted(known, key=parse) for f in FLAVOURS]
+
+
+def build_franz(cell):
+    """The binary of franz-go CELL: kafkamix with franz-go alone (kafka.build_kafkamix)."""
+    _, release, toolchain, flavour = cell
+    return build_kafkamix(None, toolchain, franz=release, flags=tuple(FLAVOURS[flavour][0]))
 
 
 def cell_id(cell):

@@ -89,8 +89,11 @@ def consumed(svc):
         c.close()
 
 
-def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, client="kafkago"):
+def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, client="kafkago",
+                 compression=None):
     path = f"/{client}/produce?topic={topic}&n={n}&mode={mode}"
+    if compression:
+        path += f"&compression={compression}"
     if size:
         path += f"&size={size}"
     if key:
@@ -101,21 +104,22 @@ def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, clien
 
 
 class Traced:
-    """kafkamix consuming TOPICS (with FLAGS) with a gospan on it, exporting to RECEIVER."""
+    """kafkamix consuming TOPICS with CLIENT (with FLAGS) with a gospan on it, exporting to
+    RECEIVER."""
 
     def __init__(self, binary, broker, topics, start_gospan, receiver, downstream, flags=(),
-                 env=None):
+                 env=None, client="kafkago"):
         self.receiver, self.topics = receiver, topics
         self.summary = None
         self.group = f"{GROUP}-{secrets.token_hex(4)}"
         self.svc = Service(binary, env=_clean_env(), args=[
-            "-brokers", broker.bootstrap, "-consume", ",".join(topics), "-client", "kafkago",
+            "-brokers", broker.bootstrap, "-consume", ",".join(topics), "-client", client,
             "-group", self.group, "-downstream", downstream, *flags])
         self.gospan = start_gospan(self.svc.pid, receiver, env)
         self.attached = self.gospan.wait_attached()
         # The read waiting since before the attach: its message is handed over unseen.
         for topic in topics:
-            self.send_and_consume(topic)
+            self.send_and_consume(topic, client=client)
 
     def send_and_consume(self, topic, **kw):
         """Produces on TOPIC and waits until the consumer has processed what was sent; returns

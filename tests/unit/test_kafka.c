@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for capture/kafka.c: what kafka-go's send and process records become. The records
+ * Unit tests for capture/kafka.c: what kafka-go's (and sarama's, franz-go's) send and process
+ * records become. The records
  * are built here as bpf/kafka.bpf.c fills them (runtime addresses, the load bias taken off),
  * against a target whose Error methods and networkAddress method are set by hand.
  */
@@ -127,6 +128,25 @@ static void test_kafka__send(void **state)
 	e->err_fn = 0;
 	kafka__fill_send(s, e, t, BIAS);
 	assert_string_equal(str(s, SC_ERROR_TYPE), "_OTHER");
+	span__free(s);
+
+	/* franz-go's seed broker: a plain string, no net.Addr method to check. */
+	s = span__alloc();
+	assert_non_null(s);
+	e->err_itab = e->err_fn = 0;
+	e->addr_fn = 0;
+	e->addr_len = set(e->addr, sizeof(e->addr), "127.0.0.1:39092");
+	kafka__fill_send(s, e, t, BIAS);
+	assert_string_equal(str(s, SC_SERVER_ADDRESS), "127.0.0.1");
+	assert_int_equal(num(s, SC_SERVER_PORT), 39092);
+	span__free(s);
+
+	/* kafka-go's Addr that is no networkAddress, whatever string it held: no server. */
+	s = span__alloc();
+	assert_non_null(s);
+	e->addr_fn = MULTI_NETWORK + BIAS;
+	kafka__fill_send(s, e, t, BIAS);
+	assert_null(span__get(s, SC_SERVER_ADDRESS));
 	span__free(s);
 	free(e);
 	free(t);

@@ -4,7 +4,8 @@
 // ProduceSync call with every record, or, async, one Produce per record with a promise, the
 // promises awaited; topics are made with a kmsg CreateTopics request (kadm is a module of its
 // own, left out). The consumer polls with PollFetches (PollRecords with -records) and hands
-// each record to EachRecord's callback, or, with -batch, the records of one poll together.
+// each record to EachRecord's callback (-iter: takes each from the poll's RecordIter), or, with
+// -batch, the records of one poll together.
 
 package main
 
@@ -24,8 +25,9 @@ func init() { addClient("franz", openFranz) }
 type franz struct {
 	cfg *config
 
-	mu sync.Mutex
-	cl *kgo.Client // producing and creating topics; made on first use
+	mu     sync.Mutex
+	cl     *kgo.Client // producing and creating topics; made on first use
+	clNone *kgo.Client // producing with compression=none; made on first use
 }
 
 func openFranz(cfg *config) client { return &franz{cfg: cfg} }
@@ -43,10 +45,15 @@ func (f *franz) common() []kgo.Opt {
 	}
 }
 
-func (f *franz) producer() (*kgo.Client, error) {
+// producer is the client that produces with COMPRESSION ("" the default, "none").
+func (f *franz) producer(compression string) (*kgo.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cl == nil {
+	cl := &f.cl
+	if compression == "none" {
+		cl = &f.clNone
+	}
+	if *cl == nil {
 		opts := append(f.common(),
 			// A record fails after 2 answers that its topic does not exist (default 4), and
 			// after 5 s whatever the reason (default: never); a produce request's own bound
@@ -65,17 +72,21 @@ func (f *franz) producer() (*kgo.Client, error) {
 		if !f.cfg.idempotent {
 			opts = append(opts, kgo.DisableIdempotentWrite())
 		}
-		cl, err := kgo.NewClient(opts...)
+		// Uncompressed batches, where franz-go's default is snappy (with fallbacks).
+		if compression == "none" {
+			opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+		}
+		c, err := kgo.NewClient(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("franz-go: cannot make a client: %w", err)
 		}
-		f.cl = cl
+		*cl = c
 	}
-	return f.cl, nil
+	return *cl, nil
 }
 
 func (f *franz) produce(ctx context.Context, req *produceRequest) ([]produced, error) {
-	cl, err := f.producer()
+	cl, err := f.producer(req.compression)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +129,7 @@ func (f *franz) produce(ctx context.Context, req *produceRequest) ([]produced, e
 }
 
 func (f *franz) createTopic(ctx context.Context, name string, partitions int) error {
-	cl, err := f.producer()
+	cl, err := f.producer("")
 	if err != nil {
 		return err
 	}
@@ -192,6 +203,12 @@ func (f *franz) consume(ctx context.Context, c *consumer) error {
 			c.process(ctx, ms...)
 			continue
 		}
+		if f.cfg.iter {
+			for it := fs.RecordIter(); !it.Done(); {
+				c.process(ctx, franzMessage(it.Next()))
+			}
+			continue
+		}
 		fs.EachRecord(func(r *kgo.Record) { c.process(ctx, franzMessage(r)) })
 	}
 }
@@ -199,7 +216,9 @@ func (f *franz) consume(ctx context.Context, c *consumer) error {
 func (f *franz) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cl != nil {
-		f.cl.Close()
+	for _, cl := range []*kgo.Client{f.cl, f.clNone} {
+		if cl != nil {
+			cl.Close()
+		}
 	}
 }

@@ -43,6 +43,7 @@ type config struct {
 	batch      bool     // franz-go: process the records of one PollFetches together
 	fetch      bool     // kafka-go: FetchMessage and CommitMessages, not ReadMessage
 	records    bool     // franz-go: PollRecords, not PollFetches
+	iter       bool     // franz-go: a FetchesRecordIter's Next, not EachRecord
 	idempotent bool     // franz-go: keep the idempotent producer
 	timeout    time.Duration
 }
@@ -67,6 +68,9 @@ type produceRequest struct {
 	async   bool
 	headers []header
 	values  [][]byte
+	// franz-go: "none" sends the batches uncompressed (kgo.NoCompression), "" with the
+	// client's default (snappy); the other clients send as they are configured whatever it says.
+	compression string
 }
 
 // produced is one message as the client reported it: partition and offset are null where the
@@ -162,7 +166,7 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-// parseProduce reads topic, n, key, mode, header and size from the query.
+// parseProduce reads topic, n, key, mode, header, size and compression from the query.
 func parseProduce(q url.Values) (*produceRequest, error) {
 	req := &produceRequest{topic: q.Get("topic")}
 	if req.topic == "" {
@@ -183,6 +187,12 @@ func parseProduce(q url.Values) (*produceRequest, error) {
 	}
 	if keys, ok := q["key"]; ok {
 		req.key = []byte(keys[0])
+	}
+	switch req.compression = q.Get("compression"); req.compression {
+	case "", "none":
+	default:
+		return nil, badRequest("produce: compression=%q is neither empty nor none",
+			req.compression)
 	}
 	switch q.Get("mode") {
 	case "", "sync":
@@ -416,6 +426,8 @@ func main() {
 	flag.BoolVar(&cfg.fetch, "fetch", false,
 		"kafkago: FetchMessage and CommitMessages instead of ReadMessage")
 	flag.BoolVar(&cfg.records, "records", false, "franz: PollRecords instead of PollFetches")
+	flag.BoolVar(&cfg.iter, "iter", false,
+		"franz: the poll's RecordIter, Done and Next, instead of EachRecord")
 	flag.BoolVar(&cfg.idempotent, "idempotent", false,
 		"franz: keep the idempotent producer (a produce then waits for a broker that went away)")
 	flag.DurationVar(&cfg.timeout, "timeout", 15*time.Second,
