@@ -37,24 +37,7 @@ struct {
 	__type(value, struct kafka_produce);
 } kafka_sends SEC(".maps");
 
-/*
- * A consumer goroutine: the reader its last read was made on, and the message it processes
- * (OPEN) with the span it worked for before (PREV, when HAS_PREV), restored at the end.
- */
-struct kafka_consumer {
-	__u64 reader;
-	__u32 open;
-	__u32 has_prev;
-	struct span_ctx prev;
-	struct kafka_process rec;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct goroutine_key);
-	__type(value, struct kafka_consumer);
-} kafka_consumers SEC(".maps");
+SHARED_MAP_DEFINE(kafka_consumers)
 
 /*
  * One CPU's scratch: a send's record before it is in its map, a consumer's first entry, a
@@ -383,32 +366,9 @@ int kafka_sarama_one_end(GO_REGS *ctx)
 }
 
 /*
- * Ends the message C's goroutine KEY processes, at NOW: its span goes out, and the goroutine is
- * back to the span it worked for before.
- */
-static __always_inline void process_end(const struct goroutine_key *key, struct kafka_consumer *c,
-					__u64 now)
-{
-	struct goroutine_state *gs;
-
-	if (!c->open)
-		return;
-	c->open = 0;
-	c->rec.end_ns = now;
-	if (bpf_ringbuf_output(&events, &c->rec, sizeof(c->rec), submit_flags()))
-		count_drop(DROP_RINGBUF_FULL);
-	gs = own_state(key);
-	if (!gs)
-		return;
-	if (c->has_prev)
-		gs->active = c->prev;
-	else
-		gs->active.live = 0;
-}
-
-/*
- * At FetchMessage's entry (ReadMessage makes it too): the goroutine asks for its next message,
- * so the one it processed is done; the reader is noted for the message this read hands over.
+ * At kafka-go's FetchMessage's entry (ReadMessage makes it too) and franz-go's polls'
+ * (PollRecords, PollFetches): the goroutine asks for its next messages, so the one it processed
+ * is done; the reader or client (the receiver, first) is noted for those the read hands over.
  */
 SEC("uprobe")
 int kafka_fetch_entry(GO_REGS *ctx)
@@ -420,26 +380,29 @@ int kafka_fetch_entry(GO_REGS *ctx)
 	struct kafka_scratch *sc;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->kafka_go)
+	if (!cfg || (!cfg->kafka_go && !cfg->franz))
 		return 0;
 	c = bpf_map_lookup_elem(&kafka_consumers, &key);
 	if (c) {
-		process_end(&key, c, now);
-		c->reader = go_arg(ctx, 1);
+		kafka_process_end(&key, c, now);
+		c->handle = go_arg(ctx, 1);
 		return 0;
 	}
 	sc = kafka_scratch_claim();
 	if (!sc)
 		return 0;
 	__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
-	sc->consumer.reader = go_arg(ctx, 1);
+	sc->consumer.handle = go_arg(ctx, 1);
 	if (bpf_map_update_elem(&kafka_consumers, &key, &sc->consumer, BPF_ANY))
 		count_drop(DROP_INFLIGHT_FULL);
 	scratch_unclaim(&sc->busy);
 	return 0;
 }
 
-/* At CommitMessages' and Close's entries: the message the goroutine processed is done. */
+/*
+ * Where the message the goroutine processed is done: kafka-go's CommitMessages' and Close's
+ * entries, franz-go's RecordIter.Next's entry and EachRecord's RETs.
+ */
 SEC("uprobe")
 int kafka_settle(GO_REGS *ctx)
 {
@@ -449,11 +412,11 @@ int kafka_settle(GO_REGS *ctx)
 	struct kafka_consumer *c;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->kafka_go)
+	if (!cfg || (!cfg->kafka_go && !cfg->franz))
 		return 0;
 	c = bpf_map_lookup_elem(&kafka_consumers, &key);
 	if (c)
-		process_end(&key, c, now);
+		kafka_process_end(&key, c, now);
 	return 0;
 }
 
@@ -536,9 +499,9 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	if (!c || go_arg(ctx, slot ? slot : 1))
 		return;
 	/* One still open: a read of another reader began it, whose return was not seen. */
-	process_end(&key, c, now);
+	kafka_process_end(&key, c, now);
 	msg = (void *)(GO_SP(ctx) + (cookie & COOKIE_IN_CALLER ? 0 : 8));
-	r = (void *)c->reader;
+	r = (void *)c->handle;
 	e = &c->rec;
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	e->tracestate_len = 0;

@@ -58,31 +58,12 @@ struct {
 	__type(value, struct kafka_produce);
 } kafka_franz_async SEC(".maps");
 
-/*
- * A consumer goroutine: the client of its last poll, and the record it processes (OPEN) with
- * the span it worked for before (PREV, when HAS_PREV), restored at the end.
- */
-struct franz_consumer {
-	__u64 client;
-	__u32 open;
-	__u32 has_prev;
-	struct span_ctx prev;
-	struct kafka_process rec;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct goroutine_key);
-	__type(value, struct franz_consumer);
-} kafka_franz_consumers SEC(".maps");
-
 /* One CPU's scratch, claimed for a program's whole run. */
 struct franz_scratch {
 	__u64 busy;
 	union {
 		struct franz_sync sync;
-		struct franz_consumer consumer;
+		struct kafka_consumer consumer;
 	};
 	struct kafka_header_walk walk;
 	struct kafka_fp_input fp;
@@ -376,81 +357,6 @@ int kafka_franz_promise(GO_REGS *ctx)
 }
 
 /*
- * Ends the record C's goroutine KEY processes, at NOW: its span goes out, and the goroutine is
- * back to the span it worked for before.
- */
-static __always_inline void franz_process_end(const struct goroutine_key *key,
-					      struct franz_consumer *c, __u64 now)
-{
-	struct goroutine_state *gs;
-
-	if (!c->open)
-		return;
-	c->open = 0;
-	c->rec.end_ns = now;
-	if (bpf_ringbuf_output(&events, &c->rec, sizeof(c->rec), submit_flags()))
-		count_drop(DROP_RINGBUF_FULL);
-	gs = own_state(key);
-	if (!gs)
-		return;
-	if (c->has_prev)
-		gs->active = c->prev;
-	else
-		gs->active.live = 0;
-}
-
-/* At Next's entry and EachRecord's RETs: the record the goroutine processed is done. */
-SEC("uprobe")
-int kafka_franz_settle(GO_REGS *ctx)
-{
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct franz_consumer *c;
-
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->franz)
-		return 0;
-	c = bpf_map_lookup_elem(&kafka_franz_consumers, &key);
-	if (c)
-		franz_process_end(&key, c, now);
-	return 0;
-}
-
-/*
- * At a poll's entry (PollRecords, PollFetches: cl first): the record the goroutine processed is
- * done; the client is noted for the records this poll hands over.
- */
-SEC("uprobe")
-int kafka_franz_poll(GO_REGS *ctx)
-{
-	__u64 now = bpf_ktime_get_ns();
-	const struct target_config *cfg;
-	struct goroutine_key key;
-	struct franz_consumer *c;
-	struct franz_scratch *sc;
-
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->franz)
-		return 0;
-	c = bpf_map_lookup_elem(&kafka_franz_consumers, &key);
-	if (c) {
-		franz_process_end(&key, c, now);
-		c->client = go_arg(ctx, 1);
-		return 0;
-	}
-	sc = franz_scratch_claim();
-	if (!sc)
-		return 0;
-	__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
-	sc->consumer.client = go_arg(ctx, 1);
-	if (bpf_map_update_elem(&kafka_franz_consumers, &key, &sc->consumer, BPF_ANY))
-		count_drop(DROP_INFLIGHT_FULL);
-	scratch_unclaim(&sc->busy);
-	return 0;
-}
-
-/*
  * At Next's RETs: the *Record it hands over in the first result register, processed from now.
  * A goroutine seen for the first time (its poll began before gospan attached) gets its entry
  * here, without a client to name the group and the broker.
@@ -462,7 +368,7 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	struct goroutine_key key;
 	struct goroutine_state *gs;
 	struct kafka_header_layout hl = {};
-	struct franz_consumer *c;
+	struct kafka_consumer *c;
 	struct kafka_process *e;
 	struct kafka_bytes kb;
 	struct span_ctx own;
@@ -476,19 +382,19 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	r = (void *)go_arg(ctx, 1);
 	if (!r)
 		return;
-	c = bpf_map_lookup_elem(&kafka_franz_consumers, &key);
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
 	if (!c) {
 		__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
-		if (bpf_map_update_elem(&kafka_franz_consumers, &key, &sc->consumer, BPF_ANY)) {
+		if (bpf_map_update_elem(&kafka_consumers, &key, &sc->consumer, BPF_ANY)) {
 			count_drop(DROP_INFLIGHT_FULL);
 			return;
 		}
-		c = bpf_map_lookup_elem(&kafka_franz_consumers, &key);
+		c = bpf_map_lookup_elem(&kafka_consumers, &key);
 		if (!c)
 			return;
 	}
-	franz_process_end(&key, c, now);
-	cl = (void *)c->client;
+	kafka_process_end(&key, c, now);
+	cl = (void *)c->handle;
 	e = &c->rec;
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
 	e->tracestate_len = 0;

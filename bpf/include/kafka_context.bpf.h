@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What the Kafka clients' probes share (defined in kafka.bpf.c): marking a message for the
- * socket-layer writer, and the walk of a message's headers for trace context, for the clients
- * whose header slices have one shape (kafka-go's []Header, franz-go's []RecordHeader: a name
- * string and a value []byte each).
+ * socket-layer writer; the walk of a message's headers for trace context, for the clients whose
+ * header slices have one shape (kafka-go's []Header, franz-go's []RecordHeader: a name string
+ * and a value []byte each); and a consumer goroutine's state, whose message is processed from a
+ * read's return to its next read (kafka_fetch_entry), a commit or a close (kafka_settle).
  */
 #ifndef GOSPAN_KAFKA_CONTEXT_BPF_H
 #define GOSPAN_KAFKA_CONTEXT_BPF_H
 
 #include "events.h"
 #include "kafka_mark.bpf.h"
+#include "probe.bpf.h"
 
 /* A Go []byte's header: a string's, and its capacity. */
 struct kafka_bytes {
@@ -56,5 +58,45 @@ struct kafka_header_walk {
  */
 int gospan_kafka_context(const struct kafka_header_layout *l, struct kafka_header_walk *w,
 			 __u64 hdrs, struct kafka_process *e);
+
+/*
+ * A consumer goroutine: the reader or client (HANDLE) its last read was made on, and the message
+ * it processes (OPEN) with the span it worked for before (PREV, when HAS_PREV), restored at the
+ * end.
+ */
+struct kafka_consumer {
+	__u64 handle;
+	__u32 open;
+	__u32 has_prev;
+	struct span_ctx prev;
+	struct kafka_process rec;
+};
+
+SHARED_MAP(kafka_consumers, BPF_MAP_TYPE_LRU_HASH, 16384, struct goroutine_key,
+	   struct kafka_consumer);
+
+/*
+ * Ends the message C's goroutine KEY processes, at NOW: its span goes out, and the goroutine is
+ * back to the span it worked for before.
+ */
+static __always_inline void kafka_process_end(const struct goroutine_key *key,
+					      struct kafka_consumer *c, __u64 now)
+{
+	struct goroutine_state *gs;
+
+	if (!c->open)
+		return;
+	c->open = 0;
+	c->rec.end_ns = now;
+	if (bpf_ringbuf_output(&events, &c->rec, sizeof(c->rec), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	gs = own_state(key);
+	if (!gs)
+		return;
+	if (c->has_prev)
+		gs->active = c->prev;
+	else
+		gs->active.live = 0;
+}
 
 #endif

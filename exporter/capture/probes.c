@@ -458,9 +458,9 @@ static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	const struct site_progs sync = { .entry = p->skel->progs.kafka_franz_sync_entry,
 					 .at_rets = p->skel->progs.kafka_franz_sync_end,
 					 .at_ends = p->skel->progs.kafka_franz_sync_end };
-	const struct site_progs poll = { .entry = p->skel->progs.kafka_franz_poll };
-	const struct site_progs settle = { .entry = p->skel->progs.kafka_franz_settle };
-	const struct site_progs settle_rets = { .at_rets = p->skel->progs.kafka_franz_settle };
+	const struct site_progs poll = { .entry = p->skel->progs.kafka_fetch_entry };
+	const struct site_progs settle = { .entry = p->skel->progs.kafka_settle };
+	const struct site_progs settle_rets = { .at_rets = p->skel->progs.kafka_settle };
 	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_franz_delivered };
 	const struct kafka_target *k = &t->kafka;
 	struct probe_site part;
