@@ -72,12 +72,6 @@ static __always_inline struct kafka_scratch *kafka_scratch_claim(void)
 	return sc;
 }
 
-/* Copies the []byte whose header is at HDR into DST (CAP bytes): its real length, as a string's. */
-static __always_inline __u32 read_bytes(char *dst, __u32 cap, const void *hdr)
-{
-	return go_read_string(dst, cap, hdr);
-}
-
 /* The first method word of the interface whose itab is ITAB; 0 when there is none. */
 static __always_inline __u64 first_method(__u64 itab)
 {
@@ -170,14 +164,8 @@ static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
 	if (!e->topic_len)
 		e->topic_len =
 		    go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, msg + cfg->kg_msg_topic);
-	e->has_key = 0;
-	e->key_len = 0;
-	if (!bpf_probe_read_user(&key_bytes, sizeof(key_bytes), msg + cfg->kg_msg_key) &&
-	    key_bytes.ptr && key_bytes.len > 0) {
-		e->has_key = 1;
-		if (cfg->kafka_key)
-			e->key_len = read_bytes(e->key, MAX_KAFKA_KEY_LEN, msg + cfg->kg_msg_key);
-	}
+	bpf_probe_read_user(&key_bytes, sizeof(key_bytes), msg + cfg->kg_msg_key);
+	e->has_key = kafka_key(cfg, &key_bytes, e->key, &e->key_len);
 	e->addr_fn = 0;
 	e->addr_len = 0;
 	if (cfg->kg_writer_addr >= 0 && cfg->kg_netaddr_address >= 0 &&
@@ -259,7 +247,7 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 	struct kafka_produce *e = &sc->send;
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct kafka_bytes b;
+	struct kafka_bytes b = {};
 	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
 	void *m = one;
 	__s64 i;
@@ -281,13 +269,9 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 	e->addr_fn = 0;
 	e->addr_len = 0;
 	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, m + cfg->sm_msg_topic);
-	e->has_key = 0;
-	e->key_len = 0;
-	if (encoder_bytes(m + cfg->sm_msg_key, &b) && b.ptr && b.len > 0) {
-		e->has_key = 1;
-		if (cfg->kafka_key)
-			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, b.ptr, b.len);
-	}
+	if (!encoder_bytes(m + cfg->sm_msg_key, &b))
+		b.ptr = NULL;
+	e->has_key = kafka_key(cfg, &b, e->key, &e->key_len);
 	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY)) {
 		count_drop(DROP_INFLIGHT_FULL);
 		return;
@@ -481,13 +465,11 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	__u32 slot = COOKIE_RESULT_SLOT(cookie);
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct goroutine_state *gs;
 	struct kafka_header_layout hl = {};
 	struct kafka_consumer *c;
 	struct kafka_process *e;
 	struct go_string brokers;
 	struct kafka_bytes kb;
-	struct span_ctx own;
 	bool has_tp;
 	void *msg, *r;
 
@@ -510,22 +492,12 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	hl.size = cfg->kg_header_size;
 	has_tp = cfg->propagate &&
 		 gospan_kafka_context(&hl, &sc->walk, (__u64)msg + cfg->kg_msg_headers, e);
-	server_ids(cfg, &e->ids, has_tp, NULL);
-	if (e->ids.remote_parent && e->tracestate_len)
-		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
-	fill_header(&e->hdr, EVENT_KAFKA_PROCESS, &key, now);
-	e->cookie = (__u32)cookie;
-	e->end_ns = 0;
+	kafka_process_ids(ctx, cfg, &key, e, has_tp, now);
 	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, msg + cfg->kg_msg_topic);
 	e->partition = (__s64)go_read_word(msg, cfg->kg_msg_partition);
 	e->offset = (__s64)go_read_word(msg, cfg->kg_msg_offset);
-	e->has_key = 0;
-	e->key_len = 0;
-	if (!bpf_probe_read_user(&kb, sizeof(kb), msg + cfg->kg_msg_key) && kb.ptr && kb.len > 0) {
-		e->has_key = 1;
-		if (cfg->kafka_key)
-			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, kb.ptr, kb.len);
-	}
+	bpf_probe_read_user(&kb, sizeof(kb), msg + cfg->kg_msg_key);
+	e->has_key = kafka_key(cfg, &kb, e->key, &e->key_len);
 	e->group_len = r && cfg->kg_reader_group >= 0 ?
 			       go_read_string(e->group, MAX_KAFKA_GROUP_LEN, r + cfg->kg_reader_group) :
 			       0;
@@ -535,17 +507,7 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	    brokers.ptr && brokers.len > 0)
 		e->addr_len = go_read_string(e->addr, MAX_KAFKA_ADDR_LEN, brokers.ptr);
 
-	/* The goroutine works for this span while it processes the message. */
-	gs = own_state(&key);
-	c->has_prev = gs && gs->active.live;
-	if (c->has_prev)
-		c->prev = gs->active;
-	span_ctx_of(&own, &e->ids);
-	if (gs)
-		gs->active = own;
-	else
-		active_put(&key, &own);
-	c->open = 1;
+	kafka_process_start(&key, c);
 }
 
 SEC("uprobe")

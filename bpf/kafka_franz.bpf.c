@@ -144,13 +144,8 @@ static __always_inline void franz_send_begin(GO_REGS *ctx, const struct target_c
 	e->partition = e->offset = -1;
 	e->err_itab = e->err_fn = 0;
 	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, r + cfg->fz_rec_topic);
-	e->has_key = 0;
-	e->key_len = 0;
-	if (!bpf_probe_read_user(&kb, sizeof(kb), r + cfg->fz_rec_key) && kb.ptr && kb.len > 0) {
-		e->has_key = 1;
-		if (cfg->kafka_key)
-			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, kb.ptr, kb.len);
-	}
+	bpf_probe_read_user(&kb, sizeof(kb), r + cfg->fz_rec_key);
+	e->has_key = kafka_key(cfg, &kb, e->key, &e->key_len);
 	/* A plain string: addr_fn 0 tells user space there is no net.Addr to check. */
 	e->addr_fn = 0;
 	e->addr_len = franz_seed(cfg, cl, e->addr);
@@ -366,12 +361,10 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct goroutine_state *gs;
 	struct kafka_header_layout hl = {};
 	struct kafka_consumer *c;
 	struct kafka_process *e;
 	struct kafka_bytes kb;
-	struct span_ctx own;
 	__s32 partition = -1;
 	void *r, *cl;
 	bool has_tp;
@@ -403,40 +396,20 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	hl.size = cfg->fz_header_size;
 	has_tp = cfg->propagate &&
 		 gospan_kafka_context(&hl, &sc->walk, (__u64)r + cfg->fz_rec_headers, e);
-	server_ids(cfg, &e->ids, has_tp, NULL);
-	if (e->ids.remote_parent && e->tracestate_len)
-		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
-	fill_header(&e->hdr, EVENT_KAFKA_PROCESS, &key, now);
-	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
-	e->end_ns = 0;
+	kafka_process_ids(ctx, cfg, &key, e, has_tp, now);
 	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, r + cfg->fz_rec_topic);
 	bpf_probe_read_user(&partition, sizeof(partition), r + cfg->fz_rec_partition);
 	e->partition = partition;
 	e->offset = (__s64)go_read_word(r, cfg->fz_rec_offset);
-	e->has_key = 0;
-	e->key_len = 0;
-	if (!bpf_probe_read_user(&kb, sizeof(kb), r + cfg->fz_rec_key) && kb.ptr && kb.len > 0) {
-		e->has_key = 1;
-		if (cfg->kafka_key)
-			e->key_len = go_copy_string(e->key, MAX_KAFKA_KEY_LEN, kb.ptr, kb.len);
-	}
+	bpf_probe_read_user(&kb, sizeof(kb), r + cfg->fz_rec_key);
+	e->has_key = kafka_key(cfg, &kb, e->key, &e->key_len);
 	e->group_len = cl && cfg->fz_client_group >= 0 ?
 			       go_read_string(e->group, MAX_KAFKA_GROUP_LEN,
 					      cl + cfg->fz_client_group) :
 			       0;
 	e->addr_len = franz_seed(cfg, cl, e->addr);
 
-	/* The goroutine works for this span while it processes the record. */
-	gs = own_state(&key);
-	c->has_prev = gs && gs->active.live;
-	if (c->has_prev)
-		c->prev = gs->active;
-	span_ctx_of(&own, &e->ids);
-	if (gs)
-		gs->active = own;
-	else
-		active_put(&key, &own);
-	c->open = 1;
+	kafka_process_start(&key, c);
 }
 
 SEC("uprobe")

@@ -30,6 +30,21 @@ static __always_inline void kafka_fp_part(__u8 *dst, __u32 n, const struct kafka
 }
 
 /*
+ * A message's key, the []byte B (zeroed when it could not be read): whether there is one, and
+ * where keys are captured (GOSPAN_CAPTURE_MESSAGE_KEY), its bytes into KEY, *KEY_LEN of them.
+ */
+static __always_inline __u8 kafka_key(const struct target_config *cfg, const struct kafka_bytes *b,
+				      char *key, __u32 *key_len)
+{
+	*key_len = 0;
+	if (!b->ptr || b->len <= 0)
+		return 0;
+	if (cfg->kafka_key)
+		*key_len = go_copy_string(key, MAX_KAFKA_KEY_LEN, b->ptr, b->len);
+	return 1;
+}
+
+/*
  * Marks the message whose key and value FP holds (this CPU's scratch, held) as CTX's, for process
  * PID: the socket-layer writer finds the mark by the same fingerprint in the produce request
  * (kafka_mark.bpf.h). CTX is handed whole, padding included: zero it before filling it.
@@ -97,6 +112,43 @@ static __always_inline void kafka_process_end(const struct goroutine_key *key,
 		gs->active = c->prev;
 	else
 		gs->active.live = 0;
+}
+
+/*
+ * E, a message handed to the application on goroutine KEY at NOW, gets its ids (continuing the
+ * trace of its headers' traceparent when HAS_TP) and its record header.
+ */
+static __always_inline void kafka_process_ids(GO_REGS *ctx, const struct target_config *cfg,
+					      const struct goroutine_key *key,
+					      struct kafka_process *e, bool has_tp, __u64 now)
+{
+	server_ids(cfg, &e->ids, has_tp, NULL);
+	if (e->ids.remote_parent && e->tracestate_len)
+		keep_tracestate(key->pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
+	fill_header(&e->hdr, EVENT_KAFKA_PROCESS, key, now);
+	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
+	e->end_ns = 0;
+}
+
+/*
+ * The message C holds is being processed from now: goroutine KEY works for its span until
+ * kafka_process_end(), and then for the one it worked for before.
+ */
+static __always_inline void kafka_process_start(const struct goroutine_key *key,
+						struct kafka_consumer *c)
+{
+	struct goroutine_state *gs = own_state(key);
+	struct span_ctx own;
+
+	c->has_prev = gs && gs->active.live;
+	if (c->has_prev)
+		c->prev = gs->active;
+	span_ctx_of(&own, &c->rec.ids);
+	if (gs)
+		gs->active = own;
+	else
+		active_put(key, &own);
+	c->open = 1;
 }
 
 #endif
