@@ -116,12 +116,6 @@ static __always_inline struct db_pending *db_begin(const struct goroutine_key *k
 	return p;
 }
 
-/* The first method word of the interface whose itab is ITAB; 0 when there is none. */
-static __always_inline __u64 itab_fn0(__u64 itab)
-{
-	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
-}
-
 /* The leading strings of the value at DATA into LENS and STRS (struct db_call's err). */
 static __always_inline void leading_strings(__u64 data, __u16 *lens,
 					    char strs[DB_ERROR_STRS][MAX_DB_ERROR_LEN])
@@ -159,7 +153,7 @@ static __always_inline void error_strings(__u64 data, struct db_call *e)
 		e->err_len8 = (__u16)go_copy_string(e->err8, MAX_DB_ERROR_LEN, s8.ptr, s8.len);
 	e->inner_fn = 0;
 	if (read && w[0] && w[1])
-		e->inner_fn = itab_fn0(w[0]);
+		e->inner_fn = go_itab_fn0(w[0]);
 	leading_strings(e->inner_fn ? w[1] : 0, e->inner_lens, e->inner);
 }
 
@@ -389,7 +383,7 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
 	if (p->sql.driver_fn)
 		p->last_sql = p->sql;
 	e->err_itab = err_itab;
-	e->err_fn = itab_fn0(err_itab);
+	e->err_fn = go_itab_fn0(err_itab);
 	e->batch_size = 0;
 	e->addr_len = 0;
 	e->addr_ip = 0;
@@ -465,7 +459,7 @@ static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, _
 static __always_inline void sql_conn(GO_REGS *ctx, const struct target_config *cfg,
 				     struct db_pending *p, __u64 itab, __u64 conn)
 {
-	p->sql.driver_fn = itab_fn0(itab);
+	p->sql.driver_fn = go_itab_fn0(itab);
 	p->sql.conn = conn;
 	p->sql.bias = load_bias(ctx, bpf_get_attach_cookie(ctx) >> 32);
 	p->sql.server = sql_server_of(cfg, p->sql.driver_fn, p->sql.bias);

@@ -72,12 +72,6 @@ static __always_inline struct kafka_scratch *kafka_scratch_claim(void)
 	return sc;
 }
 
-/* The first method word of the interface whose itab is ITAB; 0 when there is none. */
-static __always_inline __u64 first_method(__u64 itab)
-{
-	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
-}
-
 /*
  * A global function (not inlined, not static), so that the verifier checks the fingerprint, a
  * hundred and seventy instructions without a branch, once for a program: inlined in the loops
@@ -170,7 +164,7 @@ static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
 	e->addr_len = 0;
 	if (cfg->kg_writer_addr >= 0 && cfg->kg_netaddr_address >= 0 &&
 	    !bpf_probe_read_user(&addr, sizeof(addr), w + cfg->kg_writer_addr) && addr.data) {
-		e->addr_fn = first_method(addr.itab);
+		e->addr_fn = go_itab_fn0(addr.itab);
 		e->addr_len = go_read_string(e->addr, MAX_KAFKA_ADDR_LEN,
 					     (void *)addr.data + cfg->kg_netaddr_address);
 	}
@@ -214,7 +208,7 @@ int kafka_send_end(GO_REGS *ctx)
 		return 0;
 	e->end_ns = now;
 	e->err_itab = go_arg(ctx, slot ? slot : 1);
-	e->err_fn = first_method(e->err_itab);
+	e->err_fn = go_itab_fn0(e->err_itab);
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
 		count_drop(DROP_RINGBUF_FULL);
 	bpf_map_delete_elem(&kafka_sends, &key);
@@ -338,7 +332,7 @@ int kafka_sarama_one_end(GO_REGS *ctx)
 		return 0;
 	e->end_ns = bpf_ktime_get_ns();
 	e->err_itab = go_arg(ctx, 3);
-	e->err_fn = first_method(e->err_itab);
+	e->err_fn = go_itab_fn0(e->err_itab);
 	if (!e->err_itab) {
 		e->partition = (__s32)go_arg(ctx, 1);
 		e->offset = (__s64)go_arg(ctx, 2);

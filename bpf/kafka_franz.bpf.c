@@ -87,12 +87,6 @@ static __always_inline struct franz_scratch *franz_scratch_claim(void)
 	return sc;
 }
 
-/* The first method word of the interface whose itab is ITAB; 0 when there is none. */
-static __always_inline __u64 franz_first_method(__u64 itab)
-{
-	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
-}
-
 /* The client CL's first seed broker ("host:port" as the application gave it) into ADDR. */
 static __always_inline __u32 franz_seed(const struct target_config *cfg, const void *cl,
 					char *addr)
@@ -247,7 +241,7 @@ int kafka_franz_sync_end(GO_REGS *ctx)
 			break;
 		if (res.itab) {
 			s->rec.err_itab = res.itab;
-			s->rec.err_fn = franz_first_method(res.itab);
+			s->rec.err_fn = go_itab_fn0(res.itab);
 			break;
 		}
 		if (!i && s->rec.count == 1)
@@ -342,7 +336,7 @@ int kafka_franz_promise(GO_REGS *ctx)
 		return 0;
 	e->end_ns = now;
 	e->err_itab = go_arg(ctx, 6);
-	e->err_fn = franz_first_method(e->err_itab);
+	e->err_fn = go_itab_fn0(e->err_itab);
 	if (!e->err_itab)
 		franz_placed(cfg, (void *)rk.record, e);
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))

@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 
+#include "events.h"
+
 /* Go's reflect kinds in a type descriptor (internal/abi): the low 5 bits of the kind byte. */
 #define GO_TYPE_KIND_OFF 23
 #define GO_TYPE_KIND_MASK 0x1f
@@ -62,6 +64,15 @@ static __always_inline __u64 go_read_word(const void *base, __s64 off)
 	if (bpf_probe_read_user(&v, sizeof(v), (const char *)base + off))
 		return 0;
 	return v;
+}
+
+/*
+ * The first method word of the interface whose itab is ITAB (ITAB_FUN0, events.h): which type's
+ * method it is tells the concrete type; 0 when there is no itab.
+ */
+static __always_inline __u64 go_itab_fn0(__u64 itab)
+{
+	return itab ? go_read_word((void *)itab, ITAB_FUN0) : 0;
 }
 
 #endif
