@@ -61,12 +61,8 @@ def named(prog, release):
 
 
 def layouts(prog):
-    """The releases at which the layout of PROG's offset table changes: its first, and every
-    release a row of any field starts at, "v1.56.0"; sorted. Between two of them every field
-    has one offset."""
-    starts = {r["from"] for rows in matrix.offset_table(table_path(prog))["fields"].values()
-              for r in rows}
-    return sorted({"v" + v for v in starts}, key=parse)
+    """The releases at which the layout of PROG's offset table changes (matrix.layout_starts)."""
+    return matrix.layout_starts(table_path(prog))
 
 
 def releases(prog):

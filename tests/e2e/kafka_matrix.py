@@ -52,10 +52,9 @@ def named(release):
 
 
 def layouts():
-    """The releases at which the layout of kafka-go's offset table changes: its first, and
-    every release a row of any field starts at ("v0.4.38", "v0.4.39"); sorted."""
-    starts = {r["from"] for rows in matrix.offset_table(TABLE)["fields"].values() for r in rows}
-    return sorted({"v" + v for v in starts}, key=parse)
+    """The releases at which the layout of kafka-go's offset table changes ("v0.4.38",
+    "v0.4.39": matrix.layout_starts)."""
+    return matrix.layout_starts(TABLE)
 
 
 def served(version):
@@ -140,9 +139,7 @@ def franz_slice_cells():
     Go (every franz-go release the table covers needs Go 1.25 or later); the newest release the
     table names plain and PIE is test_kafka_franz.py's own build. No COMPATIBILITY.md section
     is written from the results yet."""
-    starts = {r["from"] for rows in matrix.offset_table(FRANZ_TABLE)["fields"].values()
-              for r in rows}
-    return [(FRANZ_CLIENT, "v" + v, "local", "stripped") for v in sorted(starts, key=parse)]
+    return [(FRANZ_CLIENT, v, "local", "stripped") for v in matrix.layout_starts(FRANZ_TABLE)]
 
 
 def franz_full_cells():

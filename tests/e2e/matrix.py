@@ -139,6 +139,14 @@ def table_newest(path):
     return "v" + max(offset_table(path)["versions"], key=parse)
 
 
+def layout_starts(path):
+    """The releases at which the layout of the offset table at PATH changes: its first, and
+    every release a row of any field starts at ("v1.56.0"); sorted. Between two of them every
+    field has one offset."""
+    starts = {r["from"] for rows in offset_table(path)["fields"].values() for r in rows}
+    return sorted({"v" + v for v in starts}, key=parse)
+
+
 def layout_edges(path):
     """The releases the rows of the offset table at PATH start or end at, "v5.5.3"."""
     edges = set()
