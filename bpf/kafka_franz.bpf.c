@@ -177,10 +177,9 @@ static __always_inline void sync_start(GO_REGS *ctx, struct franz_scratch *sc)
 	n = (__s64)go_arg(ctx, 5);
 	if (n <= 0 || !rs || bpf_probe_read_user(&r, sizeof(r), rs) || !r)
 		return;
-	franz_send_begin(ctx, cfg, &key, &s->rec, (void *)go_arg(ctx, 1), r,
-			 n > 0xffffffffLL ? 0xffffffffU : (__u32)n);
-	s->rs = (__u64)rs;
 	s->n = n > 0xffffffffLL ? 0xffffffffU : (__u32)n;
+	franz_send_begin(ctx, cfg, &key, &s->rec, (void *)go_arg(ctx, 1), r, s->n);
+	s->rs = (__u64)rs;
 	s->next = 0;
 	if (bpf_map_update_elem(&kafka_franz_syncs, &key, s, BPF_ANY)) {
 		count_drop(DROP_INFLIGHT_FULL);
