@@ -120,7 +120,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_LINKED := http wire kafka_wire
 BPF_LINK_http := maps ring wire_maps go_map trace_context http grpc db functions go_runtime \
-	routes fasthttp kafka kafka_franz
+	routes fasthttp kafka kafka_franz kafka_sarama
 BPF_LINK_wire := wire_maps wire
 BPF_LINK_kafka_wire := wire_maps kafka_wire
 BPF_UNLINKED := $(filter-out $(foreach o,$(BPF_LINKED),$(BPF_LINK_$(o))),\

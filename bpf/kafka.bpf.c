@@ -379,7 +379,8 @@ int kafka_fetch_entry(GO_REGS *ctx)
 
 /*
  * Where the message the goroutine processed is done: kafka-go's CommitMessages' and Close's
- * entries, franz-go's RecordIter.Next's entry and EachRecord's RETs.
+ * entries, franz-go's RecordIter.Next's entry and EachRecord's RETs, the RETs of a sarama
+ * consumer group handler's ConsumeClaim.
  */
 SEC("uprobe")
 int kafka_settle(GO_REGS *ctx)
@@ -390,7 +391,7 @@ int kafka_settle(GO_REGS *ctx)
 	struct kafka_consumer *c;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg || (!cfg->kafka_go && !cfg->franz))
+	if (!cfg || (!cfg->kafka_go && !cfg->franz && !cfg->sarama_group))
 		return 0;
 	c = bpf_map_lookup_elem(&kafka_consumers, &key);
 	if (c)
@@ -412,10 +413,12 @@ __noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct 
 	struct kafka_bytes s;
 	__u64 size, i, klen;
 	int found = 0;
+	bool indirect;
 
 	if (!l || !w || !e)
 		return 0;
 	size = l->size;
+	indirect = l->indirect;
 	if (size <= 0 || size > KAFKA_HEADER_MAX || l->key < 0 ||
 	    l->key > KAFKA_HEADER_MAX - sizeof(*k) || l->value < 0 ||
 	    l->value > KAFKA_HEADER_MAX - sizeof(*v) ||
@@ -424,7 +427,11 @@ __noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct 
 	for (i = 0; i < KAFKA_HEADERS_MAX; i++) {
 		if (i >= (__u64)s.len)
 			break;
-		if (bpf_probe_read_user(w->header, size, s.ptr + i * size))
+		const char *at = s.ptr + i * (indirect ? sizeof(at) : size);
+
+		if (indirect && (bpf_probe_read_user(&at, sizeof(at), at) || !at))
+			break;
+		if (bpf_probe_read_user(w->header, size, at))
 			break;
 		k = (const void *)(w->header + (l->key & (KAFKA_HEADER_MAX - 1)));
 		v = (const void *)(w->header + (l->value & (KAFKA_HEADER_MAX - 1)));

@@ -1207,16 +1207,20 @@ static void kafka_parts(const struct target *t, char *buf, size_t size)
 				steps_text(k->send_steps, sends),
 				steps_text(k->process_steps, messages));
 	if (k->sarama_version[0] && len < size) {
-		if (!k->sarama_one.addr && !k->sarama_many.addr)
+		if (!k->sarama_one.addr && !k->sarama_many.addr && !k->sm_nrecvs)
 			len += snprintf(buf + len, size - len,
 					" + no Kafka (sarama %s: see the warning above)",
 					k->sarama_version);
 		else
 			len += snprintf(buf + len, size - len,
-					" + Kafka producer (sarama %s, offsets from %s; "
-					"single-stepped hits: %s a send)",
+					"%s%s (sarama %s, offsets from %s; single-stepped hits: "
+					"%s a send, %s a message)",
+					k->sarama_one.addr || k->sarama_many.addr ?
+						" + Kafka producer" : "",
+					k->sm_nrecvs ? " + Kafka consumer" : "",
 					k->sarama_version, k->sarama_offsets,
-					steps_text(k->sarama_steps, sends));
+					steps_text(k->sarama_steps, sends),
+					steps_text(k->sarama_process_steps, messages));
 	}
 	if (!k->franz_version[0] || len >= size)
 		return;

@@ -69,6 +69,24 @@
 #define COOKIE_IN_CALLER (1ULL << 32)
 #define COOKIE_RESULT_SHIFT 40
 #define COOKIE_RESULT_SLOT(c) ((__u32)((c) >> COOKIE_RESULT_SHIFT) & 0xff)
+/*
+ * sarama's receive sites (bpf/kafka_sarama.bpf.c), at a CALL of the Go runtime's receive and
+ * after it: COOKIE_RECV, which runtime function it is (enum recv_kind).
+ */
+#define COOKIE_RECV_SHIFT 48
+#define COOKIE_RECV(c) ((__u32)((c) >> COOKIE_RECV_SHIFT) & 0xf)
+
+/*
+ * runtime.chanrecv1(c, elem), chanrecv2(c, elem) (received bool), selectnbrecv(elem, c)
+ * (selected, received bool) and selectgo(cas0, order0, pc0, nsends, nrecvs, block) (int, bool).
+ */
+enum recv_kind {
+	RECV_CHAN1 = 1,
+	RECV_CHAN2,
+	RECV_NONBLOCK,
+	RECV_SELECT,
+	RECV__COUNT,
+};
 
 /*
  * Go's _Grunning: the goroutine is on a CPU; and _Gcopystack, the state runtime.newstack puts it
@@ -435,10 +453,27 @@ struct target_config {
 	 * ByteEncoder's value begins with its bytes' pointer and length).
 	 */
 	__u32 sarama;
-	__u32 _pad_sarama;
+	__u32 sarama_group;
 	__s64 sm_msg_topic;
 	__s64 sm_msg_key;
 	__s64 sm_msg_value;
+	/*
+	 * sarama's consumer groups (bpf/kafka_sarama.bpf.c), when SARAMA_GROUP: a ConsumerMessage's
+	 * Headers ([]*RecordHeader), Key ([]byte), Topic, Partition (int32) and Offset; a
+	 * RecordHeader's Key and Value ([]byte) and size; a *partitionConsumer's messages (chan
+	 * *ConsumerMessage); a *consumerGroupSession's group (*consumerGroup) and its groupID.
+	 */
+	__s64 sm_cm_headers;
+	__s64 sm_cm_key;
+	__s64 sm_cm_topic;
+	__s64 sm_cm_partition;
+	__s64 sm_cm_offset;
+	__s64 sm_header_key;
+	__s64 sm_header_value;
+	__s64 sm_header_size;
+	__s64 sm_pc_messages;
+	__s64 sm_session_group;
+	__s64 sm_group_id;
 	/*
 	 * twmb/franz-go's kgo (bpf/kafka_franz.bpf.c): whether it is probed, and offsets, -1:
 	 * unknown. A Record's Key and Value ([]byte), Headers ([]RecordHeader), Topic, Partition

@@ -55,9 +55,12 @@ int gospan_kafka_mark(struct kafka_fp_input *fp, __u32 pid, const struct span_ct
 #define KAFKA_HEADERS_MAX 16
 #define KAFKA_HEADER_MAX 64
 
-/* Where a client's header element keeps its name and value, and its size (target_config's). */
+/*
+ * Where a client's header element keeps its name and value, and its size (target_config's);
+ * INDIRECT: the slice holds pointers to the elements (sarama's []*RecordHeader).
+ */
 struct kafka_header_layout {
-	__s64 key, value, size;
+	__s64 key, value, size, indirect;
 };
 
 /* The walk's room, in the caller's per-CPU scratch: one header, and its name zero-padded. */
@@ -78,6 +81,12 @@ int gospan_kafka_context(const struct kafka_header_layout *l, struct kafka_heade
  * A consumer goroutine: the reader or client (HANDLE) its last read was made on, and the message
  * it processes (OPEN) with the span it worked for before (PREV, when HAS_PREV), restored at the
  * end.
+ *
+ * sarama's consumer groups (kafka_sarama.bpf.c): HANDLE is the claim's channel, once CONFIRMED.
+ * A receive in flight (RECV, its enum recv_kind; 0: none) from channel RECV_CHAN puts its
+ * message where RECV_AT says (a select: its cases), an offset from SP when RECV_ON_STACK (the
+ * stack may move while the goroutine waits). Until CONFIRMED, LAST is the message the
+ * goroutine received last, from LAST_CHAN, for MarkMessage to tell that channel the claim's.
  */
 struct kafka_consumer {
 	__u64 handle;
@@ -85,6 +94,14 @@ struct kafka_consumer {
 	__u32 has_prev;
 	struct span_ctx prev;
 	struct kafka_process rec;
+	__u64 recv_chan;
+	__u64 recv_at;
+	__u64 last;
+	__u64 last_chan;
+	__u8 recv;
+	__u8 recv_on_stack;
+	__u8 confirmed;
+	__u8 _pad[5];
 };
 
 SHARED_MAP(kafka_consumers, BPF_MAP_TYPE_LRU_HASH, 16384, struct goroutine_key,

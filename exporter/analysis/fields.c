@@ -214,10 +214,21 @@ const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT] = {
 	[KAFKAGO_FIELD_NETADDR_ADDRESS] = KAFKAGO "networkAddress.address",
 };
 
+#define SARAMA "github.com/IBM/sarama."
 const char *const sarama_field_names[SARAMA_FIELD__COUNT] = {
-	[SARAMA_FIELD_MSG_TOPIC] = "github.com/IBM/sarama.ProducerMessage.Topic",
-	[SARAMA_FIELD_MSG_KEY] = "github.com/IBM/sarama.ProducerMessage.Key",
-	[SARAMA_FIELD_MSG_VALUE] = "github.com/IBM/sarama.ProducerMessage.Value",
+	[SARAMA_FIELD_MSG_TOPIC] = SARAMA "ProducerMessage.Topic",
+	[SARAMA_FIELD_MSG_KEY] = SARAMA "ProducerMessage.Key",
+	[SARAMA_FIELD_MSG_VALUE] = SARAMA "ProducerMessage.Value",
+	[SARAMA_FIELD_CM_HEADERS] = SARAMA "ConsumerMessage.Headers",
+	[SARAMA_FIELD_CM_KEY] = SARAMA "ConsumerMessage.Key",
+	[SARAMA_FIELD_CM_TOPIC] = SARAMA "ConsumerMessage.Topic",
+	[SARAMA_FIELD_CM_PARTITION] = SARAMA "ConsumerMessage.Partition",
+	[SARAMA_FIELD_CM_OFFSET] = SARAMA "ConsumerMessage.Offset",
+	[SARAMA_FIELD_HEADER_KEY] = SARAMA "RecordHeader.Key",
+	[SARAMA_FIELD_HEADER_VALUE] = SARAMA "RecordHeader.Value",
+	[SARAMA_FIELD_PC_MESSAGES] = SARAMA "partitionConsumer.messages",
+	[SARAMA_FIELD_SESSION_PARENT] = SARAMA "consumerGroupSession.parent",
+	[SARAMA_FIELD_GROUP_ID] = SARAMA "consumerGroup.groupID",
 };
 
 #define FRANZ "github.com/twmb/franz-go/pkg/kgo."

@@ -76,8 +76,7 @@ static void drop_ends_in(struct probe_site *s, uint64_t caller)
 	s->nends = n;
 }
 
-/* Hits of a site's probes that the kernel single-steps, on a call's usual way. */
-static int stepped(const struct probe_site *s, bool entry)
+int kafka__stepped(const struct probe_site *s, bool entry)
 {
 	int n = entry && !s->nentry_calls ? !s->entry_emulated : 0;
 	size_t i;
@@ -187,12 +186,11 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 	if (err)
 		drop(&k->sarama_many);
 	if (k->sarama_one.addr)
-		k->sarama_steps = stepped(&k->sarama_one, true);
-	return 0;
+		k->sarama_steps = kafka__stepped(&k->sarama_one, true);
+	return sarama_groups__find(a, k);
 }
 
-/* SYMBOL's site of KIND into S; S left out (addr 0) when the binary does not have it. */
-static int optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
+int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
 			 enum site_kind kind)
 {
 	int err = analysis__find_site(a, symbol, s, kind, 0);
@@ -235,13 +233,13 @@ static int find_franz(struct analysis *a, const struct module_tables *modules,
 			a->path, version);
 		return 0;
 	}
-	err = optional_site(a, SYM_FZ_PRODUCE_SYNC, &k->fz_sync, SITE_RETS);
-	err = err ?: optional_site(a, SYM_FZ_PRODUCE, &k->fz_produce, SITE_ENTRY);
-	err = err ?: optional_site(a, SYM_FZ_PROMISE, &k->fz_promise, SITE_ENTRY);
-	err = err ?: optional_site(a, SYM_FZ_POLL_RECORDS, &k->fz_poll, SITE_ENTRY);
-	err = err ?: optional_site(a, SYM_FZ_POLL_FETCHES, &k->fz_poll_fetches, SITE_ENTRY);
-	err = err ?: optional_site(a, SYM_FZ_NEXT, &k->fz_next, SITE_RETS);
-	err = err ?: optional_site(a, SYM_FZ_EACH_RECORD, &k->fz_each, SITE_RETS);
+	err = kafka__optional_site(a, SYM_FZ_PRODUCE_SYNC, &k->fz_sync, SITE_RETS);
+	err = err ?: kafka__optional_site(a, SYM_FZ_PRODUCE, &k->fz_produce, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_FZ_PROMISE, &k->fz_promise, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_FZ_POLL_RECORDS, &k->fz_poll, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_FZ_POLL_FETCHES, &k->fz_poll_fetches, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_FZ_NEXT, &k->fz_next, SITE_RETS);
+	err = err ?: kafka__optional_site(a, SYM_FZ_EACH_RECORD, &k->fz_each, SITE_RETS);
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
@@ -262,9 +260,9 @@ static int find_franz(struct analysis *a, const struct module_tables *modules,
 		drop(&k->fz_each);
 	}
 	if (k->fz_sync.addr)
-		k->franz_send_steps = stepped(&k->fz_sync, true);
+		k->franz_send_steps = kafka__stepped(&k->fz_sync, true);
 	if (k->fz_next.addr)
-		k->franz_process_steps = stepped(&k->fz_next, true);
+		k->franz_process_steps = kafka__stepped(&k->fz_next, true);
 	return 0;
 none:
 	drop(&k->fz_sync);
@@ -284,7 +282,7 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 	int err;
 
 	memset(k, 0, sizeof(*k));
-	k->send_steps = k->process_steps = k->sarama_steps = -1;
+	k->send_steps = k->process_steps = k->sarama_steps = k->sarama_process_steps = -1;
 	k->franz_send_steps = k->franz_process_steps = -1;
 	err = find_sarama(a, modules, k);
 	err = err ?: find_franz(a, modules, k);
@@ -331,12 +329,12 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 	if (!analysis__find_func(a, SYM_NETADDR_NETWORK, &sym))
 		k->fn_netaddr_network = sym.addr;
 	if (k->send.addr)
-		k->send_steps = stepped(&k->send, true);
+		k->send_steps = kafka__stepped(&k->send, true);
 	/* A message comes through one of the two reads; the dearer one is said. */
 	if (k->fetch.addr) {
-		k->process_steps = stepped(&k->fetch, false);
-		if (k->read.addr && stepped(&k->read, false) > k->process_steps)
-			k->process_steps = stepped(&k->read, false);
+		k->process_steps = kafka__stepped(&k->fetch, false);
+		if (k->read.addr && kafka__stepped(&k->read, false) > k->process_steps)
+			k->process_steps = kafka__stepped(&k->read, false);
 		k->process_steps += k->fetch.nentry_calls ? 0 : !k->fetch.entry_emulated;
 	}
 	return 0;
@@ -380,6 +378,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
 	c->sm_msg_key = k->sm_offs[SARAMA_FIELD_MSG_KEY];
 	c->sm_msg_value = k->sm_offs[SARAMA_FIELD_MSG_VALUE];
+	sarama_groups__configure(k, c);
 	configure_franz(k, c);
 	c->kafka_go = k->send.addr || k->fetch.addr;
 	if (!c->kafka_go)
@@ -404,7 +403,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 bool kafka__any(const struct kafka_target *k)
 {
 	return k->send.addr || k->fetch.addr || k->sarama_one.addr || k->sarama_many.addr ||
-	       franz_any(k);
+	       k->sm_nrecvs || franz_any(k);
 }
 
 void kafka__release(struct kafka_target *k)
@@ -416,6 +415,7 @@ void kafka__release(struct kafka_target *k)
 	probe_site__release(&k->close);
 	probe_site__release(&k->sarama_one);
 	probe_site__release(&k->sarama_many);
+	sarama_groups__release(k);
 	probe_site__release(&k->fz_sync);
 	probe_site__release(&k->fz_produce);
 	probe_site__release(&k->fz_promise);

@@ -43,6 +43,15 @@ struct kafka_target {
 	struct probe_site sarama_one;  /* (*syncProducer).SendMessage */
 	struct probe_site sarama_many; /* (*syncProducer).SendMessages */
 	int sarama_steps;
+	/* sarama's consumer groups (kafka_sarama.c): none when SM_NRECVS is 0. */
+	struct probe_site sm_consume;	/* (*consumerGroupSession).consume: entry */
+	struct probe_site sm_partition; /* (*consumer).ConsumePartition: RETs */
+	struct probe_site sm_mark;	/* (*consumerGroupSession).MarkMessage: entry */
+	struct probe_site *sm_handlers; /* the application's ConsumeClaim methods: their RETs */
+	size_t sm_nhandlers;
+	struct call_pair *sm_recvs; /* the runtime receives they call (tag: enum recv_kind) */
+	size_t sm_nrecvs;
+	int sarama_process_steps;
 	/* twmb/franz-go's kgo: FRANZ_VERSION[0] 0 when the binary has none. */
 	char franz_version[32];
 	char franz_offsets[48];
@@ -63,6 +72,23 @@ struct kafka_target {
  * warning level, naming the release. -ENOMEM is the only failure.
  */
 int kafka__find(struct analysis *a, const struct module_tables *modules, struct kafka_target *k);
+
+/*
+ * sarama's consumer groups in A, whose sarama offsets K already has: the application's
+ * ConsumeClaim methods and the runtime receives they make, and the sarama functions that tell
+ * a claim's channel (kafka_sarama.c). Nothing when they cannot be probed (said once); -ENOMEM
+ * is the only failure.
+ */
+int sarama_groups__find(struct analysis *a, struct kafka_target *k);
+void sarama_groups__configure(const struct kafka_target *k, struct target_config *c);
+void sarama_groups__release(struct kafka_target *k);
+
+/* SYMBOL's site of KIND into S; S left out (addr 0) when the binary does not have it. */
+int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
+			 enum site_kind kind);
+
+/* Hits of a site's probes that the kernel single-steps, on a call's usual way. */
+int kafka__stepped(const struct probe_site *s, bool entry);
 
 /* K's part of the BPF config C (whether keys are captured is the caller's: kafka_key). */
 void kafka__configure(const struct kafka_target *k, struct target_config *c);

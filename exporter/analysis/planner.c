@@ -208,6 +208,76 @@ cleanup:
 	return err;
 }
 
+/* The function at ADDR (SIZE bytes) decoded into INS. */
+static int decode_func(struct site_planner *sp, uint64_t addr, uint64_t size, struct insns *ins)
+{
+	uint8_t *code;
+	int err;
+
+	if (sp->machine != EM_X86_64)
+		return -EOPNOTSUPP;
+	code = malloc(size ? size : 1);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(sp->ef, addr, code, size);
+	err = err ?: disasm__decode(sp->machine, code, size, addr, ins);
+	free(code);
+	return err;
+}
+
+int site_planner__callees(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t **out,
+			  size_t *n)
+{
+	struct insns ins = {};
+	size_t i;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	err = decode_func(sp, addr, size, &ins);
+	if (!err) {
+		*out = calloc(ins.n ? ins.n : 1, sizeof(**out));
+		err = *out ? 0 : -ENOMEM;
+	}
+	for (i = 0; !err && i < ins.n; i++)
+		if (ins.v[i].kind == INSN_CALL)
+			(*out)[(*n)++] = ins.v[i].target;
+	disasm__insns_free(&ins);
+	return err;
+}
+
+int site_planner__calls_in(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t callee,
+			   unsigned int after_flags, int result_reg, uint32_t tag,
+			   struct call_pair **pairs, size_t *n)
+{
+	struct insns ins = {};
+	struct call_pair *grown, *pair;
+	long i;
+	int err;
+
+	err = decode_func(sp, addr, size, &ins);
+	for (i = 0; !err && i + 1 < (long)ins.n; i++) {
+		if (ins.v[i].kind != INSN_CALL || ins.v[i].target != callee)
+			continue;
+		grown = realloc(*pairs, (*n + 1) * sizeof(**pairs));
+		if (!grown) {
+			err = -ENOMEM;
+			break;
+		}
+		*pairs = grown;
+		pair = &grown[*n];
+		memset(pair, 0, sizeof(*pair));
+		pair->tag = tag;
+		sites__after_call(&ins, i + 1, after_flags, result_reg, &pair->after);
+		err = elf_file__addr_to_offset(sp->ef, addr + ins.v[i].off, &pair->call);
+		err = err ?: elf_file__addr_to_offset(sp->ef, pair->after.off, &pair->after.off);
+		if (!err)
+			(*n)++;
+	}
+	disasm__insns_free(&ins);
+	return err;
+}
+
 int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,
 			      unsigned int find_flags, unsigned int after_flags, int result_reg)
 {

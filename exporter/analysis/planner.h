@@ -94,6 +94,30 @@ int site_planner__caller_ends(struct site_planner *sp, struct probe_site *site,
  */
 int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t size,
 			     uint64_t callee, uint16_t keep, struct probe_site *site);
+/* One direct call in a function, and where its return leads (site_planner__calls_in). */
+struct call_pair {
+	uint64_t call;	       /* the CALL: a file offset */
+	struct end_site after; /* sites__after_call's; its off a file offset */
+	uint32_t tag;	       /* the caller's */
+};
+
+/*
+ * Every direct call of CALLEE in the function at ADDR (SIZE bytes), appended to *PAIRS
+ * (realloc'ed; *N of them), each with TAG: the CALL, where the callee's arguments are in
+ * registers and the kernel emulates the instruction, and the end site its return leads to
+ * (sites__after_call with AFTER_FLAGS and RESULT_REG). 0 when there is none; -EOPNOTSUPP on arm64.
+ */
+int site_planner__calls_in(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t callee,
+			   unsigned int after_flags, int result_reg, uint32_t tag,
+			   struct call_pair **pairs, size_t *n);
+
+/*
+ * The functions the function at ADDR (SIZE bytes) calls directly: their addresses into *OUT
+ * (malloc'ed, *N of them, in the order of the calls, repeats left in). -EOPNOTSUPP on arm64.
+ */
+int site_planner__callees(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t **out,
+			  size_t *n);
+
 /* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 

@@ -483,6 +483,46 @@ static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t 
 }
 
 /*
+ * sarama's consumer groups: where a claim's channel is told (its goroutine's start, its
+ * partition consumer's return, MarkMessage) and the handlers' RETs, which end a message, before
+ * the receives; at each, where it returns to (which hands a message over) before its CALL.
+ */
+static int attach_sarama_groups(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+				struct probe_counts *n)
+{
+	const struct site_progs claim = { .entry = p->skel->progs.kafka_sarama_claim };
+	const struct site_progs partition = { .at_rets = p->skel->progs.kafka_sarama_partition };
+	const struct site_progs mark = { .entry = p->skel->progs.kafka_sarama_mark };
+	const struct site_progs settle = { .at_rets = p->skel->progs.kafka_settle };
+	const struct kafka_target *k = &t->kafka;
+	struct probe_site part;
+	uint64_t kind;
+	size_t i;
+	int err;
+
+	err = attach_site(p, &claim, pid, t->path, &k->sm_consume, c, n);
+	err = err ?: attach_site(p, &partition, pid, t->path, &k->sm_partition, c, n);
+	err = err ?: attach_site(p, &mark, pid, t->path, &k->sm_mark, c, n);
+	for (i = 0; !err && i < k->sm_nhandlers; i++) {
+		part = k->sm_handlers[i];
+		part.nends = 0;
+		err = attach_site(p, &settle, pid, t->path, &part, c, n);
+	}
+	for (i = 0; !err && i < k->sm_nrecvs; i++) {
+		const struct call_pair *r = &k->sm_recvs[i];
+
+		kind = (uint64_t)r->tag << COOKIE_RECV_SHIFT;
+		err = add_probe(p, p->skel->progs.kafka_sarama_received, t->path, pid,
+				   r->after.off, end_cookie(&r->after, c) | kind, false);
+		*(r->after.emulated ? &n->emulated : &n->stepped) += !err;
+		err = err ?: add_probe(p, p->skel->progs.kafka_sarama_recv, t->path, pid, r->call,
+				       c | kind, true);
+		n->emulated += !err;
+	}
+	return err;
+}
+
+/*
  * kafka-go's probes: the sends' entries and ends; where a goroutine is done with a message (its
  * next read's entry, a commit's, the reader's close); the reads' ends that hand one over. The
  * ends that begin a message go last, so that none begins without the probes that end it.
@@ -520,6 +560,7 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	entry_only.nentry_calls = 0;
 	err = err ?: attach_site(p, &delivered, pid, t->path, &entry_only, c, n);
 	err = err ?: attach_site(p, &delivered, pid, t->path, &k->read, c, n);
+	err = err ?: attach_sarama_groups(p, t, pid, c, n);
 	return err ?: attach_franz(p, t, pid, c, n);
 }
 

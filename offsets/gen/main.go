@@ -564,28 +564,68 @@ var kafkagoTypes = map[string]string{
 }
 
 // IBM/sarama: the topic, key and value (Encoder interfaces) of a ProducerMessage, which its
-// SyncProducer sends.
+// SyncProducer sends; for its consumer groups, a ConsumerMessage's headers ([]*RecordHeader),
+// key, topic, partition and offset, a RecordHeader's key and value (Value, its last member, gives
+// its size), a partition consumer's channel of messages, and the way from a group session to its
+// group's ID.
 const saramaPkg = "github.com/IBM/sarama"
 
 var saramaFields = []field{
 	{saramaPkg + ".ProducerMessage", "Topic"},
 	{saramaPkg + ".ProducerMessage", "Key"},
 	{saramaPkg + ".ProducerMessage", "Value"},
+	{saramaPkg + ".ConsumerMessage", "Headers"},
+	{saramaPkg + ".ConsumerMessage", "Key"},
+	{saramaPkg + ".ConsumerMessage", "Topic"},
+	{saramaPkg + ".ConsumerMessage", "Partition"},
+	{saramaPkg + ".ConsumerMessage", "Offset"},
+	{saramaPkg + ".RecordHeader", "Key"},
+	{saramaPkg + ".RecordHeader", "Value"},
+	{saramaPkg + ".partitionConsumer", "messages"},
+	{saramaPkg + ".consumerGroupSession", "parent"},
+	{saramaPkg + ".consumerGroup", "groupID"},
 }
 
 var saramaTypes = map[string]string{
-	saramaPkg + ".ProducerMessage.Topic": "struct string",
-	saramaPkg + ".ProducerMessage.Key":   saramaPkg + ".Encoder",
-	saramaPkg + ".ProducerMessage.Value": saramaPkg + ".Encoder",
+	saramaPkg + ".ProducerMessage.Topic":       "struct string",
+	saramaPkg + ".ProducerMessage.Key":         saramaPkg + ".Encoder",
+	saramaPkg + ".ProducerMessage.Value":       saramaPkg + ".Encoder",
+	saramaPkg + ".ConsumerMessage.Headers":     "struct []*" + saramaPkg + ".RecordHeader",
+	saramaPkg + ".ConsumerMessage.Key":         goBytes,
+	saramaPkg + ".ConsumerMessage.Topic":       "struct string",
+	saramaPkg + ".ConsumerMessage.Partition":   "int32",
+	saramaPkg + ".ConsumerMessage.Offset":      "int64",
+	saramaPkg + ".RecordHeader.Key":            goBytes,
+	saramaPkg + ".RecordHeader.Value":          goBytes,
+	saramaPkg + ".partitionConsumer.messages":  "chan *" + saramaPkg + ".ConsumerMessage",
+	saramaPkg + ".consumerGroupSession.parent": "*" + saramaPkg + ".consumerGroup",
+	saramaPkg + ".consumerGroup.groupID":       "struct string",
 }
 
+// The probe sends through a SyncProducer and consumes through a ConsumerGroup, so that the
+// messages, the partition consumer and the group session are all in its DWARF.
 const saramaProbeMain = `package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/IBM/sarama"
 )
+
+type handler struct{}
+
+func (handler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		_, _ = os.Stdout.Write(m.Key)
+		_, _ = os.Stdout.WriteString(m.Topic + string(m.Headers[0].Key))
+		s.MarkMessage(m, "")
+	}
+	return nil
+}
 
 func main() {
 	if len(os.Args) > 2 {
@@ -599,6 +639,12 @@ func main() {
 		_ = p.SendMessages([]*sarama.ProducerMessage{m})
 		_, _ = os.Stdout.WriteString(m.Topic)
 		_ = p.Close()
+		g, err := sarama.NewConsumerGroup(os.Args[1:2], os.Args[0], sarama.NewConfig())
+		if err != nil {
+			return
+		}
+		_ = g.Consume(context.Background(), os.Args[2:3], handler{})
+		_ = g.Close()
 	}
 }
 `
@@ -1116,7 +1162,9 @@ var modTables = []*modTable{
 		types: kafkagoTypes, check: checkMembers(names(kafkagoFields[:14]))},
 	{path: saramaPkg, name: "sarama", major: 1, minMinor: 41, probeMain: saramaProbeMain,
 		binPrefix: "sarama", fields: saramaFields,
-		must:  []string{saramaPkg + ".ProducerMessage"},
+		must: []string{saramaPkg + ".ProducerMessage", saramaPkg + ".ConsumerMessage",
+			saramaPkg + ".RecordHeader", saramaPkg + ".partitionConsumer",
+			saramaPkg + ".consumerGroupSession", saramaPkg + ".consumerGroup"},
 		types: saramaTypes, check: checkMembers(names(saramaFields))},
 	{path: "github.com/twmb/franz-go", name: "franz-go", major: 1, minMinor: 21,
 		probeMain: franzProbeMain, binPrefix: "franz", fields: franzFields,

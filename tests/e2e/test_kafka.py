@@ -105,16 +105,22 @@ def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, clien
 
 class Traced:
     """kafkamix consuming TOPICS with CLIENT (with FLAGS) with a gospan on it, exporting to
-    RECEIVER."""
+    RECEIVER; with CONSUMING_BEFORE, gospan comes once the consumer has read a message."""
 
     def __init__(self, binary, broker, topics, start_gospan, receiver, downstream, flags=(),
-                 env=None, client="kafkago"):
+                 env=None, client="kafkago", consuming_before=False):
         self.receiver, self.topics = receiver, topics
         self.summary = None
         self.group = f"{GROUP}-{secrets.token_hex(4)}"
         self.svc = Service(binary, env=_clean_env(), args=[
             "-brokers", broker.bootstrap, "-consume", ",".join(topics), "-client", client,
             "-group", self.group, "-downstream", downstream, *flags])
+        try:
+            for topic in topics if consuming_before else ():
+                self.send_and_consume(topic, client=client)
+        except BaseException:
+            self.svc.stop()
+            raise
         self.gospan = start_gospan(self.svc.pid, receiver, env)
         self.attached = self.gospan.wait_attached()
         # The read waiting since before the attach: its message is handed over unseen.
@@ -279,7 +285,8 @@ def test_sarama_sync_producer(traced, topics):
     """sarama's SyncProducer, SendMessage then SendMessages of two, read by kafka-go's consumer:
     each call a PRODUCER span (SendMessage's with the partition and offset it returned), each
     message's CONSUMER span its child."""
-    assert "Kafka producer (sarama " + SARAMA_VERSION in traced.attached, traced.attached
+    assert "Kafka producer + Kafka consumer (sarama " + SARAMA_VERSION in traced.attached, \
+        traced.attached
     server, producer, consumers, sent, read = one_trace(traced, topics["sarama"], 1,
                                                         client="sarama")
     check_common(producer, topics["sarama"], "send")

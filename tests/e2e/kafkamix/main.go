@@ -45,6 +45,7 @@ type config struct {
 	records    bool     // franz-go: PollRecords, not PollFetches
 	iter       bool     // franz-go: a FetchesRecordIter's Next, not EachRecord
 	idempotent bool     // franz-go: keep the idempotent producer
+	selectRecv bool     // sarama: ConsumeClaim receives in a select, not a range
 	timeout    time.Duration
 }
 
@@ -430,6 +431,8 @@ func main() {
 		"franz: the poll's RecordIter, Done and Next, instead of EachRecord")
 	flag.BoolVar(&cfg.idempotent, "idempotent", false,
 		"franz: keep the idempotent producer (a produce then waits for a broker that went away)")
+	flag.BoolVar(&cfg.selectRecv, "select", false,
+		"sarama: ConsumeClaim receives each message in a select, not a range")
 	flag.DurationVar(&cfg.timeout, "timeout", 15*time.Second,
 		"bound on one produce or topic request (the clients' own bounds are shorter)")
 	flag.Parse()

@@ -4,7 +4,9 @@
 // v1.41; build.sh rewrites the import for those). Produce is one SyncProducer call (SendMessage
 // for one message, SendMessages for more) or, async, the messages sent on AsyncProducer.Input()
 // and their results awaited on Successes() and Errors(); the consumer a ConsumerGroup whose
-// handler's ConsumeClaim ranges over claim.Messages() and marks each message once processed.
+// handler's ConsumeClaim ranges over claim.Messages() (with -select: receives from it in a
+// select with the session's end) and marks each message once processed. SIGUSR1 makes the
+// consumer join its group again.
 
 package main
 
@@ -12,7 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -210,16 +216,41 @@ func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession,
 	claim sarama.ConsumerGroupClaim) error {
+	if h.c.cfg.selectRecv {
+		return h.consumeSelect(sess, claim)
+	}
 	for m := range claim.Messages() {
-		msg := message{topic: m.Topic, partition: m.Partition, offset: m.Offset, key: m.Key,
-			value: m.Value}
-		for _, hd := range m.Headers {
-			msg.headers = append(msg.headers, header{string(hd.Key), hd.Value})
-		}
-		h.c.process(sess.Context(), msg)
-		sess.MarkMessage(m, "")
+		h.handle(sess, m)
 	}
 	return nil
+}
+
+// consumeSelect is ConsumeClaim as sarama's examples write it: a select on the claim's channel
+// and the session's end.
+func (h saramaHandler) consumeSelect(sess sarama.ConsumerGroupSession,
+	claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			h.handle(sess, m)
+		case <-sess.Context().Done():
+			return nil
+		}
+	}
+}
+
+// handle processes the message M and marks it processed.
+func (h saramaHandler) handle(sess sarama.ConsumerGroupSession, m *sarama.ConsumerMessage) {
+	msg := message{topic: m.Topic, partition: m.Partition, offset: m.Offset, key: m.Key,
+		value: m.Value}
+	for _, hd := range m.Headers {
+		msg.headers = append(msg.headers, header{string(hd.Key), hd.Value})
+	}
+	h.c.process(sess.Context(), msg)
+	sess.MarkMessage(m, "")
 }
 
 func (s *saramaClient) consume(ctx context.Context, c *consumer) error {
@@ -242,9 +273,25 @@ func (s *saramaClient) consume(ctx context.Context, c *consumer) error {
 			c.fail(err)
 		}
 	}()
+	// SIGUSR1 ends the session (its claims' ConsumeClaim return), and the group is joined
+	// again: new claims, made while the tests watch.
+	rejoin := make(chan os.Signal, 1)
+	signal.Notify(rejoin, syscall.SIGUSR1)
+	defer signal.Stop(rejoin)
 	// Consume returns at every rebalance: join again until told to stop.
 	for ctx.Err() == nil {
-		if err := g.Consume(ctx, s.cfg.consume, saramaHandler{c}); err != nil && ctx.Err() == nil {
+		sessCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-rejoin:
+				log.Printf("kafkamix: SIGUSR1: the sarama consumer joins its group again")
+				cancel()
+			case <-sessCtx.Done():
+			}
+		}()
+		err := g.Consume(sessCtx, s.cfg.consume, saramaHandler{c})
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			c.fail(err)
 			time.Sleep(500 * time.Millisecond)
 		}

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * IBM/sarama's consumer groups (exporter/analysis/kafka_sarama.c places the probes).
+ *
+ * sarama hands a claim's messages to the application through a channel: the handler's
+ * ConsumeClaim(session, claim) receives each *ConsumerMessage from claim.Messages(), and no
+ * sarama function runs on its goroutine per message. So the receives are probed, in the
+ * application's ConsumeClaim methods: each CALL of the Go runtime's runtime.chanrecv1,
+ * chanrecv2, selectnbrecv or selectgo (a direct CALL: emulated) and the first instruction its
+ * return leads to. A receive from the claim's channel ends the message processed before (a
+ * CONSUMER span); the message it returns is processed from then until the goroutine's next
+ * receive from that channel or ConsumeClaim's return (kafka_settle at its RETs).
+ *
+ * Which channel is the claim's: sarama runs a claim on a goroutine of its own, in
+ * (*consumerGroupSession).consume, which notes the group (kafka_sarama_claim), makes the claim's
+ * partition consumer ((*consumer).ConsumePartition, whose return names its channel:
+ * kafka_sarama_partition), then calls the handler's ConsumeClaim. A claim begun before gospan
+ * attached is told by the application's MarkMessage(msg) instead: the message the goroutine last
+ * received, from a channel then named the claim's (its first message has no span).
+ *
+ * Linked with the other uprobe families into one object (probe.bpf.h).
+ */
+#include "probe.bpf.h"
+#include "kafka_context.bpf.h"
+
+/* A select's cases looked through for the claim's channel. */
+#define SELECT_CASES_MAX 8
+/* An address at most this far above SP is in the goroutine's stack frame: kept as an offset. */
+#define STACK_SPAN_MAX (1 << 20)
+
+/* A select case as the Go compiler lays it out for runtime.selectgo (Go 1.17+). */
+struct go_scase {
+	__u64 c;
+	__u64 elem;
+};
+
+/* One CPU's scratch, claimed for a program's whole run. */
+struct sarama_scratch {
+	__u64 busy;
+	struct kafka_consumer consumer;
+	struct kafka_header_walk walk;
+};
+
+_Static_assert(__builtin_offsetof(struct sarama_scratch, busy) == 0, "scratch_take(): busy first");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sarama_scratch);
+} kafka_sarama_scratch SEC(".maps");
+
+static __always_inline struct sarama_scratch *sarama_scratch_claim(void)
+{
+	struct sarama_scratch *sc = scratch_take(&kafka_sarama_scratch);
+
+	if (!sc)
+		count_drop(DROP_SCRATCH_BUSY);
+	return sc;
+}
+
+/* The group ID of the *consumerGroupSession S into GROUP: its length, 0 when unknown. */
+static __always_inline __u32 session_group(const struct target_config *cfg, const void *s,
+					   char *group)
+{
+	void *g = NULL;
+
+	if (!s || cfg->sm_session_group < 0 || cfg->sm_group_id < 0 ||
+	    bpf_probe_read_user(&g, sizeof(g), s + cfg->sm_session_group) || !g)
+		return 0;
+	return go_read_string(group, MAX_KAFKA_GROUP_LEN, g + cfg->sm_group_id);
+}
+
+/* The goroutine KEY's consumer state, made (zeroed) where it has none; NULL when full. */
+static __always_inline struct kafka_consumer *consumer_of(const struct goroutine_key *key,
+							  struct sarama_scratch *sc)
+{
+	struct kafka_consumer *c = bpf_map_lookup_elem(&kafka_consumers, key);
+
+	if (c)
+		return c;
+	__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
+	if (bpf_map_update_elem(&kafka_consumers, key, &sc->consumer, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&kafka_consumers, key)) {
+		count_drop(DROP_INFLIGHT_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&kafka_consumers, key);
+}
+
+/*
+ * At (*consumerGroupSession).consume's entry (s, ...): this goroutine runs a claim from now, of
+ * the session's group; its channel is not known yet.
+ */
+SEC("uprobe")
+int kafka_sarama_claim(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_scratch *sc;
+	struct kafka_consumer *c;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_group)
+		return 0;
+	sc = sarama_scratch_claim();
+	if (!sc)
+		return 0;
+	c = consumer_of(&key, sc);
+	if (c) {
+		kafka_process_end(&key, c, now);
+		c->handle = c->last = c->last_chan = 0;
+		c->recv = c->confirmed = 0;
+		c->rec.group_len = session_group(cfg, (void *)go_arg(ctx, 1), c->rec.group);
+	}
+	scratch_unclaim(&sc->busy);
+	return 0;
+}
+
+/*
+ * At (*consumer).ConsumePartition's RETs: (PartitionConsumer, error). On a claim's goroutine,
+ * the partition consumer's channel is the claim's.
+ */
+SEC("uprobe")
+int kafka_sarama_partition(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+	void *pc = (void *)go_arg(ctx, 2);
+	__u64 ch = 0;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_group || go_arg(ctx, 3) || !pc)
+		return 0;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (!c || !c->rec.group_len || cfg->sm_pc_messages < 0 ||
+	    bpf_probe_read_user(&ch, sizeof(ch), pc + cfg->sm_pc_messages) || !ch)
+		return 0;
+	c->handle = ch;
+	c->confirmed = 1;
+	return 0;
+}
+
+/* ADDR as C keeps it: an offset from SP when it is in the frame, else the address. */
+static __always_inline void keep_at(struct kafka_consumer *c, __u64 sp, __u64 addr)
+{
+	c->recv_on_stack = addr >= sp && addr - sp < STACK_SPAN_MAX;
+	c->recv_at = c->recv_on_stack ? addr - sp : addr;
+}
+
+/* Whether one of the first N of the select cases at CAS is a receive from channel CH. */
+static __always_inline bool select_has(__u64 cas, __u64 n, __u64 ch)
+{
+	struct go_scase sc;
+	__u32 i;
+
+	for (i = 0; i < SELECT_CASES_MAX; i++) {
+		if (i >= n || bpf_probe_read_user(&sc, sizeof(sc), (void *)(cas + i * sizeof(sc))))
+			break;
+		if (sc.c == ch)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * At a CALL of a runtime receive in ConsumeClaim (COOKIE_RECV says which): one from the claim's
+ * channel ends the message processed; where the message will be is noted for after the call.
+ * Before the channel is known, every receive is noted, for MarkMessage to tell.
+ */
+SEC("uprobe")
+int kafka_sarama_recv(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 kind = COOKIE_RECV(cookie);
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_scratch *sc;
+	struct kafka_consumer *c;
+	__u64 ch = 0, at;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_group || !kind || kind >= RECV__COUNT)
+		return 0;
+	if (kind == RECV_NONBLOCK) {
+		at = go_arg(ctx, 1);
+		ch = go_arg(ctx, 2);
+	} else if (kind == RECV_SELECT) {
+		at = go_arg(ctx, 1);
+	} else {
+		ch = go_arg(ctx, 1);
+		at = go_arg(ctx, 2);
+	}
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (!c) {
+		sc = sarama_scratch_claim();
+		if (!sc)
+			return 0;
+		c = consumer_of(&key, sc);
+		scratch_unclaim(&sc->busy);
+		if (!c)
+			return 0;
+	}
+	if (c->confirmed) {
+		if (kind == RECV_SELECT ? !select_has(at, go_arg(ctx, 4) + go_arg(ctx, 5), c->handle) :
+					  ch != c->handle)
+			return 0;
+		kafka_process_end(&key, c, now);
+	}
+	c->recv = kind;
+	c->recv_chan = ch;
+	keep_at(c, GO_SP(ctx), at);
+	return 0;
+}
+
+/*
+ * The *ConsumerMessage at MSG, received from the claim's channel by goroutine KEY, is processed
+ * from NOW: C's record from it, and the goroutine's span.
+ */
+static __always_inline void sarama_process(GO_REGS *ctx, const struct target_config *cfg,
+					   const struct goroutine_key *key, struct kafka_consumer *c,
+					   const void *msg, __u64 now, struct sarama_scratch *sc)
+{
+	struct kafka_header_layout hl = { .indirect = 1 };
+	struct kafka_process *e = &c->rec;
+	struct kafka_bytes kb = {};
+	__s32 partition = -1;
+	bool has_tp;
+
+	__builtin_memset(&e->ids, 0, sizeof(e->ids));
+	e->tracestate_len = 0;
+	hl.key = cfg->sm_header_key;
+	hl.value = cfg->sm_header_value;
+	hl.size = cfg->sm_header_size;
+	has_tp = cfg->propagate && cfg->sm_cm_headers >= 0 &&
+		 gospan_kafka_context(&hl, &sc->walk, (__u64)msg + cfg->sm_cm_headers, e);
+	kafka_process_ids(ctx, cfg, key, e, has_tp, now);
+	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, msg + cfg->sm_cm_topic);
+	bpf_probe_read_user(&partition, sizeof(partition), msg + cfg->sm_cm_partition);
+	e->partition = partition;
+	e->offset = (__s64)go_read_word(msg, cfg->sm_cm_offset);
+	bpf_probe_read_user(&kb, sizeof(kb), msg + cfg->sm_cm_key);
+	e->has_key = kafka_key(cfg, &kb, e->key, &e->key_len);
+	e->addr_len = 0;
+	kafka_process_start(key, c);
+}
+
+/*
+ * Where a runtime receive of ConsumeClaim returns to: the message it received, if any, is the
+ * claim's next (its results in the result slots: the first where COOKIE_RESULT_SLOT says, the
+ * second in its own), or, before the claim's channel is known, the message MarkMessage may name.
+ */
+static __always_inline void received(GO_REGS *ctx, struct sarama_scratch *sc)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie);
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+	__u64 first, second, at, ch, msg = 0;
+	struct go_scase cs;
+	__u32 kind;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_group)
+		return;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (!c || !c->recv)
+		return;
+	kind = c->recv;
+	c->recv = 0;
+	first = go_arg(ctx, slot ? slot : 1);
+	second = go_arg(ctx, 2);
+	at = c->recv_on_stack ? GO_SP(ctx) + c->recv_at : c->recv_at;
+	ch = c->recv_chan;
+	if ((kind == RECV_CHAN2 && !(__u8)first) ||
+	    (kind == RECV_NONBLOCK && (!(__u8)first || !(__u8)second)))
+		return;
+	if (kind == RECV_SELECT) {
+		/* The case it chose, by its index; -1 for none (a select with a default). */
+		if ((__s64)first < 0 || first >= 64 || !(__u8)second ||
+		    bpf_probe_read_user(&cs, sizeof(cs), (void *)(at + first * sizeof(cs))))
+			return;
+		ch = cs.c;
+		at = cs.elem;
+	}
+	if (!at || bpf_probe_read_user(&msg, sizeof(msg), (void *)at) || !msg)
+		return;
+	if (!c->confirmed) {
+		c->last = msg;
+		c->last_chan = ch;
+		return;
+	}
+	if (ch == c->handle)
+		sarama_process(ctx, cfg, &key, c, (void *)msg, now, sc);
+}
+
+SEC("uprobe")
+int kafka_sarama_received(GO_REGS *ctx)
+{
+	struct sarama_scratch *sc = sarama_scratch_claim();
+
+	if (sc) {
+		received(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/*
+ * At (*consumerGroupSession).MarkMessage's entry (s, msg, metadata): on a goroutine whose
+ * claim's channel is not known (its claim began before gospan attached), the message it
+ * received last being marked tells the channel it came from the claim's.
+ */
+SEC("uprobe")
+int kafka_sarama_mark(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_group)
+		return 0;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	if (!c || c->confirmed || !c->last || go_arg(ctx, 2) != c->last || !c->last_chan)
+		return 0;
+	c->handle = c->last_chan;
+	c->confirmed = 1;
+	c->rec.group_len = session_group(cfg, (void *)go_arg(ctx, 1), c->rec.group);
+	return 0;
+}
