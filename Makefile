@@ -6,7 +6,8 @@
 #   make test       unit tests (cmocka) and end-to-end tests (pytest, real probes)
 #   make compat     the grpc-go, data store (database/sql, pgx, go-redis, go-sql-driver/mysql),
 #                   router (gin, echo, chi, gorilla/mux, httprouter), fasthttp (with Fiber) and
-#                   kafka-go release matrices; rewrites their sections of COMPATIBILITY.md
+#                   Kafka (kafka-go, sarama, franz-go) release matrices; rewrites their sections
+#                   of COMPATIBILITY.md
 #   make demo       Jaeger, frontend calling backend (HTTP) and inventory (gRPC), the backend
 #                   publishing orders to Kafka for the consumer, a gospan on each, requests;
 #                   shows the traces and checks each request is one trace, through Kafka too
@@ -259,10 +260,10 @@ unit: $(UNIT_BINS)
 			$(abspath $(OUTPUT))/unit/$$(basename $$t)) || fail=1; \
 	done; exit $$fail
 
-# The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go, data store, router, fasthttp and
-# kafka-go release matrices: they prove the offset tables and the binary readers on dozens of
-# builds, which the first pass has done with the same code, and they would take CI past its half
-# hour. It also leaves out what does not run the gospan under test, or runs no code of it that the
+# The sanitized pass (SANITIZE=1) leaves out the Go, grpc-go, data store, router, fasthttp,
+# kafka-go and sarama release matrices: they prove the offset tables and the binary readers on
+# dozens of builds, which the first pass has done with the same code, and they would take CI past
+# its half hour. It also leaves out what does not run the gospan under test, or runs no code of it that the
 # rest does not: test_compose.py (its gospan is the one the Dockerfile builds in gospan's image),
 # test_deploy.py (the deployment files), test_install.py (`make install` and what the binary asks of
 # the host, checked on the static build) and test_sql_dialects.py (the SQL statement reader, which
@@ -319,9 +320,18 @@ test: deps
 #   cells: on two cores other work was loading, 10 minutes with the builds cached (a cell's time
 #   is mostly its gospan's start, about 5 s of kernel time loading the BPF programs); building
 #   them one at a time took 9.6 minutes more.
+# - sarama (tests/e2e/test_kafka_versions.py -k sarama, cells in kafka_matrix.py): every minor's
+#   latest patch from v1.41.0 (the offset table's first, the first under github.com/IBM/sarama)
+#   to v1.62.0, and the table's first and last release, with the installed Go, plain, stripped
+#   and PIE, each a SendMessage and a SendMessages through a real Kafka broker. 42 cells: on two
+#   cores 64 s with the builds cached; building them two at a time took 2.3 minutes more (with
+#   sarama's packages in Go's build cache; 1 to 3 s a plain or stripped build, up to 23 s a PIE).
 # - franz-go (tests/e2e/test_kafka_franz.py -k test_release, cells in kafka_matrix.py): every
 #   release from v1.21.0 to v1.22.3 with the installed Go, plain, stripped and PIE, 33 cells:
-#   9 minutes on two cores building every cell.
+#   9 minutes on two cores building every cell, 1.5 minutes with the builds cached.
+# Each writes its client's section of COMPATIBILITY.md once all its cells ran
+# (`python3 tests/e2e/kafka_matrix.py --page build/e2e/sarama-versions-full.json` rewrites it
+# from a saved run; kafka-go's are kafka-versions-full.json, franz-go's franz-versions-full.json).
 # make test (CI) runs a slice of each; for the data stores, every database/sql cell (39), 13
 # pgx and go-redis cells and 4 go-sql-driver/mysql cells: about a minute with the builds cached,
 # 2.3 minutes without them (but with the Go standard library of each toolchain in Go's build
@@ -330,7 +340,10 @@ test: deps
 # and each framework's newest plain, stripped and PIE): 27 s with the builds cached, 45 s without;
 # for kafka-go, 5 cells (the first release of each offset table row, stripped, and the newest
 # plain, stripped and PIE): 39 s with the builds cached (the broker's start included), 66 s
-# without (kafka-go in Go's build cache).
+# without (kafka-go in Go's build cache); for sarama, 4 cells alike (v1.41.0 stripped, v1.62.0
+# plain, stripped and PIE), beside kafka-go's in test_kafka_versions.py: 5 s more with the
+# builds cached (23 s for the 9 on 2026-12-07), 10 s more without (sarama in Go's build cache);
+# for franz-go, 2 cells (v1.21.0 and v1.22.0 stripped) in test_kafka_franz.py.
 compat: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)GOSPAN_COMPAT=1 GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) -m pytest -ra \

@@ -20,6 +20,10 @@ What gospan must make of it:
 - a send to a topic that does not exist, or with no broker there: status ERROR and error.type;
 - the same from a stripped PIE build, whose offsets come from offsets/franz_offsets.json;
 - nothing dropped.
+
+test_release runs franz-go's release matrix (kafka_matrix.FRANZ): its CI slice by default, with
+GOSPAN_COMPAT=1 every cell, which then rewrites franz-go's section of COMPATIBILITY.md (`make
+compat`; `-k test_release` runs the matrix alone).
 """
 
 import http.client
@@ -30,7 +34,8 @@ import time
 
 import pytest
 
-from conftest import STATUS_ERROR, STATUS_UNSET, Service, _clean_env, traced_get, wait_until
+from conftest import (BUILD, STATUS_ERROR, STATUS_UNSET, Service, _clean_env, traced_get,
+                      wait_until)
 from kafka import FRANZ_VERSION, BuildError, build_kafkamix
 import kafka_matrix
 import matrix
@@ -253,28 +258,41 @@ def test_iterator_and_stripped_pie(kafka_broker, topics, start_gospan, otlp_rece
         t.stop()
 
 
-@pytest.mark.parametrize("cell", matrix.cases(kafka_matrix.franz_full_cells,
-                                               kafka_matrix.franz_slice_cells),
-                         ids=kafka_matrix.cell_id)
+FRANZ = kafka_matrix.FRANZ
+CELLS = matrix.cases(FRANZ.full_cells, FRANZ.slice_cells)
+# cell -> what test_release recorded of it ({"result", "toolchain", "source", "steps", "why"}),
+# saved to $GOSPAN_BUILD/e2e/franz-versions-full.json (GOSPAN_COMPAT=1) or -slice.json.
+RESULTS = FRANZ.results(BUILD)
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=kafka_matrix.cell_id)
 def test_release(cell, kafka_broker, topics, start_gospan, otlp_receiver, downstream):
     """The first release of every layout of franz-go's offset table, stripped (GOSPAN_COMPAT=1:
     every release, plain, stripped and PIE): the attach line names the release and where the
-    offsets came from, and one produce is one trace through the broker."""
+    offsets came from, and one produce is one trace through the broker, its record carrying
+    the PRODUCER span's traceparent."""
     _, release, _, flavour = cell
-    try:
-        binary = kafka_matrix.build_franz(cell)
-    except BuildError as e:
-        pytest.fail(str(e))
-    topic = f"{topics['cells']}-{release}-{flavour}"
-    kafka_broker.create_topics(topic, partitions=1)
-    t = tk.Traced(binary, kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
-                  client="franz")
-    try:
-        source = ("table v" + matrix.table_row_version(kafka_matrix.FRANZ_TABLE, release)
-                  if flavour == "stripped" else "DWARF")
-        assert (f"Kafka producer + Kafka consumer (franz-go {release}, offsets from {source};"
-                in t.attached), t.attached
-        server, producers, consumers, sent, read = trace_of(t, topic, 1)
-        assert consumers[0].attrs["messaging.consumer.group.name"] == t.group
-    finally:
-        t.stop()
+    with RESULTS.record(cell) as rec:
+        binary, built = kafka_matrix.build(cell)
+        rec.update(toolchain=built["toolchain"])
+        topic = f"{topics['cells']}-{release}-{flavour}"
+        kafka_broker.create_topics(topic, partitions=1)
+        t = tk.Traced(binary, kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
+                      client="franz")
+        try:
+            source, steps = FRANZ.read_attach(cell, t.attached, built)
+            rec.update(source=source, steps=steps)
+            server, producers, consumers, sent, read = trace_of(t, topic, 1)
+            assert consumers[0].attrs["messaging.consumer.group.name"] == t.group
+            assert bytes.fromhex(read[0]["value"]) == sent[0]["value"].encode(), (sent, read)
+            assert read[0]["headers"] == [{"name": "traceparent", "value": tk.traceparent_of(
+                producers[0]).encode().hex()}], read
+        finally:
+            t.stop()
+        rec["result"] = f"verified ({source})"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_compatibility():
+    """franz-go's section of COMPATIBILITY.md, when a GOSPAN_COMPAT=1 run ran every cell."""
+    yield from matrix.write_compatibility(FRANZ, RESULTS, CELLS, "kafkamix-*")
