@@ -2,9 +2,11 @@
 // (protobuf), counts the spans in it and throws it away (and the data points of every
 // ExportMetricsServiceRequest), so that gospan and the OpenTelemetry Go
 // SDK export to the same place and neither pays for a real backend. It decodes only the three
-// nested length-delimited fields that lead to a span; a body it cannot walk is answered 400.
+// nested length-delimited fields that lead to a span, and each span's kind (so that a benchmark
+// can tell PRODUCER spans from CONSUMER ones); a body it cannot walk is answered 400.
 //
-//	receiver -addr 127.0.0.1:0      prints "listening on ADDR"; GET /stats gives the counts
+//	receiver -addr 127.0.0.1:0      prints "listening on ADDR"; GET /stats gives the counts,
+//	                                spans by kind among them ("kinds": {"producer": N, ...})
 package main
 
 import (
@@ -22,18 +24,20 @@ import (
 
 var errMalformed = errors.New("malformed protobuf")
 
-// field calls fn with the payload of every length-delimited field NUM in the message B; other
-// fields are skipped by their wire type.
-func field(b []byte, num uint64, fn func([]byte) error) error {
+// walk calls fn with every field of the message B: its number, and its value (a varint's) or
+// payload (a length-delimited field's); fixed-width fields are skipped.
+func walk(b []byte, fn func(num, value uint64, payload []byte) error) error {
 	for len(b) > 0 {
 		key, n := uvarint(b)
 		if n <= 0 {
 			return errMalformed
 		}
 		b = b[n:]
+		var value uint64
+		var payload []byte
 		switch key & 7 {
 		case 0: // varint
-			_, n = uvarint(b)
+			value, n = uvarint(b)
 			if n <= 0 {
 				return errMalformed
 			}
@@ -43,28 +47,38 @@ func field(b []byte, num uint64, fn func([]byte) error) error {
 				return errMalformed
 			}
 			b = b[8:]
+			continue
 		case 5: // 32-bit
 			if len(b) < 4 {
 				return errMalformed
 			}
 			b = b[4:]
+			continue
 		case 2: // length-delimited
 			l, n := uvarint(b)
 			if n <= 0 || l > uint64(len(b)-n) {
 				return errMalformed
 			}
-			payload := b[n : n+int(l)]
+			payload = b[n : n+int(l)]
 			b = b[n+int(l):]
-			if key>>3 == num {
-				if err := fn(payload); err != nil {
-					return err
-				}
-			}
 		default:
 			return errMalformed
 		}
+		if err := fn(key>>3, value, payload); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// field calls fn with the payload of every length-delimited field NUM in the message B.
+func field(b []byte, num uint64, fn func([]byte) error) error {
+	return walk(b, func(n, _ uint64, payload []byte) error {
+		if n == num && payload != nil {
+			return fn(payload)
+		}
+		return nil
+	})
 }
 
 func uvarint(b []byte) (uint64, int) {
@@ -78,13 +92,29 @@ func uvarint(b []byte) (uint64, int) {
 	return 0, 0
 }
 
+// Span.kind's values (SpanKind), as /stats names them.
+var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
 // countSpans walks ExportTraceServiceRequest.resource_spans(1) -> ResourceSpans.scope_spans(2)
-// -> ScopeSpans.spans(2).
-func countSpans(body []byte) (int64, error) {
+// -> ScopeSpans.spans(2), and counts each span by its kind (Span.kind, field 6) into KINDS.
+func countSpans(body []byte, kinds []int64) (int64, error) {
 	var n int64
 	err := field(body, 1, func(rs []byte) error {
 		return field(rs, 2, func(ss []byte) error {
-			return field(ss, 2, func([]byte) error { n++; return nil })
+			return field(ss, 2, func(span []byte) error {
+				n++
+				kind := uint64(0)
+				err := walk(span, func(num, value uint64, _ []byte) error {
+					if num == 6 {
+						kind = value
+					}
+					return nil
+				})
+				if err == nil && kind < uint64(len(kinds)) {
+					kinds[kind]++
+				}
+				return err
+			})
 		})
 	})
 	return n, err
@@ -115,6 +145,7 @@ func countPoints(body []byte) (int64, error) {
 
 type stats struct {
 	Spans, Requests, Bytes, Refused, MetricPoints, MetricRequests atomic.Int64
+	Kinds                                                         [len(kindNames)]atomic.Int64
 }
 
 // readBody is the request's body, gunzipped when it says it is gzip.
@@ -157,14 +188,29 @@ func main() {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", serve(countSpans, &st.Spans, &st.Requests))
+	countTraces := func(body []byte) (int64, error) {
+		var kinds [len(kindNames)]int64
+		n, err := countSpans(body, kinds[:])
+		if err == nil {
+			for i, k := range kinds {
+				st.Kinds[i].Add(k)
+			}
+		}
+		return n, err
+	}
+	mux.HandleFunc("POST /v1/traces", serve(countTraces, &st.Spans, &st.Requests))
 	mux.HandleFunc("POST /v1/metrics", serve(countPoints, &st.MetricPoints, &st.MetricRequests))
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]int64{
+		kinds := map[string]int64{}
+		for i, name := range kindNames {
+			kinds[name] = st.Kinds[i].Load()
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
 			"spans": st.Spans.Load(), "requests": st.Requests.Load(),
 			"bytes": st.Bytes.Load(), "refused": st.Refused.Load(),
 			"metric_points": st.MetricPoints.Load(), "metric_requests": st.MetricRequests.Load(),
+			"kinds": kinds,
 		})
 	})
 

@@ -1,0 +1,394 @@
+// kafkaload is the traced process of make bench's kafka part (bench/run): one Kafka client per
+// process producing messages one call each, then consuming them, against a broker given by
+// flags. It serves nothing: a binary with Kafka clients and no server, of which gospan traces
+// only the Kafka calls.
+//
+//	kafkaload -client kafkago|franz|sarama -brokers HOST:PORT -topic T [-size 128]
+//
+// The topic is expected to exist with one partition (bench/run makes it). The clients:
+//
+//	kafkago  segmentio/kafka-go: (*kafka.Writer).WriteMessages of one message (BatchSize 1, so
+//	         the batch goes out at once, acks from every replica), and a partition
+//	         *kafka.Reader's ReadMessage, one message a call
+//	franz    twmb/franz-go: (*kgo.Client).ProduceSync of one record, uncompressed
+//	         (kgo.ProducerBatchCompression(kgo.NoCompression())) and without lingering, and a
+//	         client consuming the partition: PollFetches, then Fetches.EachRecord
+//	sarama   IBM/sarama: SyncProducer.SendMessage of one message; no consumer (gospan traces
+//	         sarama's SyncProducer only)
+//
+// At start it makes its producer (franz-go pings the broker, sarama connects as it makes it) and
+// says "kafkaload: ready" on stderr. Then it reads runs from stdin, one a line, until stdin ends:
+//
+//	produce -duration 3s | produce -messages N
+//	                       one call after another, each sending one message
+//	consume -messages N    the next N messages of the partition (from where the last run left
+//	                       off), through a consumer made for the run and closed at its end
+//
+// A consumer lives for one run so that nothing fetches in the background while messages are
+// produced: each run's CPU is its own operation's. Each run prints one JSON line on stdout:
+// messages, errors (and the first), for consume the messages the library handed over (more than
+// asked for where a poll brought more: franz-go's EachRecord hands over every record of a poll),
+// seconds, messages per second, the process's own CPU over the run (getrusage: user and system
+// time, which holds the uprobe traps and the BPF programs of a tracer, as they run in the calling
+// thread), and for produce the percentiles of a call's latency in microseconds.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bounds on a call, so that a broker gone away fails a run instead of hanging it.
+const (
+	callTimeout    = 10 * time.Second
+	consumeTimeout = 60 * time.Second
+	fetchWait      = 100 * time.Millisecond
+)
+
+// client is one Kafka client library: its producer, made at start, and a consumer per run.
+type client interface {
+	// produce sends one message in one call of the library's producer API.
+	produce(ctx context.Context, key, value []byte) error
+	// consume reads N messages of the partition from OFFSET and hands each to check, one at
+	// a time, on the calling goroutine; it returns how many the library handed over (more than
+	// N where a poll brought more, each one a message a tracer sees processed).
+	consume(ctx context.Context, offset int64, n int,
+		check func(offset int64, value []byte) error) (int, error)
+	close()
+}
+
+type result struct {
+	Client     string  `json:"client"`
+	Op         string  `json:"op"`
+	Messages   int64   `json:"messages"`
+	Handed     int64   `json:"handed_over,omitempty"` // consume: messages the library handed over
+	Errors     int64   `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
+	Seconds    float64 `json:"seconds"`
+	Rate       float64 `json:"rate"`
+	CPUus      float64 `json:"cpu_us"`
+	P50        float64 `json:"p50_us,omitempty"`
+	P90        float64 `json:"p90_us,omitempty"`
+	P99        float64 `json:"p99_us,omitempty"`
+}
+
+// ---- segmentio/kafka-go ----------------------------------------------------------------------
+
+type kafkaGo struct {
+	brokers []string
+	topic   string
+	w       *kafka.Writer
+}
+
+func newKafkaGo(brokers []string, topic string) (client, error) {
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Topic:        topic,
+		BatchSize:    1, // a sync call of one message is a full batch: sent at once
+		BatchTimeout: time.Millisecond,
+		RequiredAcks: kafka.RequireAll,
+		ReadTimeout:  callTimeout,
+		WriteTimeout: callTimeout,
+	}
+	return &kafkaGo{brokers: brokers, topic: topic, w: w}, nil
+}
+
+func (c *kafkaGo) produce(ctx context.Context, key, value []byte) error {
+	return c.w.WriteMessages(ctx, kafka.Message{Key: key, Value: value})
+}
+
+func (c *kafkaGo) consume(ctx context.Context, offset int64, n int,
+	check func(int64, []byte) error) (int, error) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:  c.brokers,
+		Topic:    c.topic,
+		MinBytes: 1,
+		MaxBytes: 16 << 20,
+		MaxWait:  fetchWait,
+	})
+	// Close ends the span of the last message handed over.
+	defer r.Close()
+	if err := r.SetOffset(offset); err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; i++ {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return i, err
+		}
+		if err := check(m.Offset, m.Value); err != nil {
+			return i + 1, err
+		}
+	}
+	return n, nil
+}
+
+func (c *kafkaGo) close() { c.w.Close() }
+
+// ---- twmb/franz-go ---------------------------------------------------------------------------
+
+type franz struct {
+	brokers []string
+	topic   string
+	cl      *kgo.Client
+}
+
+func newFranz(brokers []string, topic string) (client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0),
+		kgo.RequestRetries(2), kgo.RecordDeliveryTimeout(callTimeout))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &franz{brokers: brokers, topic: topic, cl: cl}, nil
+}
+
+func (c *franz) produce(ctx context.Context, key, value []byte) error {
+	return c.cl.ProduceSync(ctx, &kgo.Record{Topic: c.topic, Key: key, Value: value}).FirstErr()
+}
+
+func (c *franz) consume(ctx context.Context, offset int64, n int,
+	check func(int64, []byte) error) (int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.FetchMaxWait(fetchWait),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			c.topic: {0: kgo.NewOffset().At(offset)},
+		}))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	got, handed := 0, 0
+	for got < n {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return handed, err
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			ferr = errors.Join(ferr, fmt.Errorf("%s/%d: %w", t, p, err))
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			handed++
+			// Records past the run's last are left for the next run's consumer.
+			if got < n && ferr == nil {
+				ferr = check(r.Offset, r.Value)
+				got++
+			}
+		})
+		if ferr != nil {
+			return handed, ferr
+		}
+	}
+	return handed, nil
+}
+
+func (c *franz) close() { c.cl.Close() }
+
+// ---- IBM/sarama ------------------------------------------------------------------------------
+
+type saramaClient struct {
+	topic string
+	p     sarama.SyncProducer
+}
+
+func newSarama(brokers []string, topic string) (client, error) {
+	cfg := sarama.NewConfig()
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Timeout = callTimeout
+	cfg.Net.DialTimeout = callTimeout
+	p, err := sarama.NewSyncProducer(brokers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &saramaClient{topic: topic, p: p}, nil
+}
+
+func (c *saramaClient) produce(_ context.Context, key, value []byte) error {
+	_, _, err := c.p.SendMessage(&sarama.ProducerMessage{
+		Topic: c.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)})
+	return err
+}
+
+func (c *saramaClient) consume(context.Context, int64, int,
+	func(int64, []byte) error) (int, error) {
+	return 0, errors.New("sarama: no consumer here (gospan traces sarama's SyncProducer only)")
+}
+
+func (c *saramaClient) close() { c.p.Close() }
+
+// ---- runs ------------------------------------------------------------------------------------
+
+func cpuMicros() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatalf("kafkaload: getrusage: %v", err)
+	}
+	us := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e6 + float64(t.Usec) }
+	return us(ru.Utime) + us(ru.Stime)
+}
+
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return float64(sorted[i].Nanoseconds()) / 1e3
+}
+
+type loader struct {
+	name     string
+	c        client
+	size     int
+	sent     int64 // messages produced so far: the next one's sequence number
+	consumed int64 // the partition's next offset to consume
+}
+
+// value is message SEQ's value: its number, then padding up to SIZE bytes.
+func (l *loader) value(seq int64) []byte {
+	v := []byte(fmt.Sprintf("kafkaload-%d-", seq))
+	for len(v) < l.size {
+		v = append(v, 'x')
+	}
+	return v
+}
+
+func (l *loader) produce(duration time.Duration, messages int64) result {
+	res := result{Client: l.name, Op: "produce"}
+	var lat []time.Duration
+	cpu0, t0 := cpuMicros(), time.Now()
+	for i := int64(0); ; i++ {
+		if messages > 0 && i >= messages || messages == 0 && time.Since(t0) >= duration {
+			break
+		}
+		seq := l.sent
+		key := []byte("key-" + strconv.FormatInt(seq%16, 10))
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		c0 := time.Now()
+		err := l.c.produce(ctx, key, l.value(seq))
+		lat = append(lat, time.Since(c0))
+		cancel()
+		l.sent++
+		if err != nil {
+			res.Errors++
+			if res.FirstError == "" {
+				res.FirstError = err.Error()
+			}
+			continue
+		}
+		res.Messages++
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.CPUus = cpuMicros() - cpu0
+	slices.Sort(lat)
+	res.P50, res.P90, res.P99 = percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99)
+	res.Rate = float64(res.Messages) / res.Seconds
+	return res
+}
+
+func (l *loader) consume(messages int64) result {
+	res := result{Client: l.name, Op: "consume"}
+	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
+	defer cancel()
+	want := l.consumed
+	cpu0, t0 := cpuMicros(), time.Now()
+	handed, err := l.c.consume(ctx, l.consumed, int(messages), func(offset int64, value []byte) error {
+		if offset != want {
+			return fmt.Errorf("offset %d where %d was next", offset, want)
+		}
+		if prefix := fmt.Sprintf("kafkaload-%d-", offset); !strings.HasPrefix(string(value),
+			prefix) {
+			return fmt.Errorf("offset %d holds %.40q, not a value of kafkaload's", offset, value)
+		}
+		want++
+		res.Messages++
+		return nil
+	})
+	res.Seconds = time.Since(t0).Seconds()
+	res.CPUus = cpuMicros() - cpu0
+	l.consumed = want
+	res.Handed = int64(handed)
+	if err != nil {
+		res.Errors = 1
+		res.FirstError = err.Error()
+	}
+	res.Rate = float64(res.Messages) / res.Seconds
+	return res
+}
+
+// run does one line of stdin: "produce -duration D", "produce -messages N" or
+// "consume -messages N".
+func (l *loader) run(line string) (result, error) {
+	args := strings.Fields(line)
+	if len(args) == 0 {
+		return result{}, errors.New("empty line")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	duration := fs.Duration("duration", 0, "produce for this long")
+	messages := fs.Int64("messages", 0, "messages to produce or consume")
+	if err := fs.Parse(args[1:]); err != nil {
+		return result{}, err
+	}
+	switch {
+	case args[0] == "produce" && (*duration > 0) != (*messages > 0):
+		return l.produce(*duration, *messages), nil
+	case args[0] == "consume" && *messages > 0 && *duration == 0:
+		return l.consume(*messages), nil
+	}
+	return result{}, fmt.Errorf("not a run: %q", line)
+}
+
+func main() {
+	name := flag.String("client", "", "kafkago, franz or sarama")
+	brokers := flag.String("brokers", "127.0.0.1:9092", "bootstrap brokers, HOST:PORT,...")
+	topic := flag.String("topic", "", "the topic (one partition, made beforehand)")
+	size := flag.Int("size", 128, "bytes of each message's value")
+	flag.Parse()
+	if *topic == "" {
+		log.Fatal("kafkaload: -topic is missing")
+	}
+	open := map[string]func([]string, string) (client, error){
+		"kafkago": newKafkaGo, "franz": newFranz, "sarama": newSarama}[*name]
+	if open == nil {
+		log.Fatalf("kafkaload: -client %q is none of kafkago, franz, sarama", *name)
+	}
+	c, err := open(strings.Split(*brokers, ","), *topic)
+	if err != nil {
+		log.Fatalf("kafkaload: cannot make the %s producer for %s: %v", *name, *brokers, err)
+	}
+	defer c.close()
+	l := &loader{name: *name, c: c, size: *size}
+	fmt.Fprintln(os.Stderr, "kafkaload: ready")
+	enc := json.NewEncoder(os.Stdout)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		res, err := l.run(sc.Text())
+		if err != nil {
+			log.Fatalf("kafkaload: %v", err)
+		}
+		if err := enc.Encode(res); err != nil {
+			log.Fatalf("kafkaload: cannot write a result: %v", err)
+		}
+	}
+}
