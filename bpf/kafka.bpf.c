@@ -23,6 +23,7 @@
  */
 #include "probe.bpf.h"
 #include "kafka_context.bpf.h"
+#include "sarama.bpf.h"
 
 /* The headers of a message searched for trace context, and a Header's size at most. */
 /* Messages of one send marked for the socket-layer writer; the rest go without context. */
@@ -215,22 +216,6 @@ int kafka_send_end(GO_REGS *ctx)
 	return 0;
 }
 
-/* A sarama Encoder interface at AT as a []byte's head: a StringEncoder's or ByteEncoder's. */
-static __always_inline bool encoder_bytes(const void *at, struct kafka_bytes *b)
-{
-	struct {
-		__u64 itab, data;
-	} enc;
-
-	b->ptr = NULL;
-	b->len = 0;
-	if (bpf_probe_read_user(&enc, sizeof(enc), at))
-		return false;
-	if (!enc.itab || !enc.data)
-		return true;
-	return !bpf_probe_read_user(b, 16, (void *)enc.data);
-}
-
 /*
  * The sarama ProducerMessages at MSGS (N pointers to them) or the one at ONE: the send's record
  * from the first, and each marked for the socket-layer writer (KAFKA_MARKS_MAX of them).
@@ -241,7 +226,6 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 	struct kafka_produce *e = &sc->send;
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct kafka_bytes b = {};
 	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
 	void *m = one;
 	__s64 i;
@@ -253,19 +237,8 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 		return;
 	if (!m)
 		return;
-	fill_header(&e->hdr, EVENT_KAFKA_PRODUCE, &key, bpf_ktime_get_ns());
-	child_span(ctx, cfg, &key, &e->ids);
-	e->cookie = (__u32)bpf_get_attach_cookie(ctx);
-	e->count = one ? 1 : (n > 0xffffffffLL ? 0xffffffffU : (__u32)n);
-	e->end_ns = 0;
-	e->err_itab = e->err_fn = 0;
-	e->partition = e->offset = -1;
-	e->addr_fn = 0;
-	e->addr_len = 0;
-	e->topic_len = go_read_string(e->topic, MAX_KAFKA_TOPIC_LEN, m + cfg->sm_msg_topic);
-	if (!encoder_bytes(m + cfg->sm_msg_key, &b))
-		b.ptr = NULL;
-	e->has_key = kafka_key(cfg, &b, e->key, &e->key_len);
+	sarama_send_begin(ctx, cfg, &key, e, m,
+			  one ? 1 : (n > 0xffffffffLL ? 0xffffffffU : (__u32)n));
 	if (bpf_map_update_elem(&kafka_sends, &key, e, BPF_ANY)) {
 		count_drop(DROP_INFLIGHT_FULL);
 		return;
@@ -279,14 +252,8 @@ static __always_inline void sarama_start(GO_REGS *ctx, struct kafka_scratch *sc,
 			break;
 		if (!one && bpf_probe_read_user(&m, sizeof(m), msgs + i))
 			break;
-		if (!m || !encoder_bytes(m + cfg->sm_msg_key, &b))
+		if (!sarama_mark(cfg, key.pid, m, &sctx, &sc->fp))
 			break;
-		kafka_fp_clear(&sc->fp);
-		kafka_fp_part(sc->fp.key, KAFKA_FP_KEY, &b, &sc->fp.key_len);
-		if (!encoder_bytes(m + cfg->sm_msg_value, &b))
-			break;
-		kafka_fp_part(sc->fp.value, KAFKA_FP_VALUE, &b, &sc->fp.value_len);
-		gospan_kafka_mark(&sc->fp, key.pid, &sctx);
 	}
 }
 

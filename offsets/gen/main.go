@@ -564,7 +564,7 @@ var kafkagoTypes = map[string]string{
 }
 
 // IBM/sarama: the topic, key and value (Encoder interfaces) of a ProducerMessage, which its
-// SyncProducer sends; for its consumer groups, a ConsumerMessage's headers ([]*RecordHeader),
+// producers send, and the offset and partition the broker gave it; for its consumer groups, a ConsumerMessage's headers ([]*RecordHeader),
 // key, topic, partition and offset, a RecordHeader's key and value (Value, its last member, gives
 // its size), a partition consumer's channel of messages, and the way from a group session to its
 // group's ID.
@@ -574,6 +574,8 @@ var saramaFields = []field{
 	{saramaPkg + ".ProducerMessage", "Topic"},
 	{saramaPkg + ".ProducerMessage", "Key"},
 	{saramaPkg + ".ProducerMessage", "Value"},
+	{saramaPkg + ".ProducerMessage", "Offset"},
+	{saramaPkg + ".ProducerMessage", "Partition"},
 	{saramaPkg + ".ConsumerMessage", "Headers"},
 	{saramaPkg + ".ConsumerMessage", "Key"},
 	{saramaPkg + ".ConsumerMessage", "Topic"},

@@ -381,19 +381,19 @@ class Sarama(Client):
     ID, NAME, MODULE = "sarama", "sarama", "github.com/IBM/sarama"
     TABLE = REPO / "offsets" / "sarama_offsets.json"
     RESULTS, COMMAND = "sarama-versions", "tests/e2e/test_kafka_versions.py"
-    # gospan traces sarama's SyncProducer alone; when it makes CONSUMER spans for sarama's
-    # consumer groups, the attach line says so here (and test_kafka_versions.py's
-    # check_sarama_consumer checks them).
-    PARTS = "Kafka producer"
-    STEPS = ("send",)
+    PARTS = "Kafka producer + Kafka consumer"
+    STEPS = ("send", "message")
     SITES = [
         ("send", "`(*syncProducer).SendMessage` and `(*syncProducer).SendMessages`, which the "
          "application calls through the `SyncProducer` interface: their entries and their "
          "RETs."),
         ("trace context", "the produce request on its way out (sk_msg, as for kafka-go): each "
          "record a send marked gets a `traceparent` header naming the PRODUCER span."),
-        ("process", "none yet: gospan makes no CONSUMER span for a `ConsumerGroup`'s messages "
-         "(docs/messaging.md)."),
+        ("process", "the application's `ConsumeClaim` methods (and the functions of their "
+         "package they call): each CALL of the Go runtime's channel receive or select and the "
+         "first emulated instruction after it; `(*consumerGroupSession).consume`'s entry, "
+         "`(*consumer).ConsumePartition`'s RETs and `MarkMessage`'s entry tell the claim's "
+         "channel (docs/messaging.md)."),
     ]
     SLICE_TEXT = (
         "What CI runs (`make test`, `tests/e2e/kafka_matrix.py` lists them): the first release "
@@ -410,23 +410,26 @@ class Sarama(Client):
             "on request through a `SyncProducer` and consuming a topic of its own in a group (a "
             "`ConsumerGroup` whose `ConsumeClaim` ranges over `claim.Messages()`, a GET of a "
             f"local URL for each message) against a real Apache Kafka {KAFKA_VERSION} broker, "
-            "with one gospan attached. After one message to warm the consumer up, one `POST "
+            "with one gospan attached, after which the group joins again (its claims begin in "
+            "gospan's view). After one message to warm the consumer up, one `POST "
             "/sarama/produce` of one message (`SendMessage`) and one of two with a key "
             "(`SendMessages`), each under a traceparent of its own, must each make one trace, "
             "checked as the official opentelemetry-proto decoder read it: a SERVER span (a "
             "child of the caller's) and a PRODUCER span `send <topic>` (a child of the SERVER "
             "span, inside it), one of each; messaging.system, messaging.destination.name and "
             "operation on the PRODUCER span, with the partition and offset `SendMessage` "
-            "returned, or messaging.batch.message_count 2 for `SendMessages`; each record the "
-            "consumer read (kafkamix's report of what it processed) holding the value sent and "
-            "exactly one header, the `traceparent` naming its PRODUCER span, which gospan put "
-            "in at the socket layer; nothing dropped, the four records counted as given trace "
-            "context. gospan makes no CONSUMER span for sarama's consumer groups yet, so none "
-            "is looked for. The attach line must say `Kafka producer (sarama vX.Y.Z, offsets "
-            "from ...)` for the release built: \"verified (DWARF)\" means the struct offsets "
-            "came from the binary, \"verified (table vX)\" from the row of "
-            "`offsets/sarama_offsets.json` for X (a stripped build must use it). "
-            "*Single-stepped hits* are those of a send, as the attach line counts them.")
+            "returned, or messaging.batch.message_count 2 for `SendMessages`; for each record a "
+            "CONSUMER span `process <topic>`, a child of the PRODUCER span, with the record's "
+            "offset, partition and the consumer group, and the consumer's GET inside it; each "
+            "record the consumer read (kafkamix's report of what it processed) holding the "
+            "value sent and exactly one header, the `traceparent` naming its PRODUCER span, "
+            "which gospan put in at the socket layer; nothing dropped, the four records counted "
+            "as given trace context. The attach line must say `Kafka producer + Kafka consumer "
+            "(sarama vX.Y.Z, offsets from ...)` for the release built: \"verified (DWARF)\" "
+            "means the struct offsets came from the binary, \"verified (table vX)\" from the "
+            "row of `offsets/sarama_offsets.json` for X (a stripped build must use it). "
+            "*Single-stepped hits* are those of a send and of a message, as the attach line "
+            "counts them.")
 
     def releases_text(self):
         table = matrix.offset_table(self.TABLE)["versions"]

@@ -31,9 +31,11 @@ one message before the test's own, whose CONSUMER span is not expected.
 
 import http.client
 import json
+import os
 import re
 import secrets
 import shutil
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,13 +82,27 @@ def downstream():
     srv.server_close()
 
 
-def consumed(svc):
+def consumer_state(svc):
+    """What kafkamix's consumer says of itself (/consumed): messages, errors, sessions."""
     c = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
     try:
         c.request("GET", "/consumed")
-        return json.loads(c.getresponse().read())["messages"]
+        return json.loads(c.getresponse().read())
     finally:
         c.close()
+
+
+def consumed(svc):
+    return consumer_state(svc)["messages"]
+
+
+def rejoin(svc, timeout=CONSUME_TIMEOUT):
+    """Makes kafkamix's sarama consumer group join again (SIGUSR1) and waits until a session
+    has begun since: its claims begin now, in view of a gospan attached before."""
+    before = consumer_state(svc)["sessions"]
+    os.kill(svc.pid, signal.SIGUSR1)
+    assert wait_until(lambda: consumer_state(svc)["sessions"] > before, timeout), \
+        f"the sarama consumer group did not join again within {timeout:.0f} s"
 
 
 def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, client="kafkago",

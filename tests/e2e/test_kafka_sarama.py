@@ -20,12 +20,12 @@ What gospan must make of it:
 """
 
 import os
-import signal
 
 import pytest
 
 from kafka import SARAMA_VERSION
-from test_kafka import Traced, build, check_common, downstream, one_trace, traceparent_of
+from test_kafka import (Traced, build, check_common, downstream, one_trace, rejoin,
+                        traceparent_of)
 
 __all__ = ["downstream"]  # the fixture, used by the tests here
 
@@ -44,13 +44,6 @@ def check_consumer(c, topic, group, offset):
     assert c.attrs["messaging.consumer.group.name"] == group, c.attrs
 
 
-def rejoin(t, topic):
-    """Makes kafkamix's sarama consumer join its group again (new claims, made with gospan
-    attached) and waits until it consumes again."""
-    os.kill(t.svc.pid, signal.SIGUSR1)
-    t.send_and_consume(topic, client="sarama")
-
-
 @pytest.mark.parametrize("kind", ["range", "select"])
 def test_one_trace_through_a_consumer_group(kind, kafka_broker, topics, start_gospan,
                                             otlp_receiver, downstream):
@@ -62,7 +55,7 @@ def test_one_trace_through_a_consumer_group(kind, kafka_broker, topics, start_go
                flags=flags, client="sarama")
     try:
         assert f"Kafka consumer (sarama {SARAMA_VERSION}" in t.attached, t.attached
-        rejoin(t, topic)
+        rejoin(t.svc)
         server, producer, consumers, sent, read = one_trace(t, topic, 1)
         check_consumer(consumers[0], topic, t.group, sent[0]["offset"])
         assert read[0]["headers"] == [{"name": "traceparent",
@@ -102,7 +95,7 @@ def test_stripped_pie(kafka_broker, topics, start_gospan, otlp_receiver, downstr
     try:
         assert f"Kafka consumer (sarama {SARAMA_VERSION}, offsets from table" in t.attached, \
             t.attached
-        rejoin(t, topic)
+        rejoin(t.svc)
         server, producer, consumers, sent, read = one_trace(t, topic, 2, client="sarama")
         for c, m in zip(consumers, sent):
             check_consumer(c, topic, t.group, m["offset"])

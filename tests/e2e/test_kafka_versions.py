@@ -7,7 +7,7 @@ sarama: a ConsumerGroup; a GET of a local URL for each message) on the session's
 - the attach line names the client's release, and says where the offsets came from (DWARF in
   plain and PIE builds, the table row of the release in stripped ones) and which Go built it:
   "Kafka producer + Kafka consumer (kafka-go vX.Y.Z, offsets from DWARF|table vA.B.C; ...)",
-  "Kafka producer (sarama vX.Y.Z, ...)" (kafka_matrix.Client.read_attach);
+  "Kafka producer + Kafka consumer (sarama vX.Y.Z, ...)" (kafka_matrix.Client.read_attach);
 - one message first, to warm the consumer up: a read waiting since before the attach hands its
   message over unseen (test_kafka.py);
 - kafka-go: then POST /kafkago/produce under a traceparent of its own: its trace is exactly
@@ -18,9 +18,9 @@ sarama: a ConsumerGroup; a GET of a local URL for each message) on the session's
 - sarama: then POST /sarama/produce of one message (SendMessage) and of two (SendMessages),
   each under a traceparent of its own: each trace holds one SERVER span and one PRODUCER "send
   <topic>" inside it, SendMessage's with the partition and offset it returned, SendMessages's
-  with the batch count (check_sarama). gospan makes no CONSUMER span for sarama's consumer
-  groups yet: check_sarama_consumer checks the consumer's side through what kafkamix read, and
-  is where its CONSUMER spans are to be checked;
+  with the batch count (check_sarama), and a CONSUMER "process <topic>" span for each record,
+  its child, with the consumer's GET inside it (check_sarama_consumer); the group is made to
+  join again (kafkamix's SIGUSR1) once gospan has attached, so that its claims begin in view;
 - each record the consumer read back holds the value sent and exactly one header, the
   traceparent naming its PRODUCER span (put there at the socket layer);
 - at exit nothing is dropped or left in flight, and every record was given trace context.
@@ -44,7 +44,8 @@ import kafka_matrix
 import matrix
 from conftest import BUILD, STATUS_UNSET, Service, _clean_env, traced_get, wait_until
 from test_kafka import (CONSUME_TIMEOUT, SPAN_KIND_CLIENT, SPAN_KIND_CONSUMER, SPAN_KIND_PRODUCER,
-                        SPAN_KIND_SERVER, consumed, kafka_counters, produce_path, traceparent_of)
+                        SPAN_KIND_SERVER, consumed, kafka_counters, produce_path, rejoin,
+                        traceparent_of)
 # downstream: the module fixture of the URL the consumer GETs for each message
 from test_kafka import downstream  # noqa: F401 (a fixture)
 from test_router_versions import traces
@@ -167,23 +168,40 @@ def check_sarama(spans, p, topic, group):
 def check_sarama_consumer(spans, producer, p, topic, group):
     """What is wrong with the consumer's side of sarama produce P: SPANS are its trace's spans
     but the SERVER and the PRODUCER span (PRODUCER), the consumer kafkamix's ConsumerGroup in
-    GROUP on TOPIC.
-
-    gospan makes no CONSUMER span for sarama's consumer groups yet, so this checks what the
-    consumer read (kafkamix's /consumed): the records P sent, each holding exactly one header,
-    the traceparent naming PRODUCER. SPANS are left alone. When gospan makes CONSUMER spans for
-    them, they are checked here (a CONSUMER span `process <topic>` for each record, a child of
-    PRODUCER, with its offset, partition and GROUP, and the consumer's GET inside it, as
-    check_kafkago() checks kafka-go's), SPANS_PER_TRACE["sarama"] grows by two a message, and
-    kafka_matrix.Sarama.PARTS says what the attach line then says."""
-    return record_problems(p, producer)
+    GROUP on TOPIC: a CONSUMER span `process <topic>` for each record, a child of PRODUCER,
+    with its offset, partition and GROUP, and the consumer's GET inside it; the records the
+    consumer read, each holding exactly one header, the traceparent naming PRODUCER."""
+    consumers, clients = by_kind(spans, SPAN_KIND_CONSUMER, SPAN_KIND_CLIENT)
+    if len(consumers) != len(p.sent) or len(clients) != len(p.sent):
+        return [f"the consumer's side of the trace holds {[(s.name, s.kind) for s in spans]}, "
+                f"want a CONSUMER span and its CLIENT GET for each of {len(p.sent)} records"]
+    problems = []
+    consumers.sort(key=lambda s: s.attrs.get("messaging.kafka.offset", -1))
+    for consumer, m in zip(consumers, sorted(p.sent, key=lambda m: m["offset"])):
+        problems += messaging_problems(consumer, "process", topic)
+        if consumer.parent_span_id != producer.span_id:
+            problems.append(f"{consumer.name!r}: parent {consumer.parent_span_id.hex()}, want "
+                            f"{producer.span_id.hex()}")
+        client = [c for c in clients if c.parent_span_id == consumer.span_id]
+        if len(client) != 1 or not (consumer.start_ns <= client[0].start_ns <=
+                                    client[0].end_ns <= consumer.end_ns):
+            problems.append(f"{consumer.name!r}: not one CLIENT GET inside it: {client}")
+        got = {k: consumer.attrs.get(k) for k in (
+            "messaging.kafka.offset", "messaging.destination.partition.id",
+            "messaging.consumer.group.name")}
+        want = {"messaging.kafka.offset": m["offset"],
+                "messaging.destination.partition.id": str(m["partition"]),
+                "messaging.consumer.group.name": group}
+        if got != want:
+            problems.append(f"{consumer.name!r}: {got}, want {want}")
+    return problems + record_problems(p, producer)
 
 
 # client id -> (the produces of a cell's run, (messages, key) each; the spans each one's trace
 # must have; the check of its trace).
 RUNS = {
     "kafkago": (((1, None),), lambda p: 4, check_kafkago),
-    "sarama": (((1, None), (2, "k")), lambda p: 2, check_sarama),
+    "sarama": (((1, None), (2, "k")), lambda p: 2 + 2 * len(p.sent), check_sarama),
 }
 
 
@@ -226,6 +244,10 @@ def run_cell(cell, build, broker, topic, start_gospan, receiver, downstream):
             g = start_gospan(svc.pid, receiver)
             source, steps = client.read_attach(cell, g.wait_attached(), built)
             rec.update(source=source, steps=steps)
+            if client.ID == "sarama":
+                # the group joined again: its claims begin with gospan attached (one begun
+                # before would hand its first message or two over unseen)
+                rejoin(svc)
             # the warm-up: the read waiting since before the attach takes this message
             post(svc, produce_path(topic, client=client.ID), where)
             wait_consumed(svc, 1, where)

@@ -318,10 +318,18 @@ type consumer struct {
 	name string
 	http *http.Client
 
-	mu      sync.Mutex
-	log     []consumed
-	errs    []string
-	batches int
+	mu       sync.Mutex
+	log      []consumed
+	errs     []string
+	batches  int
+	sessions int // consumer group sessions begun (sarama's Setup)
+}
+
+// began counts a consumer group session begun.
+func (c *consumer) began() {
+	c.mu.Lock()
+	c.sessions++
+	c.mu.Unlock()
 }
 
 func hexOrNil(b []byte) *string {
@@ -400,6 +408,7 @@ func (c *consumer) snapshot() map[string]interface{} {
 	return map[string]interface{}{
 		"messages": append([]consumed{}, c.log...),
 		"errors":   append([]string{}, c.errs...),
+		"sessions": c.sessions,
 	}
 }
 

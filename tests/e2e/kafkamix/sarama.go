@@ -211,7 +211,7 @@ func (s *saramaClient) createTopic(ctx context.Context, name string, partitions 
 
 type saramaHandler struct{ c *consumer }
 
-func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h saramaHandler) Setup(sarama.ConsumerGroupSession) error { h.c.began(); return nil }
 func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession,
