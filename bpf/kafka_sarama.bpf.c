@@ -18,10 +18,20 @@
  * attached is told by the application's MarkMessage(msg) instead: the message the goroutine last
  * received, from a channel then named the claim's (its first message has no span).
  *
+ * AsyncProducer: the application sends a *ProducerMessage on the producer's Input() channel;
+ * that send, a CALL of runtime.chansend1 or selectgo in the application's code whose channel is
+ * an AsyncProducer's input, begins the message's PRODUCER span, a child of the span its
+ * goroutine works for, and marks it for the socket-layer writer. Which channels are inputs: the
+ * one (*asyncProducer).dispatcher receives from (at its receive's CALL, each loop: a producer
+ * made before gospan attached is known from its second message on). The span ends where sarama
+ * is done with the message: returnSuccesses(batch) (the broker has it), returnErrors(batch, err)
+ * or returnError(msg, err).
+ *
  * Linked with the other uprobe families into one object (probe.bpf.h).
  */
 #include "probe.bpf.h"
 #include "kafka_context.bpf.h"
+#include "sarama.bpf.h"
 
 /* A select's cases looked through for the claim's channel. */
 #define SELECT_CASES_MAX 8
@@ -34,12 +44,42 @@ struct go_scase {
 	__u64 elem;
 };
 
+/* A batch's messages an end looks through: the rest are counted (DROP_KAFKA_BATCH). */
+#define SARAMA_BATCH_MAX 1024
+
 /* One CPU's scratch, claimed for a program's whole run. */
 struct sarama_scratch {
 	__u64 busy;
-	struct kafka_consumer consumer;
+	union {
+		struct kafka_consumer consumer;
+		struct kafka_produce send;
+	};
 	struct kafka_header_walk walk;
+	struct kafka_fp_input fp;
 };
+
+/* A pointer of a process's: an AsyncProducer's input channel, a message in flight. */
+struct sarama_ptr_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 ptr;
+};
+
+/* The input channels of the process's AsyncProducers, as their dispatchers receive from them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct sarama_ptr_key);
+	__type(value, __u8);
+} kafka_sarama_inputs SEC(".maps");
+
+/* A message sent to an AsyncProducer, by its *ProducerMessage, until sarama is done with it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sarama_ptr_key);
+	__type(value, struct kafka_produce);
+} kafka_sarama_async SEC(".maps");
 
 _Static_assert(__builtin_offsetof(struct sarama_scratch, busy) == 0, "scratch_take(): busy first");
 
@@ -166,7 +206,7 @@ static __always_inline bool select_has(__u64 cas, __u64 n, __u64 ch)
 }
 
 /*
- * At a CALL of a runtime receive in ConsumeClaim (COOKIE_RECV says which): one from the claim's
+ * At a CALL of a runtime receive in ConsumeClaim (COOKIE_OP says which): one from the claim's
  * channel ends the message processed; where the message will be is noted for after the call.
  * Before the channel is known, every receive is noted, for MarkMessage to tell.
  */
@@ -174,7 +214,7 @@ SEC("uprobe")
 int kafka_sarama_recv(GO_REGS *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
-	__u32 kind = COOKIE_RECV(cookie);
+	__u32 kind = COOKIE_OP(cookie);
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct sarama_scratch *sc;
@@ -330,5 +370,180 @@ int kafka_sarama_mark(GO_REGS *ctx)
 	c->handle = c->last_chan;
 	c->confirmed = 1;
 	c->rec.group_len = session_group(cfg, (void *)go_arg(ctx, 1), c->rec.group);
+	return 0;
+}
+
+/* At the CALL of runtime.chanrecv2 in (*asyncProducer).dispatcher: its channel is an input. */
+SEC("uprobe")
+int kafka_sarama_input(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_ptr_key k = {};
+	__u8 one = 1;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_async)
+		return 0;
+	k.pid = key.pid;
+	k.ptr = go_arg(ctx, 1);
+	if (k.ptr && !bpf_map_lookup_elem(&kafka_sarama_inputs, &k))
+		bpf_map_update_elem(&kafka_sarama_inputs, &k, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline bool is_input(__u32 pid, __u64 ch)
+{
+	struct sarama_ptr_key k = { .pid = pid, .ptr = ch };
+
+	return ch && bpf_map_lookup_elem(&kafka_sarama_inputs, &k);
+}
+
+/*
+ * At a CALL of runtime.chansend1 or selectgo in the application (COOKIE_OP says which): a
+ * message sent on an AsyncProducer's input begins its PRODUCER span, kept by the message until
+ * sarama is done with it, and is marked for the socket-layer writer. A select whose send is not
+ * the case it chooses leaves a span that never ends, and is evicted in time: no span.
+ */
+static __always_inline void async_send(GO_REGS *ctx, struct sarama_scratch *sc)
+{
+	__u32 kind = COOKIE_OP(bpf_get_attach_cookie(ctx));
+	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_ptr_key mk = {};
+	struct kafka_produce *e = &sc->send;
+	struct go_scase cs;
+	__u64 elem = 0, msg = 0, cas, n;
+	__u32 i;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_async)
+		return;
+	if (kind == SEND_CHAN) {
+		if (is_input(key.pid, go_arg(ctx, 1)))
+			elem = go_arg(ctx, 2);
+	} else if (kind == SEND_SELECT) {
+		cas = go_arg(ctx, 1);
+		n = go_arg(ctx, 4);
+		for (i = 0; i < SELECT_CASES_MAX; i++) {
+			if (i >= n || bpf_probe_read_user(&cs, sizeof(cs), (void *)(cas + i * sizeof(cs))))
+				break;
+			if (is_input(key.pid, cs.c)) {
+				elem = cs.elem;
+				break;
+			}
+		}
+	}
+	if (!elem || bpf_probe_read_user(&msg, sizeof(msg), (void *)elem) || !msg)
+		return;
+	sarama_send_begin(ctx, cfg, &key, e, (void *)msg, 1);
+	mk.pid = key.pid;
+	mk.ptr = msg;
+	if (bpf_map_update_elem(&kafka_sarama_async, &mk, e, BPF_ANY)) {
+		count_drop(DROP_INFLIGHT_FULL);
+		return;
+	}
+	if (!cfg->propagate)
+		return;
+	track_process(cfg, key.pid);
+	span_ctx_of(&sctx, &e->ids);
+	sarama_mark(cfg, key.pid, (void *)msg, &sctx, &sc->fp);
+}
+
+SEC("uprobe")
+int kafka_sarama_send(GO_REGS *ctx)
+{
+	struct sarama_scratch *sc = sarama_scratch_claim();
+
+	if (sc) {
+		async_send(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/* What an end tells each message of its batch: when, the error (none: 0), where to read. */
+struct sarama_done {
+	__u64 now;
+	__u64 err_itab;
+	__u64 err_fn;
+	__s64 partition_at;
+	__s64 offset_at;
+	__u32 pid;
+	__u32 _pad;
+};
+
+/*
+ * The message MSG of process D->pid is done: its span, if it has one, goes out with D's error,
+ * or with the partition and offset the broker gave it. A global function: the verifier checks
+ * it once, not for each message of a batch.
+ */
+__noinline int gospan_sarama_done(const struct sarama_done *d, __u64 msg)
+{
+	struct sarama_ptr_key k = {};
+	struct kafka_produce *e;
+	__s32 partition = -1;
+
+	if (!d || !msg)
+		return 0;
+	k.pid = d->pid;
+	k.ptr = msg;
+	e = bpf_map_lookup_elem(&kafka_sarama_async, &k);
+	if (!e)
+		return 0;
+	e->end_ns = d->now;
+	e->err_itab = d->err_itab;
+	e->err_fn = d->err_fn;
+	if (!d->err_itab && d->partition_at >= 0 && d->offset_at >= 0 &&
+	    !bpf_probe_read_user(&partition, sizeof(partition), (void *)(msg + d->partition_at))) {
+		e->partition = partition;
+		e->offset = (__s64)go_read_word((void *)msg, d->offset_at);
+	}
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	bpf_map_delete_elem(&kafka_sarama_async, &k);
+	return 1;
+}
+
+/*
+ * At the entries of (*asyncProducer).returnSuccesses(batch), returnErrors(batch, err) and
+ * returnError(msg, err) (COOKIE_OP says which): sarama is done with those messages.
+ */
+SEC("uprobe")
+int kafka_sarama_end(GO_REGS *ctx)
+{
+	__u32 kind = COOKIE_OP(bpf_get_attach_cookie(ctx));
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_done d = {};
+	__u64 batch, n, msg, i;
+
+	d.now = bpf_ktime_get_ns();
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_async)
+		return 0;
+	d.pid = key.pid;
+	d.partition_at = cfg->sm_msg_partition;
+	d.offset_at = cfg->sm_msg_offset;
+	if (kind == SARAMA_END_ERROR) {
+		d.err_itab = go_arg(ctx, 3);
+		d.err_fn = go_itab_fn0(d.err_itab);
+		gospan_sarama_done(&d, go_arg(ctx, 2));
+		return 0;
+	}
+	if (kind == SARAMA_END_ERRORS) {
+		d.err_itab = go_arg(ctx, 5);
+		d.err_fn = go_itab_fn0(d.err_itab);
+	}
+	batch = go_arg(ctx, 2);
+	n = go_arg(ctx, 3);
+	for (i = 0; i < SARAMA_BATCH_MAX; i++) {
+		if (i >= n || bpf_probe_read_user(&msg, sizeof(msg), (void *)(batch + i * sizeof(msg))))
+			break;
+		gospan_sarama_done(&d, msg);
+	}
+	if (n > SARAMA_BATCH_MAX && n < (1ULL << 32))
+		count_drops(DROP_KAFKA_BATCH, n - SARAMA_BATCH_MAX);
 	return 0;
 }

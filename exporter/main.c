@@ -532,6 +532,7 @@ static size_t span_drops(struct app *app, const struct records_stats *rs,
 	/* A cause, not a span of its own: the call it ended is counted as end_lost. */
 	DROP("end_without_entry", bpf[DROP_END_NO_ENTRY], true);
 	DROP("scratch_busy", bpf[DROP_SCRATCH_BUSY], false);
+	DROP("kafka_batch_too_big", bpf[DROP_KAFKA_BATCH], false);
 	for (i = 0; i < RECORDS_DROP__COUNT; i++)
 		DROP(records_drop_names[i], rs->dropped[i], false);
 	DROP("queue_full", es->dropped_queue_full, false);

@@ -70,11 +70,12 @@
 #define COOKIE_RESULT_SHIFT 40
 #define COOKIE_RESULT_SLOT(c) ((__u32)((c) >> COOKIE_RESULT_SHIFT) & 0xff)
 /*
- * sarama's receive sites (bpf/kafka_sarama.bpf.c), at a CALL of the Go runtime's receive and
- * after it: COOKIE_RECV, which runtime function it is (enum recv_kind).
+ * sarama's probes on the Go runtime's channel operations and on its producer's ends
+ * (bpf/kafka_sarama.bpf.c): COOKIE_OP, which function the probed CALL calls (enum recv_kind,
+ * enum send_kind) or which end it is (enum sarama_end).
  */
-#define COOKIE_RECV_SHIFT 48
-#define COOKIE_RECV(c) ((__u32)((c) >> COOKIE_RECV_SHIFT) & 0xf)
+#define COOKIE_OP_SHIFT 48
+#define COOKIE_OP(c) ((__u32)((c) >> COOKIE_OP_SHIFT) & 0xf)
 
 /*
  * runtime.chanrecv1(c, elem), chanrecv2(c, elem) (received bool), selectnbrecv(elem, c)
@@ -86,6 +87,24 @@ enum recv_kind {
 	RECV_NONBLOCK,
 	RECV_SELECT,
 	RECV__COUNT,
+};
+
+/* runtime.chansend1(c, elem) and selectgo (its send cases). */
+enum send_kind {
+	SEND_CHAN = 1,
+	SEND_SELECT,
+	SEND__COUNT,
+};
+
+/*
+ * Where sarama's AsyncProducer is done with messages: (*asyncProducer).returnSuccesses(batch),
+ * returnErrors(batch, err) and returnError(msg, err).
+ */
+enum sarama_end {
+	SARAMA_END_SUCCESSES = 1,
+	SARAMA_END_ERRORS,
+	SARAMA_END_ERROR,
+	SARAMA_END__COUNT,
 };
 
 /*
@@ -134,6 +153,11 @@ enum drop_reason {
 	 * preemptible kernel): the record was not made rather than made in a buffer in use.
 	 */
 	DROP_SCRATCH_BUSY,
+	/*
+	 * A sarama AsyncProducer's batch held more messages than its end looks through
+	 * (SARAMA_BATCH_MAX): each of the rest, traced or not, is counted; a traced one has no span.
+	 */
+	DROP_KAFKA_BATCH,
 	DROP__COUNT,
 };
 
@@ -457,6 +481,14 @@ struct target_config {
 	__s64 sm_msg_topic;
 	__s64 sm_msg_key;
 	__s64 sm_msg_value;
+	/*
+	 * sarama's AsyncProducer (bpf/kafka_sarama.bpf.c), when SARAMA_ASYNC: a ProducerMessage's
+	 * Offset and Partition (int32), which the broker's answer filled.
+	 */
+	__u32 sarama_async;
+	__u32 _pad_sarama_async;
+	__s64 sm_msg_offset;
+	__s64 sm_msg_partition;
 	/*
 	 * sarama's consumer groups (bpf/kafka_sarama.bpf.c), when SARAMA_GROUP: a ConsumerMessage's
 	 * Headers ([]*RecordHeader), Key ([]byte), Topic, Partition (int32) and Offset; a

@@ -107,12 +107,18 @@ SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct g
 	X(targets) X(goroutines) X(goroutine_zero) X(forgotten) X(drops) X(scratch)                 \
 	X(tracestate_scratch) X(gclocks)
 
-static __always_inline void count_drop(__u32 reason)
+/* REASON counted N times. */
+static __always_inline void count_drops(__u32 reason, __u64 n)
 {
 	__u64 *cnt = bpf_map_lookup_elem(&drops, &reason);
 
 	if (cnt)
-		*cnt += 1;
+		*cnt += n;
+}
+
+static __always_inline void count_drop(__u32 reason)
+{
+	count_drops(reason, 1);
 }
 
 /* This CPU's scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has it. */

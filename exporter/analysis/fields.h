@@ -352,7 +352,7 @@ extern const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT];
 
 /*
  * The fields gospan reads from IBM/sarama (offsets/sarama_offsets.json): a ProducerMessage's
- * topic, and its key and value (Encoder interfaces); a ConsumerMessage's headers, key, topic,
+ * topic, its key and value (Encoder interfaces), and the offset and partition it was given; a ConsumerMessage's headers, key, topic,
  * partition and offset, a RecordHeader's key and value (the last member: the struct's size
  * follows from it), a partitionConsumer's channel of messages, a consumerGroupSession's group
  * and that consumerGroup's ID. Keep in step with sarama_field_names[] and offsets/gen.
@@ -361,6 +361,8 @@ enum sarama_field {
 	SARAMA_FIELD_MSG_TOPIC,
 	SARAMA_FIELD_MSG_KEY,
 	SARAMA_FIELD_MSG_VALUE,
+	SARAMA_FIELD_MSG_OFFSET,
+	SARAMA_FIELD_MSG_PARTITION,
 	SARAMA_FIELD_CM_HEADERS,
 	SARAMA_FIELD_CM_KEY,
 	SARAMA_FIELD_CM_TOPIC,

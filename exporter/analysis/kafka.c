@@ -187,7 +187,8 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 		drop(&k->sarama_many);
 	if (k->sarama_one.addr)
 		k->sarama_steps = kafka__stepped(&k->sarama_one, true);
-	return sarama_groups__find(a, k);
+	err = sarama_groups__find(a, k);
+	return err ?: sarama_async__find(a, k);
 }
 
 int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
@@ -378,7 +379,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
 	c->sm_msg_key = k->sm_offs[SARAMA_FIELD_MSG_KEY];
 	c->sm_msg_value = k->sm_offs[SARAMA_FIELD_MSG_VALUE];
-	sarama_groups__configure(k, c);
+	sarama__configure(k, c);
 	configure_franz(k, c);
 	c->kafka_go = k->send.addr || k->fetch.addr;
 	if (!c->kafka_go)
@@ -403,7 +404,7 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 bool kafka__any(const struct kafka_target *k)
 {
 	return k->send.addr || k->fetch.addr || k->sarama_one.addr || k->sarama_many.addr ||
-	       k->sm_nrecvs || franz_any(k);
+	       k->sm_nrecvs || k->sm_nsends || franz_any(k);
 }
 
 void kafka__release(struct kafka_target *k)
@@ -416,6 +417,7 @@ void kafka__release(struct kafka_target *k)
 	probe_site__release(&k->sarama_one);
 	probe_site__release(&k->sarama_many);
 	sarama_groups__release(k);
+	sarama_async__release(k);
 	probe_site__release(&k->fz_sync);
 	probe_site__release(&k->fz_produce);
 	probe_site__release(&k->fz_promise);

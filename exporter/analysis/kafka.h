@@ -52,6 +52,14 @@ struct kafka_target {
 	struct call_pair *sm_recvs; /* the runtime receives they call (tag: enum recv_kind) */
 	size_t sm_nrecvs;
 	int sarama_process_steps;
+	/* sarama's AsyncProducer (kafka_sarama.c): none when SM_NSENDS is 0. */
+	struct call_pair *sm_inputs; /* (*asyncProducer).dispatcher's receives */
+	size_t sm_ninputs;
+	struct call_pair *sm_sends; /* the application's channel sends (tag: enum send_kind) */
+	size_t sm_nsends;
+	struct probe_site sm_successes; /* (*asyncProducer).returnSuccesses: entry */
+	struct probe_site sm_errors;	/* (*asyncProducer).returnErrors: entry */
+	struct probe_site sm_error;	/* (*asyncProducer).returnError: entry */
 	/* twmb/franz-go's kgo: FRANZ_VERSION[0] 0 when the binary has none. */
 	char franz_version[32];
 	char franz_offsets[48];
@@ -80,8 +88,18 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
  * is the only failure.
  */
 int sarama_groups__find(struct analysis *a, struct kafka_target *k);
-void sarama_groups__configure(const struct kafka_target *k, struct target_config *c);
+/* sarama's consumer groups' and AsyncProducer's part of the BPF config C. */
+void sarama__configure(const struct kafka_target *k, struct target_config *c);
 void sarama_groups__release(struct kafka_target *k);
+
+/*
+ * sarama's AsyncProducer in A, whose sarama offsets K already has: the sends of the binary's
+ * main module on a channel (an AsyncProducer's Input() among them), the dispatcher's receive
+ * that tells an input channel, and where sarama is done with messages (kafka_sarama.c).
+ * Nothing when they cannot be probed (said once); -ENOMEM is the only failure.
+ */
+int sarama_async__find(struct analysis *a, struct kafka_target *k);
+void sarama_async__release(struct kafka_target *k);
 
 /* SYMBOL's site of KIND into S; S left out (addr 0) when the binary does not have it. */
 int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_site *s,

@@ -18,6 +18,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/disasm.h"
+#include "analysis/gobin.h"
 #include "analysis/kafka.h"
 #include "core/log.h"
 
@@ -26,9 +27,15 @@
 #define SYM_CONSUME_PARTITION SM "(*consumer).ConsumePartition"
 #define SYM_MARK_MESSAGE SM "(*consumerGroupSession).MarkMessage"
 #define HANDLER_METHOD ".ConsumeClaim"
+#define SYM_DISPATCHER SM "(*asyncProducer).dispatcher"
+#define SYM_RETURN_SUCCESSES SM "(*asyncProducer).returnSuccesses"
+#define SYM_RETURN_ERRORS SM "(*asyncProducer).returnErrors"
+#define SYM_RETURN_ERROR SM "(*asyncProducer).returnError"
 
 /* Handlers probed at most: an application has one or two. */
 #define HANDLERS_MAX 16
+/* The application's channel sends probed at most. */
+#define SENDS_MAX 512
 /* A Go []byte, which a RecordHeader's Value is and ends with. */
 #define GO_SLICE_SIZE 24
 
@@ -217,10 +224,13 @@ none:
 	return 0;
 }
 
-void sarama_groups__configure(const struct kafka_target *k, struct target_config *c)
+void sarama__configure(const struct kafka_target *k, struct target_config *c)
 {
 	const int64_t *o = k->sm_offs;
 
+	c->sarama_async = k->sm_nsends > 0;
+	c->sm_msg_offset = o[SARAMA_FIELD_MSG_OFFSET];
+	c->sm_msg_partition = o[SARAMA_FIELD_MSG_PARTITION];
 	c->sarama_group = k->sm_nrecvs > 0;
 	c->sm_cm_headers = o[SARAMA_FIELD_CM_HEADERS];
 	c->sm_cm_key = o[SARAMA_FIELD_CM_KEY];
@@ -251,4 +261,106 @@ void sarama_groups__release(struct kafka_target *k)
 	probe_site__release(&k->sm_partition);
 	probe_site__release(&k->sm_mark);
 	k->sm_consume.addr = k->sm_partition.addr = k->sm_mark.addr = 0;
+}
+
+/* Whether the function NAME is of the main module MAIN (NULL: package main's only). */
+static bool in_main_module(const char *name, const char *main)
+{
+	size_t n = main ? strlen(main) : 0;
+
+	if (!strncmp(name, "main.", 5))
+		return true;
+	return n && !strncmp(name, main, n) && (name[n] == '.' || name[n] == '/');
+}
+
+/*
+ * The channel sends of the main module's functions: each CALL of runtime.chansend1 and
+ * selectgo there, appended to K's sends (an AsyncProducer's input is told from other channels
+ * at run time).
+ */
+static int find_sends(struct analysis *a, struct kafka_target *k)
+{
+	static const struct {
+		const char *symbol;
+		enum send_kind kind;
+	} sends[] = { { "runtime.chansend1", SEND_CHAN }, { "runtime.selectgo", SEND_SELECT } };
+	uint64_t targets[sizeof(sends) / sizeof(sends[0])] = {};
+	const struct sym_entry *syms;
+	struct elf_symbol sym;
+	size_t n, i, j;
+	int err = 0;
+
+	for (j = 0; j < sizeof(sends) / sizeof(sends[0]); j++)
+		if (!analysis__find_func(a, sends[j].symbol, &sym))
+			targets[j] = sym.addr;
+	n = analysis__functions(a, &syms);
+	for (i = 0; !err && i < n; i++) {
+		if (!syms[i].is_func || !syms[i].name ||
+		    !in_main_module(syms[i].name, a->gobin->main_path) ||
+		    !site_planner__may_call(a->sp, syms[i].addr, syms[i].size, targets, 2))
+			continue;
+		for (j = 0; !err && j < sizeof(sends) / sizeof(sends[0]); j++)
+			if (targets[j])
+				err = site_planner__calls_in(a->sp, syms[i].addr, syms[i].size,
+							     targets[j], 0, -1, sends[j].kind,
+							     &k->sm_sends, &k->sm_nsends);
+		if (!err && k->sm_nsends > SENDS_MAX) {
+			pr_warn("'%s': more than %d channel sends in its own code: the messages it "
+				"sends to a sarama AsyncProducer from %s on are not traced",
+				a->path, SENDS_MAX, syms[i].name);
+			k->sm_nsends = SENDS_MAX;
+			break;
+		}
+	}
+	return err;
+}
+
+int sarama_async__find(struct analysis *a, struct kafka_target *k)
+{
+	struct elf_symbol dispatcher, recv;
+	int err;
+
+	if (analysis__find_func(a, SYM_DISPATCHER, &dispatcher) ||
+	    analysis__find_func(a, "runtime.chanrecv2", &recv))
+		return 0;
+	err = kafka__optional_site(a, SYM_RETURN_SUCCESSES, &k->sm_successes, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_RETURN_ERRORS, &k->sm_errors, SITE_ENTRY);
+	err = err ?: kafka__optional_site(a, SYM_RETURN_ERROR, &k->sm_error, SITE_ENTRY);
+	err = err ?: site_planner__calls_in(a->sp, dispatcher.addr, dispatcher.size, recv.addr, 0,
+					    -1, 0, &k->sm_inputs, &k->sm_ninputs);
+	err = err ?: find_sends(a, k);
+	if (err == -ENOMEM)
+		return err;
+	if (err || !k->sm_ninputs || !k->sm_successes.addr ||
+	    (!k->sm_errors.addr && !k->sm_error.addr)) {
+		if (err || a->machine == EM_X86_64)
+			pr_warn("'%s' uses sarama %s, but its AsyncProducer could not be probed "
+				"(%s): its messages have no PRODUCER spans",
+				a->path, k->sarama_version,
+				err ? strerror(-err) : "no dispatcher receive or no returnSuccesses");
+		goto none;
+	}
+	if (!k->sm_nsends) {
+		pr_debug("'%s': no channel send in its own code: no sarama AsyncProducer sends",
+			 a->path);
+		goto none;
+	}
+	pr_debug("'%s': sarama AsyncProducer: %zu channel sends in its own code probed", a->path,
+		 k->sm_nsends);
+	return 0;
+none:
+	sarama_async__release(k);
+	return 0;
+}
+
+void sarama_async__release(struct kafka_target *k)
+{
+	free(k->sm_inputs);
+	free(k->sm_sends);
+	k->sm_inputs = k->sm_sends = NULL;
+	k->sm_ninputs = k->sm_nsends = 0;
+	probe_site__release(&k->sm_successes);
+	probe_site__release(&k->sm_errors);
+	probe_site__release(&k->sm_error);
+	k->sm_successes.addr = k->sm_errors.addr = k->sm_error.addr = 0;
 }

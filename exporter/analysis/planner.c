@@ -225,6 +225,35 @@ static int decode_func(struct site_planner *sp, uint64_t addr, uint64_t size, st
 	return err;
 }
 
+bool site_planner__may_call(struct site_planner *sp, uint64_t addr, uint64_t size,
+			    const uint64_t *targets, size_t n)
+{
+	uint8_t buf[4096];
+	uint64_t at, len, i, j, to;
+	int32_t rel;
+
+	if (sp->machine != EM_X86_64)
+		return true;
+	/* Chunks overlapping by 4 bytes, so that no CALL is cut in two. */
+	for (at = 0; at < size; at += sizeof(buf) - 4) {
+		len = size - at < sizeof(buf) ? size - at : sizeof(buf);
+		if (elf_file__read_addr(sp->ef, addr + at, buf, len))
+			return true;
+		for (i = 0; i + 5 <= len; i++) {
+			if (buf[i] != 0xe8)
+				continue;
+			memcpy(&rel, buf + i + 1, sizeof(rel));
+			to = addr + at + i + 5 + (int64_t)rel;
+			for (j = 0; j < n; j++)
+				if (targets[j] && to == targets[j])
+					return true;
+		}
+		if (len < sizeof(buf))
+			break;
+	}
+	return false;
+}
+
 int site_planner__callees(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t **out,
 			  size_t *n)
 {

@@ -112,6 +112,14 @@ int site_planner__calls_in(struct site_planner *sp, uint64_t addr, uint64_t size
 			   struct call_pair **pairs, size_t *n);
 
 /*
+ * Whether the function at ADDR (SIZE bytes) may call one of the N functions at TARGETS directly:
+ * a byte scan for CALL rel32, without decoding (false positives, no false negatives), to tell
+ * which of many functions are worth decoding. Always true on arm64.
+ */
+bool site_planner__may_call(struct site_planner *sp, uint64_t addr, uint64_t size,
+			    const uint64_t *targets, size_t n);
+
+/*
  * The functions the function at ADDR (SIZE bytes) calls directly: their addresses into *OUT
  * (malloc'ed, *N of them, in the order of the calls, repeats left in). -EOPNOTSUPP on arm64.
  */

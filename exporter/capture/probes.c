@@ -511,12 +511,54 @@ static int attach_sarama_groups(struct probes *p, struct target *t, pid_t pid, u
 	for (i = 0; !err && i < k->sm_nrecvs; i++) {
 		const struct call_pair *r = &k->sm_recvs[i];
 
-		kind = (uint64_t)r->tag << COOKIE_RECV_SHIFT;
+		kind = (uint64_t)r->tag << COOKIE_OP_SHIFT;
 		err = add_probe(p, p->skel->progs.kafka_sarama_received, t->path, pid,
 				   r->after.off, end_cookie(&r->after, c) | kind, false);
 		*(r->after.emulated ? &n->emulated : &n->stepped) += !err;
 		err = err ?: add_probe(p, p->skel->progs.kafka_sarama_recv, t->path, pid, r->call,
 				       c | kind, true);
+		n->emulated += !err;
+	}
+	return err;
+}
+
+/*
+ * sarama's AsyncProducer: where sarama is done with messages and the dispatcher's receive,
+ * which tells an input channel, before the application's sends, which begin a message.
+ */
+static int attach_sarama_async(struct probes *p, struct target *t, pid_t pid, uint32_t c,
+			       struct probe_counts *n)
+{
+	const struct {
+		const struct probe_site *site;
+		enum sarama_end kind;
+	} ends[] = { { &t->kafka.sm_successes, SARAMA_END_SUCCESSES },
+		     { &t->kafka.sm_errors, SARAMA_END_ERRORS },
+		     { &t->kafka.sm_error, SARAMA_END_ERROR } };
+	const struct kafka_target *k = &t->kafka;
+	const struct probe_site *s;
+	uint64_t op;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < sizeof(ends) / sizeof(ends[0]); i++) {
+		s = ends[i].site;
+		if (!s->addr)
+			continue;
+		op = (uint64_t)ends[i].kind << COOKIE_OP_SHIFT;
+		err = add_probe(p, p->skel->progs.kafka_sarama_end, t->path, pid, s->entry_off,
+				c | op, true);
+		*(s->entry_emulated ? &n->emulated : &n->stepped) += !err;
+	}
+	for (i = 0; !err && i < k->sm_ninputs; i++) {
+		err = add_probe(p, p->skel->progs.kafka_sarama_input, t->path, pid,
+				k->sm_inputs[i].call, c, true);
+		n->emulated += !err;
+	}
+	for (i = 0; !err && i < k->sm_nsends; i++) {
+		op = (uint64_t)k->sm_sends[i].tag << COOKIE_OP_SHIFT;
+		err = add_probe(p, p->skel->progs.kafka_sarama_send, t->path, pid,
+				k->sm_sends[i].call, c | op, true);
 		n->emulated += !err;
 	}
 	return err;
@@ -561,6 +603,7 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	err = err ?: attach_site(p, &delivered, pid, t->path, &entry_only, c, n);
 	err = err ?: attach_site(p, &delivered, pid, t->path, &k->read, c, n);
 	err = err ?: attach_sarama_groups(p, t, pid, c, n);
+	err = err ?: attach_sarama_async(p, t, pid, c, n);
 	return err ?: attach_franz(p, t, pid, c, n);
 }
 
@@ -568,7 +611,7 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 static bool produces(const struct target *t)
 {
 	return t->kafka.send.addr || t->kafka.sarama_one.addr || t->kafka.sarama_many.addr ||
-	       t->kafka.fz_sync.addr || t->kafka.fz_produce.addr;
+	       t->kafka.sm_nsends || t->kafka.fz_sync.addr || t->kafka.fz_produce.addr;
 }
 
 /*

@@ -16,22 +16,32 @@ What gospan must make of it:
   claim begun before gospan attached, which is told by the handler's MarkMessage: there the first
   message gospan sees has no span, every later one has;
 - the same from a stripped PIE build, whose offsets come from offsets/sarama_offsets.json;
+- sarama's AsyncProducer (kafkamix sends each message on Input() in a select with the
+  request's end, and awaits its result on Successes()/Errors()): one PRODUCER span a message,
+  "send <topic>", a child of the SERVER span of the request whose goroutine sent it, ending
+  where sarama is done with the message (its partition and offset then known), the record
+  given its traceparent, the consumer's span its child; a topic that does not exist: status
+  ERROR and error.type;
 - nothing dropped.
 """
 
+import json
 import os
+import time
 
 import pytest
 
 from kafka import SARAMA_VERSION
-from test_kafka import (Traced, build, check_common, downstream, one_trace, rejoin,
-                        traceparent_of)
+from conftest import STATUS_ERROR, STATUS_UNSET, traced_get, wait_until
+from test_kafka import (CONSUME_TIMEOUT, SPAN_KIND_CLIENT, SPAN_KIND_CONSUMER,
+                        SPAN_KIND_PRODUCER, SPAN_KIND_SERVER, Traced, build, check_common,
+                        consumed, downstream, one_trace, produce_path, rejoin, traceparent_of)
 
 __all__ = ["downstream"]  # the fixture, used by the tests here
 
 @pytest.fixture(scope="module")
 def topics(kafka_broker):
-    kinds = ("range", "select", "early", "pie")
+    kinds = ("range", "select", "early", "pie", "async")
     names = [f"gospan-sarama-{os.urandom(3).hex()}-{n}" for n in kinds]
     kafka_broker.create_topics(*names, partitions=1)
     return dict(zip(kinds, names))
@@ -99,5 +109,68 @@ def test_stripped_pie(kafka_broker, topics, start_gospan, otlp_receiver, downstr
         server, producer, consumers, sent, read = one_trace(t, topic, 2, client="sarama")
         for c, m in zip(consumers, sent):
             check_consumer(c, topic, t.group, m["offset"])
+    finally:
+        t.stop()
+
+
+def async_trace(t, topic, n):
+    """POSTs an async produce of N messages on TOPIC through sarama's AsyncProducer under a trace
+    of its own and waits for them to be processed: the trace is SERVER -> a PRODUCER span a
+    message -> its record's CONSUMER span -> its GET. Returns (producers, consumers, sent,
+    read), by offset."""
+    before = len(consumed(t.svc))
+    trace_id, parent, req = traced_get(t.svc.port, produce_path(topic, n=n, mode="async",
+                                                                client="sarama"),
+                                       method="POST")
+    sent = sorted(json.loads(req.got_body)["messages"], key=lambda m: m["offset"])
+    assert wait_until(lambda: len(consumed(t.svc)) >= before + n, CONSUME_TIMEOUT)
+    read = sorted(consumed(t.svc)[before:], key=lambda m: m["offset"])
+    got = t.spans(lambda s: s.trace_id == trace_id, 1 + 3 * n)
+    server, producers, consumers, clients = (
+        [s for s in got if s.kind == k] for k in
+        (SPAN_KIND_SERVER, SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER, SPAN_KIND_CLIENT))
+    assert [len(server), len(producers), len(consumers), len(clients)] == [1, n, n, n], \
+        [(s.name, s.kind) for s in got]
+    server = server[0]
+    assert server.parent_span_id == parent
+    by_offset = lambda s: s.attrs.get("messaging.kafka.offset", -1)  # noqa: E731
+    producers.sort(key=by_offset)
+    consumers.sort(key=by_offset)
+    for p, c, m, r in zip(producers, consumers, sent, read):
+        check_common(p, topic, "send")
+        assert p.parent_span_id == server.span_id
+        assert server.start_ns <= p.start_ns <= p.end_ns <= server.end_ns
+        assert p.status_code == STATUS_UNSET, p
+        assert p.attrs["messaging.kafka.offset"] == m["offset"], (p.attrs, m)
+        assert p.attrs["messaging.destination.partition.id"] == "0", p.attrs
+        assert "messaging.batch.message_count" not in p.attrs, p.attrs
+        assert c.parent_span_id == p.span_id, (c.attrs, p.attrs)
+        assert bytes.fromhex(r["value"]) == m["value"].encode(), (m, r)
+        assert r["headers"] == [{"name": "traceparent",
+                                 "value": traceparent_of(p).encode().hex()}], r
+    return producers, consumers, sent, read
+
+
+def test_async_producer(kafka_broker, topics, start_gospan, otlp_receiver, downstream):
+    """Messages sent through sarama's AsyncProducer, one and three a request, and one to a topic
+    that does not exist: a PRODUCER span a message, each its record's consumer's parent."""
+    topic = topics["async"]
+    t = Traced(build(), kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
+               client="sarama")
+    try:
+        rejoin(t.svc)
+        # A producer made before gospan attached: its dispatcher tells its input from its
+        # second message on (the first is sent unseen).
+        t.send_and_consume(topic, client="sarama", mode="async")
+        async_trace(t, topic, 1)
+        async_trace(t, topic, 3)
+        missing = f"gospan-missing-{os.urandom(3).hex()}"
+        start = time.time_ns()
+        status, body = t.post(produce_path(missing, mode="async", client="sarama"))
+        assert status == 500, body
+        got = t.spans(lambda s: s.kind == SPAN_KIND_PRODUCER and s.start_ns >= start and
+                      s.attrs.get("messaging.destination.name") == missing, 1)
+        assert got[0].status_code == STATUS_ERROR, got[0]
+        assert got[0].attrs.get("error.type"), got[0].attrs
     finally:
         t.stop()
