@@ -21,9 +21,10 @@
  * AsyncProducer: the application sends a *ProducerMessage on the producer's Input() channel;
  * that send, a CALL of runtime.chansend1 or selectgo in the application's code whose channel is
  * an AsyncProducer's input, begins the message's PRODUCER span, a child of the span its
- * goroutine works for, and marks it for the socket-layer writer. Which channels are inputs: the
- * one (*asyncProducer).dispatcher receives from (at its receive's CALL, each loop: a producer
- * made before gospan attached is known from its second message on). The span ends where sarama
+ * goroutine works for, and marks it for the socket-layer writer. Which channels are inputs:
+ * the one newAsyncProducer's result has, and the one (*asyncProducer).dispatcher receives from
+ * (at its receive's CALL, each loop: a producer made before gospan attached is known from its
+ * second message on). The span ends where sarama
  * is done with the message: returnSuccesses(batch) (the broker has it), returnErrors(batch, err)
  * or returnError(msg, err).
  *
@@ -373,22 +374,46 @@ int kafka_sarama_mark(GO_REGS *ctx)
 	return 0;
 }
 
+/* The channel CH of process PID is an AsyncProducer's input. */
+static __always_inline void input_is(__u32 pid, __u64 ch)
+{
+	struct sarama_ptr_key k = { .pid = pid, .ptr = ch };
+	__u8 one = 1;
+
+	if (ch && !bpf_map_lookup_elem(&kafka_sarama_inputs, &k))
+		bpf_map_update_elem(&kafka_sarama_inputs, &k, &one, BPF_ANY);
+}
+
 /* At the CALL of runtime.chanrecv2 in (*asyncProducer).dispatcher: its channel is an input. */
 SEC("uprobe")
 int kafka_sarama_input(GO_REGS *ctx)
 {
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct sarama_ptr_key k = {};
-	__u8 one = 1;
 
 	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->sarama_async)
+	if (cfg && cfg->sarama_async)
+		input_is(key.pid, go_arg(ctx, 1));
+	return 0;
+}
+
+/*
+ * At newAsyncProducer's RETs: (AsyncProducer, error). The producer's input is known before the
+ * application can send on it (its dispatcher, a goroutine of its own, may run later).
+ */
+SEC("uprobe")
+int kafka_sarama_made(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	void *p = (void *)go_arg(ctx, 2);
+	__u64 ch = 0;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_async || go_arg(ctx, 3) || !p || cfg->sm_ap_input < 0 ||
+	    bpf_probe_read_user(&ch, sizeof(ch), p + cfg->sm_ap_input))
 		return 0;
-	k.pid = key.pid;
-	k.ptr = go_arg(ctx, 1);
-	if (k.ptr && !bpf_map_lookup_elem(&kafka_sarama_inputs, &k))
-		bpf_map_update_elem(&kafka_sarama_inputs, &k, &one, BPF_ANY);
+	input_is(key.pid, ch);
 	return 0;
 }
 

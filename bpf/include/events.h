@@ -483,12 +483,14 @@ struct target_config {
 	__s64 sm_msg_value;
 	/*
 	 * sarama's AsyncProducer (bpf/kafka_sarama.bpf.c), when SARAMA_ASYNC: a ProducerMessage's
-	 * Offset and Partition (int32), which the broker's answer filled.
+	 * Offset and Partition (int32), which the broker's answer filled; an *asyncProducer's input
+	 * (chan *ProducerMessage).
 	 */
 	__u32 sarama_async;
 	__u32 _pad_sarama_async;
 	__s64 sm_msg_offset;
 	__s64 sm_msg_partition;
+	__s64 sm_ap_input;
 	/*
 	 * sarama's consumer groups (bpf/kafka_sarama.bpf.c), when SARAMA_GROUP: a ConsumerMessage's
 	 * Headers ([]*RecordHeader), Key ([]byte), Topic, Partition (int32) and Offset; a

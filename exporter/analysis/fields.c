@@ -221,6 +221,7 @@ const char *const sarama_field_names[SARAMA_FIELD__COUNT] = {
 	[SARAMA_FIELD_MSG_VALUE] = SARAMA "ProducerMessage.Value",
 	[SARAMA_FIELD_MSG_OFFSET] = SARAMA "ProducerMessage.Offset",
 	[SARAMA_FIELD_MSG_PARTITION] = SARAMA "ProducerMessage.Partition",
+	[SARAMA_FIELD_AP_INPUT] = SARAMA "asyncProducer.input",
 	[SARAMA_FIELD_CM_HEADERS] = SARAMA "ConsumerMessage.Headers",
 	[SARAMA_FIELD_CM_KEY] = SARAMA "ConsumerMessage.Key",
 	[SARAMA_FIELD_CM_TOPIC] = SARAMA "ConsumerMessage.Topic",

@@ -352,7 +352,8 @@ extern const char *const kafkago_field_names[KAFKAGO_FIELD__COUNT];
 
 /*
  * The fields gospan reads from IBM/sarama (offsets/sarama_offsets.json): a ProducerMessage's
- * topic, its key and value (Encoder interfaces), and the offset and partition it was given; a ConsumerMessage's headers, key, topic,
+ * topic, its key and value (Encoder interfaces), and the offset and partition it was given; an
+ * asyncProducer's input channel; a ConsumerMessage's headers, key, topic,
  * partition and offset, a RecordHeader's key and value (the last member: the struct's size
  * follows from it), a partitionConsumer's channel of messages, a consumerGroupSession's group
  * and that consumerGroup's ID. Keep in step with sarama_field_names[] and offsets/gen.
@@ -363,6 +364,7 @@ enum sarama_field {
 	SARAMA_FIELD_MSG_VALUE,
 	SARAMA_FIELD_MSG_OFFSET,
 	SARAMA_FIELD_MSG_PARTITION,
+	SARAMA_FIELD_AP_INPUT,
 	SARAMA_FIELD_CM_HEADERS,
 	SARAMA_FIELD_CM_KEY,
 	SARAMA_FIELD_CM_TOPIC,

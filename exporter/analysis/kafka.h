@@ -53,6 +53,7 @@ struct kafka_target {
 	size_t sm_nrecvs;
 	int sarama_process_steps;
 	/* sarama's AsyncProducer (kafka_sarama.c): none when SM_NSENDS is 0. */
+	struct probe_site sm_made;   /* newAsyncProducer: RETs */
 	struct call_pair *sm_inputs; /* (*asyncProducer).dispatcher's receives */
 	size_t sm_ninputs;
 	struct call_pair *sm_sends; /* the application's channel sends (tag: enum send_kind) */

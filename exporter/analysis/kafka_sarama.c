@@ -28,6 +28,7 @@
 #define SYM_MARK_MESSAGE SM "(*consumerGroupSession).MarkMessage"
 #define HANDLER_METHOD ".ConsumeClaim"
 #define SYM_DISPATCHER SM "(*asyncProducer).dispatcher"
+#define SYM_NEW_ASYNC_PRODUCER SM "newAsyncProducer"
 #define SYM_RETURN_SUCCESSES SM "(*asyncProducer).returnSuccesses"
 #define SYM_RETURN_ERRORS SM "(*asyncProducer).returnErrors"
 #define SYM_RETURN_ERROR SM "(*asyncProducer).returnError"
@@ -231,6 +232,7 @@ void sarama__configure(const struct kafka_target *k, struct target_config *c)
 	c->sarama_async = k->sm_nsends > 0;
 	c->sm_msg_offset = o[SARAMA_FIELD_MSG_OFFSET];
 	c->sm_msg_partition = o[SARAMA_FIELD_MSG_PARTITION];
+	c->sm_ap_input = o[SARAMA_FIELD_AP_INPUT];
 	c->sarama_group = k->sm_nrecvs > 0;
 	c->sm_cm_headers = o[SARAMA_FIELD_CM_HEADERS];
 	c->sm_cm_key = o[SARAMA_FIELD_CM_KEY];
@@ -323,7 +325,8 @@ int sarama_async__find(struct analysis *a, struct kafka_target *k)
 	if (analysis__find_func(a, SYM_DISPATCHER, &dispatcher) ||
 	    analysis__find_func(a, "runtime.chanrecv2", &recv))
 		return 0;
-	err = kafka__optional_site(a, SYM_RETURN_SUCCESSES, &k->sm_successes, SITE_ENTRY);
+	err = kafka__optional_site(a, SYM_NEW_ASYNC_PRODUCER, &k->sm_made, SITE_RETS);
+	err = err ?: kafka__optional_site(a, SYM_RETURN_SUCCESSES, &k->sm_successes, SITE_ENTRY);
 	err = err ?: kafka__optional_site(a, SYM_RETURN_ERRORS, &k->sm_errors, SITE_ENTRY);
 	err = err ?: kafka__optional_site(a, SYM_RETURN_ERROR, &k->sm_error, SITE_ENTRY);
 	err = err ?: site_planner__calls_in(a->sp, dispatcher.addr, dispatcher.size, recv.addr, 0,
@@ -359,8 +362,9 @@ void sarama_async__release(struct kafka_target *k)
 	free(k->sm_sends);
 	k->sm_inputs = k->sm_sends = NULL;
 	k->sm_ninputs = k->sm_nsends = 0;
+	probe_site__release(&k->sm_made);
 	probe_site__release(&k->sm_successes);
 	probe_site__release(&k->sm_errors);
 	probe_site__release(&k->sm_error);
-	k->sm_successes.addr = k->sm_errors.addr = k->sm_error.addr = 0;
+	k->sm_made.addr = k->sm_successes.addr = k->sm_errors.addr = k->sm_error.addr = 0;
 }

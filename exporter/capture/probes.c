@@ -523,8 +523,9 @@ static int attach_sarama_groups(struct probes *p, struct target *t, pid_t pid, u
 }
 
 /*
- * sarama's AsyncProducer: where sarama is done with messages and the dispatcher's receive,
- * which tells an input channel, before the application's sends, which begin a message.
+ * sarama's AsyncProducer: where one is made and the dispatcher's receive, which tell an input
+ * channel, and where sarama is done with messages, before the application's sends, which begin
+ * a message.
  */
 static int attach_sarama_async(struct probes *p, struct target *t, pid_t pid, uint32_t c,
 			       struct probe_counts *n)
@@ -535,12 +536,14 @@ static int attach_sarama_async(struct probes *p, struct target *t, pid_t pid, ui
 	} ends[] = { { &t->kafka.sm_successes, SARAMA_END_SUCCESSES },
 		     { &t->kafka.sm_errors, SARAMA_END_ERRORS },
 		     { &t->kafka.sm_error, SARAMA_END_ERROR } };
+	const struct site_progs made = { .at_rets = p->skel->progs.kafka_sarama_made };
 	const struct kafka_target *k = &t->kafka;
 	const struct probe_site *s;
 	uint64_t op;
 	size_t i;
-	int err = 0;
+	int err;
 
+	err = attach_site(p, &made, pid, t->path, &k->sm_made, c, n);
 	for (i = 0; !err && i < sizeof(ends) / sizeof(ends[0]); i++) {
 		s = ends[i].site;
 		if (!s->addr)

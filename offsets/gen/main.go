@@ -564,7 +564,8 @@ var kafkagoTypes = map[string]string{
 }
 
 // IBM/sarama: the topic, key and value (Encoder interfaces) of a ProducerMessage, which its
-// producers send, and the offset and partition the broker gave it; for its consumer groups, a ConsumerMessage's headers ([]*RecordHeader),
+// producers send, and the offset and partition the broker gave it, an asyncProducer's input
+// channel; for its consumer groups, a ConsumerMessage's headers ([]*RecordHeader),
 // key, topic, partition and offset, a RecordHeader's key and value (Value, its last member, gives
 // its size), a partition consumer's channel of messages, and the way from a group session to its
 // group's ID.
@@ -576,6 +577,7 @@ var saramaFields = []field{
 	{saramaPkg + ".ProducerMessage", "Value"},
 	{saramaPkg + ".ProducerMessage", "Offset"},
 	{saramaPkg + ".ProducerMessage", "Partition"},
+	{saramaPkg + ".asyncProducer", "input"},
 	{saramaPkg + ".ConsumerMessage", "Headers"},
 	{saramaPkg + ".ConsumerMessage", "Key"},
 	{saramaPkg + ".ConsumerMessage", "Topic"},
@@ -1164,7 +1166,8 @@ var modTables = []*modTable{
 		types: kafkagoTypes, check: checkMembers(names(kafkagoFields[:14]))},
 	{path: saramaPkg, name: "sarama", major: 1, minMinor: 41, probeMain: saramaProbeMain,
 		binPrefix: "sarama", fields: saramaFields,
-		must: []string{saramaPkg + ".ProducerMessage", saramaPkg + ".ConsumerMessage",
+		must: []string{saramaPkg + ".ProducerMessage", saramaPkg + ".asyncProducer",
+			saramaPkg + ".ConsumerMessage",
 			saramaPkg + ".RecordHeader", saramaPkg + ".partitionConsumer",
 			saramaPkg + ".consumerGroupSession", saramaPkg + ".consumerGroup"},
 		types: saramaTypes, check: checkMembers(names(saramaFields))},

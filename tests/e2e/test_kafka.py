@@ -121,19 +121,21 @@ def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, clien
 
 class Traced:
     """kafkamix consuming TOPICS with CLIENT (with FLAGS) with a gospan on it, exporting to
-    RECEIVER; with CONSUMING_BEFORE, gospan comes once the consumer has read a message."""
+    RECEIVER; with CONSUMING_BEFORE, gospan comes once the consumer has read a message. The
+    warm-up messages are sent by CLIENT, with WARM_UP's produce_path() arguments."""
 
     def __init__(self, binary, broker, topics, start_gospan, receiver, downstream, flags=(),
-                 env=None, client="kafkago", consuming_before=False):
+                 env=None, client="kafkago", consuming_before=False, warm_up=None):
         self.receiver, self.topics = receiver, topics
         self.summary = None
         self.group = f"{GROUP}-{secrets.token_hex(4)}"
         self.svc = Service(binary, env=_clean_env(), args=[
             "-brokers", broker.bootstrap, "-consume", ",".join(topics), "-client", client,
             "-group", self.group, "-downstream", downstream, *flags])
+        warm_up = dict(warm_up or {}, client=client)
         try:
             for topic in topics if consuming_before else ():
-                self.send_and_consume(topic, client=client)
+                self.send_and_consume(topic, **warm_up)
         except BaseException:
             self.svc.stop()
             raise
@@ -141,7 +143,7 @@ class Traced:
         self.attached = self.gospan.wait_attached()
         # The read waiting since before the attach: its message is handed over unseen.
         for topic in topics:
-            self.send_and_consume(topic, client=client)
+            self.send_and_consume(topic, **warm_up)
 
     def send_and_consume(self, topic, **kw):
         """Produces on TOPIC and waits until the consumer has processed what was sent; returns

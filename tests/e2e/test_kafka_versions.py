@@ -15,10 +15,11 @@ sarama: a ConsumerGroup; a GET of a local URL for each message) on the session's
   "process <topic>" -> the consumer's CLIENT GET (inside it), with messaging.destination.name
   the topic, and messaging.kafka.offset, partition and consumer group those the produce
   answered and kafkamix was given (check_kafkago);
-- sarama: then POST /sarama/produce of one message (SendMessage) and of two (SendMessages),
-  each under a traceparent of its own: each trace holds one SERVER span and one PRODUCER "send
-  <topic>" inside it, SendMessage's with the partition and offset it returned, SendMessages's
-  with the batch count (check_sarama), and a CONSUMER "process <topic>" span for each record,
+- sarama: then POST /sarama/produce of one message (SendMessage), of two (SendMessages) and
+  of two through the AsyncProducer, each under a traceparent of its own: each trace holds one
+  SERVER span and one PRODUCER "send <topic>" inside it, SendMessage's with the partition and
+  offset it returned, SendMessages's with the batch count, or the AsyncProducer's one a
+  message, each with its partition and offset (check_sarama), and a CONSUMER "process <topic>" span for each record,
   its child, with the consumer's GET inside it (check_sarama_consumer); the group is made to
   join again (kafkamix's SIGUSR1) once gospan has attached, so that its claims begin in view;
 - each record the consumer read back holds the value sent and exactly one header, the
@@ -64,7 +65,7 @@ CASES = [c for client in TESTED for c in matrix.cases(client.full_cells, client.
 RESULTS = {client.ID: client.results(BUILD) for client in TESTED}
 
 # One traced produce: the caller's span id, what /produce answered, what the consumer read.
-Produce = namedtuple("Produce", "trace_id parent sent read")
+Produce = namedtuple("Produce", "trace_id parent sent read mode")
 
 
 def messaging_problems(span, op, topic):
@@ -85,15 +86,20 @@ def messaging_problems(span, op, topic):
 
 def record_problems(p, producer):
     """What is wrong with the records the consumer read of produce P: each must hold the value
-    sent, at the offset sent, and exactly one header, the traceparent naming PRODUCER."""
+    sent, at the offset sent, and exactly one header, the traceparent naming its PRODUCER span
+    (PRODUCER, or PRODUCER[offset] for a span a message)."""
     sent = sorted(p.sent, key=lambda m: m["offset"])
     read = sorted(p.read, key=lambda m: m["offset"])
     if [(bytes.fromhex(r["value"]), r["offset"]) for r in read] != \
             [(m["value"].encode(), m["offset"]) for m in sent]:
         return [f"the consumer read {read}, {sent} was sent"]
-    want = [{"name": "traceparent", "value": traceparent_of(producer).encode().hex()}]
-    return [f"the record's headers are {r['headers']}, want only the traceparent "
-            f"{traceparent_of(producer)}" for r in read if r["headers"] != want]
+    problems = []
+    for r in read:
+        tp = traceparent_of(producer[r["offset"]] if isinstance(producer, dict) else producer)
+        if r["headers"] != [{"name": "traceparent", "value": tp.encode().hex()}]:
+            problems.append(f"the record's headers are {r['headers']}, want only the "
+                            f"traceparent {tp}")
+    return problems
 
 
 def by_kind(spans, *kinds):
@@ -145,32 +151,47 @@ def check_kafkago(spans, p, topic, group):
 def check_sarama(spans, p, topic, group):
     """What is wrong with the trace of sarama produce P (SPANS), if anything: one SERVER span
     and one PRODUCER span, SendMessage's (one message) with its partition and offset,
-    SendMessages's with the batch count; then the consumer's side (check_sarama_consumer)."""
-    server, producer = by_kind(spans, SPAN_KIND_SERVER, SPAN_KIND_PRODUCER)
-    if len(server) != 1 or len(producer) != 1:
-        return [f"the trace holds {[(s.name, s.kind) for s in spans]}, want one SERVER and "
-                f"one PRODUCER span"]
-    server, producer = server[0], producer[0]
-    problems = server_and_producer_problems(server, producer, p.parent, topic)
-    if len(p.sent) == 1:
-        want = {"messaging.batch.message_count": None,
-                "messaging.destination.partition.id": str(p.sent[0]["partition"]),
-                "messaging.kafka.offset": p.sent[0]["offset"]}
+    SendMessages's with the batch count, or with the AsyncProducer one PRODUCER span a message,
+    each with its partition and offset; then the consumer's side (check_sarama_consumer)."""
+    server, producers = by_kind(spans, SPAN_KIND_SERVER, SPAN_KIND_PRODUCER)
+    one_each = p.mode == "async"
+    if len(server) != 1 or len(producers) != (len(p.sent) if one_each else 1):
+        return [f"the trace holds {[(s.name, s.kind) for s in spans]}, want one SERVER span "
+                f"and {'one PRODUCER span a message' if one_each else 'one PRODUCER span'}"]
+    server = server[0]
+    problems = []
+    by_offset = {}
+    for producer in producers:
+        problems += server_and_producer_problems(server, producer, p.parent, topic)
+        offset = producer.attrs.get("messaging.kafka.offset")
+        by_offset[offset] = producer
+    if len(p.sent) == 1 or one_each:
+        want = {m["offset"]: {"messaging.batch.message_count": None,
+                              "messaging.destination.partition.id": str(m["partition"])}
+                for m in p.sent}
+        got = {o: {k: s.attrs.get(k) for k in ("messaging.batch.message_count",
+                                                "messaging.destination.partition.id")}
+               for o, s in by_offset.items()}
     else:
-        want = {"messaging.batch.message_count": len(p.sent), "messaging.kafka.offset": None}
-    got = {k: producer.attrs.get(k) for k in want}
+        want = {None: {"messaging.batch.message_count": len(p.sent)}}
+        got = {o: {"messaging.batch.message_count": s.attrs.get(
+            "messaging.batch.message_count")} for o, s in by_offset.items()}
     if got != want:
-        problems.append(f"{producer.name!r}: {got}, want {want}")
-    rest = [s for s in spans if s not in (server, producer)]
-    return problems + check_sarama_consumer(rest, producer, p, topic, group)
+        problems.append(f"the PRODUCER spans by offset: {got}, want {want}")
+        return problems
+    if not one_each:
+        by_offset = {m["offset"]: producers[0] for m in p.sent}
+    rest = [s for s in spans if s is not server and s not in producers]
+    return problems + check_sarama_consumer(rest, by_offset, p, topic, group)
 
 
-def check_sarama_consumer(spans, producer, p, topic, group):
+def check_sarama_consumer(spans, producers, p, topic, group):
     """What is wrong with the consumer's side of sarama produce P: SPANS are its trace's spans
-    but the SERVER and the PRODUCER span (PRODUCER), the consumer kafkamix's ConsumerGroup in
-    GROUP on TOPIC: a CONSUMER span `process <topic>` for each record, a child of PRODUCER,
-    with its offset, partition and GROUP, and the consumer's GET inside it; the records the
-    consumer read, each holding exactly one header, the traceparent naming PRODUCER."""
+    but the SERVER and the PRODUCER spans (PRODUCERS, by the offset of each record), the
+    consumer kafkamix's ConsumerGroup in GROUP on TOPIC: a CONSUMER span `process <topic>` for
+    each record, a child of its PRODUCER span, with its offset, partition and GROUP, and the
+    consumer's GET inside it; the records the consumer read, each holding exactly one header,
+    the traceparent naming its PRODUCER span."""
     consumers, clients = by_kind(spans, SPAN_KIND_CONSUMER, SPAN_KIND_CLIENT)
     if len(consumers) != len(p.sent) or len(clients) != len(p.sent):
         return [f"the consumer's side of the trace holds {[(s.name, s.kind) for s in spans]}, "
@@ -179,9 +200,9 @@ def check_sarama_consumer(spans, producer, p, topic, group):
     consumers.sort(key=lambda s: s.attrs.get("messaging.kafka.offset", -1))
     for consumer, m in zip(consumers, sorted(p.sent, key=lambda m: m["offset"])):
         problems += messaging_problems(consumer, "process", topic)
-        if consumer.parent_span_id != producer.span_id:
+        if consumer.parent_span_id != producers[m["offset"]].span_id:
             problems.append(f"{consumer.name!r}: parent {consumer.parent_span_id.hex()}, want "
-                            f"{producer.span_id.hex()}")
+                            f"{producers[m['offset']].span_id.hex()}")
         client = [c for c in clients if c.parent_span_id == consumer.span_id]
         if len(client) != 1 or not (consumer.start_ns <= client[0].start_ns <=
                                     client[0].end_ns <= consumer.end_ns):
@@ -194,14 +215,16 @@ def check_sarama_consumer(spans, producer, p, topic, group):
                 "messaging.consumer.group.name": group}
         if got != want:
             problems.append(f"{consumer.name!r}: {got}, want {want}")
-    return problems + record_problems(p, producer)
+    return problems + record_problems(p, producers)
 
 
-# client id -> (the produces of a cell's run, (messages, key) each; the spans each one's trace
-# must have; the check of its trace).
+# client id -> (the produces of a cell's run, (messages, key, mode) each; the spans each one's
+# trace must have; the check of its trace).
 RUNS = {
-    "kafkago": (((1, None),), lambda p: 4, check_kafkago),
-    "sarama": (((1, None), (2, "k")), lambda p: 2 + 2 * len(p.sent), check_sarama),
+    "kafkago": (((1, None, "sync"),), lambda p: 4, check_kafkago),
+    "sarama": (((1, None, "sync"), (2, "k", "sync"), (2, None, "async")),
+               lambda p: 1 + 3 * len(p.sent) if p.mode == "async" else 2 + 2 * len(p.sent),
+               check_sarama),
 }
 
 
@@ -219,13 +242,14 @@ def wait_consumed(svc, n, where):
     return consumed(svc)
 
 
-def produce(svc, path, where):
-    """POSTs PATH to SVC under a traceparent of its own and waits until the consumer has read
-    what it sent: a Produce."""
+def produce(svc, path, mode, where):
+    """POSTs PATH (a produce in MODE) to SVC under a traceparent of its own and waits until the
+    consumer has read what it sent: a Produce."""
     before = len(consumed(svc))
     trace_id, parent, req = traced_get(svc.port, path, where=f"{where}: POST ", method="POST")
     sent = json.loads(req.got_body)["messages"]
-    return Produce(trace_id, parent, sent, wait_consumed(svc, before + len(sent), where)[before:])
+    return Produce(trace_id, parent, sent, wait_consumed(svc, before + len(sent), where)[before:],
+                   mode)
 
 
 def run_cell(cell, build, broker, topic, start_gospan, receiver, downstream):
@@ -251,8 +275,9 @@ def run_cell(cell, build, broker, topic, start_gospan, receiver, downstream):
             # the warm-up: the read waiting since before the attach takes this message
             post(svc, produce_path(topic, client=client.ID), where)
             wait_consumed(svc, 1, where)
-            done = [produce(svc, produce_path(topic, n=n, key=key, client=client.ID), where)
-                    for n, key in sends]
+            done = [produce(svc, produce_path(topic, n=n, key=key, mode=mode, client=client.ID),
+                            mode, where)
+                    for n, key, mode in sends]
             spans = traces(receiver, [(p.trace_id, spans_per_trace(p)) for p in done], g, where)
             g.stop_cleanly()
         finally:
