@@ -386,7 +386,10 @@ class Sarama(Client):
     SITES = [
         ("send", "`(*syncProducer).SendMessage` and `(*syncProducer).SendMessages`, which the "
          "application calls through the `SyncProducer` interface: their entries and their "
-         "RETs."),
+         "RETs. The `AsyncProducer`: the CALLs of `runtime.chansend1` and `runtime.selectgo` in "
+         "the application's own code, whose channel is a producer's input "
+         "(`newAsyncProducer`'s RETs, the dispatcher's receive tell which), to the entries of "
+         "`returnSuccesses`, `returnErrors` and `returnError`."),
         ("trace context", "the produce request on its way out (sk_msg, as for kafka-go): each "
          "record a send marked gets a `traceparent` header naming the PRODUCER span."),
         ("process", "the application's `ConsumeClaim` methods (and the functions of their "
