@@ -42,14 +42,7 @@ struct fh_scratch {
 	struct goroutine_state state;
 };
 
-_Static_assert(__builtin_offsetof(struct fh_scratch, busy) == 0, "scratch_take(): busy first");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fh_scratch);
-} fh_scratch SEC(".maps");
+UPROBE_SCRATCH(fh_scratch, struct fh_scratch)
 
 /* A client attempt in flight, by goroutine: what its end reads. */
 struct fh_call {
@@ -152,16 +145,6 @@ static __always_inline __u32 read_method(char *dst, const void *req, __s64 off)
 	dst[1] = 'E';
 	dst[2] = 'T';
 	return 3;
-}
-
-/* This CPU's fh_scratch, claimed; NULL, counted, when a preempted program has it. */
-static __always_inline struct fh_scratch *fh_scratch_claim(void)
-{
-	struct fh_scratch *sc = scratch_take(&fh_scratch);
-
-	if (!sc)
-		count_drop(DROP_SCRATCH_BUSY);
-	return sc;
 }
 
 /* The request's start, with this CPU's scratch claimed (SC). */

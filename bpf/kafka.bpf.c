@@ -54,24 +54,7 @@ struct kafka_scratch {
 	struct kafka_fp_input fp;
 };
 
-_Static_assert(__builtin_offsetof(struct kafka_scratch, busy) == 0, "scratch_take(): busy first");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kafka_scratch);
-} kafka_scratch SEC(".maps");
-
-/* This CPU's kafka_scratch, claimed; NULL, counted, when a preempted program has it. */
-static __always_inline struct kafka_scratch *kafka_scratch_claim(void)
-{
-	struct kafka_scratch *sc = scratch_take(&kafka_scratch);
-
-	if (!sc)
-		count_drop(DROP_SCRATCH_BUSY);
-	return sc;
-}
+UPROBE_SCRATCH(kafka_scratch, struct kafka_scratch)
 
 /*
  * A global function (not inlined, not static), so that the verifier checks the fingerprint, a

@@ -69,23 +69,7 @@ struct franz_scratch {
 	struct kafka_fp_input fp;
 };
 
-_Static_assert(__builtin_offsetof(struct franz_scratch, busy) == 0, "scratch_take(): busy first");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct franz_scratch);
-} kafka_franz_scratch SEC(".maps");
-
-static __always_inline struct franz_scratch *franz_scratch_claim(void)
-{
-	struct franz_scratch *sc = scratch_take(&kafka_franz_scratch);
-
-	if (!sc)
-		count_drop(DROP_SCRATCH_BUSY);
-	return sc;
-}
+UPROBE_SCRATCH(kafka_franz_scratch, struct franz_scratch)
 
 /* The client CL's first seed broker ("host:port" as the application gave it) into ADDR. */
 static __always_inline __u32 franz_seed(const struct target_config *cfg, const void *cl,
@@ -199,7 +183,7 @@ static __always_inline void sync_start(GO_REGS *ctx, struct franz_scratch *sc)
 SEC("uprobe")
 int kafka_franz_sync_entry(GO_REGS *ctx)
 {
-	struct franz_scratch *sc = franz_scratch_claim();
+	struct franz_scratch *sc = kafka_franz_scratch_claim();
 
 	if (sc) {
 		sync_start(ctx, sc);
@@ -303,7 +287,7 @@ static __always_inline void produce_start(GO_REGS *ctx, struct franz_scratch *sc
 SEC("uprobe")
 int kafka_franz_produce_entry(GO_REGS *ctx)
 {
-	struct franz_scratch *sc = franz_scratch_claim();
+	struct franz_scratch *sc = kafka_franz_scratch_claim();
 
 	if (sc) {
 		produce_start(ctx, sc);
@@ -408,7 +392,7 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 SEC("uprobe")
 int kafka_franz_delivered(GO_REGS *ctx)
 {
-	struct franz_scratch *sc = franz_scratch_claim();
+	struct franz_scratch *sc = kafka_franz_scratch_claim();
 
 	if (sc) {
 		franz_delivered(ctx, sc);

@@ -82,23 +82,7 @@ struct {
 	__type(value, struct kafka_produce);
 } kafka_sarama_async SEC(".maps");
 
-_Static_assert(__builtin_offsetof(struct sarama_scratch, busy) == 0, "scratch_take(): busy first");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sarama_scratch);
-} kafka_sarama_scratch SEC(".maps");
-
-static __always_inline struct sarama_scratch *sarama_scratch_claim(void)
-{
-	struct sarama_scratch *sc = scratch_take(&kafka_sarama_scratch);
-
-	if (!sc)
-		count_drop(DROP_SCRATCH_BUSY);
-	return sc;
-}
+UPROBE_SCRATCH(kafka_sarama_scratch, struct sarama_scratch)
 
 /* The group ID of the *consumerGroupSession S into GROUP: its length, 0 when unknown. */
 static __always_inline __u32 session_group(const struct target_config *cfg, const void *s,
@@ -145,7 +129,7 @@ int kafka_sarama_claim(GO_REGS *ctx)
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->sarama_group)
 		return 0;
-	sc = sarama_scratch_claim();
+	sc = kafka_sarama_scratch_claim();
 	if (!sc)
 		return 0;
 	c = consumer_of(&key, sc);
@@ -236,7 +220,7 @@ int kafka_sarama_recv(GO_REGS *ctx)
 	}
 	c = bpf_map_lookup_elem(&kafka_consumers, &key);
 	if (!c) {
-		sc = sarama_scratch_claim();
+		sc = kafka_sarama_scratch_claim();
 		if (!sc)
 			return 0;
 		c = consumer_of(&key, sc);
@@ -341,7 +325,7 @@ static __always_inline void received(GO_REGS *ctx, struct sarama_scratch *sc)
 SEC("uprobe")
 int kafka_sarama_received(GO_REGS *ctx)
 {
-	struct sarama_scratch *sc = sarama_scratch_claim();
+	struct sarama_scratch *sc = kafka_sarama_scratch_claim();
 
 	if (sc) {
 		received(ctx, sc);
@@ -479,7 +463,7 @@ static __always_inline void async_send(GO_REGS *ctx, struct sarama_scratch *sc)
 SEC("uprobe")
 int kafka_sarama_send(GO_REGS *ctx)
 {
-	struct sarama_scratch *sc = sarama_scratch_claim();
+	struct sarama_scratch *sc = kafka_sarama_scratch_claim();
 
 	if (sc) {
 		async_send(ctx, sc);

@@ -121,6 +121,28 @@ static __always_inline void count_drop(__u32 reason)
 	count_drops(reason, 1);
 }
 
+/*
+ * A family's per-CPU scratch: the map NAME of one VAL_T (its busy word first), and
+ * NAME_claim(), this CPU's value claimed (scratch.bpf.h), or NULL, counted as scratch_busy, when
+ * a program this one preempted holds it.
+ */
+#define UPROBE_SCRATCH(name, val_t)                                                                \
+	_Static_assert(__builtin_offsetof(val_t, busy) == 0, "scratch_take(): busy first");       \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__uint(max_entries, 1);                                                            \
+		__type(key, __u32);                                                                \
+		__type(value, val_t);                                                              \
+	} name SEC(".maps");                                                                       \
+	static __always_inline val_t *name##_claim(void)                                          \
+	{                                                                                          \
+		val_t *sc = scratch_take(&name);                                                   \
+                                                                                                   \
+		if (!sc)                                                                           \
+			count_drop(DROP_SCRATCH_BUSY);                                             \
+		return sc;                                                                         \
+	}
+
 /* This CPU's scratch, claimed (scratch.bpf.h); NULL, counted, when a preempted program has it. */
 static __always_inline struct scratch *scratch_claim(void)
 {

@@ -149,24 +149,34 @@ int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *si
 	return 0;
 }
 
-int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t size,
-			     uint64_t callee, uint16_t keep, struct probe_site *site)
+/* The function at ADDR (SIZE bytes) decoded into INS. */
+static int decode_func(struct site_planner *sp, uint64_t addr, uint64_t size, struct insns *ins)
 {
-	struct insns ins = {};
-	struct end_site end;
-	uint8_t *code = NULL;
-	long call = -1, at, i;
+	uint8_t *code;
 	int err;
 
-	memset(site, 0, sizeof(*site));
-	site->addr = addr;
 	if (sp->machine != EM_X86_64)
 		return -EOPNOTSUPP;
 	code = malloc(size ? size : 1);
 	if (!code)
 		return -ENOMEM;
 	err = elf_file__read_addr(sp->ef, addr, code, size);
-	err = err ?: disasm__decode(sp->machine, code, size, addr, &ins);
+	err = err ?: disasm__decode(sp->machine, code, size, addr, ins);
+	free(code);
+	return err;
+}
+
+int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t size,
+			     uint64_t callee, uint16_t keep, struct probe_site *site)
+{
+	struct insns ins = {};
+	struct end_site end;
+	long call = -1, at, i;
+	int err;
+
+	memset(site, 0, sizeof(*site));
+	site->addr = addr;
+	err = decode_func(sp, addr, size, &ins);
 	if (err)
 		goto cleanup;
 	for (i = 0; i < (long)ins.n; i++) {
@@ -202,26 +212,8 @@ int site_planner__after_call(struct site_planner *sp, uint64_t addr, uint64_t si
 	err = site_planner__ends_to_offsets(sp, site);
 cleanup:
 	disasm__insns_free(&ins);
-	free(code);
 	if (err)
 		probe_site__release(site);
-	return err;
-}
-
-/* The function at ADDR (SIZE bytes) decoded into INS. */
-static int decode_func(struct site_planner *sp, uint64_t addr, uint64_t size, struct insns *ins)
-{
-	uint8_t *code;
-	int err;
-
-	if (sp->machine != EM_X86_64)
-		return -EOPNOTSUPP;
-	code = malloc(size ? size : 1);
-	if (!code)
-		return -ENOMEM;
-	err = elf_file__read_addr(sp->ef, addr, code, size);
-	err = err ?: disasm__decode(sp->machine, code, size, addr, ins);
-	free(code);
 	return err;
 }
 
