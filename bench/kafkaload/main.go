@@ -13,8 +13,9 @@
 //	franz    twmb/franz-go: (*kgo.Client).ProduceSync of one record, uncompressed
 //	         (kgo.ProducerBatchCompression(kgo.NoCompression())) and without lingering, and a
 //	         client consuming the partition: PollFetches, then Fetches.EachRecord
-//	sarama   IBM/sarama: SyncProducer.SendMessage of one message; no consumer (gospan traces
-//	         sarama's SyncProducer only)
+//	sarama   IBM/sarama: SyncProducer.SendMessage of one message, and a ConsumerGroup of the
+//	         process's own group whose handler's ConsumeClaim ranges over claim.Messages(),
+//	         marking each message (sess.MarkMessage) and returning after the run's last
 //
 // At start it makes its producer (franz-go pings the broker, sarama connects as it makes it) and
 // says "kafkaload: ready" on stderr. Then it reads runs from stdin, one a line, until stdin ends:
@@ -25,12 +26,20 @@
 //	                       off), through a consumer made for the run and closed at its end
 //
 // A consumer lives for one run so that nothing fetches in the background while messages are
-// produced: each run's CPU is its own operation's. Each run prints one JSON line on stdout:
-// messages, errors (and the first), for consume the messages the library handed over (more than
-// asked for where a poll brought more: franz-go's EachRecord hands over every record of a poll),
-// seconds, messages per second, the process's own CPU over the run (getrusage: user and system
-// time, which holds the uprobe traps and the BPF programs of a tracer, as they run in the calling
-// thread), and for produce the percentiles of a call's latency in microseconds.
+// produced: each run's CPU is its own operation's. (It also makes each sarama claim begin after a
+// tracer attached to a kafkaload already running, so the tracer sees the claim's start.) Each run
+// prints one JSON line on stdout: messages, errors (and the first), for consume the messages the
+// library handed over (more than asked for where a poll brought more: franz-go's EachRecord hands
+// over every record of a poll), seconds, messages per second, the process's own CPU over the run
+// (getrusage: user and system time, which holds the uprobe traps and the BPF programs of a
+// tracer, as they run in the calling thread), and for produce the percentiles of a call's latency
+// in microseconds.
+//
+// A sarama consumption's seconds and CPU are those of its claim: from the handler's Setup (the
+// group joined, the partition assigned) to ConsumeClaim's return after the run's last message.
+// Making the group, joining it, and after the claim committing the offsets, leaving the group and
+// closing it are once a run, however many messages it has; their time and CPU are given apart
+// (group_seconds, group_cpu_us).
 package main
 
 import (
@@ -65,9 +74,11 @@ type client interface {
 	// produce sends one message in one call of the library's producer API.
 	produce(ctx context.Context, key, value []byte) error
 	// consume reads N messages of the partition from OFFSET and hands each to check, one at
-	// a time, on the calling goroutine; it returns how many the library handed over (more than
-	// N where a poll brought more, each one a message a tracer sees processed).
-	consume(ctx context.Context, offset int64, n int,
+	// a time; it returns how many the library handed over (more than N where a poll brought
+	// more, each one a message a tracer sees processed). A client whose consumer has a
+	// setup of its own, not per message (sarama's group join), marks the part of the run
+	// that is the messages' with claim.
+	consume(ctx context.Context, offset int64, n int, claim *window,
 		check func(offset int64, value []byte) error) (int, error)
 	close()
 }
@@ -85,6 +96,9 @@ type result struct {
 	P50        float64 `json:"p50_us,omitempty"`
 	P90        float64 `json:"p90_us,omitempty"`
 	P99        float64 `json:"p99_us,omitempty"`
+	// consume, sarama: the run outside its claim (making, joining, leaving the group)
+	GroupSeconds float64 `json:"group_seconds,omitempty"`
+	GroupCPUus   float64 `json:"group_cpu_us,omitempty"`
 }
 
 // ---- segmentio/kafka-go ----------------------------------------------------------------------
@@ -112,7 +126,7 @@ func (c *kafkaGo) produce(ctx context.Context, key, value []byte) error {
 	return c.w.WriteMessages(ctx, kafka.Message{Key: key, Value: value})
 }
 
-func (c *kafkaGo) consume(ctx context.Context, offset int64, n int,
+func (c *kafkaGo) consume(ctx context.Context, offset int64, n int, _ *window,
 	check func(int64, []byte) error) (int, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:  c.brokers,
@@ -168,7 +182,7 @@ func (c *franz) produce(ctx context.Context, key, value []byte) error {
 	return c.cl.ProduceSync(ctx, &kgo.Record{Topic: c.topic, Key: key, Value: value}).FirstErr()
 }
 
-func (c *franz) consume(ctx context.Context, offset int64, n int,
+func (c *franz) consume(ctx context.Context, offset int64, n int, _ *window,
 	check func(int64, []byte) error) (int, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.FetchMaxWait(fetchWait),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
@@ -208,21 +222,29 @@ func (c *franz) close() { c.cl.Close() }
 // ---- IBM/sarama ------------------------------------------------------------------------------
 
 type saramaClient struct {
-	topic string
-	p     sarama.SyncProducer
+	brokers []string
+	topic   string
+	cfg     *sarama.Config
+	p       sarama.SyncProducer
 }
 
 func newSarama(brokers []string, topic string) (client, error) {
 	cfg := sarama.NewConfig()
+	cfg.ClientID = "kafkaload"
+	cfg.Net.DialTimeout = callTimeout
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Timeout = callTimeout
-	cfg.Net.DialTimeout = callTimeout
+	// The group's first run starts at the partition's first message; each run commits what it
+	// marked as the group leaves, where the next run's claim starts.
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.MaxWaitTime = fetchWait
+	cfg.Consumer.Return.Errors = true
 	p, err := sarama.NewSyncProducer(brokers, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &saramaClient{topic: topic, p: p}, nil
+	return &saramaClient{brokers: brokers, topic: topic, cfg: cfg, p: p}, nil
 }
 
 func (c *saramaClient) produce(_ context.Context, key, value []byte) error {
@@ -231,14 +253,103 @@ func (c *saramaClient) produce(_ context.Context, key, value []byte) error {
 	return err
 }
 
-func (c *saramaClient) consume(context.Context, int64, int,
-	func(int64, []byte) error) (int, error) {
-	return 0, errors.New("sarama: no consumer here (gospan traces sarama's SyncProducer only)")
+// saramaHandler is a consumer group's handler taking N messages of one claim.
+type saramaHandler struct {
+	n        int
+	claim    *window
+	check    func(int64, []byte) error
+	handed   int
+	sessions int
+	err      error
+}
+
+// Setup begins the claim's window at the group's first session: a session after a rebalance
+// (rare: one member, a session timeout of 10 s) leaves its join in the window, and says so.
+func (h *saramaHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	if h.sessions++; h.sessions == 1 {
+		h.claim.begin()
+	} else {
+		log.Printf("kafkaload: the group rebalanced during a run (generation %d): its join "+
+			"is counted in the run's claim", sess.GenerationID())
+	}
+	return nil
+}
+
+func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim returns after the run's last message, which ends the session; the messages
+// fetched past it are left unreceived, for the next run.
+func (h *saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession,
+	claim sarama.ConsumerGroupClaim) error {
+	defer h.claim.end()
+	for m := range claim.Messages() {
+		h.handed++
+		if h.err = h.check(m.Offset, m.Value); h.err != nil {
+			return h.err
+		}
+		sess.MarkMessage(m, "")
+		if h.handed == h.n {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (c *saramaClient) consume(ctx context.Context, _ int64, n int, claim *window,
+	check func(int64, []byte) error) (int, error) {
+	// The group is the process's own (its topic's), so its committed offset is where the last
+	// run left off.
+	g, err := sarama.NewConsumerGroup(c.brokers, "kafkaload-"+c.topic, c.cfg)
+	if err != nil {
+		return 0, err
+	}
+	var gerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for err := range g.Errors() {
+			gerr = errors.Join(gerr, err)
+		}
+	}()
+	h := &saramaHandler{n: n, claim: claim, check: check}
+	// Consume returns as the session ends: after the handler's last message, or at a rebalance
+	// (then the group is joined again, a new claim taking over from the offset committed).
+	for h.handed < n && h.err == nil && ctx.Err() == nil {
+		if err = g.Consume(ctx, []string{c.topic}, h); err != nil {
+			break
+		}
+	}
+	// Close leaves the group, so the next run's join has no member to wait for.
+	if cerr := g.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	<-done
+	switch {
+	case h.err != nil:
+		return h.handed, h.err
+	case err != nil || gerr != nil:
+		return h.handed, errors.Join(err, gerr)
+	case h.handed < n:
+		return h.handed, fmt.Errorf("%d of %d messages: %w", h.handed, n, ctx.Err())
+	}
+	return h.handed, nil
 }
 
 func (c *saramaClient) close() { c.p.Close() }
 
 // ---- runs ------------------------------------------------------------------------------------
+
+// window is a part of a run: its wall time and the process's CPU at its ends.
+type window struct {
+	t0, t1     time.Time
+	cpu0, cpu1 float64
+}
+
+func (w *window) begin()           { w.t0, w.cpu0 = time.Now(), cpuMicros() }
+func (w *window) end()             { w.t1, w.cpu1 = time.Now(), cpuMicros() }
+func (w *window) seconds() float64 { return w.t1.Sub(w.t0).Seconds() }
+func (w *window) cpu() float64     { return w.cpu1 - w.cpu0 }
+func (w *window) whole() bool      { return !w.t0.IsZero() && !w.t1.IsZero() }
 
 func cpuMicros() float64 {
 	var ru syscall.Rusage
@@ -312,8 +423,10 @@ func (l *loader) consume(messages int64) result {
 	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
 	defer cancel()
 	want := l.consumed
-	cpu0, t0 := cpuMicros(), time.Now()
-	handed, err := l.c.consume(ctx, l.consumed, int(messages), func(offset int64, value []byte) error {
+	var run, claim window
+	run.begin()
+	handed, err := l.c.consume(ctx, l.consumed, int(messages), &claim, func(offset int64,
+		value []byte) error {
 		if offset != want {
 			return fmt.Errorf("offset %d where %d was next", offset, want)
 		}
@@ -325,8 +438,12 @@ func (l *loader) consume(messages int64) result {
 		res.Messages++
 		return nil
 	})
-	res.Seconds = time.Since(t0).Seconds()
-	res.CPUus = cpuMicros() - cpu0
+	run.end()
+	res.Seconds, res.CPUus = run.seconds(), run.cpu()
+	if claim.whole() {
+		res.Seconds, res.CPUus = claim.seconds(), claim.cpu()
+		res.GroupSeconds, res.GroupCPUus = run.seconds()-claim.seconds(), run.cpu()-claim.cpu()
+	}
 	l.consumed = want
 	res.Handed = int64(handed)
 	if err != nil {
