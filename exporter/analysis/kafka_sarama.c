@@ -336,11 +336,12 @@ int sarama_async__find(struct analysis *a, struct kafka_target *k)
 		return err;
 	if (err || !k->sm_ninputs || !k->sm_successes.addr ||
 	    (!k->sm_errors.addr && !k->sm_error.addr)) {
-		if (err || a->machine == EM_X86_64)
-			pr_warn("'%s' uses sarama %s, but its AsyncProducer could not be probed "
-				"(%s): its messages have no PRODUCER spans",
-				a->path, k->sarama_version,
-				err ? strerror(-err) : "no dispatcher receive or no returnSuccesses");
+		pr_warn("'%s' uses sarama %s, but its AsyncProducer could not be probed (%s): "
+			"messages sent through one have no PRODUCER spans",
+			a->path, k->sarama_version,
+			err == -EOPNOTSUPP ? "its sends are found on amd64 only" :
+			err		   ? strerror(-err) :
+					     "no dispatcher receive or no returnSuccesses");
 		goto none;
 	}
 	if (!k->sm_nsends) {
