@@ -369,15 +369,20 @@ func (c *saramaClient) async(inflight int, sends *window, until func(sent int) b
 			Value: sarama.ByteEncoder(value), Metadata: time.Now()}
 	}
 	result := func(m *sarama.ProducerMessage, err error) { done(m.Metadata.(time.Time), err) }
+	// A message once made is sent, whatever UNTIL says meanwhile: its number is taken, and a
+	// message offered to a select and never sent would leave a tracer's span begun.
 	var next *sarama.ProducerMessage
 	sends.begin()
 	for sent, pending := 0, 0; ; {
-		more := !until(sent)
-		if !more && pending == 0 {
+		if next == nil && pending < inflight && !until(sent) {
+			next = message()
+		}
+		if next == nil && pending == 0 {
 			break
 		}
-		if inflight == 1 && more {
-			p.Input() <- message()
+		if inflight == 1 && next != nil {
+			p.Input() <- next
+			next = nil
 			sent++
 			select {
 			case m := <-p.Successes():
@@ -387,13 +392,9 @@ func (c *saramaClient) async(inflight int, sends *window, until func(sent int) b
 			}
 			continue
 		}
-		// A nil channel's case is never chosen: no send once INFLIGHT are pending. A message
-		// made and not yet taken waits for the next select (its number is given).
+		// A nil channel's case is never chosen: no send while none is made.
 		var input chan<- *sarama.ProducerMessage
-		if more && pending < inflight {
-			if next == nil {
-				next = message()
-			}
+		if next != nil {
 			input = p.Input()
 		}
 		select {
