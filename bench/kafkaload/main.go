@@ -13,15 +13,23 @@
 //	franz    twmb/franz-go: (*kgo.Client).ProduceSync of one record, uncompressed
 //	         (kgo.ProducerBatchCompression(kgo.NoCompression())) and without lingering, and a
 //	         client consuming the partition: PollFetches, then Fetches.EachRecord
-//	sarama   IBM/sarama: SyncProducer.SendMessage of one message, and a ConsumerGroup of the
-//	         process's own group whose handler's ConsumeClaim ranges over claim.Messages(),
-//	         marking each message (sess.MarkMessage) and returning after the run's last
+//	sarama   IBM/sarama: SyncProducer.SendMessage of one message, an AsyncProducer's Input()
+//	         (async runs), and a ConsumerGroup of the process's own group whose handler's
+//	         ConsumeClaim ranges over claim.Messages(), marking each message
+//	         (sess.MarkMessage) and returning after the run's last
 //
 // At start it makes its producer (franz-go pings the broker, sarama connects as it makes it) and
 // says "kafkaload: ready" on stderr. Then it reads runs from stdin, one a line, until stdin ends:
 //
 //	produce -duration 3s | produce -messages N
 //	                       one call after another, each sending one message
+//	async -duration 3s | async -messages N [-inflight 1]
+//	                       sarama: messages sent on an AsyncProducer's Input() channel, made
+//	                       for the run (after a tracer attached, so the tracer knows it at
+//	                       once) and closed at its end, their results taken from Successes()
+//	                       (and Errors()); -inflight 1 sends one (a plain channel send) and
+//	                       awaits its result before the next, more keeps that many awaiting
+//	                       theirs (one select sends or takes a result)
 //	consume -messages N    the next N messages of the partition (from where the last run left
 //	                       off), through a consumer made for the run and closed at its end
 //
@@ -39,7 +47,9 @@
 // group joined, the partition assigned) to ConsumeClaim's return after the run's last message.
 // Making the group, joining it, and after the claim committing the offsets, leaving the group and
 // closing it are once a run, however many messages it has; their time and CPU are given apart
-// (group_seconds, group_cpu_us).
+// (group_seconds, group_cpu_us). So are an async run's making and closing of its producer
+// (producer_seconds, producer_cpu_us): its seconds and CPU are from its first send to its last
+// result, and its latency percentiles a message's, from its making to its result.
 package main
 
 import (
@@ -99,6 +109,11 @@ type result struct {
 	// consume, sarama: the run outside its claim (making, joining, leaving the group)
 	GroupSeconds float64 `json:"group_seconds,omitempty"`
 	GroupCPUus   float64 `json:"group_cpu_us,omitempty"`
+	// async: messages awaiting their result at most, and the run outside its sends (making
+	// and closing the AsyncProducer)
+	InFlight        int     `json:"in_flight,omitempty"`
+	ProducerSeconds float64 `json:"producer_seconds,omitempty"`
+	ProducerCPUus   float64 `json:"producer_cpu_us,omitempty"`
 }
 
 // ---- segmentio/kafka-go ----------------------------------------------------------------------
@@ -337,6 +352,68 @@ func (c *saramaClient) consume(ctx context.Context, _ int64, n int, claim *windo
 
 func (c *saramaClient) close() { c.p.Close() }
 
+// async sends on an AsyncProducer made for the run, INFLIGHT messages at most awaiting their
+// result (Successes or Errors), until UNTIL says stop; it hands each result to DONE. With one
+// in flight a send is a plain channel send and the result awaited by a select of the two
+// channels; with more, one select sends or takes a result, whichever is ready. The producer
+// is made and closed outside the window SENDS.
+func (c *saramaClient) async(inflight int, sends *window, until func(sent int) bool,
+	compose func() (key, value []byte), done func(sent time.Time, err error)) error {
+	p, err := sarama.NewAsyncProducer(c.brokers, c.cfg)
+	if err != nil {
+		return err
+	}
+	message := func() *sarama.ProducerMessage {
+		key, value := compose()
+		return &sarama.ProducerMessage{Topic: c.topic, Key: sarama.ByteEncoder(key),
+			Value: sarama.ByteEncoder(value), Metadata: time.Now()}
+	}
+	result := func(m *sarama.ProducerMessage, err error) { done(m.Metadata.(time.Time), err) }
+	// A message once made is sent, whatever UNTIL says meanwhile: its number is taken, and a
+	// message offered to a select and never sent would leave a tracer's span begun.
+	var next *sarama.ProducerMessage
+	sends.begin()
+	for sent, pending := 0, 0; ; {
+		if next == nil && pending < inflight && !until(sent) {
+			next = message()
+		}
+		if next == nil && pending == 0 {
+			break
+		}
+		if inflight == 1 && next != nil {
+			p.Input() <- next
+			next = nil
+			sent++
+			select {
+			case m := <-p.Successes():
+				result(m, nil)
+			case e := <-p.Errors():
+				result(e.Msg, e.Err)
+			}
+			continue
+		}
+		// A nil channel's case is never chosen: no send while none is made.
+		var input chan<- *sarama.ProducerMessage
+		if next != nil {
+			input = p.Input()
+		}
+		select {
+		case input <- next:
+			next = nil
+			sent++
+			pending++
+		case m := <-p.Successes():
+			result(m, nil)
+			pending--
+		case e := <-p.Errors():
+			result(e.Msg, e.Err)
+			pending--
+		}
+	}
+	sends.end()
+	return p.Close()
+}
+
 // ---- runs ------------------------------------------------------------------------------------
 
 // window is a part of a run: its wall time and the process's CPU at its ends.
@@ -418,6 +495,57 @@ func (l *loader) produce(duration time.Duration, messages int64) result {
 	return res
 }
 
+// async is a run of sarama's AsyncProducer: a producer made for the run, INFLIGHT messages at
+// most awaiting their result. Its seconds and CPU are its sends' (from the first send to the
+// last result); making the producer and closing it are given apart.
+func (l *loader) async(duration time.Duration, messages int64, inflight int) result {
+	res := result{Client: l.name, Op: "async", InFlight: inflight}
+	var lat []time.Duration
+	fail := func(err error) {
+		res.Errors++
+		if res.FirstError == "" {
+			res.FirstError = err.Error()
+		}
+	}
+	c, ok := l.c.(*saramaClient)
+	if !ok {
+		fail(fmt.Errorf("-client %s has no AsyncProducer", l.name))
+		return res
+	}
+	var run, sends window
+	run.begin()
+	err := c.async(inflight, &sends, func(sent int) bool {
+		if messages > 0 {
+			return int64(sent) >= messages
+		}
+		return !sends.t0.IsZero() && time.Since(sends.t0) >= duration
+	}, func() ([]byte, []byte) {
+		seq := l.sent
+		l.sent++
+		return []byte("key-" + strconv.FormatInt(seq%16, 10)), l.value(seq)
+	}, func(sent time.Time, err error) {
+		lat = append(lat, time.Since(sent))
+		if err != nil {
+			fail(err)
+			return
+		}
+		res.Messages++
+	})
+	run.end()
+	if err != nil {
+		fail(err)
+	}
+	if sends.whole() {
+		res.Seconds, res.CPUus = sends.seconds(), sends.cpu()
+		res.ProducerSeconds = run.seconds() - sends.seconds()
+		res.ProducerCPUus = run.cpu() - sends.cpu()
+		res.Rate = float64(res.Messages) / res.Seconds
+	}
+	slices.Sort(lat)
+	res.P50, res.P90, res.P99 = percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99)
+	return res
+}
+
 func (l *loader) consume(messages int64) result {
 	res := result{Client: l.name, Op: "consume"}
 	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
@@ -454,8 +582,8 @@ func (l *loader) consume(messages int64) result {
 	return res
 }
 
-// run does one line of stdin: "produce -duration D", "produce -messages N" or
-// "consume -messages N".
+// run does one line of stdin: "produce -duration D", "produce -messages N", "async -duration D
+// [-inflight N]", "async -messages N [-inflight N]" or "consume -messages N".
 func (l *loader) run(line string) (result, error) {
 	args := strings.Fields(line)
 	if len(args) == 0 {
@@ -464,12 +592,15 @@ func (l *loader) run(line string) (result, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	duration := fs.Duration("duration", 0, "produce for this long")
 	messages := fs.Int64("messages", 0, "messages to produce or consume")
+	inflight := fs.Int("inflight", 1, "async: messages awaiting their result at most")
 	if err := fs.Parse(args[1:]); err != nil {
 		return result{}, err
 	}
 	switch {
 	case args[0] == "produce" && (*duration > 0) != (*messages > 0):
 		return l.produce(*duration, *messages), nil
+	case args[0] == "async" && (*duration > 0) != (*messages > 0) && *inflight > 0:
+		return l.async(*duration, *messages, *inflight), nil
 	case args[0] == "consume" && *messages > 0 && *duration == 0:
 		return l.consume(*messages), nil
 	}
