@@ -21,7 +21,8 @@
  * AsyncProducer: the application sends a *ProducerMessage on the producer's Input() channel;
  * that send, a CALL of runtime.chansend1 or selectgo in the application's code whose channel is
  * an AsyncProducer's input, begins the message's PRODUCER span, a child of the span its
- * goroutine works for, and marks it for the socket-layer writer. Which channels are inputs:
+ * goroutine works for, and marks it for the socket-layer writer (a select's, once its return
+ * says it chose that case). Which channels are inputs:
  * the one newAsyncProducer's result has, and the one (*asyncProducer).dispatcher receives from
  * (at its receive's CALL, each loop: a producer made before gospan attached is known from its
  * second message on). The span ends where sarama
@@ -48,12 +49,23 @@ struct go_scase {
 /* A batch's messages an end looks through: the rest are counted (DROP_KAFKA_BATCH). */
 #define SARAMA_BATCH_MAX 1024
 
+/*
+ * A select of the application's offering a message (MSG) to an AsyncProducer's input, as its
+ * case CASEI, until it returns: the message's record, kept only if that case is the one chosen.
+ */
+struct sarama_offer {
+	struct kafka_produce rec;
+	__u64 msg;
+	__u64 casei;
+};
+
 /* One CPU's scratch, claimed for a program's whole run. */
 struct sarama_scratch {
 	__u64 busy;
 	union {
 		struct kafka_consumer consumer;
 		struct kafka_produce send;
+		struct sarama_offer offer;
 	};
 	struct kafka_header_walk walk;
 	struct kafka_fp_input fp;
@@ -73,6 +85,14 @@ struct {
 	__type(key, struct sarama_ptr_key);
 	__type(value, __u8);
 } kafka_sarama_inputs SEC(".maps");
+
+/* The selects offering a message to an AsyncProducer's input, by goroutine, until they return. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct goroutine_key);
+	__type(value, struct sarama_offer);
+} kafka_sarama_offers SEC(".maps");
 
 /* A message sent to an AsyncProducer, by its *ProducerMessage, until sarama is done with it. */
 struct {
@@ -409,22 +429,43 @@ static __always_inline bool is_input(__u32 pid, __u64 ch)
 }
 
 /*
+ * The message MSG of goroutine KEY's, whose record E is, is on its way to an AsyncProducer: its
+ * span is kept by the message until sarama is done with it, and the message is marked for the
+ * socket-layer writer. FP: this CPU's scratch, held.
+ */
+static __always_inline void async_sent(const struct target_config *cfg,
+				       const struct goroutine_key *key,
+				       const struct kafka_produce *e, __u64 msg,
+				       struct kafka_fp_input *fp)
+{
+	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
+	struct sarama_ptr_key mk = { .pid = key->pid, .ptr = msg };
+
+	if (bpf_map_update_elem(&kafka_sarama_async, &mk, e, BPF_ANY)) {
+		count_drop(DROP_INFLIGHT_FULL);
+		return;
+	}
+	if (!cfg->propagate)
+		return;
+	track_process(cfg, key->pid);
+	span_ctx_of(&sctx, &e->ids);
+	sarama_mark(cfg, key->pid, (void *)msg, &sctx, fp);
+}
+
+/*
  * At a CALL of runtime.chansend1 or selectgo in the application (COOKIE_OP says which): a
- * message sent on an AsyncProducer's input begins its PRODUCER span, kept by the message until
- * sarama is done with it, and is marked for the socket-layer writer. A select whose send is not
- * the case it chooses leaves a span that never ends, and is evicted in time: no span.
+ * message sent on an AsyncProducer's input begins its PRODUCER span. A select only offers it:
+ * its record waits for the select's return (kafka_sarama_offered), which says whether that
+ * case was chosen.
  */
 static __always_inline void async_send(GO_REGS *ctx, struct sarama_scratch *sc)
 {
 	__u32 kind = COOKIE_OP(bpf_get_attach_cookie(ctx));
-	struct span_ctx sctx = {}; /* its padding too: it goes to a global function */
 	const struct target_config *cfg;
 	struct goroutine_key key;
-	struct sarama_ptr_key mk = {};
-	struct kafka_produce *e = &sc->send;
 	struct go_scase cs;
 	__u64 elem = 0, msg = 0, cas, n;
-	__u32 i;
+	__u32 i = 0;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->sarama_async)
@@ -446,18 +487,16 @@ static __always_inline void async_send(GO_REGS *ctx, struct sarama_scratch *sc)
 	}
 	if (!elem || bpf_probe_read_user(&msg, sizeof(msg), (void *)elem) || !msg)
 		return;
-	sarama_send_begin(ctx, cfg, &key, e, (void *)msg, 1);
-	mk.pid = key.pid;
-	mk.ptr = msg;
-	if (bpf_map_update_elem(&kafka_sarama_async, &mk, e, BPF_ANY)) {
-		count_drop(DROP_INFLIGHT_FULL);
+	if (kind == SEND_CHAN) {
+		sarama_send_begin(ctx, cfg, &key, &sc->send, (void *)msg, 1);
+		async_sent(cfg, &key, &sc->send, msg, &sc->fp);
 		return;
 	}
-	if (!cfg->propagate)
-		return;
-	track_process(cfg, key.pid);
-	span_ctx_of(&sctx, &e->ids);
-	sarama_mark(cfg, key.pid, (void *)msg, &sctx, &sc->fp);
+	sarama_send_begin(ctx, cfg, &key, &sc->offer.rec, (void *)msg, 1);
+	sc->offer.msg = msg;
+	sc->offer.casei = i;
+	if (bpf_map_update_elem(&kafka_sarama_offers, &key, &sc->offer, BPF_ANY))
+		count_drop(DROP_INFLIGHT_FULL);
 }
 
 SEC("uprobe")
@@ -467,6 +506,41 @@ int kafka_sarama_send(GO_REGS *ctx)
 
 	if (sc) {
 		async_send(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+
+/*
+ * Where a select of the application's returns (the case it chose in the first result slot, or
+ * where COOKIE_RESULT_SLOT says): a message it offered to an AsyncProducer is on its way if
+ * that case is the one chosen; otherwise it was not sent, and has no span.
+ */
+static __always_inline void offered(GO_REGS *ctx, struct sarama_scratch *sc)
+{
+	__u32 slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct sarama_offer *o;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->sarama_async)
+		return;
+	o = bpf_map_lookup_elem(&kafka_sarama_offers, &key);
+	if (!o)
+		return;
+	if (go_arg(ctx, slot ? slot : 1) == o->casei)
+		async_sent(cfg, &key, &o->rec, o->msg, &sc->fp);
+	bpf_map_delete_elem(&kafka_sarama_offers, &key);
+}
+
+SEC("uprobe")
+int kafka_sarama_offered(GO_REGS *ctx)
+{
+	struct sarama_scratch *sc = kafka_sarama_scratch_claim();
+
+	if (sc) {
+		offered(ctx, sc);
 		scratch_unclaim(&sc->busy);
 	}
 	return 0;

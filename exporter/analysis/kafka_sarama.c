@@ -282,10 +282,13 @@ static bool in_main_module(const char *name, const char *main)
  */
 static int find_sends(struct analysis *a, struct kafka_target *k)
 {
+	/* A select's return says which case it chose, in AX: whether it sent. */
 	static const struct {
 		const char *symbol;
 		enum send_kind kind;
-	} sends[] = { { "runtime.chansend1", SEND_CHAN }, { "runtime.selectgo", SEND_SELECT } };
+		int result_reg;
+	} sends[] = { { "runtime.chansend1", SEND_CHAN, -1 },
+		      { "runtime.selectgo", SEND_SELECT, X86_AX } };
 	uint64_t targets[sizeof(sends) / sizeof(sends[0])] = {};
 	const struct sym_entry *syms;
 	struct elf_symbol sym;
@@ -304,8 +307,9 @@ static int find_sends(struct analysis *a, struct kafka_target *k)
 		for (j = 0; !err && j < sizeof(sends) / sizeof(sends[0]); j++)
 			if (targets[j])
 				err = site_planner__calls_in(a->sp, syms[i].addr, syms[i].size,
-							     targets[j], 0, -1, sends[j].kind,
-							     &k->sm_sends, &k->sm_nsends);
+							     targets[j], 0, sends[j].result_reg,
+							     sends[j].kind, &k->sm_sends,
+							     &k->sm_nsends);
 		if (!err && k->sm_nsends > SENDS_MAX) {
 			pr_warn("'%s': more than %d channel sends in its own code: the messages it "
 				"sends to a sarama AsyncProducer from %s on are not traced",

@@ -559,9 +559,17 @@ static int attach_sarama_async(struct probes *p, struct target *t, pid_t pid, ui
 		n->emulated += !err;
 	}
 	for (i = 0; !err && i < k->sm_nsends; i++) {
-		op = (uint64_t)k->sm_sends[i].tag << COOKIE_OP_SHIFT;
-		err = add_probe(p, p->skel->progs.kafka_sarama_send, t->path, pid,
-				k->sm_sends[i].call, c | op, true);
+		const struct call_pair *send = &k->sm_sends[i];
+
+		op = (uint64_t)send->tag << COOKIE_OP_SHIFT;
+		/* A select's return, which says whether it sent, before its CALL. */
+		if (send->tag == SEND_SELECT) {
+			err = add_probe(p, p->skel->progs.kafka_sarama_offered, t->path, pid,
+					send->after.off, end_cookie(&send->after, c) | op, false);
+			*(send->after.emulated ? &n->emulated : &n->stepped) += !err;
+		}
+		err = err ?: add_probe(p, p->skel->progs.kafka_sarama_send, t->path, pid,
+				       send->call, c | op, true);
 		n->emulated += !err;
 	}
 	return err;

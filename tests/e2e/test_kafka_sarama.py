@@ -182,3 +182,38 @@ def test_async_producer(made, kafka_broker, topics, start_gospan, otlp_receiver,
         assert got[0].attrs.get("error.type"), got[0].attrs
     finally:
         t.stop()
+
+
+def test_async_offer_not_taken_has_no_span(kafka_broker, start_gospan, otlp_receiver, downstream):
+    """A select that offers each of 20 messages to the AsyncProducer's input beside a case that
+    is always ready, and so sends about half of them; kafkamix then sends the others through its
+    SyncProducer, the same *ProducerMessage values. A PRODUCER span for each message the select
+    sent, none for those it did not: the one SendMessages span covers them (an offer not taken
+    must leave nothing that a later send of its message would end)."""
+    topic = f"gospan-sarama-{os.urandom(3).hex()}-offer"
+    kafka_broker.create_topics(topic, partitions=1)
+    t = Traced(build(), kafka_broker, [topic], start_gospan, otlp_receiver, downstream,
+               client="sarama")
+    try:
+        before = len(consumed(t.svc))
+        trace_id, parent, req = traced_get(t.svc.port, produce_path(topic, n=20, mode="offer",
+                                                                    client="sarama"),
+                                           method="POST")
+        sent = json.loads(req.got_body)["messages"]
+        via = {w: sorted(m["offset"] for m in sent if m["via"] == w) for w in ("async", "sync")}
+        assert wait_until(lambda: len(consumed(t.svc)) >= before + len(sent), CONSUME_TIMEOUT)
+        want = len(via["async"]) + (1 if via["sync"] else 0)
+        t.spans(lambda s: s.trace_id == trace_id and s.kind == SPAN_KIND_PRODUCER, want)
+        wait_until(lambda: False, 1.0)  # a stray span's time to show
+        producers = [s for s in t.receiver.snapshot()
+                     if s.trace_id == trace_id and s.kind == SPAN_KIND_PRODUCER]
+        one_each = sorted(s.attrs["messaging.kafka.offset"] for s in producers
+                          if "messaging.batch.message_count" not in s.attrs)
+        batch = [s for s in producers if "messaging.batch.message_count" in s.attrs]
+        if len(via["sync"]) == 1:
+            via["async"] = sorted(via["async"] + via["sync"])
+        assert one_each == via["async"], (via, [(s.name, s.attrs) for s in producers])
+        assert [s.attrs["messaging.batch.message_count"] for s in batch] == \
+            ([len(via["sync"])] if len(via["sync"]) > 1 else []), [s.attrs for s in batch]
+    finally:
+        t.stop()

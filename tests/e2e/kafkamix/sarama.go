@@ -171,8 +171,21 @@ func (s *saramaClient) produceAsync(ctx context.Context, req *produceRequest,
 		return nil, err
 	}
 	results := make(chan saramaResult, len(msgs))
+	ready := make(chan struct{})
+	close(ready)
+	var unsent []*sarama.ProducerMessage
 	for i, m := range msgs {
 		m.Metadata = saramaTicket{i, results}
+		if req.offer {
+			select {
+			case p.Input() <- m:
+				out[i].Via = "async"
+			case <-ready:
+				out[i].Via = "sync"
+				unsent = append(unsent, m)
+			}
+			continue
+		}
 		select {
 		case p.Input() <- m:
 		case <-ctx.Done():
@@ -180,8 +193,13 @@ func (s *saramaClient) produceAsync(ctx context.Context, req *produceRequest,
 				len(msgs), ctx.Err())
 		}
 	}
+	if len(unsent) > 0 {
+		if err := s.sendOffered(unsent, out); err != nil {
+			return nil, err
+		}
+	}
 	var first error
-	for n := 0; n < len(msgs); n++ {
+	for n := 0; n < len(msgs)-len(unsent); n++ {
 		select {
 		case r := <-results:
 			if r.err != nil && first == nil {
@@ -197,6 +215,22 @@ func (s *saramaClient) produceAsync(ctx context.Context, req *produceRequest,
 		return nil, first
 	}
 	return out, nil
+}
+
+// sendOffered sends MSGS, which the AsyncProducer was offered but not given, through the
+// SyncProducer: the same *ProducerMessage values, as an application that falls back would.
+func (s *saramaClient) sendOffered(msgs []*sarama.ProducerMessage, out []produced) error {
+	p, err := s.syncProducer()
+	if err != nil {
+		return err
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		out[m.Metadata.(saramaTicket).index].at(m.Partition, m.Offset)
+	}
+	return nil
 }
 
 func (s *saramaClient) createTopic(ctx context.Context, name string, partitions int) error {
