@@ -1039,6 +1039,27 @@ static void say_site(const char *what, const struct probe_site *s)
 		s->nrets ? (s->rets_why ? s->rets_why : "wanted") : "");
 }
 
+/*
+ * N calls probed at their CALL (emulated), as WHAT: one line; and where they return to, for
+ * those whose tag is AFTER_TAG (0: every one) or none when AFTER_TAG is -1.
+ */
+static void say_calls(const char *what, const struct call_pair *calls, size_t n, int after_tag)
+{
+	size_t i, emulated = 0, after = 0;
+
+	if (!n)
+		return;
+	for (i = 0; after_tag >= 0 && i < n; i++) {
+		if (after_tag && calls[i].tag != (uint32_t)after_tag)
+			continue;
+		after++;
+		emulated += calls[i].after.emulated;
+	}
+	pr_info("  %s: %zu CALLs (emulated); %zu of them probed where they return to, %zu "
+		"emulated and %zu single-stepped",
+		what, n, after, emulated, after - emulated);
+}
+
 /* --verbose: every probed function's sites. */
 static void say_sites(const struct target *t)
 {
@@ -1084,6 +1105,21 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.fz_poll_fetches.symbol, &t->kafka.fz_poll_fetches);
 	say_site(t->kafka.fz_next.symbol, &t->kafka.fz_next);
 	say_site(t->kafka.fz_each.symbol, &t->kafka.fz_each);
+	say_site(t->kafka.sm_consume.symbol, &t->kafka.sm_consume);
+	say_site(t->kafka.sm_partition.symbol, &t->kafka.sm_partition);
+	say_site(t->kafka.sm_mark.symbol, &t->kafka.sm_mark);
+	for (i = 0; i < t->kafka.sm_nhandlers; i++)
+		say_site(t->kafka.sm_handlers[i].symbol, &t->kafka.sm_handlers[i]);
+	say_calls("sarama consumer group handlers' receives", t->kafka.sm_recvs,
+		  t->kafka.sm_nrecvs, 0);
+	say_site(t->kafka.sm_made.symbol, &t->kafka.sm_made);
+	say_site(t->kafka.sm_successes.symbol, &t->kafka.sm_successes);
+	say_site(t->kafka.sm_errors.symbol, &t->kafka.sm_errors);
+	say_site(t->kafka.sm_error.symbol, &t->kafka.sm_error);
+	say_calls("sarama AsyncProducer dispatcher's receives", t->kafka.sm_inputs,
+		  t->kafka.sm_ninputs, -1);
+	say_calls("channel sends of the binary's own code (sarama AsyncProducer)",
+		  t->kafka.sm_sends, t->kafka.sm_nsends, SEND_SELECT);
 	for (i = 0; i < t->nfuncs; i++)
 		say_site(t->funcs[i].symbol, &t->funcs[i].site);
 }

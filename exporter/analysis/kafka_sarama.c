@@ -131,6 +131,7 @@ static int find_handler(struct analysis *a, const struct sym_entry *syms, size_t
 			struct kafka_target *k)
 {
 	size_t before = k->sm_nrecvs;
+	char *name;
 	int err;
 
 	err = find_receives(a, fn->addr, fn->size, callee, k);
@@ -146,8 +147,17 @@ static int find_handler(struct analysis *a, const struct sym_entry *syms, size_t
 		k->sm_nrecvs = before;
 		return 0;
 	}
-	if (k->sm_nrecvs == before)
+	if (k->sm_nrecvs == before) {
+		probe_site__release(&k->sm_handlers[k->sm_nhandlers]);
 		return 0;
+	}
+	/* The name, for --verbose after the analysis (whose function index it is in) is gone. */
+	name = strdup(fn->name);
+	if (!name) {
+		probe_site__release(&k->sm_handlers[k->sm_nhandlers]);
+		return -ENOMEM;
+	}
+	k->sm_handlers[k->sm_nhandlers].symbol = name;
 	pr_debug("'%s': sarama handler %s: %zu receives", a->path, fn->name,
 		 k->sm_nrecvs - before);
 	k->sm_nhandlers++;
@@ -252,8 +262,10 @@ void sarama_groups__release(struct kafka_target *k)
 {
 	size_t i;
 
-	for (i = 0; i < k->sm_nhandlers; i++)
+	for (i = 0; i < k->sm_nhandlers; i++) {
+		free((char *)k->sm_handlers[i].symbol);
 		probe_site__release(&k->sm_handlers[i]);
+	}
 	free(k->sm_handlers);
 	free(k->sm_recvs);
 	k->sm_handlers = NULL;

@@ -122,10 +122,12 @@ def produce_path(topic, n=1, key=None, headers=(), mode="sync", size=None, clien
 class Traced:
     """kafkamix consuming TOPICS with CLIENT (with FLAGS) with a gospan on it, exporting to
     RECEIVER; with CONSUMING_BEFORE, gospan comes once the consumer has read a message. The
-    warm-up messages are sent by CLIENT, with WARM_UP's produce_path() arguments."""
+    warm-up messages are sent by CLIENT, with WARM_UP's produce_path() arguments. GOSPAN_ARGS:
+    gospan's own."""
 
     def __init__(self, binary, broker, topics, start_gospan, receiver, downstream, flags=(),
-                 env=None, client="kafkago", consuming_before=False, warm_up=None):
+                 env=None, client="kafkago", consuming_before=False, warm_up=None,
+                 gospan_args=()):
         self.receiver, self.topics = receiver, topics
         self.summary = None
         self.group = f"{GROUP}-{secrets.token_hex(4)}"
@@ -139,7 +141,7 @@ class Traced:
         except BaseException:
             self.svc.stop()
             raise
-        self.gospan = start_gospan(self.svc.pid, receiver, env)
+        self.gospan = start_gospan(self.svc.pid, receiver, env, gospan_args)
         self.attached = self.gospan.wait_attached()
         # The read waiting since before the attach: its message is handed over unseen.
         for topic in topics:
