@@ -301,6 +301,19 @@ def test_batch_send_and_each_message_processed(traced, topics):
                                  "value": traceparent_of(producer).encode().hex()}], r
 
 
+def test_async_writer(traced, topics):
+    """kafka-go's Writer with Async: WriteMessages queues two messages and returns at once; its
+    PRODUCER span covers that call, and each record, written later by the Writer's own
+    goroutine, still carries its traceparent: the CONSUMER spans are its children."""
+    server, producer, consumers, sent, read = one_trace(traced, topics["batch"], 2, mode="async")
+    check_common(producer, topics["batch"], "send")
+    assert producer.attrs["messaging.batch.message_count"] == 2, producer.attrs
+    for m, r in zip(sent, read):
+        assert bytes.fromhex(r["value"]) == m["value"].encode(), (m, r)
+        assert r["headers"] == [{"name": "traceparent",
+                                 "value": traceparent_of(producer).encode().hex()}], r
+
+
 def test_sarama_sync_producer(traced, topics):
     """sarama's SyncProducer, SendMessage then SendMessages of two, read by kafka-go's consumer:
     each call a PRODUCER span (SendMessage's with the partition and offset it returned), each
