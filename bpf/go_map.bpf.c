@@ -99,7 +99,11 @@ __noinline int gospan_map_slot(__u64 key_ptr, __u64 vals_ptr, __s64 vals_len,
 			       const struct map_key *k, struct go_string *out)
 {
 	struct go_string val;
-	char buf[MAP_KEY_MAX * 2];
+	/*
+	 * Zeroed: Linux 6.1's verifier wants the stack a helper writes a length not known in
+	 * advance into initialized (it refuses the program otherwise).
+	 */
+	char buf[MAP_KEY_MAX * 2] = {};
 	__u32 i, n;
 
 	if (!k || !out)

@@ -718,14 +718,20 @@ static __always_inline bool kw_begin_batch(struct sk_msg_md *msg, struct kw_scra
  */
 __noinline __u32 gospan_kw_crc(const struct kw_scratch *sc, __u32 crc, __u32 n)
 {
-	__u32 j;
+	__u32 j, idx;
 
 	if (!sc)
 		return crc;
 	for (j = 0; j < KW_CRC_CHUNK; j++) {
 		if (j >= n)
 			break;
-		crc = sc->table[(crc ^ sc->chunk[j]) & 0xff] ^ (crc >> 8);
+		/*
+		 * Masked after the XOR: clang would mask CRC first, and Linux 6.1's verifier does
+		 * not bound an XOR of two bounded values, so the index would be unbounded there.
+		 */
+		idx = crc ^ sc->chunk[j];
+		asm volatile("" : "+r"(idx));
+		crc = sc->table[idx & 0xff] ^ (crc >> 8);
 	}
 	return crc;
 }

@@ -480,6 +480,11 @@ static __always_inline int http1_write_context(struct sk_msg_md *msg, struct wir
 	avail = (__u64)(end - data);
 	if (avail < scan)
 		scan = (__u32)avail;
+	/*
+	 * Clang knows SCAN is at most HTTP1_LINE_MAX here and drops the test, which Linux 6.1's
+	 * verifier needs to bound the length it is given: the barrier keeps the test.
+	 */
+	asm volatile("" : "+r"(scan));
 	if (!scan || scan > HTTP1_LINE_MAX || bpf_probe_read_kernel(sc->head, scan, data)) {
 		count_propagation(PROP_NO_ROOM);
 		return SK_PASS;

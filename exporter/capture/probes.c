@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -137,6 +138,31 @@ static int open_and_load(struct probes *p)
 	return http_bpf__load(p->skel);
 }
 
+/*
+ * What a refused load means, after its error: the kernel said no (a capability), its verifier
+ * refused a program (EACCES, as root too: --verbose shows the verifier's log), or it lacks
+ * something gospan needs (EINVAL: a kernel older than 5.15 has no attach cookies).
+ */
+static const char *load_hint(int err)
+{
+	static char old[96];
+	struct utsname u;
+	int major, minor;
+
+	if (err == -EPERM)
+		return " (run as root, or with CAP_BPF and CAP_PERFMON)";
+	if (err == -EACCES)
+		return " (this kernel's BPF verifier refused a program; --verbose shows why, "
+		       "docs/troubleshooting.md)";
+	if (err == -EINVAL && !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+	    (major < 5 || (major == 5 && minor < 15))) {
+		snprintf(old, sizeof(old), " (Linux %d.%d: gospan needs Linux 5.15 or newer)", major,
+			 minor);
+		return old;
+	}
+	return "";
+}
+
 /* Loads group G's copy, with the first copy's maps. */
 static int load_group(struct probes *p, size_t g)
 {
@@ -169,8 +195,7 @@ static int load_group(struct probes *p, size_t g)
 		 err ? " (refused)" : "");
 	if (err) {
 		pr_err("cannot load the %s probes' BPF programs: %s%s", groups[g].what,
-		       strerror(-err),
-		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+		       strerror(-err), load_hint(err));
 		goto fail;
 	}
 	p->group[g] = s;
@@ -243,8 +268,7 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		err = p->uprobes ? 0 : -ENOMEM;
 	}
 	if (err) {
-		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
-		       err == -EPERM ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err), load_hint(err));
 		goto cleanup;
 	}
 	/* Before any target is analysed: where its probes go depends on it. */

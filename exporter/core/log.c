@@ -2,6 +2,7 @@
 /* Leveled logging: one place decides what reaches stderr and how it is prefixed. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -41,20 +42,32 @@ int log_parse_level(const char *s, enum log_level *out)
 
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char small[1024], *buf = small;
+	va_list again;
 	int n;
 
 	if (level > cur_level)
 		return;
 	/* Format first and write once, so lines from two threads never interleave. */
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_copy(again, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	/* A longer message (the verifier's log, which libbpf passes whole) is kept whole. */
+	if (n >= (int)sizeof(small)) {
+		buf = malloc((size_t)n + 1);
+		if (buf)
+			n = vsnprintf(buf, (size_t)n + 1, fmt, again);
+		else
+			buf = small, n = sizeof(small) - 1;
+	}
+	va_end(again);
 	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(buf))
-		n = sizeof(buf) - 1;
+		goto out;
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	fprintf(stderr, "gospan: %s\n", buf);
+out:
+	if (buf != small)
+		free(buf);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
