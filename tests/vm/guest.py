@@ -122,18 +122,19 @@ def verifier_reasons(out):
         (out / f"verifier-{obj.stem.split('.')[0]}.log").write_text(text)
         if res.returncode == 0:
             continue
-        m = re.search(r"prog '(\w+)': BPF program load failed", text)
-        prog = m.group(1) if m else None
-        tail = text[:m.start()] if m else text
-        # The log of the program refused is the last one before the failure line; its verdict
-        # is the line before "verification time" or "processed N insns".
-        lines = tail.splitlines()
-        end = max((i for i, x in enumerate(lines) if x.startswith(("verification time",
-                                                                    "processed "))),
-                  default=len(lines))
-        verdict = [x for x in lines[:end] if x and not x.startswith(("from ", "; "))][-2:]
-        found[obj.name] = {"program": prog, "at": verdict[0] if len(verdict) > 1 else "",
-                           "reason": verdict[-1] if verdict else text.strip()[-300:]}
+        m = re.search(r"prog '(\w+)': BPF program load failed.*?-- BEGIN PROG LOAD LOG --\n"
+                      r"(.*?)-- END PROG LOAD LOG --", text, re.S)
+        if not m:
+            found[obj.name] = {"program": None, "at": "", "reason": text.strip()[-300:]}
+            continue
+        # The verdict: the lines before the statistics ("verification time", "processed").
+        lines = [x for x in m.group(2).splitlines()
+                 if x and not x.startswith(("verification time", "processed ", "stack depth",
+                                            "from ", "; "))]
+        source = [x[2:].strip() for x in m.group(2).splitlines() if x.startswith("; ")]
+        found[obj.name] = {"program": m.group(1), "at": lines[-2] if len(lines) > 1 else "",
+                           "reason": lines[-1] if lines else "",
+                           "source": source[-1] if source else ""}
     return found
 
 

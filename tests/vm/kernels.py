@@ -193,7 +193,10 @@ def fetch(kernel, log=print):
         _run(["dpkg-deb", "-x", str(deb), str(tree)])
         vmlinuz = sorted((tree / "boot").glob("vmlinu*"))
         config = sorted((tree / "boot").glob("config-*"))
-        releases = sorted((tree / "lib" / "modules").iterdir())
+        # trixie's packages have merged /usr: the modules are under usr/lib.
+        modules = next((p for p in (tree / "lib" / "modules", tree / "usr" / "lib" / "modules")
+                        if p.is_dir()), tree / "lib" / "modules")
+        releases = sorted(modules.iterdir()) if modules.is_dir() else []
         if len(vmlinuz) != 1 or len(config) != 1 or len(releases) != 1:
             raise FetchError(f"{deb.name}: expected one kernel, config and module tree, found "
                              f"{vmlinuz}, {config}, {releases}")
