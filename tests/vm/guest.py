@@ -66,6 +66,25 @@ def wait_line(proc, prefix, timeout):
     return None, lines
 
 
+def gospan_debug(out, pid, timeout):
+    """gospan once more on PID with OTEL_LOG_LEVEL=debug, where it did not attach: libbpf's
+    lines say which step the kernel refused. The lines naming a failure, all in
+    gospan-debug.log."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
+               OTEL_LOG_LEVEL="debug")
+    try:
+        res = subprocess.run([str(BUILD / "gospan"), "--pid", str(pid)], env=env,
+                             capture_output=True, text=True, timeout=timeout)
+        text = res.stderr
+    except subprocess.TimeoutExpired as e:
+        text = (e.stderr or b"").decode("utf-8", "replace") + "\n(timed out)"
+    (out / "gospan-debug.log").write_text(text)
+    return [x for x in text.splitlines()
+            if re.search(r"fail|refus|not supported|unknown|invalid|error", x, re.I)
+            and "BEGIN PROG LOAD LOG" not in x][:12]
+
+
 def probe_gospan(out, timeout):
     """gospan on examples/httpserver (built by the host): attach, one request, SIGTERM. What it
     printed, whether it attached, how it ended and how long each step took."""
@@ -101,6 +120,8 @@ def probe_gospan(out, timeout):
     result["stdout_lines"] = len(g.stdout.read().splitlines())
     result["off"] = [x for x in lines if x.startswith("gospan") and OFF.search(x)
                      and not x.startswith("gospan: summary")]
+    if not attached:
+        result["debug"] = gospan_debug(out, svc.pid, timeout)
     svc.kill()
     svc.wait()
     (out / "gospan.log").write_text("\n".join(lines) + "\n")

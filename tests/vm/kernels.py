@@ -14,7 +14,6 @@ tests/vm/init; it is built per kernel and kept beside it.
 import argparse
 import gzip
 import lzma
-import os
 import re
 import shutil
 import subprocess
