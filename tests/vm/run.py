@@ -215,7 +215,8 @@ def run_boot(boot):
               "gospan": guest.get("gospan"), "verifier": guest.get("verifier"), "times": guest.get("times"),
               "pytest_exit": guest.get("pytest_exit"), "tests": tests,
               "package": (home / "release").read_text().strip(), "cgroup": boot.cgroup,
-              "cmdline": boot.cmdline}
+              "cmdline": boot.cmdline, "date": time.strftime("%Y-%m-%d"),
+              "tests_run": list(boot.tests)}
     result["problems"] = problems(boot, result)
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
     counts = {}
@@ -224,6 +225,17 @@ def run_boot(boot):
     log(f"{boot.name}: {seconds} s, tests {counts or 'none'}"
         f"{'; ' + '; '.join(result['problems']) if result['problems'] else ''}")
     return result
+
+
+def merged(results):
+    """RESULTS with the latest result of each other boot from the last results.json, in BOOTS'
+    order: a run of some boots updates their rows and keeps the others'."""
+    path = BUILD / "vm" / "results.json"
+    by_boot = {}
+    if path.exists():
+        by_boot = {r["boot"]: r for r in json.loads(path.read_text()) if r["boot"] in BOOTS}
+    by_boot.update({r["boot"]: r for r in results})
+    return [by_boot[b] for b in BOOTS if b in by_boot]
 
 
 def problems(boot, r):
@@ -380,11 +392,13 @@ def main():
     except (RunError, kernels.FetchError) as e:
         print(f"vm: {e}", file=sys.stderr)
         return 1
+    results = merged(results)
     (BUILD / "vm" / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (BUILD / "vm" / "results.md").write_text(table(results))
     print(table(results), end="")
     if not args.boots and not args.slice and args.tests is None:
         took = (time.monotonic() - t0) / 60
+        results = [r for r in results if r["boot"] in names]
         rewrite_section(page_text(results, note=(
             f"Run on {time.strftime('%Y-%m-%d')}: {len(results)} boots in {took:.0f} minutes, "
             f"one at a time, on a host of {os.cpu_count()} CPUs. {built_from()}")),
