@@ -102,8 +102,8 @@ def probe_gospan(out, timeout):
     result["attach_seconds"] = round(time.monotonic() - t0, 1)
     result["attached"] = attached
     if attached and addr:
-        subprocess.run([sys.executable, "-c", f"import urllib.request as u; u.urlopen('http://{addr}/')"],
-                       timeout=60, capture_output=True)
+        get = f"import urllib.request as u; u.urlopen('http://{addr}/')"
+        subprocess.run([sys.executable, "-c", get], timeout=60, capture_output=True)
         time.sleep(1)
     if g.poll() is None:
         g.send_signal(signal.SIGTERM)

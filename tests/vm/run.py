@@ -306,8 +306,9 @@ def page_text(results, note=""):
         "(test_functions.py), attach, detach and kill under load (test_service_unharmed.py), "
         "PostgreSQL, SQLite and Redis calls (test_datastores.py, the servers run in the guest). "
         "Where the kernel refuses gospan's BPF programs, the verifier's own reason is given, "
-        "from bpftool loading each object: gospan cuts libbpf's message at 1 kB, before the "
-        "reason. Do not edit by hand: run `make vm-test`.")
+        "from gospan's debug log and from bpftool loading each object (gospan's message names "
+        "only the errno, and its debug log cuts each libbpf message at 1 kB, where the "
+        "verifier's reason often comes later). Do not edit by hand: run `make vm-test`.")
     lines += ["", "| kernel | package | lockdown | cgroup | gospan | tests | off, and why |",
               "|---|---|---|---|---|---|---|"]
     for r in results:
@@ -326,6 +327,14 @@ def page_text(results, note=""):
         lines += [f"- {r['boot']}: " + "; ".join(r["problems"]).replace("|", "\\|")
                   for r in bad]
     return "\n".join(lines + ([""] + para(note) if note else [])) + "\n"
+
+
+def page_note(results):
+    dates = sorted({r.get("date", "?") for r in results})
+    took = sum(r["seconds"] for r in results) / 60
+    return (f"Run on {', '.join(dates)}: {len(results)} boots, {took:.0f} minutes of boots one "
+            f"at a time, on a host of {os.cpu_count()} CPUs that other work was loading. "
+            f"{built_from()}")
 
 
 def _counts(tests):
@@ -347,9 +356,15 @@ def _state(g):
 
 
 def _off(r):
-    """What gospan said was off, then why the verifier refused each object it refused."""
+    """What gospan said was off, then why the verifier refused what it refused: as gospan's
+    debug log has it, and each object loaded by bpftool."""
     g = r.get("gospan") or {}
     off = list(g.get("off", []))
+    # Where gospan did not attach, what the verifier said in its debug log (its own lines only
+    # name the errno).
+    said = [x for x in g.get("debug") or [] if not x.startswith("gospan")]
+    if said:
+        off.append("gospan's debug log: " + "; ".join(dict.fromkeys(said)))
     for obj, v in (r.get("verifier") or {}).items():
         where = f" at `{v['source']}`" if v.get("source") else ""
         off.append(f"verifier refuses {obj} ({v['program']}){where}: {v['reason']}")
@@ -377,7 +392,8 @@ def main():
         print(table(json.loads(Path(args.table).read_text())), end="")
         return 0
     if args.page:
-        rewrite_section(page_text(json.loads(Path(args.page).read_text())), PAGE_BEGIN, PAGE_END)
+        results = json.loads(Path(args.page).read_text())
+        rewrite_section(page_text(results, page_note(results)), PAGE_BEGIN, PAGE_END)
         return 0
     names = list(SLICE) if args.slice else args.boots or list(BOOTS)
     for n in names:
@@ -387,7 +403,6 @@ def main():
     if not os.access(BUILD / "gospan", os.X_OK):
         print(f"vm: '{BUILD / 'gospan'}' is not built (make)", file=sys.stderr)
         return 2
-    t0 = time.monotonic()
     try:
         if not args.no_prebuild:
             prebuild()
@@ -409,12 +424,8 @@ def main():
     (BUILD / "vm" / f"{name}.md").write_text(table(results))
     print(table(results), end="")
     if not args.boots and not args.slice and args.tests is None:
-        took = (time.monotonic() - t0) / 60
         results = [r for r in results if r["boot"] in names]
-        rewrite_section(page_text(results, note=(
-            f"Run on {time.strftime('%Y-%m-%d')}: {len(results)} boots in {took:.0f} minutes, "
-            f"one at a time, on a host of {os.cpu_count()} CPUs. {built_from()}")),
-            PAGE_BEGIN, PAGE_END)
+        rewrite_section(page_text(results, page_note(results)), PAGE_BEGIN, PAGE_END)
     failed = [r["boot"] for r in results if r["problems"]]
     if failed:
         log(f"failed: {', '.join(failed)}")
