@@ -17,7 +17,7 @@ tests build are built here first, so the guest's `go build` finds them up to dat
 Results: $GOSPAN_BUILD/vm/<boot>/ (serial.log, console.log, guest.json, gospan.log, junit.xml,
 pytest.log) and $GOSPAN_BUILD/vm/results.json (each boot's latest run of its own tests: a run
 of some boots updates their rows), with the table in $GOSPAN_BUILD/vm/results.md; a run with
---tests writes results-tests.json and .md instead. A run of every boot rewrites
+--tests or --slice writes results-tests.json and .md instead. A run of every boot rewrites
 COMPATIBILITY.md's kernel section. The exit status is 0 when every boot ran and each did what
 it is expected to (BOOTS).
 """
@@ -416,15 +416,14 @@ def main():
     except (RunError, kernels.FetchError) as e:
         print(f"vm: {e}", file=sys.stderr)
         return 1
-    # A run with other tests than the boots' (--tests) is not theirs: kept apart.
-    name = "results" if args.tests is None else "results-tests"
-    if args.tests is None:
-        results = merged(results)
-    (BUILD / "vm" / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
-    (BUILD / "vm" / f"{name}.md").write_text(table(results))
-    print(table(results), end="")
+    # A run with other tests than the boots' own (--tests, --slice) is kept apart.
+    own = args.tests is None and not args.slice
+    name = "results" if own else "results-tests"
+    shown = merged(results) if own else results
+    (BUILD / "vm" / f"{name}.json").write_text(json.dumps(shown, indent=1) + "\n")
+    (BUILD / "vm" / f"{name}.md").write_text(table(shown))
+    print(table(shown), end="")
     if not args.boots and not args.slice and args.tests is None:
-        results = [r for r in results if r["boot"] in names]
         rewrite_section(page_text(results, page_note(results)), PAGE_BEGIN, PAGE_END)
     failed = [r["boot"] for r in results if r["problems"]]
     if failed:
