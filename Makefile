@@ -13,6 +13,9 @@
 #                   shows the traces and checks each request is one trace, through Kafka too
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
 #                   runs), images built locally; checks the traces in Jaeger's container
+#   make vm-test    a subset of the end-to-end tests in virtual machines (qemu, TCG), one per
+#                   Debian kernel (5.10 to 6.12, lockdown, cgroup v1); VM_BOOTS=6.1 picks boots,
+#                   VM_ARGS=--slice runs CI's slice (tests/vm/README.md)
 #   make kube-test  gospan's DaemonSet and the example Collector (k8s_attributes) on a real
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
@@ -149,7 +152,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/obj/main.o,$(OBJS)) $(PB_OBJS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps test layering unit e2e demo compose-demo kube-test offsets fmt clean bench soak compat
+.PHONY: all deps test layering unit e2e demo compose-demo kube-test vm-test offsets fmt clean bench soak compat
 .DEFAULT_GOAL := all
 # Keep intermediates (BPF objects, protobuf-c sources) so rebuilds stay incremental.
 .SECONDARY:
@@ -433,6 +436,12 @@ compose-demo: deps
 # The Kubernetes DaemonSet and the example Collector's k8s_attributes processor on a real
 # single-node cluster built from source (about 17 minutes the first time, then cached): see
 # tests/kube/run.py. Not part of `make test`.
+# Boots Debian's kernels (fetched through apt with a configuration of its own) with this machine's
+# files shared read-only; the guests run tests/e2e with the gospan built here.
+vm-test: DEB_PKGS += qemu-system-x86 busybox-static
+vm-test: deps all
+	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/vm/run.py $(VM_ARGS) $(VM_BOOTS)
+
 kube-test: DEB_PKGS += containerd runc containernetworking-plugins
 kube-test: deps
 	$(Q)$(PYTHON) tests/kube/run.py

@@ -683,7 +683,7 @@ def test_gospan_says_whether_trace_context_travels(traced):
     if traced.propagates:
         assert not said, f"gospan says outgoing trace context is off:\n{traced.stderr()}"
     else:
-        assert said == ["frontend"], (
+        assert "frontend" in said, (
             f"{NO_PROPAGATION}, and the gospan on the frontend (which makes client calls) should "
             f"say so, the one on the backend (which makes none) need not:\n{traced.stderr()}")
 

@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""gospan's end-to-end tests in virtual machines, one per kernel: what `make vm-test` runs.
+
+Each boot is qemu (TCG: no KVM, nested KVM hangs on the machines this runs on) with one of
+Debian's kernels (tests/vm/kernels.py fetches them), this machine's / shared read-only over 9p
+under an overlay whose writes stay in the guest's memory, and the boot's results directory
+shared writable. Inside, tests/vm/guest.py hears what gospan says at attach and runs a subset
+of tests/e2e with pytest against the gospan built here (GOSPAN_BUILD). The Go services those
+tests build are built here first, so the guest's `go build` finds them up to date.
+
+    python3 tests/vm/run.py                     every boot, one after the other
+    python3 tests/vm/run.py 6.1 5.10            those boots only
+    python3 tests/vm/run.py --slice             CI's slice (6.1, no lockdown, cgroup v2)
+    python3 tests/vm/run.py --list              the boots and what each runs
+    python3 tests/vm/run.py --table FILE        the table of the results in FILE (results.json)
+
+Results: $GOSPAN_BUILD/vm/<boot>/ (serial.log, console.log, guest.json, gospan.log, junit.xml,
+pytest.log) and $GOSPAN_BUILD/vm/results.json (each boot's latest run of its own tests: a run
+of some boots updates their rows), with the table in $GOSPAN_BUILD/vm/results.md; a run with
+--tests or --slice writes results-tests.json and .md instead. A run of every boot rewrites
+COMPATIBILITY.md's kernel section. The exit status is 0 when every boot ran and each did what
+it is expected to (BOOTS).
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+import kernels  # noqa: E402
+from matrix import built_from, para, rewrite_section  # noqa: E402
+
+BUILD = Path(os.environ.get("GOSPAN_BUILD") or REPO / "build").resolve()
+QEMU = {"amd64": "qemu-system-x86_64"}
+MEMORY = "4G"
+CPUS = 2
+
+# The end-to-end tests run inside: what a kernel changes for gospan (BPF loading and
+# verification, uprobes, the ring buffer, sockops and sk_msg, cgroups), at a cost TCG affords.
+SUBSET = (
+    "tests/e2e/test_http_server.py",
+    "tests/e2e/test_distributed.py",
+    "tests/e2e/test_grpc.py",
+    "tests/e2e/test_functions.py",
+    "tests/e2e/test_service_unharmed.py",
+    "tests/e2e/test_datastores.py",
+)
+# Where trace context is what changes (lockdown, cgroups): the two-service tests alone.
+CONTEXT = ("tests/e2e/test_distributed.py",)
+
+
+@dataclass
+class Boot:
+    name: str
+    kernel: str  # a name of kernels.KERNELS
+    cmdline: str = ""
+    cgroup: str = "v2"  # v2, hybrid or v1: tests/vm/init mounts the hierarchies so
+    tests: tuple = SUBSET
+    # Whether gospan is to attach: False where it must refuse (below its kernel floor).
+    attaches: bool = True
+    timeout: int = 900  # seconds, the whole boot
+
+
+BOOTS = {b.name: b for b in (
+    Boot("6.1", "6.1"),
+    Boot("5.10", "5.10", attaches=False, tests=()),
+    Boot("6.12-bpo", "6.12-bpo"),
+    Boot("6.12", "6.12", cgroup="hybrid"),
+    Boot("6.12-lockdown", "6.12", cmdline="lockdown=integrity", tests=CONTEXT),
+    Boot("6.12-cgroup1", "6.12", cgroup="v1", tests=CONTEXT),
+)}
+# CI's: Debian 12's backports kernel, no lockdown. Debian 12's own 6.1 would be the first
+# choice, but gospan's BPF programs do not load there yet (tests/vm/README.md).
+SLICE = ("6.12-bpo",)
+SLICE_TESTS = ("tests/e2e/test_http_server.py", "tests/e2e/test_distributed.py")
+
+
+class RunError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"vm: {msg}", flush=True)
+
+
+# ---- the services the tests build, built here -------------------------------------------------
+
+
+PREBUILT = BUILD / "vm" / "prebuilt"
+
+
+def prebuild():
+    """The Go programs SUBSET's fixtures build, built by the same functions into BUILD/e2e, and
+    listed in PREBUILT for the guest's go (tests/vm/bin/go)."""
+    import conftest
+    import test_distributed
+    t0 = time.monotonic()
+    env = conftest._go_env()
+    go_version = subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True,
+                                text=True, env=env).stdout.strip()
+    out = BUILD / "e2e" / "httpserver"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=conftest.EXAMPLE_SRC,
+                         capture_output=True, text=True, env=env)
+    if res.returncode:
+        raise RunError(f"cannot build {conftest.EXAMPLE_SRC}:\n{res.stderr}")
+    for src in (test_distributed.FRONTEND_SRC, test_distributed.BACKEND_SRC):
+        test_distributed.build_example(src, BUILD, go_version)
+    import test_functions
+    import test_grpc
+    test_grpc.build_grpcmix(BUILD)
+    test_functions.build(BUILD, "functions")
+    test_functions.build(BUILD, "functions-stripped", ["-ldflags=-s -w"])
+    res = subprocess.run(["go", "build", "-o", str(BUILD / "e2e" / "fn-nohttp"), "."],
+                         cwd=test_functions.SRC / "nohttp", capture_output=True, text=True,
+                         env=env)
+    if res.returncode:
+        raise RunError(f"cannot build {test_functions.SRC / 'nohttp'}:\n{res.stderr}")
+    # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
+    import test_datastores
+    test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
+    e2e = BUILD / "e2e"
+    built = [e2e / n for n in ("httpserver", "frontend", "backend", "functions",
+                               "functions-stripped", "fn-nohttp", "grpcmix/grpcmix-server",
+                               "grpcmix/grpcmix-client")]
+    PREBUILT.parent.mkdir(parents=True, exist_ok=True)
+    PREBUILT.write_text("".join(f"{p}\n" for p in built))
+    log(f"services built with {go_version} in {time.monotonic() - t0:.1f} s")
+
+
+# ---- one boot ---------------------------------------------------------------------------------
+
+
+def job_script(out, boot):
+    """The shell script the guest's init runs, chrooted into the overlay: this machine's
+    environment, then guest.py."""
+    python = Path(sys.executable).resolve()
+    path = ":".join([str(HERE / "bin"), str(python.parent),
+                     os.environ.get("PATH", "/usr/bin:/bin")])
+    env = {"PATH": path, "GOSPAN_VM_GO": shutil.which("go") or "go", "HOME": str(Path.home()),
+           "GOSPAN_BUILD": str(BUILD), "LANG": "C.UTF-8",
+           "GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-mod=mod"}
+    if PREBUILT.exists():
+        env["GOSPAN_VM_PREBUILT"] = str(PREBUILT)
+    for k in ("GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME"):
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    lines = ["set -e"] + [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    lines.append(f"cd {shlex.quote(str(REPO))}")
+    lines.append(shlex.join([str(python), str(HERE / "guest.py"), "/vmout", *boot.tests]))
+    return "\n".join(lines) + "\n"
+
+
+def qemu_argv(kernel_home, initrd, out, boot):
+    cmdline = f"console=ttyS0 panic=-1 quiet gospan.cgroup={boot.cgroup} {boot.cmdline}".strip()
+    return [QEMU[kernels.KERNELS[boot.kernel].arch],
+            "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(CPUS), "-m", MEMORY,
+            "-nographic", "-no-reboot", "-kernel", str(kernel_home / "vmlinuz"),
+            "-initrd", str(initrd), "-append", cmdline,
+            "-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,"
+                       "multidevs=remap",
+            "-virtfs", f"local,path={out},mount_tag=out,security_model=none"]
+
+
+def junit_results(path):
+    """{test id: 'passed' | 'failed' | 'skipped' | 'error'} from pytest's junit.xml."""
+    got = {}
+    if not path.exists():
+        return got
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+        got[name] = outcome
+    return got
+
+
+def run_boot(boot):
+    kernel = kernels.KERNELS[boot.kernel]
+    home = kernels.fetch(kernel, log)
+    initrd = kernels.initramfs(kernel)
+    out = BUILD / "vm" / boot.name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    (out / "job.sh").write_text(job_script(out, boot))
+    argv = qemu_argv(home, initrd, out, boot)
+    (out / "qemu.argv").write_text(shlex.join(argv) + "\n")
+    log(f"{boot.name}: booting {(home / 'release').read_text().split()[0]}"
+        f"{' ' + boot.cmdline if boot.cmdline else ''}, cgroup {boot.cgroup}")
+    t0 = time.monotonic()
+    timed_out = False
+    with open(out / "serial.log", "wb") as serial:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=serial,
+                                stderr=subprocess.STDOUT)
+        try:
+            proc.wait(boot.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            proc.wait()
+    seconds = round(time.monotonic() - t0, 1)
+    guest = {}
+    if (out / "guest.json").exists():
+        guest = json.loads((out / "guest.json").read_text())
+    tests = junit_results(out / "junit.xml")
+    result = {"boot": boot.name, "kernel": boot.kernel, "seconds": seconds,
+              "timed_out": timed_out, "qemu_exit": proc.returncode, "facts": guest.get("facts"),
+              "gospan": guest.get("gospan"), "verifier": guest.get("verifier"),
+              "times": guest.get("times"),
+              "pytest_exit": guest.get("pytest_exit"), "tests": tests,
+              "package": (home / "release").read_text().strip(), "cgroup": boot.cgroup,
+              "cmdline": boot.cmdline, "date": time.strftime("%Y-%m-%d"),
+              "tests_run": list(boot.tests)}
+    result["problems"] = problems(boot, result)
+    (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+    counts = {}
+    for o in tests.values():
+        counts[o] = counts.get(o, 0) + 1
+    log(f"{boot.name}: {seconds} s, tests {counts or 'none'}"
+        f"{'; ' + '; '.join(result['problems']) if result['problems'] else ''}")
+    return result
+
+
+def merged(results):
+    """RESULTS with the latest result of each other boot from the last results.json, in BOOTS'
+    order: a run of some boots updates their rows and keeps the others'."""
+    path = BUILD / "vm" / "results.json"
+    by_boot = {}
+    if path.exists():
+        by_boot = {r["boot"]: r for r in json.loads(path.read_text()) if r["boot"] in BOOTS}
+    by_boot.update({r["boot"]: r for r in results})
+    return [by_boot[b] for b in BOOTS if b in by_boot]
+
+
+def problems(boot, r):
+    """What makes the boot a failure, in words; [] when it did what BOOTS expects."""
+    found = []
+    if r["timed_out"]:
+        found.append(f"the machine did not power off within {boot.timeout} s")
+    g = r["gospan"]
+    if g is None:
+        found.append("the guest wrote no guest.json (see serial.log)")
+        return found
+    if g.get("hung"):
+        found.append(f"gospan {g['hung']}")
+    if boot.attaches and not g.get("attached"):
+        found.append(f"gospan did not attach (exit {g.get('exit')})")
+    if not boot.attaches and g.get("attached"):
+        found.append("gospan attached where it was expected to refuse")
+    if not boot.attaches and g.get("exit") in (0, None) or (g.get("exit") or 0) < 0:
+        found.append(f"gospan ended with status {g.get('exit')}")
+    if boot.tests:
+        bad = sorted(t for t, o in r["tests"].items() if o in ("failed", "error"))
+        if bad:
+            found.append(f"{len(bad)} tests failed: {', '.join(bad[:8])}"
+                         f"{' ...' if len(bad) > 8 else ''}")
+        if not r["tests"]:
+            found.append(f"pytest ran no test (exit {r['pytest_exit']}, see pytest.log)")
+    return found
+
+
+# ---- the table --------------------------------------------------------------------------------
+
+
+def table(results):
+    """A Markdown table of RESULTS: a row per boot."""
+    rows = ["| boot | kernel | arch | lockdown | cgroup | gospan | tests | off, and why | time |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        f, g = r.get("facts") or {}, r.get("gospan") or {}
+        tests = ", ".join(f"{n} {o}" for o, n in sorted(_counts(r["tests"]).items())) or "-"
+        rows.append(f"| {r['boot']} | {f.get('release', r['kernel'])} | {f.get('arch', '?')} | "
+                    f"{f.get('lockdown', '?')} | {r['cgroup']} | {_cell(_state(g))} | {tests} | "
+                    f"{_cell('<br>'.join(_off(r)) or '-')} | {r['seconds']} s |")
+    return "\n".join(rows) + "\n"
+
+
+PAGE_BEGIN = "<!-- BEGIN kernels: written by tests/vm/run.py (make vm-test) -->"
+PAGE_END = "<!-- END kernels -->"
+
+
+def page_text(results, note=""):
+    """COMPATIBILITY.md's kernel section for RESULTS (a full run's results.json)."""
+    lines = ["## Kernels", ""]
+    lines += para(
+        "Each row is one boot of one of Debian's kernels (its package from Debian's archive) "
+        "in qemu without KVM (TCG, 2 CPUs, 4 GB), this machine's files shared read-only over "
+        "9p: inside, gospan is attached to examples/httpserver (what it says is off is quoted "
+        "from its stderr), then the end-to-end tests listed run against the gospan built "
+        "here: server and client spans (test_http_server.py), trace context across two "
+        "services (test_distributed.py), gRPC (test_grpc.py), function spans "
+        "(test_functions.py), attach, detach and kill under load (test_service_unharmed.py), "
+        "PostgreSQL, SQLite and Redis calls (test_datastores.py, the servers run in the guest). "
+        "Where the kernel refuses gospan's BPF programs, the verifier's own reason is given, "
+        "from gospan's debug log and from bpftool loading each object (gospan's message names "
+        "only the errno, and its debug log cuts each libbpf message at 1 kB, where the "
+        "verifier's reason often comes later). Do not edit by hand: run `make vm-test`.")
+    lines += ["", "| kernel | package | lockdown | cgroup | gospan | tests | off, and why |",
+              "|---|---|---|---|---|---|---|"]
+    for r in results:
+        f, g = r.get("facts") or {}, r.get("gospan") or {}
+        tests = ", ".join(f"{n} {o}" for o, n in sorted(_counts(r["tests"]).items()))
+        files = sorted({t.split("::")[0] for t in r["tests"]})
+        tests = f"{tests} ({', '.join(files)})" if tests else "-"
+        pkg = r["package"].split()
+        state = _state(g)
+        lines.append(f"| {f.get('release', r['kernel'])} {f.get('arch', '')} | "
+                     f"{pkg[0]} {pkg[1]} | {f.get('lockdown', '?')} | {r['cgroup']} | "
+                     f"{_cell(state)} | {tests} | {_cell('<br>'.join(_off(r)) or '-')} |")
+    bad = [r for r in results if r["problems"]]
+    if bad:
+        lines += ["", "Failures:", ""]
+        lines += [f"- {r['boot']}: " + "; ".join(r["problems"]).replace("|", "\\|")
+                  for r in bad]
+    return "\n".join(lines + ([""] + para(note) if note else [])) + "\n"
+
+
+def page_note(results):
+    dates = sorted({r.get("date", "?") for r in results})
+    took = sum(r["seconds"] for r in results) / 60
+    return (f"Run on {', '.join(dates)}: {len(results)} boots, {took:.0f} minutes of boots one "
+            f"at a time, on a host of {os.cpu_count()} CPUs that other work was loading. "
+            f"{built_from()}")
+
+
+def _counts(tests):
+    counts = {}
+    for o in tests.values():
+        counts[o] = counts.get(o, 0) + 1
+    return counts
+
+
+def _cell(text):
+    return text.replace("|", "\\|")
+
+
+def _state(g):
+    if g.get("attached"):
+        return f"attached in {g['attach_seconds']} s"
+    last = [x for x in g.get("stderr", []) if x.startswith("gospan")][-1:]
+    return f"refused (exit {g.get('exit')}): {last[0] if last else ''}"
+
+
+def _off(r):
+    """What gospan said was off, then why the verifier refused what it refused: as gospan's
+    debug log has it, and each object loaded by bpftool."""
+    g = r.get("gospan") or {}
+    off = list(g.get("off", []))
+    # Where gospan did not attach, what the verifier said in its debug log (its own lines only
+    # name the errno).
+    said = [x for x in g.get("debug") or [] if not x.startswith("gospan")]
+    if said:
+        off.append("gospan's debug log: " + "; ".join(dict.fromkeys(said)))
+    for obj, v in (r.get("verifier") or {}).items():
+        where = f" at `{v['source']}`" if v.get("source") else ""
+        off.append(f"verifier refuses {obj} ({v['program']}){where}: {v['reason']}")
+    return off
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("boots", nargs="*", help=f"boots to run (default: all: {', '.join(BOOTS)})")
+    ap.add_argument("--slice", action="store_true", help="CI's slice: " + ", ".join(SLICE))
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--table", metavar="FILE", help="print the table of a results.json")
+    ap.add_argument("--page", metavar="FILE",
+                    help="rewrite COMPATIBILITY.md's kernel section from a results.json")
+    ap.add_argument("--no-prebuild", action="store_true")
+    ap.add_argument("--tests", nargs="*", metavar="ARG",
+                    help="pytest arguments instead of each boot's tests (none: gospan alone)")
+    args = ap.parse_args()
+    if args.list:
+        for b in BOOTS.values():
+            print(f"{b.name:14} kernel {b.kernel:9} cgroup {b.cgroup} {b.cmdline:20} "
+                  f"{' '.join(Path(t).name for t in b.tests) or '(gospan alone)'}")
+        return 0
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text())), end="")
+        return 0
+    if args.page:
+        results = json.loads(Path(args.page).read_text())
+        rewrite_section(page_text(results, page_note(results)), PAGE_BEGIN, PAGE_END)
+        return 0
+    names = list(SLICE) if args.slice else args.boots or list(BOOTS)
+    for n in names:
+        if n not in BOOTS:
+            print(f"vm: unknown boot '{n}' (known: {', '.join(BOOTS)})", file=sys.stderr)
+            return 2
+    if not os.access(BUILD / "gospan", os.X_OK):
+        print(f"vm: '{BUILD / 'gospan'}' is not built (make)", file=sys.stderr)
+        return 2
+    try:
+        if not args.no_prebuild:
+            prebuild()
+        boots = [BOOTS[n] for n in names]
+        for b in boots:
+            if args.tests is not None:
+                b.tests = tuple(args.tests)
+            elif args.slice:
+                b.tests = SLICE_TESTS
+        results = [run_boot(b) for b in boots]
+    except (RunError, kernels.FetchError) as e:
+        print(f"vm: {e}", file=sys.stderr)
+        return 1
+    # A run with other tests than the boots' own (--tests, --slice) is kept apart.
+    own = args.tests is None and not args.slice
+    name = "results" if own else "results-tests"
+    shown = merged(results) if own else results
+    (BUILD / "vm" / f"{name}.json").write_text(json.dumps(shown, indent=1) + "\n")
+    (BUILD / "vm" / f"{name}.md").write_text(table(shown))
+    print(table(shown), end="")
+    if not args.boots and not args.slice and args.tests is None:
+        rewrite_section(page_text(results, page_note(results)), PAGE_BEGIN, PAGE_END)
+    failed = [r["boot"] for r in results if r["problems"]]
+    if failed:
+        log(f"failed: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
