@@ -281,13 +281,21 @@ static __always_inline void sql_details(const struct target_config *cfg, __u32 s
 {
 	const struct sql_server *s;
 	struct net_endpoint ep;
-	__u64 at = conn;
+	__u64 at = conn, idx;
 	__u16 port = 0;
 	__u32 i;
 
 	if (!server || server > MAX_SQL_SERVERS || !conn)
 		return;
-	s = &cfg->sql_servers[server - 1];
+	/*
+	 * The index bounded as it is used: clang tests SERVER and indexes with SERVER - 1 made
+	 * from it in 32 bits, which Linux 6.1's verifier cannot bound (it refuses the program).
+	 */
+	idx = server - 1;
+	asm volatile("" : "+r"(idx));
+	if (idx >= MAX_SQL_SERVERS)
+		return;
+	s = &cfg->sql_servers[idx];
 	if (s->peer >= 0) {
 		read_conn_peer(cfg, (void *)(conn + s->peer), bias, &ep);
 		if (ep.ip_len == 4 || ep.ip_len == 16) {

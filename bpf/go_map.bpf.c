@@ -71,10 +71,19 @@ static __always_inline __u64 snap_word(const __u8 *snap, __u64 len, __u64 addr, 
  */
 static __always_inline __u64 snap_copy(struct map_scratch *ms, __u64 addr, __s64 size)
 {
-	__u64 n = size > MAP_GROUP_MAX ? MAP_GROUP_MAX : (__u64)size, first;
+	__u64 n, first;
 
 	if (size < 8)
 		return 0;
+	/*
+	 * Bounded after the barrier, on the register the helper is given: clang's bound on the
+	 * signed SIZE left Linux 6.1's verifier a length whose minimum may be negative (it refuses
+	 * the program).
+	 */
+	n = (__u64)size;
+	asm volatile("" : "+r"(n));
+	if (n > MAP_GROUP_MAX)
+		n = MAP_GROUP_MAX;
 	if (!bpf_probe_read_user(ms->b, n, (const void *)addr))
 		return n;
 	/*
@@ -98,12 +107,13 @@ static __always_inline __u64 snap_copy(struct map_scratch *ms, __u64 addr, __s64
 __noinline int gospan_map_slot(__u64 key_ptr, __u64 vals_ptr, __s64 vals_len,
 			       const struct map_key *k, struct go_string *out)
 {
-	struct go_string val;
 	/*
 	 * Zeroed: Linux 6.1's verifier wants the stack a helper writes a length not known in
-	 * advance into initialized (it refuses the program otherwise).
+	 * advance into initialized. As small as the key, and the value read into OUT: 6.1 counts
+	 * each frame of a call chain in 32-byte steps, and serve_http_entry's deepest chain
+	 * (header search, bucket, slot) must stay within 512 bytes.
 	 */
-	char buf[MAP_KEY_MAX * 2] = {};
+	char buf[MAP_KEY_MAX] = {};
 	__u32 i, n;
 
 	if (!k || !out)
@@ -123,10 +133,12 @@ __noinline int gospan_map_slot(__u64 key_ptr, __u64 vals_ptr, __s64 vals_len,
 	}
 	if (vals_len < 1 || !vals_ptr)
 		return 0;
-	if (bpf_probe_read_user(&val, sizeof(val), (const void *)vals_ptr) || val.len <= 0 ||
-	    !val.ptr)
+	if (bpf_probe_read_user(out, sizeof(*out), (const void *)vals_ptr) || out->len <= 0 ||
+	    !out->ptr) {
+		out->ptr = NULL;
+		out->len = 0;
 		return 0;
-	*out = val;
+	}
 	return 1;
 }
 

@@ -468,7 +468,7 @@ static __always_inline int http1_write_context(struct sk_msg_md *msg, struct wir
 	struct line_scan ls;
 	__u32 line_end, n, scan;
 	__u8 *data, *end;
-	__u64 avail;
+	__u64 avail, len;
 
 	scan = msg->size < HTTP1_LINE_MAX ? msg->size : HTTP1_LINE_MAX;
 	if (pull(msg, 0, scan)) {
@@ -481,11 +481,14 @@ static __always_inline int http1_write_context(struct sk_msg_md *msg, struct wir
 	if (avail < scan)
 		scan = (__u32)avail;
 	/*
-	 * Clang knows SCAN is at most HTTP1_LINE_MAX here and drops the test, which Linux 6.1's
-	 * verifier needs to bound the length it is given: the barrier keeps the test.
+	 * The length as a 64-bit value, tested as the helper is given it: with a 32-bit one clang
+	 * tests a zero-extended copy and passes the register, whose upper half Linux 6.1's
+	 * verifier does not know (it refuses the program); the barrier keeps the test clang would
+	 * drop as redundant.
 	 */
-	asm volatile("" : "+r"(scan));
-	if (!scan || scan > HTTP1_LINE_MAX || bpf_probe_read_kernel(sc->head, scan, data)) {
+	len = scan;
+	asm volatile("" : "+r"(len));
+	if (!len || len > HTTP1_LINE_MAX || bpf_probe_read_kernel(sc->head, len, data)) {
 		count_propagation(PROP_NO_ROOM);
 		return SK_PASS;
 	}
