@@ -352,17 +352,9 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	r = (void *)go_arg(ctx, 1);
 	if (!r)
 		return;
-	c = bpf_map_lookup_elem(&kafka_consumers, &key);
-	if (!c) {
-		__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
-		if (bpf_map_update_elem(&kafka_consumers, &key, &sc->consumer, BPF_ANY)) {
-			count_drop(DROP_INFLIGHT_FULL);
-			return;
-		}
-		c = bpf_map_lookup_elem(&kafka_consumers, &key);
-		if (!c)
-			return;
-	}
+	c = kafka_consumer_of(&key, &sc->consumer);
+	if (!c)
+		return;
 	kafka_process_end(&key, c, now);
 	cl = (void *)c->handle;
 	e = &c->rec;

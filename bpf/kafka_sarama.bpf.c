@@ -116,23 +116,6 @@ static __always_inline __u32 session_group(const struct target_config *cfg, cons
 	return go_read_string(group, MAX_KAFKA_GROUP_LEN, g + cfg->sm_group_id);
 }
 
-/* The goroutine KEY's consumer state, made (zeroed) where it has none; NULL when full. */
-static __always_inline struct kafka_consumer *consumer_of(const struct goroutine_key *key,
-							  struct sarama_scratch *sc)
-{
-	struct kafka_consumer *c = bpf_map_lookup_elem(&kafka_consumers, key);
-
-	if (c)
-		return c;
-	__builtin_memset(&sc->consumer, 0, sizeof(sc->consumer));
-	if (bpf_map_update_elem(&kafka_consumers, key, &sc->consumer, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&kafka_consumers, key)) {
-		count_drop(DROP_INFLIGHT_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&kafka_consumers, key);
-}
-
 /*
  * At (*consumerGroupSession).consume's entry (s, ...): this goroutine runs a claim from now, of
  * the session's group; its channel is not known yet.
@@ -152,7 +135,7 @@ int kafka_sarama_claim(GO_REGS *ctx)
 	sc = kafka_sarama_scratch_claim();
 	if (!sc)
 		return 0;
-	c = consumer_of(&key, sc);
+	c = kafka_consumer_of(&key, &sc->consumer);
 	if (c) {
 		kafka_process_end(&key, c, now);
 		c->handle = c->last = c->last_chan = 0;
@@ -243,7 +226,7 @@ int kafka_sarama_recv(GO_REGS *ctx)
 		sc = kafka_sarama_scratch_claim();
 		if (!sc)
 			return 0;
-		c = consumer_of(&key, sc);
+		c = kafka_consumer_of(&key, &sc->consumer);
 		scratch_unclaim(&sc->busy);
 		if (!c)
 			return 0;

@@ -108,6 +108,26 @@ SHARED_MAP(kafka_consumers, BPF_MAP_TYPE_LRU_HASH, 16384, struct goroutine_key,
 	   struct kafka_consumer);
 
 /*
+ * Goroutine KEY's consumer state, made where it has none from FRESH (this CPU's scratch, held,
+ * zeroed here); NULL, counted, when the map is full.
+ */
+static __always_inline struct kafka_consumer *kafka_consumer_of(const struct goroutine_key *key,
+								struct kafka_consumer *fresh)
+{
+	struct kafka_consumer *c = bpf_map_lookup_elem(&kafka_consumers, key);
+
+	if (c)
+		return c;
+	__builtin_memset(fresh, 0, sizeof(*fresh));
+	if (bpf_map_update_elem(&kafka_consumers, key, fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&kafka_consumers, key)) {
+		count_drop(DROP_INFLIGHT_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&kafka_consumers, key);
+}
+
+/*
  * Ends the message C's goroutine KEY processes, at NOW: its span goes out, and the goroutine is
  * back to the span it worked for before.
  */

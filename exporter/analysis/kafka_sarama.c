@@ -314,7 +314,8 @@ static int find_sends(struct analysis *a, struct kafka_target *k)
 	for (i = 0; !err && i < n; i++) {
 		if (!syms[i].is_func || !syms[i].name ||
 		    !in_main_module(syms[i].name, a->gobin->main_path) ||
-		    !site_planner__may_call(a->sp, syms[i].addr, syms[i].size, targets, 2))
+		    !site_planner__may_call(a->sp, syms[i].addr, syms[i].size, targets,
+					    sizeof(targets) / sizeof(targets[0])))
 			continue;
 		for (j = 0; !err && j < sizeof(sends) / sizeof(sends[0]); j++)
 			if (targets[j])
