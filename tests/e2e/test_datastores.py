@@ -209,8 +209,9 @@ def test_query_cancelled_by_its_context(traced, driver):
     assert span.status_code == STATUS_ERROR
     assert span.attrs["db.query.text"] == "SELECT pg_sleep(?)"
     assert span.attrs["error.type"], span.attrs
-    # the 100 ms deadline ended it, not the 5 s sleep
-    assert 90e6 <= span.end_ns - span.start_ns < 3e9, span.end_ns - span.start_ns
+    # the 100 ms deadline ended it, not the 5 s sleep. The deadline is set just before the call
+    # begins: on a slow machine (a TCG virtual machine, loaded) the span began 12 ms after it.
+    assert 50e6 <= span.end_ns - span.start_ns < 3e9, span.end_ns - span.start_ns
 
 
 @pytest.mark.parametrize("driver", SQL_DRIVERS)
