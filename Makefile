@@ -37,6 +37,8 @@ ifeq ($(SANITIZE),1)
 OUTPUT := $(BUILD)/asan
 else ifeq ($(STATIC),1)
 OUTPUT := $(BUILD)/static
+else ifeq ($(CROSS),arm64)
+OUTPUT := $(BUILD)/arm64
 else
 OUTPUT := $(BUILD)
 endif
@@ -58,6 +60,22 @@ GO ?= go
 
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+
+# CROSS=arm64: gospan for arm64 (into $(BUILD)/arm64), built here by clang against Debian's
+# arm64 packages unpacked into a sysroot (tests/vm/rootfs.py, the arm64 VM boot's root, so the
+# libraries it links with are those the guest loads). MULTIARCH stays this machine's: the BPF
+# objects take only its uapi headers, as the other architecture's objects always have.
+ifeq ($(CROSS),arm64)
+SYSROOT := $(shell $(PYTHON) tests/vm/rootfs.py path)
+ARCH := arm64
+CC := $(CLANG) --target=aarch64-linux-gnu --sysroot=$(SYSROOT)
+AR := llvm-ar
+override LDFLAGS += -fuse-ld=lld
+# In the command, not exported: make 4.3's $(shell) does not pass exported variables on.
+PC_LIBDIR := $(SYSROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) PKG_CONFIG_LIBDIR=$(PC_LIBDIR) pkg-config
+DEB_PKGS += lld
+endif
 
 PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson zlib
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
@@ -238,7 +256,7 @@ $(OUTPUT)/obj/%.o: exporter/%.c $(HDRS) $(wildcard bpf/include/*.h) $(SKELS) $(P
 
 $(OUTPUT)/libgospan.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(OUTPUT)/gospan: $(OUTPUT)/obj/main.o $(OUTPUT)/libgospan.a
 	$(call msg,LINK,$@)
@@ -246,6 +264,14 @@ $(OUTPUT)/gospan: $(OUTPUT)/obj/main.o $(OUTPUT)/libgospan.a
 
 $(OUTPUT)/bpf $(OUTPUT)/obj $(OUTPUT)/proto $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
+
+ifeq ($(CROSS),arm64)
+# The sysroot before anything is compiled against it (pkg-config reads it when a recipe runs).
+$(SYSROOT)/.done:
+	$(call msg,SYSROOT,$(SYSROOT))
+	$(Q)$(PYTHON) tests/vm/rootfs.py make >/dev/null
+$(OBJS) $(PB_OBJS): | $(SYSROOT)/.done
+endif
 
 # ---- tests ----------------------------------------------------------------------------------
 
