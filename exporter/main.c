@@ -1027,6 +1027,8 @@ static void say_site(const char *what, const struct probe_site *s)
 		return;
 	for (i = 0; i < s->nends; i++)
 		emulated += s->ends[i].emulated;
+	if (s->rets_emulated)
+		emulated += s->nrets;
 	if (s->nentry_calls)
 		snprintf(entry, sizeof(entry), "entry on its %zu direct call%s (emulated)",
 			 s->nentry_calls, s->nentry_calls == 1 ? "" : "s");

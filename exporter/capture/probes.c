@@ -341,7 +341,7 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 	 */
 	for (i = 0; !err && i < site->nrets; i++) {
 		err = add_probe(p, sp->at_rets, path, pid, site->ret_offs[i], c, false);
-		n->stepped += !err;
+		*(site->rets_emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	for (i = 0; !err && i < site->nends; i++) {
 		const struct end_site *e = &site->ends[i];

@@ -98,6 +98,10 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     is None). Raises BuildError with build.sh's output when the build fails."""
     try:
         label = go_version(toolchain) + ("-debian" if "/" in toolchain else "")
+        # A build for another architecture (GOARCH, as tests/vm/run.py builds for the arm64
+        # guest) is another binary.
+        if os.environ.get("GOARCH"):
+            label += f"-{os.environ['GOARCH']}"
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
         raise BuildError(f"dbmix: {e}") from None
     drivers = [f"pq-{pq or 'default'}"]

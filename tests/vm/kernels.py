@@ -54,6 +54,7 @@ KERNELS = {k.name: k for k in (
     Kernel("6.1", "bookworm"),
     Kernel("6.12-bpo", "bookworm-backports"),
     Kernel("6.12", "trixie"),
+    Kernel("6.12-arm64", "trixie", arch="arm64", flavour="arm64"),
 )}
 
 
@@ -276,17 +277,21 @@ def initramfs(kernel):
     home = fetch(kernel)
     path = home / "initramfs.cpio.gz"
     init = HERE / "init"
+    busybox = BUSYBOX
+    if kernel.arch != "amd64":
+        import rootfs  # the other architecture's busybox-static, from its guest's tree
+        busybox = rootfs.make() / "bin" / "busybox"
+    if not busybox.exists():
+        raise FetchError(f"'{busybox}' is missing (Debian's busybox-static)")
     if path.exists() and path.stat().st_mtime > max(init.stat().st_mtime,
-                                                     BUSYBOX.stat().st_mtime):
+                                                     busybox.stat().st_mtime):
         return path
-    if not BUSYBOX.exists():
-        raise FetchError(f"'{BUSYBOX}' is missing (Debian's busybox-static)")
     order = (home / "modules" / "order").read_text().split()
-    files = {"init": (0o755, init.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes()),
+    files = {"init": (0o755, init.read_bytes()), "bin/busybox": (0o755, busybox.read_bytes()),
              "modules/order": (0o644, "".join(f"{n}\n" for n in order).encode())}
     for n in order:
         files[f"modules/{n}.ko"] = (0o644, (home / "modules" / f"{n}.ko").read_bytes())
-    dirs = ("bin", "dev", "proc", "sys", "modules", "lower", "upper", "newroot")
+    dirs = ("bin", "dev", "proc", "sys", "modules", "lower", "upper", "newroot", "hostfs")
     write_initramfs(path, files, dirs, {"bin/sh": "busybox"})
     return path
 

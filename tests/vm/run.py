@@ -40,10 +40,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 import kernels  # noqa: E402
+import rootfs  # noqa: E402
 from matrix import built_from, para, rewrite_section  # noqa: E402
 
 BUILD = Path(os.environ.get("GOSPAN_BUILD") or REPO / "build").resolve()
-QEMU = {"amd64": "qemu-system-x86_64"}
+QEMU = {"amd64": "qemu-system-x86_64", "arm64": "qemu-system-aarch64"}
+# Go's name of each architecture, and the serial console of its qemu machine.
+GOARCH = {"amd64": "amd64", "arm64": "arm64"}
+CONSOLE = {"amd64": "ttyS0", "arm64": "ttyAMA0"}
 MEMORY = "4G"
 CPUS = 2
 
@@ -80,6 +84,9 @@ BOOTS = {b.name: b for b in (
     Boot("6.12", "6.12", cgroup="hybrid"),
     Boot("6.12-lockdown", "6.12", cmdline="lockdown=integrity", tests=CONTEXT),
     Boot("6.12-cgroup1", "6.12", cgroup="v1", tests=CONTEXT),
+    # arm64: trixie's arm64 kernel on qemu's virt machine, Debian 12's arm64 userland
+    # (tests/vm/rootfs.py) as its root, gospan cross-built (make CROSS=arm64).
+    Boot("6.12-arm64", "6.12-arm64"),
 )}
 # CI's: Debian 12's backports kernel, no lockdown. Debian 12's own 6.1 would be the first
 # choice, but gospan's BPF programs do not load there yet (tests/vm/README.md).
@@ -98,62 +105,106 @@ def log(msg):
 # ---- the services the tests build, built here -------------------------------------------------
 
 
-PREBUILT = BUILD / "vm" / "prebuilt"
+HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
 
 
-def prebuild():
-    """The Go programs SUBSET's fixtures build, built by the same functions into BUILD/e2e, and
-    listed in PREBUILT for the guest's go (tests/vm/bin/go)."""
+def arch_build(arch):
+    """Where the gospan a guest of ARCH runs is built: BUILD for this machine's architecture,
+    BUILD/<arch> for another (make CROSS=arm64)."""
+    return BUILD if arch == HOST_ARCH else BUILD / arch
+
+
+def prebuilt_list(arch):
+    return BUILD / "vm" / ("prebuilt" if arch == HOST_ARCH else f"prebuilt-{arch}")
+
+
+def go_version():
+    import conftest
+    return subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True,
+                          text=True, env=conftest._go_env()).stdout.strip()
+
+
+def prebuild(arch):
+    """The Go programs SUBSET's fixtures build, built for ARCH (GOARCH) by the same functions
+    into arch_build(ARCH)/e2e, and listed in prebuilt_list(ARCH) for the guest's go
+    (tests/vm/bin/go)."""
     import conftest
     import test_distributed
     t0 = time.monotonic()
-    env = conftest._go_env()
-    go_version = subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True,
-                                text=True, env=env).stdout.strip()
-    out = BUILD / "e2e" / "httpserver"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=conftest.EXAMPLE_SRC,
-                         capture_output=True, text=True, env=env)
-    if res.returncode:
-        raise RunError(f"cannot build {conftest.EXAMPLE_SRC}:\n{res.stderr}")
-    for src in (test_distributed.FRONTEND_SRC, test_distributed.BACKEND_SRC):
-        test_distributed.build_example(src, BUILD, go_version)
-    import test_functions
-    import test_grpc
-    test_grpc.build_grpcmix(BUILD)
-    test_functions.build(BUILD, "functions")
-    test_functions.build(BUILD, "functions-stripped", ["-ldflags=-s -w"])
-    res = subprocess.run(["go", "build", "-o", str(BUILD / "e2e" / "fn-nohttp"), "."],
-                         cwd=test_functions.SRC / "nohttp", capture_output=True, text=True,
-                         env=env)
-    if res.returncode:
-        raise RunError(f"cannot build {test_functions.SRC / 'nohttp'}:\n{res.stderr}")
-    # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
-    import test_datastores
-    test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
-    e2e = BUILD / "e2e"
+    build = arch_build(arch)
+    # The tests' build functions take the environment as it is: GOARCH picks the architecture
+    # (and dbmix's cache key, datastores.build_dbmix).
+    saved = os.environ.get("GOARCH")
+    os.environ["GOARCH"] = GOARCH[arch]
+    try:
+        env = conftest._go_env()
+        version = go_version()
+        out = build / "e2e" / "httpserver"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=conftest.EXAMPLE_SRC,
+                             capture_output=True, text=True, env=env)
+        if res.returncode:
+            raise RunError(f"cannot build {conftest.EXAMPLE_SRC}:\n{res.stderr}")
+        for src in (test_distributed.FRONTEND_SRC, test_distributed.BACKEND_SRC):
+            test_distributed.build_example(src, build, version)
+        import test_functions
+        import test_grpc
+        test_grpc.build_grpcmix(build)
+        test_functions.build(build, "functions")
+        test_functions.build(build, "functions-stripped", ["-ldflags=-s -w"])
+        res = subprocess.run(["go", "build", "-o", str(build / "e2e" / "fn-nohttp"), "."],
+                             cwd=test_functions.SRC / "nohttp", capture_output=True, text=True,
+                             env=env)
+        if res.returncode:
+            raise RunError(f"cannot build {test_functions.SRC / 'nohttp'}:\n{res.stderr}")
+        # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
+        import test_datastores
+        test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
+    finally:
+        if saved is None:
+            del os.environ["GOARCH"]
+        else:
+            os.environ["GOARCH"] = saved
+    e2e = build / "e2e"
     built = [e2e / n for n in ("httpserver", "frontend", "backend", "functions",
                                "functions-stripped", "fn-nohttp", "grpcmix/grpcmix-server",
                                "grpcmix/grpcmix-client")]
-    PREBUILT.parent.mkdir(parents=True, exist_ok=True)
-    PREBUILT.write_text("".join(f"{p}\n" for p in built))
-    log(f"services built with {go_version} in {time.monotonic() - t0:.1f} s")
+    listed = prebuilt_list(arch)
+    listed.parent.mkdir(parents=True, exist_ok=True)
+    listed.write_text("".join(f"{p}\n" for p in built))
+    log(f"services built for {arch} with {version} in {time.monotonic() - t0:.1f} s")
 
 
 # ---- one boot ---------------------------------------------------------------------------------
 
 
+def binds():
+    """The machine's directories a guest whose root is not the machine's own needs at the same
+    paths: the tree, the build directory, the build cache (dbmix)."""
+    import matrix
+    paths = sorted({REPO, BUILD, matrix.cache_dir("GOSPAN_DBMIX_CACHE")})
+    return [p for p in paths if not any(q != p and q in p.parents for q in paths)]
+
+
 def job_script(out, boot):
     """The shell script the guest's init runs, chrooted into the overlay: this machine's
-    environment, then guest.py."""
-    python = Path(sys.executable).resolve()
-    path = ":".join([str(HERE / "bin"), str(python.parent),
-                     os.environ.get("PATH", "/usr/bin:/bin")])
-    env = {"PATH": path, "GOSPAN_VM_GO": shutil.which("go") or "go", "HOME": str(Path.home()),
-           "GOSPAN_BUILD": str(BUILD), "LANG": "C.UTF-8",
-           "GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-mod=mod"}
-    if PREBUILT.exists():
-        env["GOSPAN_VM_PREBUILT"] = str(PREBUILT)
+    environment, then guest.py. A guest of another architecture runs its own tree's Python, and
+    no go: what the tests build is built here (prebuild), and tests/vm/bin/go answers for it."""
+    arch = kernels.KERNELS[boot.kernel].arch
+    if arch == HOST_ARCH:
+        python = Path(sys.executable).resolve()
+        path = ":".join([str(HERE / "bin"), str(python.parent),
+                         os.environ.get("PATH", "/usr/bin:/bin")])
+        env = {"GOSPAN_VM_GO": shutil.which("go") or "go"}
+    else:
+        python = Path("/usr/bin/python3")
+        path = f"{HERE / 'bin'}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        env = {"GOSPAN_VM_GOVERSION": go_version(), "GOARCH": GOARCH[arch]}
+    env.update({"PATH": path, "HOME": str(Path.home()), "GOSPAN_BUILD": str(arch_build(arch)),
+                "LANG": "C.UTF-8", "GOTOOLCHAIN": "local", "GOPROXY": "off",
+                "GOFLAGS": "-mod=mod"})
+    if prebuilt_list(arch).exists():
+        env["GOSPAN_VM_PREBUILT"] = str(prebuilt_list(arch))
     for k in ("GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME"):
         if os.environ.get(k):
             env[k] = os.environ[k]
@@ -164,13 +215,25 @@ def job_script(out, boot):
 
 
 def qemu_argv(kernel_home, initrd, out, boot):
-    cmdline = f"console=ttyS0 panic=-1 quiet gospan.cgroup={boot.cgroup} {boot.cmdline}".strip()
-    return [QEMU[kernels.KERNELS[boot.kernel].arch],
+    arch = kernels.KERNELS[boot.kernel].arch
+    cmdline = (f"console={CONSOLE[arch]} panic=-1 quiet gospan.cgroup={boot.cgroup} "
+               f"{boot.cmdline}").strip()
+    root = "/"
+    machine = []
+    extra = []
+    if arch != HOST_ARCH:
+        root = str(rootfs.make())
+        cmdline += " gospan.binds=" + ",".join(str(p) for p in binds())
+        extra = ["-virtfs", "local,path=/,mount_tag=hostfs,security_model=none,readonly=on,"
+                            "multidevs=remap"]
+    if arch == "arm64":
+        machine = ["-M", "virt"]
+    return [QEMU[arch], *machine,
             "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(CPUS), "-m", MEMORY,
             "-nographic", "-no-reboot", "-kernel", str(kernel_home / "vmlinuz"),
             "-initrd", str(initrd), "-append", cmdline,
-            "-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,"
-                       "multidevs=remap",
+            "-virtfs", f"local,path={root},mount_tag=host,security_model=none,readonly=on,"
+                       "multidevs=remap", *extra,
             "-virtfs", f"local,path={out},mount_tag=out,security_model=none"]
 
 
@@ -400,20 +463,25 @@ def main():
         if n not in BOOTS:
             print(f"vm: unknown boot '{n}' (known: {', '.join(BOOTS)})", file=sys.stderr)
             return 2
-    if not os.access(BUILD / "gospan", os.X_OK):
-        print(f"vm: '{BUILD / 'gospan'}' is not built (make)", file=sys.stderr)
-        return 2
+    boots = [BOOTS[n] for n in names]
+    arches = list(dict.fromkeys(kernels.KERNELS[b.kernel].arch for b in boots))
+    for arch in arches:
+        gospan = arch_build(arch) / "gospan"
+        if not os.access(gospan, os.X_OK):
+            how = "make" if arch == HOST_ARCH else f"make CROSS={arch}"
+            print(f"vm: '{gospan}' is not built ({how})", file=sys.stderr)
+            return 2
     try:
         if not args.no_prebuild:
-            prebuild()
-        boots = [BOOTS[n] for n in names]
+            for arch in arches:
+                prebuild(arch)
         for b in boots:
             if args.tests is not None:
                 b.tests = tuple(args.tests)
             elif args.slice:
                 b.tests = SLICE_TESTS
         results = [run_boot(b) for b in boots]
-    except (RunError, kernels.FetchError) as e:
+    except (RunError, kernels.FetchError, rootfs.RootfsError) as e:
         print(f"vm: {e}", file=sys.stderr)
         return 1
     # A run with other tests than the boots' own (--tests, --slice) is kept apart.
