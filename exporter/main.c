@@ -6,6 +6,7 @@
  * drain, flush, summarise.
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -260,10 +261,11 @@ static int check_exe(const char *path)
 	gb = gobin__read(ef);
 	if (!gb) {
 		err = -errno;
-	} else if (gb->major != 1 || gb->minor < 17) {
-		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register "
-		       "ABI)",
-		       path, gb->go_version);
+	} else if (gb->major != 1 || gb->minor < gobin__regabi_minor(elf_file__machine(ef))) {
+		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.%d or later on %s "
+		       "(register ABI)",
+		       path, gb->go_version, gobin__regabi_minor(elf_file__machine(ef)),
+		       elf_file__machine(ef) == EM_AARCH64 ? "arm64" : "amd64");
 		err = -EOPNOTSUPP;
 	}
 	gobin__free(gb);

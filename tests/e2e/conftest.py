@@ -37,7 +37,9 @@ CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 ATTACHED_PREFIX = "gospan: attached"
 SUMMARY_PREFIX = "gospan: summary"
-ATTACH_TIMEOUT = 30.0
+# GOSPAN_ATTACH_TIMEOUT: more for machines that run the tests much slower than real hardware
+# (tests/vm/run.py's arm64 boot, emulated by qemu without KVM).
+ATTACH_TIMEOUT = float(os.environ.get("GOSPAN_ATTACH_TIMEOUT") or 30.0)
 STOP_TIMEOUT = 30.0
 
 # OTLP span kind and status codes, as numbered in opentelemetry/proto/trace/v1/trace.proto.

@@ -7,6 +7,7 @@ a CPU for its whole span, a sleeping one hardly at all), and probe hits per call
 """
 
 import json
+import platform
 import os
 import re
 import subprocess
@@ -324,8 +325,14 @@ def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver
     finally:
         t.stop()
     total, per = _hits(t.gospan.stderr)
-    assert per.get("func_entry", 0) == 50 + 1 + fib_calls(12), per
-    assert per.get("func_return", 0) == per["func_entry"], per
+    calls = 50 + 1 + fib_calls(12)
+    if platform.machine() == "aarch64":
+        # arm64's entry probe is the function's first instruction, before the stack check,
+        # which runs again after the stack grew (docs/arm64.md): a few calls hit it twice.
+        assert calls <= per.get("func_entry", 0) <= calls + 32, per
+    else:
+        assert per.get("func_entry", 0) == calls, per
+    assert per.get("func_return", 0) == calls, per
     assert per.get("serve_http_entry") == 51 and per.get("serve_http_return") == 51, per
     assert "go_casgstatus" not in per, per  # not probed without --cpu-time
     # process is frame 0, fib(12) frame 1: fib calls from frame 8 on are not traced.

@@ -63,6 +63,19 @@ SUBSET = (
 )
 # Where trace context is what changes (lockdown, cgroups): the two-service tests alone.
 CONTEXT = ("tests/e2e/test_distributed.py",)
+# A slice of tests/e2e/test_go_versions.py's releases for arm64, each built plain, stripped and
+# PIE with GOARCH=arm64: the first with arm64's register ABI, then about every third release
+# to the newest (the offset tables' layouts change along the way, and Go 1.24's maps).
+GO_ARM64 = ("1.18.10", "1.21.13", "1.24.13", "1.27.4")
+GO_FLAVOURS = ("plain", "stripped", "pie")
+
+
+def go_versions_tests(versions):
+    """test_go_versions.py's cells of VERSIONS in each of GO_FLAVOURS, and its check that the
+    release before the register ABI is refused: pytest arguments."""
+    cells = [f"{v}-{f}" for v in versions for f in GO_FLAVOURS]
+    return ("tests/e2e/test_go_versions.py", "-k",
+            " or ".join(cells + ["test_go_before_register_abi_is_refused"]))
 
 
 @dataclass
@@ -75,6 +88,9 @@ class Boot:
     # Whether gospan is to attach: False where it must refuse (below its kernel floor).
     attaches: bool = True
     timeout: int = 900  # seconds, the whole boot
+    # test_go_versions.py's releases built here for the boot (GO_FLAVOURS each), for a guest of
+    # another architecture, which has no go
+    go_versions: tuple = ()
 
 
 BOOTS = {b.name: b for b in (
@@ -87,6 +103,7 @@ BOOTS = {b.name: b for b in (
     # arm64: trixie's arm64 kernel on qemu's virt machine, Debian 12's arm64 userland
     # (tests/vm/rootfs.py) as its root, gospan cross-built (make CROSS=arm64).
     Boot("6.12-arm64", "6.12-arm64"),
+    Boot("6.12-arm64-go", "6.12-arm64", tests=go_versions_tests(GO_ARM64), go_versions=GO_ARM64),
 )}
 # CI's: Debian 12's backports kernel, no lockdown. Debian 12's own 6.1 would be the first
 # choice, but gospan's BPF programs do not load there yet (tests/vm/README.md).
@@ -160,15 +177,32 @@ def prebuild(arch):
         # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
         import test_datastores
         test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
+        built = [build / "e2e" / n for n in (
+            "httpserver", "frontend", "backend", "functions", "functions-stripped",
+            "fn-nohttp", "grpcmix/grpcmix-server", "grpcmix/grpcmix-client")]
+        # test_go_versions.py's services, for a guest without go (another architecture).
+        if arch != HOST_ARCH:
+            import test_go_versions as tgv
+            for v in dict.fromkeys(v for b in BOOTS.values() for v in b.go_versions
+                                   if kernels.KERNELS[b.kernel].arch == arch):
+                for f in GO_FLAVOURS:
+                    out = build / "e2e" / f"server-go{v}-{f}"
+                    tgv.build(v, f, out)
+                    built.append(out)
+            refused = tgv.BEFORE_REGABI[arch][0]
+            out = build / "e2e" / f"server-go{refused}"
+            res = subprocess.run([str(tgv.toolchain(refused)), "build", "-o", str(out), "."],
+                                 cwd=tgv.LEGACY_SRC, capture_output=True, text=True,
+                                 env=tgv._go_env(refused))
+            if res.returncode:
+                raise RunError(f"cannot build {tgv.LEGACY_SRC} with go{refused}:\n"
+                               f"{res.stderr}")
+            built.append(out)
     finally:
         if saved is None:
             del os.environ["GOARCH"]
         else:
             os.environ["GOARCH"] = saved
-    e2e = build / "e2e"
-    built = [e2e / n for n in ("httpserver", "frontend", "backend", "functions",
-                               "functions-stripped", "fn-nohttp", "grpcmix/grpcmix-server",
-                               "grpcmix/grpcmix-client")]
     listed = prebuilt_list(arch)
     listed.parent.mkdir(parents=True, exist_ok=True)
     listed.write_text("".join(f"{p}\n" for p in built))
@@ -199,7 +233,10 @@ def job_script(out, boot):
     else:
         python = Path("/usr/bin/python3")
         path = f"{HERE / 'bin'}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-        env = {"GOSPAN_VM_GOVERSION": go_version(), "GOARCH": GOARCH[arch]}
+        # TCG runs an arm64 guest slower than an amd64 one on this machine: a gospan's attach
+        # to the services of test_distributed.py took more than the tests' 30 s.
+        env = {"GOSPAN_VM_GOVERSION": go_version(), "GOARCH": GOARCH[arch],
+               "GOSPAN_ATTACH_TIMEOUT": "120"}
     env.update({"PATH": path, "HOME": str(Path.home()), "GOSPAN_BUILD": str(arch_build(arch)),
                 "LANG": "C.UTF-8", "GOTOOLCHAIN": "local", "GOPROXY": "off",
                 "GOFLAGS": "-mod=mod"})
