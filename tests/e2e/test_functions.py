@@ -338,7 +338,13 @@ def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver
     # process is frame 0, fib(12) frame 1: fib calls from frame 8 on are not traced.
     summary = t.gospan.summary_line()
     drops = drop_reasons(summary)
-    assert drops.get("call_stack_full") == fib_calls(12) - traced_fibs, summary
+    if platform.machine() == "aarch64":
+        # A call too deep for a span whose prologue re-ran (arm64, above) is counted once a
+        # hit: functions.bpf.c keeps no frame for it to see that the second is the same call.
+        assert fib_calls(12) - traced_fibs <= drops.get("call_stack_full", 0) <= \
+            fib_calls(12) - traced_fibs + per["func_entry"] - calls, summary
+    else:
+        assert drops.get("call_stack_full") == fib_calls(12) - traced_fibs, summary
     assert set(drops) == {"call_stack_full"}, summary
     assert counter(summary, "in flight") == 0, summary
     deep = spans_of_trace(otlp_receiver.snapshot(), server.trace_id)

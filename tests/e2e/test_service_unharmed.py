@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from conftest import SLOWDOWN
+
 WORKERS = 4
 RATE = 1000  # requests per second, all workers together: the load is steady, not a flood
 MAX_REQUESTS = 60000  # bounds the load even if a phase never ends
-LOAD_DEADLINE = 120.0
-PHASE_TIMEOUT = 30.0
+LOAD_DEADLINE = 120.0 * SLOWDOWN
+PHASE_TIMEOUT = 30.0 * SLOWDOWN
 HTTP_TIMEOUT = 10.0
 
 
