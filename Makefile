@@ -14,8 +14,10 @@
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
 #                   runs), images built locally; checks the traces in Jaeger's container
 #   make vm-test    a subset of the end-to-end tests in virtual machines (qemu, TCG), one per
-#                   Debian kernel (5.10 to 6.12, lockdown, cgroup v1); VM_BOOTS=6.1 picks boots,
-#                   VM_ARGS=--slice runs CI's slice (tests/vm/README.md)
+#                   Debian kernel (5.10 to 6.12, lockdown, cgroup v1, arm64); VM_BOOTS=6.1 picks
+#                   boots, VM_ARGS=--slice runs CI's slice (tests/vm/README.md)
+#   make CROSS=arm64  build/arm64/gospan for arm64, against Debian's arm64 libraries unpacked
+#                   into a sysroot (tests/vm/rootfs.py); what vm-test's arm64 boots run
 #   make kube-test  gospan's DaemonSet and the example Collector (k8s_attributes) on a real
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
@@ -463,9 +465,13 @@ compose-demo: deps
 # single-node cluster built from source (about 17 minutes the first time, then cached): see
 # tests/kube/run.py. Not part of `make test`.
 # Boots Debian's kernels (fetched through apt with a configuration of its own) with this machine's
-# files shared read-only; the guests run tests/e2e with the gospan built here.
-vm-test: DEB_PKGS += qemu-system-x86 busybox-static
+# files shared read-only; the guests run tests/e2e with the gospan built here. The arm64 boots
+# (every run but one naming only amd64 boots) run gospan cross-built into $(OUTPUT)/arm64.
+VM_ARM64 := $(if $(VM_BOOTS),$(findstring arm64,$(VM_BOOTS)),yes)
+vm-test: DEB_PKGS += qemu-system-x86 busybox-static qemu-system-arm lld
 vm-test: deps all
+	$(Q)$(if $(VM_ARM64),$(MAKE) --no-print-directory CROSS=arm64 BUILD=$(OUTPUT) \
+		$(OUTPUT)/arm64/gospan)
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/vm/run.py $(VM_ARGS) $(VM_BOOTS)
 
 kube-test: DEB_PKGS += containerd runc containernetworking-plugins

@@ -4,13 +4,15 @@
 Each boot is qemu (TCG: no KVM, nested KVM hangs on the machines this runs on) with one of
 Debian's kernels (tests/vm/kernels.py fetches them), this machine's / shared read-only over 9p
 under an overlay whose writes stay in the guest's memory, and the boot's results directory
-shared writable. Inside, tests/vm/guest.py hears what gospan says at attach and runs a subset
+shared writable. An arm64 boot's root is Debian's arm64 packages instead (tests/vm/rootfs.py),
+with this tree, the build directory and the build cache at their paths, and its gospan is
+BUILD/arm64/gospan (make CROSS=arm64). Inside, tests/vm/guest.py hears what gospan says at attach and runs a subset
 of tests/e2e with pytest against the gospan built here (GOSPAN_BUILD). The Go services those
 tests build are built here first, so the guest's `go build` finds them up to date.
 
     python3 tests/vm/run.py                     every boot, one after the other
     python3 tests/vm/run.py 6.1 5.10            those boots only
-    python3 tests/vm/run.py --slice             CI's slice (6.1, no lockdown, cgroup v2)
+    python3 tests/vm/run.py --slice             CI's slice (6.12-bpo and 6.12-arm64, SLICE_TESTS)
     python3 tests/vm/run.py --list              the boots and what each runs
     python3 tests/vm/run.py --table FILE        the table of the results in FILE (results.json)
 
@@ -106,8 +108,8 @@ BOOTS = {b.name: b for b in (
     Boot("6.12-arm64-go", "6.12-arm64", tests=go_versions_tests(GO_ARM64), go_versions=GO_ARM64),
 )}
 # CI's: Debian 12's backports kernel, no lockdown. Debian 12's own 6.1 would be the first
-# choice, but gospan's BPF programs do not load there yet (tests/vm/README.md).
-SLICE = ("6.12-bpo",)
+# choice, but gospan's BPF programs do not load there yet (tests/vm/README.md). And arm64.
+SLICE = ("6.12-bpo", "6.12-arm64")
 SLICE_TESTS = ("tests/e2e/test_http_server.py", "tests/e2e/test_distributed.py")
 
 
@@ -406,6 +408,15 @@ def page_text(results, note=""):
         "services (test_distributed.py), gRPC (test_grpc.py), function spans "
         "(test_functions.py), attach, detach and kill under load (test_service_unharmed.py), "
         "PostgreSQL, SQLite and Redis calls (test_datastores.py, the servers run in the guest). "
+        "The arm64 rows boot Debian's arm64 kernel on qemu's virt machine (TCG, `-cpu max`), "
+        "with Debian 12's arm64 packages as the root (python3, PostgreSQL, Redis, gospan's "
+        "libraries: tests/vm/rootfs.py), gospan cross-built against them (`make CROSS=arm64`) "
+        "and the Go services built here with GOARCH=arm64; the `-go` row runs "
+        "test_go_versions.py's cells of Go " + ", ".join(GO_ARM64) + " (plain, stripped, PIE: "
+        "spans, an incoming traceparent joined, one sent at the socket layer) and its check "
+        "that Go 1.17, before arm64's register ABI, is refused. On arm64 gospan's entry probes "
+        "are single-stepped (the function's first instruction, a load) and its RET probes "
+        "simulated, as its attach line says. "
         "Where the kernel refuses gospan's BPF programs, the verifier's own reason is given, "
         "from gospan's debug log and from bpftool loading each object (gospan's message names "
         "only the errno, and its debug log cuts each libbpf message at 1 kB, where the "
