@@ -415,7 +415,7 @@ int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t s
 			snprintf(why, why_len, "no call to that function in its code");
 		goto cleanup;
 	}
-	site->rets_emulated = sp->machine == EM_AARCH64;
+	site->rets_emulated = sp->machine == EM_AARCH64 && disasm__emulation()->ret;
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
 	for (i = 0; i < site->nrets; i++)
 		site->ret_offs[i] += start_off;

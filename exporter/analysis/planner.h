@@ -38,7 +38,7 @@ struct probe_site {
 	size_t nrets;
 	/*
 	 * Whether the kernel emulates the RETs: arm64's uprobes simulate RET (simulate_br_blr_ret,
-	 * since arm64 uprobes came in 4.10); amd64's single-step it.
+	 * since arm64 uprobes came in 4.10; emulation.c measures it); amd64's single-step it.
 	 */
 	bool rets_emulated;
 	struct end_site *ends;

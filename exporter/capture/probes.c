@@ -280,9 +280,10 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 			"assuming PUSH and long NOPs are", strerror(-err));
 	else
 		disasm__set_emulation(&emu);
-	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s",
+	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s; RET (arm64): %s",
 		 disasm__emulation()->push ? "yes" : "no",
-		 disasm__emulation()->long_nop ? "yes" : "no");
+		 disasm__emulation()->long_nop ? "yes" : "no",
+		 disasm__emulation()->ret ? "yes" : "no");
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), (ring_buffer_sample_fn)fn, ctx,
 				 NULL);
 	if (!p->rb) {

@@ -104,7 +104,7 @@ BOOTS = {b.name: b for b in (
     Boot("6.12-cgroup1", "6.12", cgroup="v1", tests=CONTEXT),
     # arm64: trixie's arm64 kernel on qemu's virt machine, Debian 12's arm64 userland
     # (tests/vm/rootfs.py) as its root, gospan cross-built (make CROSS=arm64).
-    Boot("6.12-arm64", "6.12-arm64"),
+    Boot("6.12-arm64", "6.12-arm64", timeout=1500),
     Boot("6.12-arm64-go", "6.12-arm64", tests=go_versions_tests(GO_ARM64), go_versions=GO_ARM64),
 )}
 # CI's: Debian 12's backports kernel, no lockdown. Debian 12's own 6.1 would be the first
