@@ -270,8 +270,8 @@ static int emulated(struct bpf_program *prog, void (*fn)(void), const char *what
 		*out = t.xol == 0;
 	else
 		*out = t.ns_per_hit * 3 < control->ns_per_hit;
-	pr_debug("uprobe hit on %s: %s, %" PRIu64 " ns (single-stepped MOV: %" PRIu64 " ns)",
-		 what, *out ? "emulated" : "single-stepped", t.ns_per_hit, control->ns_per_hit);
+	pr_debug("uprobe hit on %s: %s, %" PRIu64 " ns (single-stepped MOV: %" PRIu64 " ns)", what,
+		 *out ? "emulated" : "single-stepped", t.ns_per_hit, control->ns_per_hit);
 	return 0;
 }
 #endif
@@ -288,8 +288,7 @@ int emulation__measure(struct bpf_program *prog, struct emulation *e)
 	if (!err)
 		err = emulated(prog, emulation_probe_push, "PUSH", &control, &found.push);
 	if (!err)
-		err = emulated(prog, emulation_probe_nop, "a long NOP", &control,
-				       &found.long_nop);
+		err = emulated(prog, emulation_probe_nop, "a long NOP", &control, &found.long_nop);
 #else
 	if (!err)
 		err = emulated(prog, emulation_probe_ret, "RET", &control, &found.ret);
@@ -326,8 +325,8 @@ int emulation__override(struct emulation *e)
 		} else if (len == 3 && !strncmp(p, "ret", 3)) {
 			o.ret = true;
 		} else if (len) {
-			pr_err("GOSPAN_UPROBE_EMULATION: '%.*s' is not push, long_nop or ret", (int)len,
-			       p);
+			pr_err("GOSPAN_UPROBE_EMULATION: '%.*s' is not push, long_nop or ret",
+			       (int)len, p);
 			return -EINVAL;
 		}
 	}

@@ -277,7 +277,7 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		err = emulation__override(&emu);
 	if (err)
 		pr_warn("cannot tell which instructions this kernel's uprobes emulate (%s): "
-			"assuming PUSH and long NOPs are", strerror(-err));
+			"assuming PUSH, long NOPs and arm64's RET are", strerror(-err));
 	else
 		disasm__set_emulation(&emu);
 	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s; RET (arm64): %s",
