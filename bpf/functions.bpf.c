@@ -128,9 +128,14 @@ static __always_inline void read_arg(GO_REGS *ctx, const struct func_arg_spec *s
 		if (!p || bpf_probe_read_user(&p, sizeof(p), (void *)(p + spec->offs[i])))
 			return;
 	}
-	if (!p || last >= MAX_ARG_DEREFS)
+	if (!p)
 		return; /* a nil pointer on the way: no value */
-	p += spec->offs[last];
+	/*
+	 * Constant indexes: clang spills LAST and checks a copy, and Linux 6.1's verifier does not
+	 * carry a bound from a register to the stack slot it was filled from.
+	 */
+	_Static_assert(MAX_ARG_DEREFS == 3, "one index a dereference");
+	p += last == 0 ? spec->offs[0] : last == 1 ? spec->offs[1] : spec->offs[2];
 	if (spec->kind == FUNC_ARG_MEM_STRING) {
 		v->len = go_read_string(v->str, MAX_ARG_STR_LEN, (void *)p);
 		v->ok = 1;

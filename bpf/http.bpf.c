@@ -276,6 +276,8 @@ static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 	st.req = (__u64)req;
 	st.rw_itab = go_arg(ctx, cfg->arg_rw_itab);
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
+	/* net/http's HTTP/2 server, and no other, gives a request the protocol "HTTP/2.0". */
+	st.http2 = PROTO_IS_HTTP2(e->proto, e->proto_len);
 	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
 	if (!gs) {
 		struct goroutine_state *fresh = &sc->state;
@@ -308,6 +310,25 @@ int serve_http_entry(GO_REGS *ctx)
 	return with_scratch(ctx, serve_http_start);
 }
 
+/*
+ * The status the handler wrote (0: none, which net/http answers with 200; -1: unknown): in
+ * net/http's *response for HTTP/1, behind the HTTP/2 writer's pointer to its state for HTTP/2.
+ */
+static __always_inline __s64 response_status(const struct target_config *cfg,
+					     const struct inflight_call *st)
+{
+	void *rws;
+
+	if (!st->http2)
+		return cfg->response_status >= 0 ?
+			       (__s64)go_read_word((void *)st->rw_data, cfg->response_status) :
+			       -1;
+	if (cfg->h2_rw_rws < 0 || cfg->h2_rws_status < 0)
+		return -1;
+	rws = (void *)go_read_word((void *)st->rw_data, cfg->h2_rw_rws);
+	return rws ? (__s64)go_read_word(rws, cfg->h2_rws_status) : -1;
+}
+
 SEC("uprobe")
 int serve_http_return(GO_REGS *ctx)
 {
@@ -333,9 +354,7 @@ int serve_http_return(GO_REGS *ctx)
 	fill_header(&e->hdr, EVENT_HTTP_SERVER_END, &key, st->start_ns);
 	e->end_ns = now;
 	e->rw_itab = st->rw_itab;
-	e->status = cfg->response_status >= 0 ?
-			    (__s64)go_read_word((void *)st->rw_data, cfg->response_status) :
-			    0;
+	e->status = response_status(cfg, st);
 	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - st->cpu_start_ns : ~0ULL;
 
 	/* The mux fills in the pattern during the call, so it is read on the way out. */

@@ -350,57 +350,78 @@ int kafka_settle(GO_REGS *ctx)
 }
 
 /*
- * A name is compared as two words with one branch, its bytes read into a zeroed buffer (Kafka's
- * header names are compared as they are: no case folding).
+ * Header I of the slice at BASE, as L lays them out: 1 where it is a traceparent that was read
+ * into E, 0 where it is something else (a tracestate is copied into E), -1 where it cannot be
+ * read. A name is compared as two words with one branch, its bytes read into a zeroed buffer
+ * (Kafka's header names are compared as they are: no case folding).
  */
-__noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct kafka_header_walk *w,
-				    __u64 hdrs, struct kafka_process *e)
+__noinline int gospan_kafka_header(const struct kafka_header_layout *l, struct kafka_header_walk *w,
+				   __u64 base, __u64 i, struct kafka_process *e)
 {
 	__u64 tp_head = word8("tracepar"), tp_tail = word8("ent\0\0\0\0");
 	__u64 ts_head = word8("tracesta"), ts_tail = word8("te\0\0\0\0\0");
 	const struct kafka_bytes *v;
 	const struct go_string *k;
+	__u64 size, klen, at;
+
+	if (!l || !w || !e)
+		return -1;
+	size = l->size;
+	if (size <= 0 || size > KAFKA_HEADER_MAX || i >= KAFKA_HEADERS_MAX)
+		return -1;
+	at = base + i * (l->indirect ? sizeof(at) : size);
+	if (l->indirect && (bpf_probe_read_user(&at, sizeof(at), (void *)at) || !at))
+		return -1;
+	if (bpf_probe_read_user(w->header, size, (void *)at))
+		return -1;
+	k = (const void *)(w->header + (l->key & (KAFKA_HEADER_MAX - 1)));
+	v = (const void *)(w->header + (l->value & (KAFKA_HEADER_MAX - 1)));
+	klen = k->len;
+	if (klen != 11 && klen != 10)
+		return 0;
+	w->name[0] = w->name[1] = 0;
+	/*
+	 * Clang tests (KLEN & ~1) == 10, which bounds a copy of KLEN only: the mask, which clang
+	 * must keep past the barrier, bounds the length read for the verifier.
+	 */
+	asm volatile("" : "+r"(klen));
+	if (bpf_probe_read_user(w->name, klen & 15, k->ptr))
+		return 0;
+	if (!((w->name[0] ^ tp_head) | (w->name[1] ^ tp_tail) | (klen ^ 11)))
+		return gospan_traceparent_read((__u64)v->ptr, v->len, &e->ids);
+	if (!((w->name[0] ^ ts_head) | (w->name[1] ^ ts_tail) | (klen ^ 10)))
+		e->tracestate_len = go_copy_string(e->tracestate, MAX_TRACESTATE_LEN, v->ptr, v->len);
+	return 0;
+}
+
+/*
+ * The headers of a record, HDRS its header slice, as L lays them out. Unrolled, with no early
+ * exit (a header that cannot be read stops the rest by STOP), each header read by a function of
+ * its own: as a loop with exits, clang laid it out entered by a jump and closed by falling
+ * through into its head, a back-edge that Linux 6.1's verifier refuses (only a jump may close a
+ * loop there; tests/bpf_back_edges.py looks for such edges).
+ */
+__noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct kafka_header_walk *w,
+				    __u64 hdrs, struct kafka_process *e)
+{
+	int found = 0, got, stop = 0;
 	struct kafka_bytes s;
-	__u64 size, i, klen;
-	int found = 0;
-	bool indirect;
+	__u64 i;
 
 	if (!l || !w || !e)
 		return 0;
-	size = l->size;
-	indirect = l->indirect;
-	if (size <= 0 || size > KAFKA_HEADER_MAX || l->key < 0 ||
-	    l->key > KAFKA_HEADER_MAX - sizeof(*k) || l->value < 0 ||
-	    l->value > KAFKA_HEADER_MAX - sizeof(*v) ||
+	if (l->size <= 0 || l->size > KAFKA_HEADER_MAX || l->key < 0 ||
+	    l->key > KAFKA_HEADER_MAX - sizeof(struct go_string) || l->value < 0 ||
+	    l->value > KAFKA_HEADER_MAX - sizeof(struct kafka_bytes) ||
 	    bpf_probe_read_user(&s, sizeof(s), (const void *)hdrs) || !s.ptr || s.len <= 0)
 		return 0;
+#pragma clang loop unroll(full)
 	for (i = 0; i < KAFKA_HEADERS_MAX; i++) {
-		if (i >= (__u64)s.len)
-			break;
-		const char *at = s.ptr + i * (indirect ? sizeof(at) : size);
-
-		if (indirect && (bpf_probe_read_user(&at, sizeof(at), at) || !at))
-			break;
-		if (bpf_probe_read_user(w->header, size, at))
-			break;
-		k = (const void *)(w->header + (l->key & (KAFKA_HEADER_MAX - 1)));
-		v = (const void *)(w->header + (l->value & (KAFKA_HEADER_MAX - 1)));
-		klen = k->len;
-		if (klen != 11 && klen != 10)
+		if (stop || i >= (__u64)s.len)
 			continue;
-		w->name[0] = w->name[1] = 0;
-		/*
-		 * Clang tests (KLEN & ~1) == 10, which bounds a copy of KLEN only: the mask, which
-		 * clang must keep past the barrier, bounds the length read for the verifier.
-		 */
-		asm volatile("" : "+r"(klen));
-		if (bpf_probe_read_user(w->name, klen & 15, k->ptr))
-			continue;
-		if (!((w->name[0] ^ tp_head) | (w->name[1] ^ tp_tail) | (klen ^ 11)))
-			found |= gospan_traceparent_read((__u64)v->ptr, v->len, &e->ids);
-		else if (!((w->name[0] ^ ts_head) | (w->name[1] ^ ts_tail) | (klen ^ 10)))
-			e->tracestate_len =
-			    go_copy_string(e->tracestate, MAX_TRACESTATE_LEN, v->ptr, v->len);
+		got = gospan_kafka_header(l, w, (__u64)s.ptr, i, e);
+		stop = got < 0;
+		found |= got > 0;
 	}
 	return found;
 }

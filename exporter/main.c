@@ -1070,6 +1070,9 @@ static void say_sites(const struct target *t)
 	size_t i;
 
 	say_site(t->serve_http.symbol, &t->serve_http);
+	if (t->serve_http2.addr)
+		pr_info("  %s: %zu RETs (single-stepped), where HTTP/2 requests end; no entry probe",
+			t->serve_http2.symbol, t->serve_http2.nrets);
 	say_site(t->round_trip.symbol, &t->round_trip);
 	say_site(t->grpc.handle_stream.symbol, &t->grpc.handle_stream);
 	say_site(t->grpc.write_status.symbol, &t->grpc.write_status);

@@ -309,6 +309,9 @@ struct target_config {
 	__s64 pattern_str; /* pattern.str string */
 	__s64 url_path;
 	__s64 response_status; /* http.response.status int */
+	/* HTTP/2's writer: http2responseWriter.rws, then its state's status int; -1: unknown */
+	__s64 h2_rw_rws;
+	__s64 h2_rws_status;
 	__s64 req_header;
 	__s64 g_parent_goid; /* Go 1.21+; -1: goroutines inherit no span context */
 	__s64 url_scheme;
@@ -593,6 +596,8 @@ struct inflight_call {
 	__u64 cpu_start_ns; /* the goroutine's running time at entry (--cpu-time) */
 	__u32 panicked;
 	__u32 has_prev; /* PREV is the span the goroutine worked for before: restored at the RET */
+	__u32 http2;	/* the request came over HTTP/2: its writer is HTTP/2's, not *response */
+	__u32 _pad0;
 	struct span_ctx prev;
 };
 
@@ -759,12 +764,15 @@ struct http_client_end {
 	char proto[MAX_PROTO_LEN];
 };
 
+/* Whether a request's protocol, as net/http's servers set it, is HTTP/2's "HTTP/2.0". */
+#define PROTO_IS_HTTP2(proto, len) ((len) == 8 && (proto)[5] == '2')
+
 /* Emitted at every RET of serverHandler.ServeHTTP. */
 struct http_server_end {
 	struct record_header hdr;
 	__u64 end_ns;
 	__u64 rw_itab; /* lets user space check the writer really is *http.response */
-	__s64 status;  /* http.response.status; 0 = nothing written (200 on the wire) */
+	__s64 status;  /* the writer's status; 0 = nothing written (200 on the wire), -1 = unknown */
 	__u64 cpu_ns;  /* running time of the goroutine during the request; ~0 = not measured */
 	__u32 pattern_len;
 	__u32 _pad;

@@ -42,6 +42,10 @@ const char *const go_field_names[GO_FIELD__COUNT] = {
 	[GO_FIELD_SQL_STMT_QUERY] = "database/sql.Stmt.query",
 	[GO_FIELD_CONN_FD] = "net.conn.fd",
 	[GO_FIELD_NETFD_RADDR] = "net.netFD.raddr",
+	[GO_FIELD_H2_RW_RWS] = "net/http.http2responseWriter.rws",
+	[GO_FIELD_H2_RWS_STATUS] = "net/http.http2responseWriterState.status",
+	[GO_FIELD_H2I_RW_RWS] = "net/http/internal/http2.responseWriter.rws",
+	[GO_FIELD_H2I_RWS_STATUS] = "net/http/internal/http2.responseWriterState.status",
 };
 
 #define GRPC_TRANSPORT "google.golang.org/grpc/internal/transport."

@@ -23,9 +23,13 @@
 #include "analysis/target.h"
 
 #define SYM_SERVE_HTTP "net/http.serverHandler.ServeHTTP"
+#define SYM_HTTP2_HANDLER "net/http.http2Handler.ServeHTTP"
 #define SYM_CONN_SERVE "net/http.(*conn).serve"
 #define SYM_GOPANIC "runtime.gopanic"
 #define SYM_RESPONSE_ITAB "go:itab.*net/http.response,net/http.ResponseWriter"
+#define SYM_H2_WRITER_ITAB "go:itab.*net/http.http2responseWriter,net/http.ResponseWriter"
+/* From Go 1.27: a one-pointer struct wrapping net/http/internal/http2's writer. */
+#define SYM_H2_WRITER_ITAB_127 "go:itab.net/http.http2ResponseWriter,net/http.ResponseWriter"
 #define SYM_ROUND_TRIP "net/http.(*Transport).roundTrip"
 #define SYM_PCONN_ROUND_TRIP "net/http.(*persistConn).roundTrip"
 #define SYM_REQUEST_WRITE "net/http.(*Request).write"
@@ -336,6 +340,14 @@ static void fill_config(struct target *t)
 	c->pattern_str = t->offs[GO_FIELD_PATTERN_STR];
 	c->url_path = t->offs[GO_FIELD_URL_PATH];
 	c->response_status = t->offs[GO_FIELD_RESPONSE_STATUS];
+	/* HTTP/2's writer: net/http's bundled copy up to Go 1.26, net/http/internal/http2 after. */
+	if (t->offs[GO_FIELD_H2_RW_RWS] >= 0) {
+		c->h2_rw_rws = t->offs[GO_FIELD_H2_RW_RWS];
+		c->h2_rws_status = t->offs[GO_FIELD_H2_RWS_STATUS];
+	} else {
+		c->h2_rw_rws = t->offs[GO_FIELD_H2I_RW_RWS];
+		c->h2_rws_status = t->offs[GO_FIELD_H2I_RWS_STATUS];
+	}
 	/*
 	 * func (sh serverHandler) ServeHTTP(rw ResponseWriter, req *Request): the one-pointer
 	 * receiver takes slot 1, the interface slots 2 (type word) and 3 (data word), req slot 4.
@@ -472,6 +484,15 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	if (!err && site_planner_policy == SITES_BEST)
 		err = site_planner__caller_ends(a.sp, &t->serve_http, FIND_CALLS_NOT_DYNAMIC,
 				       AFTER_CALL_PASS_CALLS, -1);
+	/*
+	 * Except from Go 1.27, where net/http/internal/http2's server calls http2Handler.ServeHTTP,
+	 * which calls the serverHandler through a Handler interface: no caller site sees that
+	 * call, so HTTP/2 requests end at that wrapper's RETs (single-stepped, HTTP/2 only).
+	 */
+	if (!err && find_site(&a, SYM_HTTP2_HANDLER, &t->serve_http2, true)) {
+		probe_site__release(&t->serve_http2);
+		t->serve_http2.addr = 0;
+	}
 	grpc__find_sites(&a, &t->grpc);
 	/* A worker without a server may still call databases: their spans start traces. */
 	if (datastores__find_sites(&a, &t->db) == -ENOMEM ||
@@ -526,6 +547,9 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	/* Data symbols are not in the function table: stripped binaries go without the itab. */
 	if (a.has_symtab && !elf_file__find_symbol(ef, SYM_RESPONSE_ITAB, &sym))
 		t->response_itab = sym.addr;
+	if (a.has_symtab && (!elf_file__find_symbol(ef, SYM_H2_WRITER_ITAB, &sym) ||
+			     !elf_file__find_symbol(ef, SYM_H2_WRITER_ITAB_127, &sym)))
+		t->h2_writer_itab = sym.addr;
 	t->cfg.tls_g = tls_g_offset(&a);
 
 	err = pick_offsets(t, tables);
@@ -589,6 +613,7 @@ void target__free(struct target *t)
 		return;
 	target__end_analysis(t);
 	probe_site__release(&t->serve_http);
+	probe_site__release(&t->serve_http2);
 	probe_site__release(&t->gopanic);
 	probe_site__release(&t->round_trip);
 	probe_site__release(&t->inject);

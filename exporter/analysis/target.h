@@ -52,6 +52,8 @@ struct target {
 	const char *offsets_source;  /* "DWARF" or "table" */
 	int64_t offs[GO_FIELD__COUNT];
 	struct probe_site serve_http;
+	/* Go 1.27+: http2Handler.ServeHTTP's RETs, where HTTP/2 requests end; addr 0 = none */
+	struct probe_site serve_http2;
 	struct probe_site gopanic; /* entry only; addr 0 when the binary has none */
 	/* Client side; addr 0 when the binary makes no HTTP calls. */
 	struct probe_site round_trip;
@@ -61,6 +63,7 @@ struct target {
 	struct probe_site runtime_main;
 	uint64_t bufio_itab;	    /* *bufio.Writer's io.Writer itab; 0 = unknown (stripped) */
 	uint64_t response_itab; /* link-time address of the *http.response ResponseWriter itab; 0 = unknown */
+	uint64_t h2_writer_itab; /* the same for HTTP/2's *http2responseWriter */
 	struct target_config cfg; /* what the BPF programs get */
 	/* --functions: what functions__resolve found; FUNC_BASE is the first one's funcs index. */
 	struct traced_func *funcs;

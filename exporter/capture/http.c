@@ -22,6 +22,7 @@ struct http_call {
 	struct pending call;
 	char method[MAX_METHOD_LEN + 1]; /* as the span's name spells it */
 	bool http1;  /* served by net/http's own HTTP/1 connection code */
+	bool http2;  /* served by its HTTP/2 server (the BPF program's test, PROTO_IS_HTTP2) */
 	bool routed; /* a router framework named its route (http_server__set_route) */
 	/* The route matched before the handler panicked: valid when call.panic_ns != 0. */
 	uint32_t panic_pattern_len;
@@ -195,6 +196,7 @@ void http_server__start(struct records *r, const struct http_server_start *e)
 			span__set_str(s, SC_CLIENT_ADDRESS, a->s, strlen(a->s));
 	}
 	c->http1 = set_protocol_version(s, e->proto, e->proto_len);
+	c->http2 = PROTO_IS_HTTP2(e->proto, e->proto_len);
 	if (e->content_length > 0)
 		span__set_int(s, SC_HTTP_REQUEST_BODY_SIZE, e->content_length);
 }
@@ -220,15 +222,23 @@ void http_server__end(struct records *r, const struct http_server_end *e, bool o
 	s = p->span;
 
 	/*
-	 * The status is only meaningful when the writer is net/http's own *response; other writers
-	 * (HTTP/2) have another layout, so no code is claimed for them. The writer's itab says so
-	 * exactly; without the itab's symbol (stripped binaries), the protocol does: net/http
-	 * serves every HTTP/1.x request with a *response.
+	 * The status is read from net/http's own writers, *response for HTTP/1 and
+	 * *http2responseWriter for HTTP/2, whichever the request's protocol picked in the BPF
+	 * program; no code is claimed for another. The writer's itab says which it is exactly;
+	 * without the itab's symbol (stripped binaries), the protocol does: net/http serves every
+	 * HTTP/1.x request with a *response and every HTTP/2 one with an *http2responseWriter.
 	 */
 	t = p->proc->target;
-	status_known = own_writer ? true :
-		       t->response_itab ? e->rw_itab == t->response_itab + p->proc->load_bias :
-					  c->http1;
+	if (own_writer)
+		status_known = true;
+	else if (c->http2)
+		status_known = t->h2_writer_itab ?
+				       e->rw_itab == t->h2_writer_itab + p->proc->load_bias :
+				       true;
+	else
+		status_known = t->response_itab ?
+				       e->rw_itab == t->response_itab + p->proc->load_bias :
+				       c->http1;
 	status = e->status ? e->status : 200; /* nothing written: net/http sends 200 */
 	if (status_known && status >= 100 && status <= 999) {
 		span__set_int(s, SC_HTTP_RESPONSE_STATUS_CODE, status);

@@ -109,14 +109,26 @@ var goFields = []field{
 	// database driver that keeps no host of its own (lib/pq before v1.11) is connected to.
 	{"net.conn", "fd"},
 	{"net.netFD", "raddr"},
+	// HTTP/2's response writer (net/http's bundled copy of golang.org/x/net/http2) holds only a
+	// pointer to its state, where the status written is.
+	{"net/http.http2responseWriter", "rws"},
+	{"net/http.http2responseWriterState", "status"},
+	// The same from Go 1.27, where HTTP/2 is the package net/http/internal/http2 (net/http hands
+	// handlers a one-pointer wrapper of its *responseWriter: the interface's data word).
+	{"net/http/internal/http2.responseWriter", "rws"},
+	{"net/http/internal/http2.responseWriterState", "status"},
 }
 
 // goTypes are the types of the Go members gospan reads through, where it matters (see
 // grpcTypes): a string read as a (pointer, length) pair must still be a string.
 var goTypes = map[string]string{
-	"database/sql.Stmt.query": "struct string",
-	"net.conn.fd":             "*net.netFD",
-	"net.netFD.raddr":         "net.Addr",
+	"database/sql.Stmt.query":                            "struct string",
+	"net.conn.fd":                                        "*net.netFD",
+	"net.netFD.raddr":                                    "net.Addr",
+	"net/http.http2responseWriter.rws":                   "*net/http.http2responseWriterState",
+	"net/http.http2responseWriterState.status":           "int",
+	"net/http/internal/http2.responseWriter.rws":         "*net/http/internal/http2.responseWriterState",
+	"net/http/internal/http2.responseWriterState.status": "int",
 }
 
 // The Go structs every release from 1.17 has: a probe's DWARF without one means the probe no

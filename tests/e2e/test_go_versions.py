@@ -23,6 +23,7 @@ import platform
 import re
 import subprocess
 import threading
+import time
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,6 +67,13 @@ GOSPAN_ENV = {"no-push": {"GOSPAN_UPROBE_EMULATION": ""}}
 CASES = [(v, f) for v in VERSIONS for f in EVERY_VERSION] + [(NEWEST, f) for f in NEWEST_ONLY]
 
 LEGACY_SRC = REPO / "tests" / "e2e" / "legacyserver"
+# net/http's HTTP/2 server (over TLS), a wrapper in net/http up to Go 1.26 and the package
+# net/http/internal/http2 from 1.27: each release stripped (the tables' offsets), the newest
+# plain too (DWARF).
+H2_SRC = REPO / "tests" / "e2e" / "h2server"
+H2_CASES = [(v, "stripped") for v in VERSIONS] + [(NEWEST, "plain")]
+# The statuses the HTTP/2 handler is asked for (None: it writes none, and net/http sends 200).
+H2_STATUSES = (None, 201, 404, 503)
 EXAMPLE_SRC = REPO / "examples" / "httpserver"
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -152,11 +160,11 @@ def toolchain(version):
     return go
 
 
-def build(version, flavour, out):
+def build(version, flavour, out, src=None):
     if prebuilt(out):
         return
     env, flags, _ = FLAVOURS[flavour]
-    src = EXAMPLE_SRC if parse(version) >= (1, 22, 0) else LEGACY_SRC
+    src = src or (EXAMPLE_SRC if parse(version) >= (1, 22, 0) else LEGACY_SRC)
     res = subprocess.run([str(toolchain(version)), "build", *flags, "-o", str(out), "."],
                          cwd=src, capture_output=True, text=True, timeout=600,
                          env=_go_env(version, env))
@@ -300,6 +308,58 @@ def bpf_stats(bpf_ready):
     path.write_text("1")
     yield
     path.write_text(old)
+
+
+def curl_http2(url, status):
+    """One GET over HTTP/2 with TLS (no certificate check): (status, protocol version)."""
+    flags = ["-H", f"X-Status: {status}"] if status else []
+    res = subprocess.run(["curl", "-sS", "-k", "--http2", "-o", "/dev/null", "-w",
+                          "%{http_code} %{http_version}", *flags, url],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    code, version = res.stdout.split()
+    return int(code), version
+
+
+@pytest.mark.parametrize("version,flavour", H2_CASES, ids=[f"{v}-{f}" for v, f in H2_CASES])
+def test_go_version_http2_server(version, flavour, build_dir, start_gospan, otlp_receiver,
+                                 bpf_ready):
+    """net/http's HTTP/2 server: a SERVER span a request, ended, with its status code (read
+    from the HTTP/2 writer's state), on every release."""
+    out = build_dir / "e2e" / f"h2server-go{version}-{flavour}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    build(version, flavour, out, H2_SRC)
+    svc = Service(out, env=_clean_env())
+    made = {}
+    try:
+        before = len(otlp_receiver.snapshot())
+        g = start_gospan(svc.pid, otlp_receiver)
+        attached = g.wait_attached()
+        assert f"go{version}" in attached, attached
+        for i, status in enumerate(H2_STATUSES * 2):
+            path = f"/h2/{i}"
+            code, proto = curl_http2(f"https://127.0.0.1:{svc.port}{path}", status)
+            assert (code, proto) == (status or 200, "2"), f"{path}: HTTP/{proto} {code}"
+            made[path] = code
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            spans = {s.attrs.get("url.path"): s for s in otlp_receiver.snapshot()[before:]
+                     if s.resource.get("process.pid") == svc.pid}
+            if set(made) <= set(spans):
+                break
+            time.sleep(0.1)
+        assert g.stop() == 0, g.stderr
+    finally:
+        svc.stop()
+    missing = sorted(set(made) - set(spans))
+    assert not missing, f"go{version}-{flavour}: no SERVER span for {missing}\n{g.stderr}"
+    for path, code in made.items():
+        s = spans[path]
+        assert s.attrs.get("network.protocol.version") == "2", (path, s.attrs)
+        assert s.attrs.get("http.response.status_code") == code, (path, s.attrs)
+        assert (s.status_code == STATUS_ERROR) == (code >= 500), (path, s.status_code)
+    dropped = re.search(r"dropped (\d+)", g.summary_line() or "")
+    assert dropped and dropped.group(1) == "0", f"go{version}: {g.summary_line()}"
 
 
 @pytest.mark.parametrize("version,flavour", CASES, ids=[f"{v}-{f}" for v, f in CASES])

@@ -4,8 +4,9 @@ caller ((*conn).serve, or the HTTP/2 server through initALPNRequest or
 unencryptedHTTP2Request), and gospan ends each request where its caller gets control back
 (exporter/analysis/sites.c): every caller must have its end, or those requests would never end.
 
-The servers are tests/e2e/wiremix's (-servers), which echo what arrived; curl makes the
-requests, with the protocol forced.
+The servers are tests/e2e/wiremix's (-servers), which echo what arrived and answer with the
+status an X-Status header asks for; curl makes the requests, with the protocol forced. The status
+is read from net/http's HTTP/1 writer (*response) and from its HTTP/2 writer's state.
 """
 
 import re
@@ -22,6 +23,10 @@ from test_distributed import build_example
 SPAN_KIND_SERVER = 2
 PER_PROTOCOL = 8
 SPAN_TIMEOUT = 20.0
+# The statuses asked for, request after request (None: the handler writes none, net/http sends
+# 200); each protocol gets every one.
+STATUSES = (None, 201, 404, 503)
+SPAN_STATUS_ERROR = 2
 # curl's flags, the server it goes to, and the protocol version the span must say.
 PROTOCOLS = {
     "http1": (["--http1.1"], "plain", "1.1"),
@@ -36,8 +41,10 @@ def wiremix_bin(build_dir, go_version, bpf_ready):
     return build_example(WIREMIX_SRC, build_dir, go_version)
 
 
-def curl(flags, url, body):
+def curl(flags, url, body, status=None):
     """One POST with curl; (HTTP status, protocol version, start, end) in monotonic ns."""
+    if status is not None:
+        flags = [*flags, "-H", f"X-Status: {status}"]
     t0 = time.monotonic_ns()
     res = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
                           "--data-binary", body, *flags, url],
@@ -62,10 +69,12 @@ def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan):
         for name, (flags, server, version) in PROTOCOLS.items():
             for i in range(PER_PROTOCOL):
                 path = f"/{name}/{i}"
-                code, got, t0, t1 = curl(flags, servers.addrs[server] + path, f"body {name} {i}")
-                assert code == 200, f"{name}: HTTP {code}"
+                status = STATUSES[i % len(STATUSES)]
+                code, got, t0, t1 = curl(flags, servers.addrs[server] + path, f"body {name} {i}",
+                                         status)
+                assert code == (status or 200), f"{name}: HTTP {code}"
                 assert got == version, f"{name}: curl spoke HTTP/{got}"
-                made[path] = (version, t0, t1)
+                made[path] = (version, code, t0, t1)
 
         deadline = time.monotonic() + SPAN_TIMEOUT
         while time.monotonic() < deadline:
@@ -83,14 +92,15 @@ def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan):
     assert not missing, f"no SERVER span for {missing}\n{g.stderr}"
     assert len([s for s in rx.snapshot() if s.kind == SPAN_KIND_SERVER]) == len(made)
     boot = time.time_ns() - time.monotonic_ns()
-    for path, (version, t0, t1) in made.items():
+    for path, (version, code, t0, t1) in made.items():
         s = spans[path]
         assert s.name.startswith("POST"), (path, s.name)
         assert s.attrs["network.protocol.version"] == version, (path, s.attrs)
-        # The status is read from net/http's HTTP/1 response; the HTTP/2 server's writer is
-        # another type, whose status gospan does not read (yet).
-        if version == "1.1":
-            assert s.attrs["http.response.status_code"] == 200, (path, s.attrs)
+        assert s.attrs.get("http.response.status_code") == code, (path, s.attrs)
+        # A SERVER span is an error for a 5xx only (the HTTP conventions).
+        assert (s.status_code == SPAN_STATUS_ERROR) == (code >= 500), (path, s.status_code)
+        if code >= 500:
+            assert s.attrs.get("error.type") == str(code), (path, s.attrs)
         # Inside the client's window: an end found in the wrong place would fall outside it,
         # or come with another request's.
         slack = 5_000_000  # the two clocks are read at slightly different moments

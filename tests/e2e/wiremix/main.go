@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,10 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		Big: len(r.Header.Get("X-Big")),
 	}
 	w.Header().Set("Content-Type", "application/json")
+	// X-Status: the status to answer with (test_server_protocols.py reads it back from spans).
+	if code, err := strconv.Atoi(r.Header.Get("X-Status")); err == nil && code >= 200 && code <= 599 {
+		w.WriteHeader(code)
+	}
 	_ = json.NewEncoder(w).Encode(e)
 }
 
