@@ -333,7 +333,12 @@ def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver
     else:
         assert per.get("func_entry", 0) == calls, per
     assert per.get("func_return", 0) == calls, per
-    assert per.get("serve_http_entry") == 51 and per.get("serve_http_return") == 51, per
+    if platform.machine() == "aarch64":
+        # ServeHTTP's entry too re-runs after a stack growth on arm64.
+        assert 51 <= per.get("serve_http_entry", 0) <= 51 + 8, per
+    else:
+        assert per.get("serve_http_entry") == 51, per
+    assert per.get("serve_http_return") == 51, per
     assert "go_casgstatus" not in per, per  # not probed without --cpu-time
     # process is frame 0, fib(12) frame 1: fib calls from frame 8 on are not traced.
     summary = t.gospan.summary_line()
