@@ -14,8 +14,10 @@
 #   make compose-demo  the same from docker-compose.yml on a Docker engine (started if none
 #                   runs), images built locally; checks the traces in Jaeger's container
 #   make vm-test    a subset of the end-to-end tests in virtual machines (qemu, TCG), one per
-#                   Debian kernel (5.10 to 6.12, lockdown, cgroup v1); VM_BOOTS=6.1 picks boots,
-#                   VM_ARGS=--slice runs CI's slice (tests/vm/README.md)
+#                   Debian kernel (5.10 to 6.12, lockdown, cgroup v1, arm64); VM_BOOTS=6.1 picks
+#                   boots, VM_ARGS=--slice runs CI's slice (tests/vm/README.md)
+#   make CROSS=arm64  build/arm64/gospan for arm64, against Debian's arm64 libraries unpacked
+#                   into a sysroot (tests/vm/rootfs.py); what vm-test's arm64 boots run
 #   make kube-test  gospan's DaemonSet and the example Collector (k8s_attributes) on a real
 #                   single-node Kubernetes cluster built from source (not part of `make test`)
 #   make offsets    regenerate the offset tables in offsets/ (Go, grpc-go, pgx, go-redis, lib/pq,
@@ -37,6 +39,8 @@ ifeq ($(SANITIZE),1)
 OUTPUT := $(BUILD)/asan
 else ifeq ($(STATIC),1)
 OUTPUT := $(BUILD)/static
+else ifeq ($(CROSS),arm64)
+OUTPUT := $(BUILD)/arm64
 else
 OUTPUT := $(BUILD)
 endif
@@ -58,6 +62,22 @@ GO ?= go
 
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 MULTIARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+
+# CROSS=arm64: gospan for arm64 (into $(BUILD)/arm64), built here by clang against Debian's
+# arm64 packages unpacked into a sysroot (tests/vm/rootfs.py, the arm64 VM boot's root, so the
+# libraries it links with are those the guest loads). MULTIARCH stays this machine's: the BPF
+# objects take only its uapi headers, as the other architecture's objects always have.
+ifeq ($(CROSS),arm64)
+SYSROOT := $(shell $(PYTHON) tests/vm/rootfs.py path)
+ARCH := arm64
+CC := $(CLANG) --target=aarch64-linux-gnu --sysroot=$(SYSROOT)
+AR := llvm-ar
+override LDFLAGS += -fuse-ld=lld
+# In the command, not exported: make 4.3's $(shell) does not pass exported variables on.
+PC_LIBDIR := $(SYSROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) PKG_CONFIG_LIBDIR=$(PC_LIBDIR) pkg-config
+DEB_PKGS += lld
+endif
 
 PKGS := libbpf libelf libdw capstone libprotobuf-c libcurl libcjson zlib
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
@@ -238,7 +258,7 @@ $(OUTPUT)/obj/%.o: exporter/%.c $(HDRS) $(wildcard bpf/include/*.h) $(SKELS) $(P
 
 $(OUTPUT)/libgospan.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(OUTPUT)/gospan: $(OUTPUT)/obj/main.o $(OUTPUT)/libgospan.a
 	$(call msg,LINK,$@)
@@ -246,6 +266,14 @@ $(OUTPUT)/gospan: $(OUTPUT)/obj/main.o $(OUTPUT)/libgospan.a
 
 $(OUTPUT)/bpf $(OUTPUT)/obj $(OUTPUT)/proto $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
+
+ifeq ($(CROSS),arm64)
+# The sysroot before anything is compiled against it (pkg-config reads it when a recipe runs).
+$(SYSROOT)/.done:
+	$(call msg,SYSROOT,$(SYSROOT))
+	$(Q)$(PYTHON) tests/vm/rootfs.py make >/dev/null
+$(OBJS) $(PB_OBJS): | $(SYSROOT)/.done
+endif
 
 # ---- tests ----------------------------------------------------------------------------------
 
@@ -441,9 +469,13 @@ compose-demo: deps
 # single-node cluster built from source (about 17 minutes the first time, then cached): see
 # tests/kube/run.py. Not part of `make test`.
 # Boots Debian's kernels (fetched through apt with a configuration of its own) with this machine's
-# files shared read-only; the guests run tests/e2e with the gospan built here.
-vm-test: DEB_PKGS += qemu-system-x86 busybox-static
+# files shared read-only; the guests run tests/e2e with the gospan built here. The arm64 boots
+# (every run but one naming only amd64 boots) run gospan cross-built into $(OUTPUT)/arm64.
+VM_ARM64 := $(if $(VM_BOOTS),$(findstring arm64,$(VM_BOOTS)),yes)
+vm-test: DEB_PKGS += qemu-system-x86 busybox-static qemu-system-arm lld
 vm-test: deps all
+	$(Q)$(if $(VM_ARM64),$(MAKE) --no-print-directory CROSS=arm64 BUILD=$(OUTPUT) \
+		$(OUTPUT)/arm64/gospan)
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/vm/run.py $(VM_ARGS) $(VM_BOOTS)
 
 kube-test: DEB_PKGS += containerd runc containernetworking-plugins

@@ -9,7 +9,8 @@
  *
  * Which request a message is: the goroutine that writes it. The uprobe at Request.write keys the
  * request's context by that goroutine (`pending`); here the sending thread's goroutine is found
- * from its FS base, where Go keeps the current g, so a goroutine that moved to another thread
+ * from where Go keeps the current g (amd64: thread-local storage at the FS base; arm64: X28, in
+ * the user registers the system call saved), so a goroutine that moved to another thread
  * between the two still finds its own context.
  */
 #include <stdbool.h>
@@ -29,6 +30,25 @@ char LICENSE[] SEC("license") = "GPL";
 SHARED_MAP_DEFINE(kafka_tail)
 
 /* The kernel's own layouts, relocated by libbpf against the running kernel's BTF (CO-RE). */
+#if defined(__TARGET_ARCH_arm64)
+struct task_struct {
+	int tgid;
+	void *stack;
+} __attribute__((preserve_access_index));
+
+/* arm64's struct pt_regs: the user registers a system call saved (in an anonymous union there). */
+struct pt_regs___arm64 {
+	__u64 regs[31];
+	__u64 pstate;
+} __attribute__((preserve_access_index));
+
+/*
+ * The kernel's THREAD_SIZE, which BTF does not give: 16 kB, or the page size where pages are
+ * larger (64 kB pages); user space sets it (wire.c). A kernel whose stacks are larger still
+ * (KASAN doubles them) fails the EL0 check in sender_g() and sends no trace context.
+ */
+const volatile __u64 arm64_thread_size = 16384;
+#else
 struct thread_struct {
 	unsigned long fsbase;
 } __attribute__((preserve_access_index));
@@ -37,6 +57,7 @@ struct task_struct {
 	int tgid;
 	struct thread_struct thread;
 } __attribute__((preserve_access_index));
+#endif
 
 /* The client sockets of traced processes, by socket cookie. */
 struct {
@@ -159,22 +180,60 @@ int track_client_sockets(struct bpf_sock_ops *ops)
 	return 1;
 }
 
+#if defined(__TARGET_ARCH_arm64)
+/*
+ * The sending thread's g. Go on arm64 keeps it in X28, not in thread-local storage, and the
+ * thread is in a system call (send, write): its user registers are where the kernel saved them,
+ * one struct pt_regs below the top of its kernel stack (task_pt_regs()). bpf_task_pt_regs()
+ * would say where, but socket programs may not call it. The saved PSTATE must say EL0 (user
+ * mode), else what was read is no user register file.
+ */
+static __always_inline __u64 sender_g(const struct traced_process *tp)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 size = bpf_core_type_size(struct pt_regs___arm64);
+	__u64 pstate = 1, g = 0;
+	char *regs;
+
+	(void)tp;
+	regs = (char *)BPF_CORE_READ(task, stack);
+	if (!regs || size > arm64_thread_size)
+		return 0;
+	regs += arm64_thread_size - size;
+	if (bpf_probe_read_kernel(&pstate, sizeof(pstate),
+				  regs + bpf_core_field_offset(struct pt_regs___arm64, pstate)) ||
+	    (pstate & 0xf) != 0 ||
+	    bpf_probe_read_kernel(&g, sizeof(g),
+				  regs + bpf_core_field_offset(struct pt_regs___arm64, regs) + 28 * 8))
+		return 0;
+	return g;
+}
+#else
+/* The sending thread's g: at TLS_G from its FS base, where Go on amd64 keeps it. */
+static __always_inline __u64 sender_g(const struct traced_process *tp)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), g = 0;
+
+	if (!fsbase || bpf_probe_read_user(&g, sizeof(g), (void *)(fsbase + tp->tls_g)))
+		return 0;
+	return g;
+}
+#endif
+
 /* The goroutine of the thread sending MSG, or false when it is not in a traced Go process. */
 static __always_inline bool sender_goroutine(struct goroutine_key *key)
 {
 	const struct traced_process *tp;
-	struct task_struct *task;
-	__u64 fsbase, g = 0, goid = 0;
+	__u64 g, goid = 0;
 
 	key->pid = bpf_get_current_pid_tgid() >> 32;
 	key->_pad = 0;
 	tp = bpf_map_lookup_elem(&traced, &key->pid);
 	if (!tp)
 		return false;
-	task = (struct task_struct *)bpf_get_current_task();
-	fsbase = BPF_CORE_READ(task, thread.fsbase);
-	if (!fsbase || bpf_probe_read_user(&g, sizeof(g), (void *)(fsbase + tp->tls_g)) || !g ||
-	    bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + tp->g_goid)))
+	g = sender_g(tp);
+	if (!g || bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + tp->g_goid)))
 		return false;
 	key->goid = goid;
 	return true;

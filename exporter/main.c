@@ -6,6 +6,7 @@
  * drain, flush, summarise.
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -260,10 +261,11 @@ static int check_exe(const char *path)
 	gb = gobin__read(ef);
 	if (!gb) {
 		err = -errno;
-	} else if (gb->major != 1 || gb->minor < 17) {
-		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.17 or later (register "
-		       "ABI)",
-		       path, gb->go_version);
+	} else if (gb->major != 1 || gb->minor < gobin__regabi_minor(elf_file__machine(ef))) {
+		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.%d or later on %s "
+		       "(register ABI)",
+		       path, gb->go_version, gobin__regabi_minor(elf_file__machine(ef)),
+		       elf_file__machine(ef) == EM_AARCH64 ? "arm64" : "amd64");
 		err = -EOPNOTSUPP;
 	}
 	gobin__free(gb);
@@ -1027,6 +1029,8 @@ static void say_site(const char *what, const struct probe_site *s)
 		return;
 	for (i = 0; i < s->nends; i++)
 		emulated += s->ends[i].emulated;
+	if (s->rets_emulated)
+		emulated += s->nrets;
 	if (s->nentry_calls)
 		snprintf(entry, sizeof(entry), "entry on its %zu direct call%s (emulated)",
 			 s->nentry_calls, s->nentry_calls == 1 ? "" : "s");

@@ -316,8 +316,11 @@ static bool prologue_step(const cs_insn *insn, int step)
 
 
 
-/* Until emulation.c has measured, what current kernels do (PUSH since 6.9, long NOPs since 6.17). */
-static struct emulation emulation = { .push = true, .long_nop = true };
+/*
+ * Until emulation.c has measured, what current kernels do (PUSH since 6.9, long NOPs since 6.17;
+ * arm64's RET always).
+ */
+static struct emulation emulation = { .push = true, .long_nop = true, .ret = true };
 
 void disasm__set_emulation(const struct emulation *e)
 {

@@ -48,6 +48,7 @@ int disasm__entry_site(uint16_t machine, const uint8_t *code, size_t len, uint64
 struct emulation {
 	bool push;     /* PUSH of a register (Linux 6.9+): Go's PUSHQ BP after the stack check */
 	bool long_nop; /* NOP with operands (0f 1f), which Go puts after many calls */
+	bool ret;      /* arm64's RET (simulated since arm64 uprobes came, 4.10); amd64: unused */
 };
 
 /* Sets what disasm__decode() counts as emulated; until then, PUSH and long NOPs are assumed. */

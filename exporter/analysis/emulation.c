@@ -8,6 +8,8 @@
  * fresh child that hits a probe on the instruction in question, and has that page afterwards,
  * had it single-stepped. A MOV, which no kernel emulates, checks that the sign shows; where it
  * does not, the hits are timed instead (a single-step costs about ten times an emulated hit).
+ * amd64: PUSH and a long NOP, against a MOV; arm64: RET, against a MOV (an ORR, which arm64
+ * single-steps), since gospan's arm64 ends are RETs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,7 @@
 void emulation_probe_mov(void);
 void emulation_probe_push(void);
 void emulation_probe_nop(void);
+void emulation_probe_ret(void);
 
 #if defined(__x86_64__)
 __asm__(".text\n"
@@ -55,6 +58,19 @@ __asm__(".text\n"
 	"	.byte 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"	ret\n"
 	".size emulation_probe_nop, .-emulation_probe_nop\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl emulation_probe_mov\n"
+	".type emulation_probe_mov, %function\n"
+	"emulation_probe_mov:\n"
+	"	mov x0, x1\n"
+	"	ret\n"
+	".size emulation_probe_mov, .-emulation_probe_mov\n"
+	".globl emulation_probe_ret\n"
+	".type emulation_probe_ret, %function\n"
+	"emulation_probe_ret:\n"
+	"	ret\n"
+	".size emulation_probe_ret, .-emulation_probe_ret\n");
 #endif
 
 /* Hits per child: enough for a timing that a scheduler tick does not decide. */
@@ -72,6 +88,7 @@ static struct {
 	bool reaping;
 } trials;
 
+#if defined(__x86_64__) || defined(__aarch64__)
 static void *reap(void *arg)
 {
 	int i;
@@ -81,6 +98,7 @@ static void *reap(void *arg)
 		bpf_link__destroy(trials.links[i]);
 	return NULL;
 }
+#endif
 
 void emulation__release(void)
 {
@@ -95,6 +113,7 @@ void emulation__release(void)
 	trials.reaping = false;
 }
 
+#if defined(__x86_64__) || defined(__aarch64__)
 /* What a child reports: whether the out-of-line page appeared, and the time per hit. */
 struct trial {
 	int xol;
@@ -235,9 +254,12 @@ cleanup:
 	return err;
 }
 
-/* Whether the kernel emulated FN's first instruction, judged against CONTROL (single-stepped). */
-static int emulated(struct bpf_program *prog, void (*fn)(void), const struct trial *control,
-		    bool *out)
+/*
+ * Whether the kernel emulated FN's first instruction (WHAT, for the log), judged against CONTROL
+ * (single-stepped).
+ */
+static int emulated(struct bpf_program *prog, void (*fn)(void), const char *what,
+		    const struct trial *control, bool *out)
 {
 	struct trial t;
 	int err = trial(prog, fn, &t);
@@ -248,24 +270,29 @@ static int emulated(struct bpf_program *prog, void (*fn)(void), const struct tri
 		*out = t.xol == 0;
 	else
 		*out = t.ns_per_hit * 3 < control->ns_per_hit;
-	pr_debug("uprobe hit on %s: %s, %" PRIu64 " ns (single-stepped MOV: %" PRIu64 " ns)",
-		 fn == emulation_probe_push ? "PUSH" : "a long NOP", *out ? "emulated" :
-		 "single-stepped", t.ns_per_hit, control->ns_per_hit);
+	pr_debug("uprobe hit on %s: %s, %" PRIu64 " ns (single-stepped MOV: %" PRIu64 " ns)", what,
+		 *out ? "emulated" : "single-stepped", t.ns_per_hit, control->ns_per_hit);
 	return 0;
 }
+#endif
 
 int emulation__measure(struct bpf_program *prog, struct emulation *e)
 {
-#if defined(__x86_64__)
-	struct emulation found;
+#if defined(__x86_64__) || defined(__aarch64__)
+	struct emulation found = {};
 	struct trial control;
 	int err;
 
 	err = trial(prog, emulation_probe_mov, &control);
+#if defined(__x86_64__)
 	if (!err)
-		err = emulated(prog, emulation_probe_push, &control, &found.push);
+		err = emulated(prog, emulation_probe_push, "PUSH", &control, &found.push);
 	if (!err)
-		err = emulated(prog, emulation_probe_nop, &control, &found.long_nop);
+		err = emulated(prog, emulation_probe_nop, "a long NOP", &control, &found.long_nop);
+#else
+	if (!err)
+		err = emulated(prog, emulation_probe_ret, "RET", &control, &found.ret);
+#endif
 	if (!pthread_create(&trials.reaper, NULL, reap, NULL))
 		trials.reaping = true;
 	if (err)
@@ -295,15 +322,18 @@ int emulation__override(struct emulation *e)
 			o.push = true;
 		} else if (len == 8 && !strncmp(p, "long_nop", 8)) {
 			o.long_nop = true;
+		} else if (len == 3 && !strncmp(p, "ret", 3)) {
+			o.ret = true;
 		} else if (len) {
-			pr_err("GOSPAN_UPROBE_EMULATION: '%.*s' is not push or long_nop", (int)len, p);
+			pr_err("GOSPAN_UPROBE_EMULATION: '%.*s' is not push, long_nop or ret",
+			       (int)len, p);
 			return -EINVAL;
 		}
 	}
 	pr_info("GOSPAN_UPROBE_EMULATION: probes placed as if the kernel emulated PUSH: %s, "
-		"long NOPs: %s (it does: %s, %s)",
-		o.push ? "yes" : "no", o.long_nop ? "yes" : "no", e->push ? "yes" : "no",
-		e->long_nop ? "yes" : "no");
+		"long NOPs: %s, RET (arm64): %s (it does: %s, %s, %s)",
+		o.push ? "yes" : "no", o.long_nop ? "yes" : "no", o.ret ? "yes" : "no",
+		e->push ? "yes" : "no", e->long_nop ? "yes" : "no", e->ret ? "yes" : "no");
 	*e = o;
 	return 0;
 }

@@ -147,7 +147,7 @@ static int stepped(const struct probe_site *s)
 	for (i = 0; i < s->nends; i++)
 		if (!s->ends[i].emulated)
 			return n + 1;
-	return n + (s->nrets ? 1 : 0);
+	return n + (s->nrets && !s->rets_emulated ? 1 : 0);
 }
 
 static void drop(struct probe_site *s)

@@ -7,6 +7,7 @@
  * pointers at offset 16 to Go string headers (data pointer, length) elsewhere in the binary. Every
  * length and pointer read from the target is bounded before use: the file may be hostile.
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -265,6 +266,11 @@ static int parse_modinfo(struct gobin *gb, struct bstr mod)
 		}
 	}
 	return 0;
+}
+
+int gobin__regabi_minor(uint16_t machine)
+{
+	return machine == EM_AARCH64 ? 18 : 17;
 }
 
 void gobin__free(struct gobin *gb)

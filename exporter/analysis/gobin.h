@@ -33,6 +33,13 @@ struct gobin *gobin__read(struct elf_file *ef);
 void gobin__free(struct gobin *gb);
 
 /*
+ * The first Go 1.x minor release whose compiler passes arguments in registers for MACHINE (an
+ * ELF e_machine): 17 on amd64, 18 on arm64 (Go 1.17 and 1.18 release notes). gospan's probes
+ * read arguments from registers, so it cannot trace an earlier build.
+ */
+int gobin__regabi_minor(uint16_t machine);
+
+/*
  * The version of MODULE the binary was built with, from its buildinfo: a dependency's, or the
  * main module's when the binary is one of the module's own programs (grpc-go's examples).
  * "(devel)" for a replacement without a version; NULL when the binary does not use MODULE.

@@ -84,7 +84,7 @@ int kafka__stepped(const struct probe_site *s, bool entry)
 	for (i = 0; i < s->nends; i++)
 		if (!s->ends[i].emulated)
 			return n + 1;
-	return n + (s->nrets ? 1 : 0);
+	return n + (s->nrets && !s->rets_emulated ? 1 : 0);
 }
 
 /*

@@ -415,6 +415,7 @@ int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t s
 			snprintf(why, why_len, "no call to that function in its code");
 		goto cleanup;
 	}
+	site->rets_emulated = sp->machine == EM_AARCH64 && disasm__emulation()->ret;
 	/* disasm gives offsets from the function start; uprobes want file offsets. */
 	for (i = 0; i < site->nrets; i++)
 		site->ret_offs[i] += start_off;
@@ -456,7 +457,7 @@ int probe_site__steps(const struct probe_site *site, uint64_t caller, bool succe
 
 	if (!caller && !success) {
 		/* Any call: its costliest way out, a RET or an end the kernel single-steps. */
-		worst = site->nrets ? 1 : 0;
+		worst = site->nrets && !site->rets_emulated ? 1 : 0;
 		for (i = 0; i < site->nends; i++)
 			if (!site->ends[i].emulated)
 				worst = 1;
@@ -466,5 +467,5 @@ int probe_site__steps(const struct probe_site *site, uint64_t caller, bool succe
 		if ((!caller || site->ends[i].caller == caller) &&
 		    (!success || site->ends[i].if_no_error))
 			return steps + !site->ends[i].emulated;
-	return steps + 1; /* a RET */
+	return steps + !site->rets_emulated; /* a RET */
 }

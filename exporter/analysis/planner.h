@@ -18,8 +18,8 @@ struct site_planner;
 
 /*
  * One probed function: a uprobe at ENTRY_OFF, and its ends: one at each RET_OFFS[i] that must
- * stay (always single-stepped), one at each ENDS[i], in its callers or after its main inner call
- * (sites.h). All file offsets.
+ * stay (single-stepped on amd64, simulated on arm64: RETS_EMULATED), one at each ENDS[i], in its
+ * callers or after its main inner call (sites.h). All file offsets.
  */
 struct probe_site {
 	const char *symbol;
@@ -36,6 +36,11 @@ struct probe_site {
 	size_t nentry_calls;
 	uint64_t *ret_offs;
 	size_t nrets;
+	/*
+	 * Whether the kernel emulates the RETs: arm64's uprobes simulate RET (simulate_br_blr_ret,
+	 * since arm64 uprobes came in 4.10; emulation.c measures it); amd64's single-step it.
+	 */
+	bool rets_emulated;
 	struct end_site *ends;
 	size_t nends;
 	/* Why the RETs stay, when they do and ends were wanted: for --verbose. NULL otherwise. */

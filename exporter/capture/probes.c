@@ -277,12 +277,13 @@ struct probes *probes__load(probes_record_fn fn, void *ctx, bool propagate)
 		err = emulation__override(&emu);
 	if (err)
 		pr_warn("cannot tell which instructions this kernel's uprobes emulate (%s): "
-			"assuming PUSH and long NOPs are", strerror(-err));
+			"assuming PUSH, long NOPs and arm64's RET are", strerror(-err));
 	else
 		disasm__set_emulation(&emu);
-	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s",
+	pr_debug("this kernel's uprobes emulate PUSH: %s; long NOPs: %s; RET (arm64): %s",
 		 disasm__emulation()->push ? "yes" : "no",
-		 disasm__emulation()->long_nop ? "yes" : "no");
+		 disasm__emulation()->long_nop ? "yes" : "no",
+		 disasm__emulation()->ret ? "yes" : "no");
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), (ring_buffer_sample_fn)fn, ctx,
 				 NULL);
 	if (!p->rb) {
@@ -341,7 +342,7 @@ static int attach_site(struct probes *p, const struct site_progs *sp, pid_t pid,
 	 */
 	for (i = 0; !err && i < site->nrets; i++) {
 		err = add_probe(p, sp->at_rets, path, pid, site->ret_offs[i], c, false);
-		n->stepped += !err;
+		*(site->rets_emulated ? &n->emulated : &n->stepped) += !err;
 	}
 	for (i = 0; !err && i < site->nends; i++) {
 		const struct end_site *e = &site->ends[i];

@@ -348,6 +348,9 @@ struct wire *wire__load(struct bpf_object *http_obj)
 {
 	struct wire *w;
 	int err;
+#if defined(__aarch64__)
+	long page;
+#endif
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -364,6 +367,11 @@ struct wire *wire__load(struct bpf_object *http_obj)
 		goto cleanup;
 	}
 	w->http_obj = http_obj;
+#if defined(__aarch64__)
+	/* arm64's THREAD_SIZE: 16 kB, or the page size where pages are larger (wire.bpf.c). */
+	page = sysconf(_SC_PAGESIZE);
+	w->skel->rodata->arm64_thread_size = page > 16384 ? (uint64_t)page : 16384;
+#endif
 	err = share_maps(w->skel->obj, http_obj, "outgoing trace context is off");
 	if (err)
 		goto cleanup;

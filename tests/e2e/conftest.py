@@ -37,7 +37,11 @@ CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 ATTACHED_PREFIX = "gospan: attached"
 SUMMARY_PREFIX = "gospan: summary"
-ATTACH_TIMEOUT = 30.0
+# GOSPAN_TEST_SLOWDOWN: how many times slower than real hardware the machine runs the tests,
+# which the deadlines of attaching and of timed loads are multiplied by (tests/vm/run.py's arm64
+# boot, emulated by qemu without KVM, sets it).
+SLOWDOWN = float(os.environ.get("GOSPAN_TEST_SLOWDOWN") or 1.0)
+ATTACH_TIMEOUT = 30.0 * SLOWDOWN
 STOP_TIMEOUT = 30.0
 
 # OTLP span kind and status codes, as numbered in opentelemetry/proto/trace/v1/trace.proto.

@@ -65,7 +65,10 @@ EVERY_DRIVER = dict(pq=PQ_VERSION, pgx=PGX_VERSION, redis=REDIS_VERSION, sqlite=
                     mysql=MYSQL_VERSION)
 WITH_ORMS = dict(EVERY_DRIVER, orm=True)
 
-START_TIMEOUT = 60.0
+# Times conftest's GOSPAN_TEST_SLOWDOWN (read here: conftest imports this module): initdb took
+# over 120 s in the arm64 virtual machine with a loaded host.
+SLOWDOWN = float(os.environ.get("GOSPAN_TEST_SLOWDOWN") or 1.0)
+START_TIMEOUT = 60.0 * SLOWDOWN
 STOP_TIMEOUT = 30.0
 
 
@@ -98,6 +101,10 @@ def build_dbmix(out, toolchain="local", pgx=None, redis=None, pq=None, sqlite=Fa
     is None). Raises BuildError with build.sh's output when the build fails."""
     try:
         label = go_version(toolchain) + ("-debian" if "/" in toolchain else "")
+        # A build for another architecture (GOARCH, as tests/vm/run.py builds for the arm64
+        # guest) is another binary.
+        if os.environ.get("GOARCH"):
+            label += f"-{os.environ['GOARCH']}"
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
         raise BuildError(f"dbmix: {e}") from None
     drivers = [f"pq-{pq or 'default'}"]
@@ -256,7 +263,7 @@ def postgres_server(free_port):
                                   "-U", server.user, "--auth=trust", "-E", "UTF8",
                                   "--no-locale", "--no-sync", "--no-instructions"],
                                  stdin=subprocess.DEVNULL, stdout=logf,
-                                 stderr=subprocess.STDOUT, timeout=120)
+                                 stderr=subprocess.STDOUT, timeout=120 * SLOWDOWN)
             if res.returncode != 0:
                 raise AssertionError(f"initdb failed (status {res.returncode}); {log}:\n"
                                      f"{_tail(log)}")

@@ -7,6 +7,7 @@ a CPU for its whole span, a sleeping one hardly at all), and probe hits per call
 """
 
 import json
+import platform
 import os
 import re
 import subprocess
@@ -324,14 +325,31 @@ def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver
     finally:
         t.stop()
     total, per = _hits(t.gospan.stderr)
-    assert per.get("func_entry", 0) == 50 + 1 + fib_calls(12), per
-    assert per.get("func_return", 0) == per["func_entry"], per
-    assert per.get("serve_http_entry") == 51 and per.get("serve_http_return") == 51, per
+    calls = 50 + 1 + fib_calls(12)
+    if platform.machine() == "aarch64":
+        # arm64's entry probe is the function's first instruction, before the stack check,
+        # which runs again after the stack grew (docs/arm64.md): a few calls hit it twice.
+        assert calls <= per.get("func_entry", 0) <= calls + 32, per
+    else:
+        assert per.get("func_entry", 0) == calls, per
+    assert per.get("func_return", 0) == calls, per
+    if platform.machine() == "aarch64":
+        # ServeHTTP's entry too re-runs after a stack growth on arm64.
+        assert 51 <= per.get("serve_http_entry", 0) <= 51 + 8, per
+    else:
+        assert per.get("serve_http_entry") == 51, per
+    assert per.get("serve_http_return") == 51, per
     assert "go_casgstatus" not in per, per  # not probed without --cpu-time
     # process is frame 0, fib(12) frame 1: fib calls from frame 8 on are not traced.
     summary = t.gospan.summary_line()
     drops = drop_reasons(summary)
-    assert drops.get("call_stack_full") == fib_calls(12) - traced_fibs, summary
+    if platform.machine() == "aarch64":
+        # A call too deep for a span whose prologue re-ran (arm64, above) is counted once a
+        # hit: functions.bpf.c keeps no frame for it to see that the second is the same call.
+        assert fib_calls(12) - traced_fibs <= drops.get("call_stack_full", 0) <= \
+            fib_calls(12) - traced_fibs + per["func_entry"] - calls, summary
+    else:
+        assert drops.get("call_stack_full") == fib_calls(12) - traced_fibs, summary
     assert set(drops) == {"call_stack_full"}, summary
     assert counter(summary, "in flight") == 0, summary
     deep = spans_of_trace(otlp_receiver.snapshot(), server.trace_id)

@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from conftest import SLOWDOWN
+
 WORKERS = 4
 RATE = 1000  # requests per second, all workers together: the load is steady, not a flood
 MAX_REQUESTS = 60000  # bounds the load even if a phase never ends
 # Bounds it in time too, far above what the phases take: on a slow machine (a TCG virtual
 # machine with Linux 6.1, where each attach takes about 10 s) 120 s ended the load mid-test.
-LOAD_DEADLINE = 600.0
-PHASE_TIMEOUT = 30.0
+LOAD_DEADLINE = 600.0 * SLOWDOWN
+PHASE_TIMEOUT = 30.0 * SLOWDOWN
 HTTP_TIMEOUT = 10.0
 
 

@@ -54,6 +54,7 @@ KERNELS = {k.name: k for k in (
     Kernel("6.1", "bookworm"),
     Kernel("6.12-bpo", "bookworm-backports"),
     Kernel("6.12", "trixie"),
+    Kernel("6.12-arm64", "trixie", arch="arm64", flavour="arm64"),
 )}
 
 
@@ -76,8 +77,9 @@ def _run(argv, **kw):
 class Apt:
     """apt-get and apt-cache with a configuration of their own under the cache, for ARCH."""
 
-    def __init__(self, arch):
-        self.root = vm_cache() / f"apt-{arch}"
+    def __init__(self, arch, suites=SUITES, name=None):
+        self.root = vm_cache() / f"apt-{name or arch}"
+        self.suites = suites
         self.sources = self.root / "sources.list"
         self.lists = self.root / "lists"
         self.archives = self.root / "archives"
@@ -95,7 +97,7 @@ class Apt:
     def update(self):
         (self.lists / "partial").mkdir(parents=True, exist_ok=True)
         (self.archives / "partial").mkdir(parents=True, exist_ok=True)
-        self.sources.write_text("".join(f"deb {MIRROR} {s} main\n" for s in SUITES))
+        self.sources.write_text("".join(f"deb {MIRROR} {s} main\n" for s in self.suites))
         _run(["apt-get", *self.opts(), "-qq", "update"], timeout=600)
 
     def image_package(self, kernel):
@@ -115,6 +117,31 @@ class Apt:
         if len(debs) != 1:
             raise FetchError(f"apt-get download {package}={version} left {debs} in {into}")
         return debs[0]
+
+
+    def download_closure(self, packages, log=print):
+        """The .deb files of PACKAGES and of everything they depend on (recommends left out),
+        downloaded into the archives when missing."""
+        argv = ["apt-get", *self.opts(), "-qq", "-y", "--no-install-recommends", "install"]
+        sim = _run([*argv, "-s", *packages], timeout=600)
+        wanted = re.findall(r"^Inst (\S+) \((\S+) ", sim, re.M)
+        if not wanted:
+            raise FetchError(f"apt-get install -s {' '.join(packages)} chose nothing:\n{sim}")
+        debs = [self.archives / f"{p}_{v.replace(':', '%3a')}_{a}.deb"
+                for p, v, a in ((p.split(":")[0], v, self.arch) for p, v in wanted)]
+        missing = [d for d in debs if not d.exists()]
+        if missing:
+            log(f"vm: downloading {len(missing)} packages ({self.arch})")
+            _run([*argv, "-d", *packages], timeout=1800)
+        # Architecture-independent packages are named _all.deb.
+        found = []
+        for d in debs:
+            if not d.exists():
+                d = d.with_name(d.name.rsplit("_", 1)[0] + "_all.deb")
+            if not d.exists():
+                raise FetchError(f"apt-get download left no {d.name} in {self.archives}")
+            found.append(d)
+        return found
 
 
 def _ko_bytes(path):
@@ -250,17 +277,21 @@ def initramfs(kernel):
     home = fetch(kernel)
     path = home / "initramfs.cpio.gz"
     init = HERE / "init"
+    busybox = BUSYBOX
+    if kernel.arch != "amd64":
+        import rootfs  # the other architecture's busybox-static, from its guest's tree
+        busybox = rootfs.make() / "bin" / "busybox"
+    if not busybox.exists():
+        raise FetchError(f"'{busybox}' is missing (Debian's busybox-static)")
     if path.exists() and path.stat().st_mtime > max(init.stat().st_mtime,
-                                                     BUSYBOX.stat().st_mtime):
+                                                     busybox.stat().st_mtime):
         return path
-    if not BUSYBOX.exists():
-        raise FetchError(f"'{BUSYBOX}' is missing (Debian's busybox-static)")
     order = (home / "modules" / "order").read_text().split()
-    files = {"init": (0o755, init.read_bytes()), "bin/busybox": (0o755, BUSYBOX.read_bytes()),
+    files = {"init": (0o755, init.read_bytes()), "bin/busybox": (0o755, busybox.read_bytes()),
              "modules/order": (0o644, "".join(f"{n}\n" for n in order).encode())}
     for n in order:
         files[f"modules/{n}.ko"] = (0o644, (home / "modules" / f"{n}.ko").read_bytes())
-    dirs = ("bin", "dev", "proc", "sys", "modules", "lower", "upper", "newroot")
+    dirs = ("bin", "dev", "proc", "sys", "modules", "lower", "upper", "newroot", "hostfs")
     write_initramfs(path, files, dirs, {"bin/sh": "busybox"})
     return path
 

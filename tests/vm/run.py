@@ -4,13 +4,15 @@
 Each boot is qemu (TCG: no KVM, nested KVM hangs on the machines this runs on) with one of
 Debian's kernels (tests/vm/kernels.py fetches them), this machine's / shared read-only over 9p
 under an overlay whose writes stay in the guest's memory, and the boot's results directory
-shared writable. Inside, tests/vm/guest.py hears what gospan says at attach and runs a subset
+shared writable. An arm64 boot's root is Debian's arm64 packages instead (tests/vm/rootfs.py),
+with this tree, the build directory and the build cache at their paths, and its gospan is
+BUILD/arm64/gospan (make CROSS=arm64). Inside, tests/vm/guest.py hears what gospan says at attach and runs a subset
 of tests/e2e with pytest against the gospan built here (GOSPAN_BUILD). The Go services those
 tests build are built here first, so the guest's `go build` finds them up to date.
 
     python3 tests/vm/run.py                     every boot, one after the other
     python3 tests/vm/run.py 6.1 5.10            those boots only
-    python3 tests/vm/run.py --slice             CI's slice (6.1, no lockdown, cgroup v2)
+    python3 tests/vm/run.py --slice             CI's slice (6.12-bpo and 6.12-arm64, SLICE_TESTS)
     python3 tests/vm/run.py --list              the boots and what each runs
     python3 tests/vm/run.py --table FILE        the table of the results in FILE (results.json)
 
@@ -40,10 +42,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 import kernels  # noqa: E402
+import rootfs  # noqa: E402
 from matrix import built_from, para, rewrite_section  # noqa: E402
 
 BUILD = Path(os.environ.get("GOSPAN_BUILD") or REPO / "build").resolve()
-QEMU = {"amd64": "qemu-system-x86_64"}
+QEMU = {"amd64": "qemu-system-x86_64", "arm64": "qemu-system-aarch64"}
+# Go's name of each architecture, and the serial console of its qemu machine.
+GOARCH = {"amd64": "amd64", "arm64": "arm64"}
+CONSOLE = {"amd64": "ttyS0", "arm64": "ttyAMA0"}
 MEMORY = "4G"
 CPUS = 2
 
@@ -59,6 +65,19 @@ SUBSET = (
 )
 # Where trace context is what changes (lockdown, cgroups): the two-service tests alone.
 CONTEXT = ("tests/e2e/test_distributed.py",)
+# A slice of tests/e2e/test_go_versions.py's releases for arm64, each built plain, stripped and
+# PIE with GOARCH=arm64: the first with arm64's register ABI, then about every third release
+# to the newest (the offset tables' layouts change along the way, and Go 1.24's maps).
+GO_ARM64 = ("1.18.10", "1.21.13", "1.24.13", "1.27.4")
+GO_FLAVOURS = ("plain", "stripped", "pie")
+
+
+def go_versions_tests(versions):
+    """test_go_versions.py's cells of VERSIONS in each of GO_FLAVOURS, and its check that the
+    release before the register ABI is refused: pytest arguments."""
+    cells = [f"{v}-{f}" for v in versions for f in GO_FLAVOURS]
+    return ("tests/e2e/test_go_versions.py", "-k",
+            " or ".join(cells + ["test_go_before_register_abi_is_refused"]))
 
 
 @dataclass
@@ -71,6 +90,9 @@ class Boot:
     # Whether gospan is to attach: False where it must refuse (below its kernel floor).
     attaches: bool = True
     timeout: int = 900  # seconds, the whole boot
+    # test_go_versions.py's releases built here for the boot (GO_FLAVOURS each), for a guest of
+    # another architecture, which has no go
+    go_versions: tuple = ()
 
 
 BOOTS = {b.name: b for b in (
@@ -81,9 +103,14 @@ BOOTS = {b.name: b for b in (
     Boot("6.12", "6.12", cgroup="hybrid", tests=CONTEXT),
     Boot("6.12-lockdown", "6.12", cmdline="lockdown=integrity", tests=CONTEXT),
     Boot("6.12-cgroup1", "6.12", cgroup="v1", tests=CONTEXT),
+    # arm64: trixie's arm64 kernel on qemu's virt machine, Debian 12's arm64 userland
+    # (tests/vm/rootfs.py) as its root, gospan cross-built (make CROSS=arm64).
+    Boot("6.12-arm64", "6.12-arm64", timeout=1500),
+    Boot("6.12-arm64-go", "6.12-arm64", tests=go_versions_tests(GO_ARM64), go_versions=GO_ARM64),
 )}
-# CI's: Debian 12's own kernel (6.1, the oldest gospan is verified on), no lockdown, cgroup v2.
-SLICE = ("6.1",)
+# CI's: Debian 12's own kernel (6.1, the oldest gospan is verified on), no lockdown, cgroup v2;
+# and arm64.
+SLICE = ("6.1", "6.12-arm64")
 SLICE_TESTS = ("tests/e2e/test_http_server.py", "tests/e2e/test_distributed.py")
 
 
@@ -98,62 +125,127 @@ def log(msg):
 # ---- the services the tests build, built here -------------------------------------------------
 
 
-PREBUILT = BUILD / "vm" / "prebuilt"
+HOST_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
 
 
-def prebuild():
-    """The Go programs SUBSET's fixtures build, built by the same functions into BUILD/e2e, and
-    listed in PREBUILT for the guest's go (tests/vm/bin/go)."""
+def arch_build(arch):
+    """Where the gospan a guest of ARCH runs is built: BUILD for this machine's architecture,
+    BUILD/<arch> for another (make CROSS=arm64)."""
+    return BUILD if arch == HOST_ARCH else BUILD / arch
+
+
+def prebuilt_list(arch):
+    return BUILD / "vm" / ("prebuilt" if arch == HOST_ARCH else f"prebuilt-{arch}")
+
+
+def go_version():
+    import conftest
+    return subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True,
+                          text=True, env=conftest._go_env()).stdout.strip()
+
+
+def prebuild(arch):
+    """The Go programs SUBSET's fixtures build, built for ARCH (GOARCH) by the same functions
+    into arch_build(ARCH)/e2e, and listed in prebuilt_list(ARCH) for the guest's go
+    (tests/vm/bin/go)."""
     import conftest
     import test_distributed
     t0 = time.monotonic()
-    env = conftest._go_env()
-    go_version = subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True,
-                                text=True, env=env).stdout.strip()
-    out = BUILD / "e2e" / "httpserver"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=conftest.EXAMPLE_SRC,
-                         capture_output=True, text=True, env=env)
-    if res.returncode:
-        raise RunError(f"cannot build {conftest.EXAMPLE_SRC}:\n{res.stderr}")
-    for src in (test_distributed.FRONTEND_SRC, test_distributed.BACKEND_SRC):
-        test_distributed.build_example(src, BUILD, go_version)
-    import test_functions
-    import test_grpc
-    test_grpc.build_grpcmix(BUILD)
-    test_functions.build(BUILD, "functions")
-    test_functions.build(BUILD, "functions-stripped", ["-ldflags=-s -w"])
-    res = subprocess.run(["go", "build", "-o", str(BUILD / "e2e" / "fn-nohttp"), "."],
-                         cwd=test_functions.SRC / "nohttp", capture_output=True, text=True,
-                         env=env)
-    if res.returncode:
-        raise RunError(f"cannot build {test_functions.SRC / 'nohttp'}:\n{res.stderr}")
-    # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
-    import test_datastores
-    test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
-    e2e = BUILD / "e2e"
-    built = [e2e / n for n in ("httpserver", "frontend", "backend", "functions",
-                               "functions-stripped", "fn-nohttp", "grpcmix/grpcmix-server",
-                               "grpcmix/grpcmix-client")]
-    PREBUILT.parent.mkdir(parents=True, exist_ok=True)
-    PREBUILT.write_text("".join(f"{p}\n" for p in built))
-    log(f"services built with {go_version} in {time.monotonic() - t0:.1f} s")
+    build = arch_build(arch)
+    # The tests' build functions take the environment as it is: GOARCH picks the architecture
+    # (and dbmix's cache key, datastores.build_dbmix).
+    saved = os.environ.get("GOARCH")
+    os.environ["GOARCH"] = GOARCH[arch]
+    try:
+        env = conftest._go_env()
+        version = go_version()
+        out = build / "e2e" / "httpserver"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        res = subprocess.run(["go", "build", "-o", str(out), "."], cwd=conftest.EXAMPLE_SRC,
+                             capture_output=True, text=True, env=env)
+        if res.returncode:
+            raise RunError(f"cannot build {conftest.EXAMPLE_SRC}:\n{res.stderr}")
+        for src in (test_distributed.FRONTEND_SRC, test_distributed.BACKEND_SRC):
+            test_distributed.build_example(src, build, version)
+        import test_functions
+        import test_grpc
+        test_grpc.build_grpcmix(build)
+        test_functions.build(build, "functions")
+        test_functions.build(build, "functions-stripped", ["-ldflags=-s -w"])
+        res = subprocess.run(["go", "build", "-o", str(build / "e2e" / "fn-nohttp"), "."],
+                             cwd=test_functions.SRC / "nohttp", capture_output=True, text=True,
+                             env=env)
+        if res.returncode:
+            raise RunError(f"cannot build {test_functions.SRC / 'nohttp'}:\n{res.stderr}")
+        # dbmix (test_datastores.py) is kept in the build cache, where the guest finds it.
+        import test_datastores
+        test_datastores.built_dbmix(test_datastores.EVERY_DRIVER)
+        built = [build / "e2e" / n for n in (
+            "httpserver", "frontend", "backend", "functions", "functions-stripped",
+            "fn-nohttp", "grpcmix/grpcmix-server", "grpcmix/grpcmix-client")]
+        # test_go_versions.py's services, for a guest without go (another architecture).
+        if arch != HOST_ARCH:
+            import test_go_versions as tgv
+            for v in dict.fromkeys(v for b in BOOTS.values() for v in b.go_versions
+                                   if kernels.KERNELS[b.kernel].arch == arch):
+                for f in GO_FLAVOURS:
+                    out = build / "e2e" / f"server-go{v}-{f}"
+                    tgv.build(v, f, out)
+                    built.append(out)
+            refused = tgv.BEFORE_REGABI[arch][0]
+            out = build / "e2e" / f"server-go{refused}"
+            res = subprocess.run([str(tgv.toolchain(refused)), "build", "-o", str(out), "."],
+                                 cwd=tgv.LEGACY_SRC, capture_output=True, text=True,
+                                 env=tgv._go_env(refused))
+            if res.returncode:
+                raise RunError(f"cannot build {tgv.LEGACY_SRC} with go{refused}:\n"
+                               f"{res.stderr}")
+            built.append(out)
+    finally:
+        if saved is None:
+            del os.environ["GOARCH"]
+        else:
+            os.environ["GOARCH"] = saved
+    listed = prebuilt_list(arch)
+    listed.parent.mkdir(parents=True, exist_ok=True)
+    listed.write_text("".join(f"{p}\n" for p in built))
+    log(f"services built for {arch} with {version} in {time.monotonic() - t0:.1f} s")
 
 
 # ---- one boot ---------------------------------------------------------------------------------
 
 
+def binds():
+    """The machine's directories a guest whose root is not the machine's own needs at the same
+    paths: the tree, the build directory, the build cache (dbmix)."""
+    import matrix
+    paths = sorted({REPO, BUILD, matrix.cache_dir("GOSPAN_DBMIX_CACHE")})
+    return [p for p in paths if not any(q != p and q in p.parents for q in paths)]
+
+
 def job_script(out, boot):
     """The shell script the guest's init runs, chrooted into the overlay: this machine's
-    environment, then guest.py."""
-    python = Path(sys.executable).resolve()
-    path = ":".join([str(HERE / "bin"), str(python.parent),
-                     os.environ.get("PATH", "/usr/bin:/bin")])
-    env = {"PATH": path, "GOSPAN_VM_GO": shutil.which("go") or "go", "HOME": str(Path.home()),
-           "GOSPAN_BUILD": str(BUILD), "LANG": "C.UTF-8",
-           "GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-mod=mod"}
-    if PREBUILT.exists():
-        env["GOSPAN_VM_PREBUILT"] = str(PREBUILT)
+    environment, then guest.py. A guest of another architecture runs its own tree's Python, and
+    no go: what the tests build is built here (prebuild), and tests/vm/bin/go answers for it."""
+    arch = kernels.KERNELS[boot.kernel].arch
+    if arch == HOST_ARCH:
+        python = Path(sys.executable).resolve()
+        path = ":".join([str(HERE / "bin"), str(python.parent),
+                         os.environ.get("PATH", "/usr/bin:/bin")])
+        env = {"GOSPAN_VM_GO": shutil.which("go") or "go"}
+    else:
+        python = Path("/usr/bin/python3")
+        path = f"{HERE / 'bin'}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        # TCG runs an arm64 guest slower than an amd64 one on this machine: a gospan's attach
+        # to the services of test_distributed.py took more than the tests' 30 s, five attaches
+        # in a row more than test_service_unharmed.py's 120 s of load.
+        env = {"GOSPAN_VM_GOVERSION": go_version(), "GOARCH": GOARCH[arch],
+               "GOSPAN_TEST_SLOWDOWN": "4"}
+    env.update({"PATH": path, "HOME": str(Path.home()), "GOSPAN_BUILD": str(arch_build(arch)),
+                "LANG": "C.UTF-8", "GOTOOLCHAIN": "local", "GOPROXY": "off",
+                "GOFLAGS": "-mod=mod"})
+    if prebuilt_list(arch).exists():
+        env["GOSPAN_VM_PREBUILT"] = str(prebuilt_list(arch))
     for k in ("GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME"):
         if os.environ.get(k):
             env[k] = os.environ[k]
@@ -174,18 +266,29 @@ def kept_dirs():
 
 
 def qemu_argv(kernel_home, initrd, out, boot):
-    cmdline = f"console=ttyS0 panic=-1 quiet gospan.cgroup={boot.cgroup} {boot.cmdline}".strip()
+    arch = kernels.KERNELS[boot.kernel].arch
+    cmdline = (f"console={CONSOLE[arch]} panic=-1 quiet gospan.cgroup={boot.cgroup} "
+               f"{boot.cmdline}").strip()
     keep = kept_dirs()
     if keep:
         if any("," in d or " " in d for d in keep):
             raise RunError(f"cannot share {keep} with the guest: a comma or a space in the path")
         cmdline += " gospan.keep=" + ",".join(keep)
-    return [QEMU[kernels.KERNELS[boot.kernel].arch],
-            "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(CPUS), "-m", MEMORY,
+    root = "/"
+    machine = []
+    extra = []
+    if arch != HOST_ARCH:
+        root = str(rootfs.make())
+        cmdline += " gospan.binds=" + ",".join(str(p) for p in binds())
+        extra = ["-virtfs", "local,path=/,mount_tag=hostfs,security_model=none,readonly=on,"
+                            "multidevs=remap"]
+    if arch == "arm64":
+        machine = ["-M", "virt"]
+    return [QEMU[arch], *machine,            "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(CPUS), "-m", MEMORY,
             "-nographic", "-no-reboot", "-kernel", str(kernel_home / "vmlinuz"),
             "-initrd", str(initrd), "-append", cmdline,
-            "-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,"
-                       "multidevs=remap",
+            "-virtfs", f"local,path={root},mount_tag=host,security_model=none,readonly=on,"
+                       "multidevs=remap", *extra,
             "-virtfs", f"local,path={out},mount_tag=out,security_model=none"]
 
 
@@ -320,6 +423,15 @@ def page_text(results, note=""):
         "services (test_distributed.py), gRPC (test_grpc.py), function spans "
         "(test_functions.py), attach, detach and kill under load (test_service_unharmed.py), "
         "PostgreSQL, SQLite and Redis calls (test_datastores.py, the servers run in the guest). "
+        "The arm64 rows boot Debian's arm64 kernel on qemu's virt machine (TCG, `-cpu max`), "
+        "with Debian 12's arm64 packages as the root (python3, PostgreSQL, Redis, gospan's "
+        "libraries: tests/vm/rootfs.py), gospan cross-built against them (`make CROSS=arm64`) "
+        "and the Go services built here with GOARCH=arm64; the `-go` row runs "
+        "test_go_versions.py's cells of Go " + ", ".join(GO_ARM64) + " (plain, stripped, PIE: "
+        "spans, an incoming traceparent joined, one sent at the socket layer) and its check "
+        "that Go 1.17, before arm64's register ABI, is refused. On arm64 gospan's entry probes "
+        "are single-stepped (the function's first instruction, a load) and its RET probes "
+        "simulated, as its attach line says. "
         "Where the kernel refuses gospan's BPF programs, the verifier's own reason is given, "
         "from gospan's debug log and from bpftool loading each object (gospan's message names "
         "only the errno, and its debug log cuts each libbpf message at 1 kB, where the "
@@ -415,20 +527,25 @@ def main():
         if n not in BOOTS:
             print(f"vm: unknown boot '{n}' (known: {', '.join(BOOTS)})", file=sys.stderr)
             return 2
-    if not os.access(BUILD / "gospan", os.X_OK):
-        print(f"vm: '{BUILD / 'gospan'}' is not built (make)", file=sys.stderr)
-        return 2
+    boots = [BOOTS[n] for n in names]
+    arches = list(dict.fromkeys(kernels.KERNELS[b.kernel].arch for b in boots))
+    for arch in arches:
+        gospan = arch_build(arch) / "gospan"
+        if not os.access(gospan, os.X_OK):
+            how = "make" if arch == HOST_ARCH else f"make CROSS={arch}"
+            print(f"vm: '{gospan}' is not built ({how})", file=sys.stderr)
+            return 2
     try:
         if not args.no_prebuild:
-            prebuild()
-        boots = [BOOTS[n] for n in names]
+            for arch in arches:
+                prebuild(arch)
         for b in boots:
             if args.tests is not None:
                 b.tests = tuple(args.tests)
             elif args.slice:
                 b.tests = SLICE_TESTS
         results = [run_boot(b) for b in boots]
-    except (RunError, kernels.FetchError) as e:
+    except (RunError, kernels.FetchError, rootfs.RootfsError) as e:
         print(f"vm: {e}", file=sys.stderr)
         return 1
     # A run with other tests than the boots' own (--tests, --slice) is kept apart.
