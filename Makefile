@@ -474,7 +474,7 @@ compose-demo: deps
 VM_ARM64 := $(if $(VM_BOOTS),$(findstring arm64,$(VM_BOOTS)),yes)
 vm-test: DEB_PKGS += qemu-system-x86 busybox-static qemu-system-arm lld
 vm-test: deps all
-	$(Q)$(if $(VM_ARM64),$(MAKE) --no-print-directory CROSS=arm64 BUILD=$(OUTPUT) \
+	$(Q)$(if $(VM_ARM64),$(MAKE) --no-print-directory CROSS=arm64 STATIC= SANITIZE= BUILD=$(OUTPUT) \
 		$(OUTPUT)/arm64/gospan)
 	$(Q)GOSPAN_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/vm/run.py $(VM_ARGS) $(VM_BOOTS)
 
