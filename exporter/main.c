@@ -6,7 +6,6 @@
  * drain, flush, summarise.
  */
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -261,12 +260,8 @@ static int check_exe(const char *path)
 	gb = gobin__read(ef);
 	if (!gb) {
 		err = -errno;
-	} else if (gb->major != 1 || gb->minor < gobin__regabi_minor(elf_file__machine(ef))) {
-		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.%d or later on %s "
-		       "(register ABI)",
-		       path, gb->go_version, gobin__regabi_minor(elf_file__machine(ef)),
-		       elf_file__machine(ef) == EM_AARCH64 ? "arm64" : "amd64");
-		err = -EOPNOTSUPP;
+	} else {
+		err = gobin__check_abi(gb, elf_file__machine(ef), path);
 	}
 	gobin__free(gb);
 	elf_file__close(ef);
@@ -1071,8 +1066,9 @@ static void say_sites(const struct target *t)
 
 	say_site(t->serve_http.symbol, &t->serve_http);
 	if (t->serve_http2.addr)
-		pr_info("  %s: %zu RETs (single-stepped), where HTTP/2 requests end; no entry probe",
-			t->serve_http2.symbol, t->serve_http2.nrets);
+		pr_info("  %s: %zu RETs (%s), where HTTP/2 requests end; no entry probe",
+			t->serve_http2.symbol, t->serve_http2.nrets,
+			t->serve_http2.rets_emulated ? "emulated" : "single-stepped");
 	say_site(t->round_trip.symbol, &t->round_trip);
 	say_site(t->grpc.handle_stream.symbol, &t->grpc.handle_stream);
 	say_site(t->grpc.write_status.symbol, &t->grpc.write_status);

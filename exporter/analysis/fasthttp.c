@@ -138,18 +138,6 @@ static int find_client(struct analysis *a, struct fasthttp_target *f)
 	return err;
 }
 
-/* Hits of a site's probes that the kernel single-steps, on a call's usual way. */
-static int stepped(const struct probe_site *s)
-{
-	int n = s->nentry_calls ? 0 : !s->entry_emulated;
-	size_t i;
-
-	for (i = 0; i < s->nends; i++)
-		if (!s->ends[i].emulated)
-			return n + 1;
-	return n + (s->nrets && !s->rets_emulated ? 1 : 0);
-}
-
 static void drop(struct probe_site *s)
 {
 	probe_site__release(s);
@@ -223,9 +211,9 @@ int fasthttp__find(struct analysis *a, const struct module_tables *modules,
 		drop(&f->client);
 	}
 	if (f->start.addr)
-		f->server_steps = stepped(&f->start) + stepped(&f->end);
+		f->server_steps = probe_site__stepped(&f->start, true) + probe_site__stepped(&f->end, true);
 	if (f->client.addr)
-		f->client_steps = stepped(&f->client);
+		f->client_steps = probe_site__stepped(&f->client, true);
 	return 0;
 }
 

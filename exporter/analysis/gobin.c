@@ -268,9 +268,17 @@ static int parse_modinfo(struct gobin *gb, struct bstr mod)
 	return 0;
 }
 
-int gobin__regabi_minor(uint16_t machine)
+int gobin__check_abi(const struct gobin *gb, uint16_t machine, const char *path)
 {
-	return machine == EM_AARCH64 ? 18 : 17;
+	/* Go 1.17 (amd64) and 1.18 (arm64) release notes: arguments in registers from then on. */
+	int first = machine == EM_AARCH64 ? 18 : 17;
+
+	if (gb->major == 1 && gb->minor >= first)
+		return 0;
+	pr_err("cannot trace '%s': built with %s; gospan needs Go 1.%d or later on %s "
+	       "(register ABI)",
+	       path, gb->go_version, first, machine == EM_AARCH64 ? "arm64" : "amd64");
+	return -EOPNOTSUPP;
 }
 
 void gobin__free(struct gobin *gb)

@@ -33,11 +33,11 @@ struct gobin *gobin__read(struct elf_file *ef);
 void gobin__free(struct gobin *gb);
 
 /*
- * The first Go 1.x minor release whose compiler passes arguments in registers for MACHINE (an
- * ELF e_machine): 17 on amd64, 18 on arm64 (Go 1.17 and 1.18 release notes). gospan's probes
- * read arguments from registers, so it cannot trace an earlier build.
+ * Whether GB, PATH's buildinfo, was built by a Go release whose compiler passes arguments in
+ * registers for MACHINE (an ELF e_machine): 1.17 on amd64, 1.18 on arm64. gospan's probes read
+ * arguments from registers, so it cannot trace an earlier build: -EOPNOTSUPP, said.
  */
-int gobin__regabi_minor(uint16_t machine);
+int gobin__check_abi(const struct gobin *gb, uint16_t machine, const char *path);
 
 /*
  * The version of MODULE the binary was built with, from its buildinfo: a dependency's, or the

@@ -76,17 +76,6 @@ static void drop_ends_in(struct probe_site *s, uint64_t caller)
 	s->nends = n;
 }
 
-int kafka__stepped(const struct probe_site *s, bool entry)
-{
-	int n = entry && !s->nentry_calls ? !s->entry_emulated : 0;
-	size_t i;
-
-	for (i = 0; i < s->nends; i++)
-		if (!s->ends[i].emulated)
-			return n + 1;
-	return n + (s->nrets && !s->rets_emulated ? 1 : 0);
-}
-
 /*
  * The offsets the probes cannot go without: a message's topic and key, for a send and a read
  * alike. A send needs the Writer's topic as well (sendable()): a consumer that links no Writer
@@ -186,7 +175,7 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 	if (err)
 		drop(&k->sarama_many);
 	if (k->sarama_one.addr)
-		k->sarama_steps = kafka__stepped(&k->sarama_one, true);
+		k->sarama_steps = probe_site__stepped(&k->sarama_one, true);
 	err = sarama_groups__find(a, k);
 	return err ?: sarama_async__find(a, k);
 }
@@ -261,9 +250,9 @@ static int find_franz(struct analysis *a, const struct module_tables *modules,
 		drop(&k->fz_each);
 	}
 	if (k->fz_sync.addr)
-		k->franz_send_steps = kafka__stepped(&k->fz_sync, true);
+		k->franz_send_steps = probe_site__stepped(&k->fz_sync, true);
 	if (k->fz_next.addr)
-		k->franz_process_steps = kafka__stepped(&k->fz_next, true);
+		k->franz_process_steps = probe_site__stepped(&k->fz_next, true);
 	return 0;
 none:
 	drop(&k->fz_sync);
@@ -330,12 +319,12 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 	if (!analysis__find_func(a, SYM_NETADDR_NETWORK, &sym))
 		k->fn_netaddr_network = sym.addr;
 	if (k->send.addr)
-		k->send_steps = kafka__stepped(&k->send, true);
+		k->send_steps = probe_site__stepped(&k->send, true);
 	/* A message comes through one of the two reads; the dearer one is said. */
 	if (k->fetch.addr) {
-		k->process_steps = kafka__stepped(&k->fetch, false);
-		if (k->read.addr && kafka__stepped(&k->read, false) > k->process_steps)
-			k->process_steps = kafka__stepped(&k->read, false);
+		k->process_steps = probe_site__stepped(&k->fetch, false);
+		if (k->read.addr && probe_site__stepped(&k->read, false) > k->process_steps)
+			k->process_steps = probe_site__stepped(&k->read, false);
 		k->process_steps += k->fetch.nentry_calls ? 0 : !k->fetch.entry_emulated;
 	}
 	return 0;

@@ -106,8 +106,6 @@ void sarama_async__release(struct kafka_target *k);
 int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_site *s,
 			 enum site_kind kind);
 
-/* Hits of a site's probes that the kernel single-steps, on a call's usual way. */
-int kafka__stepped(const struct probe_site *s, bool entry);
 
 /* K's part of the BPF config C (whether keys are captured is the caller's: kafka_key). */
 void kafka__configure(const struct kafka_target *k, struct target_config *c);

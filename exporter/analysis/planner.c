@@ -450,6 +450,17 @@ cleanup:
 	return err;
 }
 
+int probe_site__stepped(const struct probe_site *s, bool entry)
+{
+	int n = entry && !s->nentry_calls ? !s->entry_emulated : 0;
+	size_t i;
+
+	for (i = 0; i < s->nends; i++)
+		if (!s->ends[i].emulated)
+			return n + 1;
+	return n + (s->nrets && !s->rets_emulated ? 1 : 0);
+}
+
 int probe_site__steps(const struct probe_site *site, uint64_t caller, bool success)
 {
 	int steps = !site->entry_emulated, worst;

@@ -137,6 +137,13 @@ int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *si
 void probe_site__release(struct probe_site *s);
 
 /*
+ * Hits of S's probes that the kernel single-steps on a call's usual way: its entry (when ENTRY
+ * and it is not probed in its callers), then one for an end: the first single-stepped end, else
+ * its RETs where they are single-stepped.
+ */
+int probe_site__stepped(const struct probe_site *s, bool entry);
+
+/*
  * The single-stepped hits (two traps each) of one call of SITE: made from CALLER, or through its
  * error-free end (SUCCESS), on the first end that fits, else a RET; with neither, the costliest
  * way out of any call.

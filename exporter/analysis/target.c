@@ -461,16 +461,9 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 		err = -EOPNOTSUPP;
 		goto cleanup;
 	}
-	/* Before 1.17 (amd64), 1.18 (arm64) Go passed arguments on the stack; the probes read
-	 * registers. */
-	if (t->gobin->major != 1 || t->gobin->minor < gobin__regabi_minor(t->machine)) {
-		pr_err("cannot trace '%s': built with %s; gospan needs Go 1.%d or later on %s "
-		       "(register ABI)",
-		       path, t->gobin->go_version, gobin__regabi_minor(t->machine),
-		       t->machine == EM_AARCH64 ? "arm64" : "amd64");
-		err = -EOPNOTSUPP;
+	err = gobin__check_abi(t->gobin, t->machine, path);
+	if (err)
 		goto cleanup;
-	}
 
 	err = analysis__init(&a, ef, t->path, t->gobin);
 	if (err)
