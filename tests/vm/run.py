@@ -161,6 +161,11 @@ def log(msg):
     print(f"vm: {msg}", flush=True)
 
 
+def said(msg):
+    """kernels.py's and rootfs.py's lines, which carry their own "vm: "."""
+    print(msg, flush=True)
+
+
 # ---- the services the tests build, built here -------------------------------------------------
 
 
@@ -360,9 +365,9 @@ def prepare(boots):
     for b in boots:
         kernel = kernels.KERNELS[b.kernel]
         if b.kernel not in ready:
-            ready[b.kernel] = (kernels.fetch(kernel, log), kernels.initramfs(kernel))
+            ready[b.kernel] = (kernels.fetch(kernel, said), kernels.initramfs(kernel))
         if kernel.arch != HOST_ARCH:
-            rootfs.make(log)
+            rootfs.make(said)
     return ready
 
 
