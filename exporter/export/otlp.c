@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Spans to the bytes of one ExportTraceServiceRequest. protobuf-c encodes each span, resource
- * and scope; the three envelope messages around them (the request, ResourceSpans, ScopeSpans)
- * are only length-prefixed lists, and gospan writes those few bytes itself. That spares the
- * sizing walk protobuf-c needs before it packs a whole request (some 40 % of the encoder's
- * time, run over every attribute of every span) and the copies it makes of a batch to put each
- * envelope's length in front of it.
+ * Spans to the bytes of one ExportTraceServiceRequest. Spans, nearly all of a request, are
+ * written here field by field, straight into the output buffer: a span's model holds every
+ * length the wire format asks for (span.h keeps the length of each attribute's key and string
+ * value), so a span's exact size is a little arithmetic, and no message tree is built. Packing
+ * through protobuf-c cost a tree per span, a walk of it through the descriptors and a strlen of
+ * each string, a third of gospan's CPU per span. The resource and the scope, once per resource
+ * in a request, are still packed by protobuf-c; the envelope around them (the request,
+ * ResourceSpans, ScopeSpans) is length-prefixed lists, written here too.
  *
- * A span is packed straight into the output buffer: its message tree lives on the stack for
- * as long as the pack takes and points at the span's own ids and strings, nothing is copied.
- * The buffer is sized by a bound each span's fields give cheaply (span_bound()), since the
- * exact size is what the sizing walk would have computed.
+ * The bytes are the ones protobuf-c writes for the same message: fields in field-number order,
+ * proto3 defaults (0, empty) left out, a oneof member that is set written even when 0. The unit
+ * tests hold the two side by side, byte for byte.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,8 +23,6 @@
 #include "model/span.h"
 #include "core/version.h"
 
-typedef Opentelemetry__Proto__Trace__V1__Span pb_span;
-typedef Opentelemetry__Proto__Trace__V1__Status pb_status;
 typedef Opentelemetry__Proto__Resource__V1__Resource pb_resource;
 typedef Opentelemetry__Proto__Common__V1__InstrumentationScope pb_scope;
 typedef Opentelemetry__Proto__Common__V1__KeyValue pb_key_value;
@@ -32,43 +31,58 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any_value;
 /* protobuf-c's names spell out the whole package; these keep the code inside 100 columns. */
 #define VALUE_CASE(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
 #define TRACE_FLAGS_MASK OPENTELEMETRY__PROTO__TRACE__V1__SPAN_FLAGS__SPAN_FLAGS_TRACE_FLAGS_MASK
+/* OTLP's SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE (bit 8) and SPAN_FLAGS_CONTEXT_IS_REMOTE (bit 9). */
+#define FLAG_HAS_IS_REMOTE 0x100
+#define FLAG_IS_REMOTE 0x200
+
+/* Protobuf's wire types, and a field's tag: one byte for field numbers below 16. */
+#define WIRE_VARINT 0
+#define WIRE_I64 1
+#define WIRE_LEN 2
+#define WIRE_I32 5
+#define TAG(field, wire) ((uint8_t)((field) << 3 | (wire)))
 
 /*
- * The envelope's fields, all length-delimited (wire type 2), as tag bytes: field 1 of
- * ExportTraceServiceRequest (resource_spans), fields 1 and 2 of ResourceSpans (resource,
- * scope_spans) and of ScopeSpans (scope, spans).
+ * The envelope's fields: field 1 of ExportTraceServiceRequest (resource_spans), fields 1 and 2
+ * of ResourceSpans (resource, scope_spans) and of ScopeSpans (scope, spans).
  */
-#define TAG_RESOURCE_SPANS 0x0a
-#define TAG_RESOURCE 0x0a
-#define TAG_SCOPE_SPANS 0x12
-#define TAG_SCOPE 0x0a
-#define TAG_SPAN 0x12
+#define TAG_RESOURCE_SPANS TAG(1, WIRE_LEN)
+#define TAG_RESOURCE TAG(1, WIRE_LEN)
+#define TAG_SCOPE_SPANS TAG(2, WIRE_LEN)
+#define TAG_SCOPE TAG(1, WIRE_LEN)
+#define TAG_SPAN TAG(2, WIRE_LEN)
 
-#define VARINT_MAX 10 /* bytes of the longest varint */
-/* The most a field's tag (field numbers here are below 2048) and length or value take. */
-#define FIELD_HEAD_MAX (2 + VARINT_MAX)
-/*
- * The most a span takes besides its strings and attributes: its three ids with their heads,
- * the heads of trace_state and name, kind, the two times, dropped_attributes_count and flags,
- * and the status (its head, code and message head); dropped_events/links_count stay 0, which
- * is not encoded.
- */
-#define SPAN_FIXED_MAX (3 * (FIELD_HEAD_MAX + 16) + 2 * FIELD_HEAD_MAX + 5 * FIELD_HEAD_MAX + \
-			3 * FIELD_HEAD_MAX)
-/*
- * The most an attribute takes besides its key and string value: the heads of the attribute,
- * its key, its value and the value's one field (a string's head or a scalar).
- */
-#define ATTR_FIXED_MAX (4 * FIELD_HEAD_MAX)
+/* Span's fields (proto/opentelemetry/proto/trace/v1/trace.proto). */
+#define TAG_TRACE_ID TAG(1, WIRE_LEN)
+#define TAG_SPAN_ID TAG(2, WIRE_LEN)
+#define TAG_TRACE_STATE TAG(3, WIRE_LEN)
+#define TAG_PARENT_SPAN_ID TAG(4, WIRE_LEN)
+#define TAG_NAME TAG(5, WIRE_LEN)
+#define TAG_KIND TAG(6, WIRE_VARINT)
+#define TAG_START_TIME TAG(7, WIRE_I64)
+#define TAG_END_TIME TAG(8, WIRE_I64)
+#define TAG_ATTRIBUTES TAG(9, WIRE_LEN)
+#define TAG_DROPPED_ATTRIBUTES TAG(10, WIRE_VARINT)
+#define TAG_STATUS TAG(15, WIRE_LEN)
+/* Field 16, fixed32: its tag, 16 << 3 | 5, is a varint of two bytes. */
+#define TAG_FLAGS_LO 0x85
+#define TAG_FLAGS_HI 0x01
+/* Status: message 2, code 3. */
+#define TAG_STATUS_MESSAGE TAG(2, WIRE_LEN)
+#define TAG_STATUS_CODE TAG(3, WIRE_VARINT)
+/* KeyValue: key 1, value 2; AnyValue's oneof: string 1, bool 2, int 3, double 4. */
+#define TAG_KEY TAG(1, WIRE_LEN)
+#define TAG_VALUE TAG(2, WIRE_LEN)
+#define TAG_STRING_VALUE TAG(1, WIRE_LEN)
+#define TAG_BOOL_VALUE TAG(2, WIRE_VARINT)
+#define TAG_INT_VALUE TAG(3, WIRE_VARINT)
+#define TAG_DOUBLE_VALUE TAG(4, WIRE_I64)
 
-/* The largest attribute list put_attrs() is given: a resource's or a span's. */
-#define MAX_ATTRS (RESOURCE_MAX_ATTRS > SPAN_MAX_ATTRS ? RESOURCE_MAX_ATTRS : SPAN_MAX_ATTRS)
-
-/* One message's attributes as protobuf-c wants them: on the stack, for one pack. */
+/* One resource's attributes as protobuf-c wants them: on the stack, for one pack. */
 struct kv_list {
-	pb_key_value kv[MAX_ATTRS];
-	pb_key_value *ptrs[MAX_ATTRS];
-	pb_any_value av[MAX_ATTRS];
+	pb_key_value kv[RESOURCE_MAX_ATTRS];
+	pb_key_value *ptrs[RESOURCE_MAX_ATTRS];
+	pb_any_value av[RESOURCE_MAX_ATTRS];
 };
 
 static size_t varint_size(uint64_t v)
@@ -97,6 +111,31 @@ static uint8_t *put_head(uint8_t *p, uint8_t tag, size_t len)
 {
 	*p++ = tag;
 	return put_varint(p, len);
+}
+
+/* A length-delimited field holding LEN bytes at DATA. */
+static uint8_t *put_bytes(uint8_t *p, uint8_t tag, const void *data, size_t len)
+{
+	p = put_head(p, tag, len);
+	memcpy(p, data, len);
+	return p + len;
+}
+
+/* Protobuf's fixed64 and double: eight bytes, little-endian whatever the host. */
+static uint8_t *put_fixed64(uint8_t *p, uint8_t tag, uint64_t v)
+{
+	size_t i;
+
+	*p++ = tag;
+	for (i = 0; i < 8; i++, v >>= 8)
+		*p++ = (uint8_t)v;
+	return p;
+}
+
+/* The bytes of a length-delimited field of one-byte tag holding LEN bytes. */
+static size_t field_size(size_t len)
+{
+	return 1 + varint_size(len) + len;
 }
 
 bool otlp__any_value(pb_any_value *av, const struct attr *a)
@@ -133,7 +172,7 @@ static size_t put_attrs(struct kv_list *l, const struct attr *attrs, size_t n, u
 	size_t i, count = 0;
 
 	*dropped = 0;
-	for (i = 0; i < n && i < MAX_ATTRS; i++) {
+	for (i = 0; i < n && i < RESOURCE_MAX_ATTRS; i++) {
 		const struct attr *a = &attrs[i];
 		pb_key_value *kv = &l->kv[count];
 		pb_any_value *av = &l->av[count];
@@ -155,79 +194,179 @@ static size_t put_attrs(struct kv_list *l, const struct attr *attrs, size_t n, u
 	return count;
 }
 
-/* Length of string P for span_bound(), unless it lies in S's arena, counted there as a whole. */
-static size_t outside_arena(const struct span *s, const char *p)
+/* Whether the span encoder can write A; else it counts in dropped_attributes_count. */
+static bool attr_valid(const struct attr *a)
 {
-	uintptr_t a = (uintptr_t)s->arena, v = (uintptr_t)p;
+	return a->key && (a->type == ATTR_STRING || a->type == ATTR_INT || a->type == ATTR_BOOL ||
+			  a->type == ATTR_DOUBLE);
+}
 
-	if (!p || (v >= a && v < a + s->arena_used))
-		return 0;
-	return strlen(p);
+/* The bytes of A's AnyValue message. */
+static size_t any_value_size(const struct attr *a)
+{
+	switch (a->type) {
+	case ATTR_STRING:
+		return field_size(a->len);
+	case ATTR_INT:
+		/* int64 is a varint of the two's complement: ten bytes when negative. */
+		return 1 + varint_size((uint64_t)a->i);
+	case ATTR_BOOL:
+		return 2;
+	case ATTR_DOUBLE:
+		return 1 + 8;
+	}
+	return 0;
+}
+
+/* The bytes of A's KeyValue message; *VALUE gets its AnyValue's. An empty key is left out. */
+static size_t key_value_size(const struct attr *a, size_t *value)
+{
+	*value = any_value_size(a);
+	return (a->key_len ? field_size(a->key_len) : 0) + field_size(*value);
+}
+
+static uint8_t *put_key_value(uint8_t *p, const struct attr *a)
+{
+	size_t value, kv = key_value_size(a, &value);
+	uint64_t bits;
+
+	p = put_head(p, TAG_ATTRIBUTES, kv);
+	if (a->key_len)
+		p = put_bytes(p, TAG_KEY, a->key, a->key_len);
+	p = put_head(p, TAG_VALUE, value);
+	switch (a->type) {
+	case ATTR_STRING:
+		return put_bytes(p, TAG_STRING_VALUE, a->s ? a->s : "", a->s ? a->len : 0);
+	case ATTR_INT:
+		*p++ = TAG_INT_VALUE;
+		return put_varint(p, (uint64_t)a->i);
+	case ATTR_BOOL:
+		*p++ = TAG_BOOL_VALUE;
+		*p++ = a->b ? 1 : 0;
+		return p;
+	case ATTR_DOUBLE:
+		memcpy(&bits, &a->d, sizeof(bits));
+		return put_fixed64(p, TAG_DOUBLE_VALUE, bits);
+	}
+	return p;
+}
+
+/* OTLP's Span.flags: the W3C flags byte, and whether the parent is remote when that is known. */
+static uint32_t span_flags(const struct span *s)
+{
+	uint32_t flags = s->flags & TRACE_FLAGS_MASK;
+
+	if (s->parent_known)
+		flags |= FLAG_HAS_IS_REMOTE | (s->remote_parent ? FLAG_IS_REMOTE : 0);
+	return flags;
 }
 
 /*
- * At least as many bytes as S packs to. Every string of a span normally sits in its arena, so
- * the arena's fill stands for all of them at once and none is measured.
+ * What of S's strings the model does not measure: the name, the tracestate, the status message
+ * (few, short, and set in more ways than attributes are). 0 for NULL: left out, as "" is.
  */
-static size_t span_bound(const struct span *s)
+static size_t str_len(const char *p)
 {
-	size_t n = SPAN_FIXED_MAX + s->arena_used, i;
+	return p ? strlen(p) : 0;
+}
 
-	n += outside_arena(s, s->name) + outside_arena(s, s->trace_state) +
-	     outside_arena(s, s->status_msg);
+/* The lengths span_size() worked out, for put_span() to write without measuring again. */
+struct span_lens {
+	size_t name, trace_state, status_msg, status;
+	uint32_t dropped; /* attributes the encoder cannot write */
+};
+
+/* The status is written unless it is unset and has no message (OTLP's default). */
+static bool has_status(const struct span *s)
+{
+	return s->status != SPAN_STATUS_UNSET || s->status_msg;
+}
+
+/* The bytes of S's Span message. */
+static size_t span_size(const struct span *s, struct span_lens *l)
+{
+	size_t n = field_size(sizeof(s->trace_id)) + field_size(sizeof(s->span_id)), i, value;
+
+	l->name = str_len(s->name);
+	l->trace_state = str_len(s->trace_state);
+	l->dropped = 0;
+	if (l->trace_state)
+		n += field_size(l->trace_state);
+	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
+	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
+		n += field_size(sizeof(s->parent_span_id));
+	if (l->name)
+		n += field_size(l->name);
+	if (s->kind)
+		n += 1 + varint_size(s->kind);
+	if (s->start_ns)
+		n += 1 + 8;
+	if (s->end_ns)
+		n += 1 + 8;
 	for (i = 0; i < s->nattrs; i++) {
-		const struct attr *a = &s->attrs[i];
-
-		n += ATTR_FIXED_MAX + outside_arena(s, a->key);
-		if (a->type == ATTR_STRING)
-			n += outside_arena(s, a->s);
+		if (attr_valid(&s->attrs[i]))
+			n += field_size(key_value_size(&s->attrs[i], &value));
+		else
+			l->dropped++;
 	}
+	if (l->dropped)
+		n += 1 + varint_size(l->dropped);
+	if (has_status(s)) {
+		l->status_msg = str_len(s->status_msg);
+		l->status = (l->status_msg ? field_size(l->status_msg) : 0) +
+			    (s->status ? 1 + varint_size(s->status) : 0);
+		n += field_size(l->status);
+	}
+	if (span_flags(s))
+		n += 2 + 4;
 	return n;
 }
 
-/* Packs span S at OUT (which has at least span_bound(S) bytes); returns the bytes written. */
-static size_t pack_span(const struct span *s, uint8_t *out)
+/* Writes S's Span message at P, as span_size() measured it into L; returns the end. */
+static uint8_t *put_span(uint8_t *p, const struct span *s, const struct span_lens *l)
 {
-	struct kv_list attrs;
-	pb_status st;
-	pb_span p;
-	uint32_t dropped;
+	uint32_t flags = span_flags(s);
+	size_t i;
 
-	opentelemetry__proto__trace__v1__span__init(&p);
-	p.trace_id.data = (uint8_t *)s->trace_id;
-	p.trace_id.len = sizeof(s->trace_id);
-	p.span_id.data = (uint8_t *)s->span_id;
-	p.span_id.len = sizeof(s->span_id);
-	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
-	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id))) {
-		p.parent_span_id.data = (uint8_t *)s->parent_span_id;
-		p.parent_span_id.len = sizeof(s->parent_span_id);
+	p = put_bytes(p, TAG_TRACE_ID, s->trace_id, sizeof(s->trace_id));
+	p = put_bytes(p, TAG_SPAN_ID, s->span_id, sizeof(s->span_id));
+	if (l->trace_state)
+		p = put_bytes(p, TAG_TRACE_STATE, s->trace_state, l->trace_state);
+	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
+		p = put_bytes(p, TAG_PARENT_SPAN_ID, s->parent_span_id, sizeof(s->parent_span_id));
+	if (l->name)
+		p = put_bytes(p, TAG_NAME, s->name, l->name);
+	if (s->kind) {
+		*p++ = TAG_KIND;
+		p = put_varint(p, s->kind);
 	}
-	/*
-	 * The span model holds the W3C flags byte only; the bits above it mean something else in
-	 * OTLP (whether the parent was remote), which the model does not know.
-	 */
-	p.flags = s->flags & TRACE_FLAGS_MASK;
-	/* OTLP's SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE (bit 8) and _IS_REMOTE (bit 9). */
-	if (s->parent_known)
-		p.flags |= 0x100 | (s->remote_parent ? 0x200 : 0);
-	if (s->trace_state)
-		p.trace_state = (char *)s->trace_state;
-	p.name = (char *)(s->name ? s->name : "");
-	p.kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)s->kind;
-	p.start_time_unix_nano = s->start_ns;
-	p.end_time_unix_nano = s->end_ns;
-	p.n_attributes = put_attrs(&attrs, s->attrs, s->nattrs, &dropped);
-	p.attributes = attrs.ptrs;
-	p.dropped_attributes_count = dropped;
-	/* An unset status with no message is the default: leave the field out. */
-	if (s->status != SPAN_STATUS_UNSET || s->status_msg) {
-		opentelemetry__proto__trace__v1__status__init(&st);
-		st.code = (Opentelemetry__Proto__Trace__V1__Status__StatusCode)s->status;
-		st.message = (char *)(s->status_msg ? s->status_msg : "");
-		p.status = &st;
+	if (s->start_ns)
+		p = put_fixed64(p, TAG_START_TIME, s->start_ns);
+	if (s->end_ns)
+		p = put_fixed64(p, TAG_END_TIME, s->end_ns);
+	for (i = 0; i < s->nattrs; i++)
+		if (attr_valid(&s->attrs[i]))
+			p = put_key_value(p, &s->attrs[i]);
+	if (l->dropped) {
+		*p++ = TAG_DROPPED_ATTRIBUTES;
+		p = put_varint(p, l->dropped);
 	}
-	return opentelemetry__proto__trace__v1__span__pack(&p, out);
+	if (has_status(s)) {
+		p = put_head(p, TAG_STATUS, l->status);
+		if (l->status_msg)
+			p = put_bytes(p, TAG_STATUS_MESSAGE, s->status_msg, l->status_msg);
+		if (s->status) {
+			*p++ = TAG_STATUS_CODE;
+			p = put_varint(p, s->status);
+		}
+	}
+	if (flags) {
+		*p++ = TAG_FLAGS_LO;
+		*p++ = TAG_FLAGS_HI;
+		for (i = 0; i < 4; i++, flags >>= 8)
+			*p++ = (uint8_t)flags;
+	}
+	return p;
 }
 
 /* The resource message of R (NULL: an empty one) with its attributes in L. */
@@ -285,53 +424,47 @@ static size_t group_head(size_t res_size, size_t scope_size, size_t spans_len, s
 
 /*
  * Writes resource group G at OUT: its ResourceSpans with the resource, the scope and the spans
- * of the group in the order given. Returns the bytes written. OUT has room for the head as
- * group_head() sizes it for SPANS_BOUND bytes of spans, and for that many bytes of spans.
- *
- * The head holds the spans' total length, known only once they are packed: they go after room
- * for the head the bound implies, and are moved only when the real total takes a shorter
- * varint than the bound did (the two on either side of 16 KiB or 2 MiB, say).
+ * of the group in the order given, each LEN[i] bytes as span_size() measured it. Returns the
+ * bytes written, group_head() and SPANS_LEN's worth.
  */
 static size_t put_group(uint8_t *out, struct span *const *spans, size_t n, const size_t *group,
-			size_t g, const pb_resource *pr, size_t res_size, const pb_scope *scope,
-			size_t scope_size, size_t spans_bound)
+			size_t g, const uint32_t *len, const pb_resource *pr, size_t res_size,
+			const pb_scope *scope, size_t scope_size, size_t spans_len)
 {
-	size_t spans_len, ss_len, rs_len, i, len, head;
-	size_t reserve = group_head(res_size, scope_size, spans_bound, &ss_len, &rs_len);
-	uint8_t *p = out + reserve, *q;
+	size_t ss_len, rs_len, i;
+	uint8_t *p = out;
+	struct span_lens l;
 
+	group_head(res_size, scope_size, spans_len, &ss_len, &rs_len);
+	p = put_head(p, TAG_RESOURCE_SPANS, rs_len);
+	p = put_head(p, TAG_RESOURCE, res_size);
+	p += opentelemetry__proto__resource__v1__resource__pack(pr, p);
+	p = put_head(p, TAG_SCOPE_SPANS, ss_len);
+	p = put_head(p, TAG_SCOPE, scope_size);
+	p += opentelemetry__proto__common__v1__instrumentation_scope__pack(scope, p);
 	for (i = 0; i < n; i++) {
 		if (group[i] != g)
 			continue;
-		/* Most spans take 128 B to 16 KiB, a length of two bytes: moved when not. */
-		len = pack_span(spans[i], p + 3);
-		if (varint_size(len) != 2)
-			memmove(p + 1 + varint_size(len), p + 3, len);
-		p = put_head(p, TAG_SPAN, len) + len;
+		/* Measured again for its lengths: cheaper than keeping them for a whole batch. */
+		span_size(spans[i], &l);
+		p = put_head(p, TAG_SPAN, len[i]);
+		p = put_span(p, spans[i], &l);
 	}
-	spans_len = p - (out + reserve);
-	head = group_head(res_size, scope_size, spans_len, &ss_len, &rs_len);
-	if (head != reserve)
-		memmove(out + head, out + reserve, spans_len);
-
-	q = put_head(out, TAG_RESOURCE_SPANS, rs_len);
-	q = put_head(q, TAG_RESOURCE, res_size);
-	q += opentelemetry__proto__resource__v1__resource__pack(pr, q);
-	q = put_head(q, TAG_SCOPE_SPANS, ss_len);
-	q = put_head(q, TAG_SCOPE, scope_size);
-	q += opentelemetry__proto__common__v1__instrumentation_scope__pack(scope, q);
-	return head + spans_len;
+	return p - out;
 }
 
 int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out_len)
 {
 	pb_scope scope = OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
-	size_t i, g, nres, bound = 0, scope_size, used = 0, ss_len, rs_len;
-	size_t *group = NULL, *res_size = NULL, *spans_bound = NULL;
+	size_t i, g, nres, total = 0, scope_size, used = 0, ss_len, rs_len;
+	size_t *group = NULL, *res_size = NULL, *spans_len = NULL;
 	const struct resource **res = NULL;
 	struct kv_list res_attrs;
-	uint8_t *buf = NULL, *shrunk;
+	uint32_t *len = NULL;
+	struct span_lens l;
+	uint8_t *buf = NULL;
 	pb_resource pr;
+	size_t sz;
 	int err;
 
 	if (!spans || !n || !out || !out_len)
@@ -340,8 +473,9 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	if (err)
 		goto cleanup;
 	res_size = calloc(nres, sizeof(*res_size));
-	spans_bound = calloc(nres, sizeof(*spans_bound));
-	if (!res_size || !spans_bound) {
+	spans_len = calloc(nres, sizeof(*spans_len));
+	len = calloc(n, sizeof(*len));
+	if (!res_size || !spans_len || !len) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -351,27 +485,39 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	scope.version = GOSPAN_VERSION;
 	scope_size = opentelemetry__proto__common__v1__instrumentation_scope__get_packed_size(&scope);
 
-	for (i = 0; i < n; i++)
-		spans_bound[group[i]] += 1 + VARINT_MAX + span_bound(spans[i]);
+	/* Exact sizes first: every length prefix is known before its message is written. */
+	for (i = 0; i < n; i++) {
+		sz = span_size(spans[i], &l);
+		/* A span is a few KiB at most (its arena, SPAN_MAX_ATTRS keys of its own). */
+		if (sz > UINT32_MAX) {
+			err = -E2BIG;
+			goto cleanup;
+		}
+		len[i] = (uint32_t)sz;
+		spans_len[group[i]] += field_size(sz);
+	}
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
 		res_size[g] = opentelemetry__proto__resource__v1__resource__get_packed_size(&pr);
-		bound += group_head(res_size[g], scope_size, spans_bound[g], &ss_len, &rs_len) +
-			 spans_bound[g];
+		total += group_head(res_size[g], scope_size, spans_len[g], &ss_len, &rs_len) +
+			 spans_len[g];
 	}
-	buf = malloc(bound);
+	buf = malloc(total);
 	if (!buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
-		used += put_group(buf + used, spans, n, group, g, &pr, res_size[g], &scope,
-				  scope_size, spans_bound[g]);
+		used += put_group(buf + used, spans, n, group, g, len, &pr, res_size[g], &scope,
+				  scope_size, spans_len[g]);
 	}
-	/* What the bound overcounted goes back before the buffer waits on the network. */
-	shrunk = realloc(buf, used);
-	*out = shrunk ?: buf;
+	/* Sizing and writing disagree only through a bug here; better no request than a bad one. */
+	if (used != total) {
+		err = -EPROTO;
+		goto cleanup;
+	}
+	*out = buf;
 	*out_len = used;
 	buf = NULL;
 	err = 0;
@@ -380,6 +526,7 @@ cleanup:
 	free(res);
 	free(group);
 	free(res_size);
-	free(spans_bound);
+	free(spans_len);
+	free(len);
 	return err;
 }

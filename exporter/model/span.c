@@ -431,7 +431,7 @@ static struct attr *span_find(const struct span *s, const char *key)
 }
 
 /* The existing attribute for KEY or a new one; NULL when the span has no room left. */
-static struct attr *span_slot(struct span *s, const char *key)
+static struct attr *span_slot(struct span *s, const char *key, size_t key_len)
 {
 	struct attr *a = span_find(s, key);
 
@@ -441,51 +441,60 @@ static struct attr *span_slot(struct span *s, const char *key)
 		return NULL;
 	a = &s->attrs[s->nattrs++];
 	a->key = key;
+	a->key_len = (uint16_t)key_len;
 	return a;
 }
 
-int span__set_str(struct span *s, const char *key, const char *val, size_t len)
+int span__add_str(struct span *s, const char *key, size_t key_len, const char *val, size_t len)
 {
 	const char *v;
 	struct attr *a;
+	size_t used;
 
-	if (!s || !key || (!val && len))
+	if (!s || !key || key_len > UINT16_MAX || (!val && len))
 		return -EINVAL;
 	/* Checked before the copy so that a full attribute table does not use up the arena. */
 	a = span_find(s, key);
 	if (!a && s->nattrs >= SPAN_MAX_ATTRS)
 		return -ENOSPC;
+	used = s->arena_used;
 	v = span__strndup(s, val, len);
 	if (!v)
 		return -ENOSPC;
 	if (!a) {
 		a = &s->attrs[s->nattrs++];
 		a->key = key;
+		a->key_len = (uint16_t)key_len;
 	}
 	a->type = ATTR_STRING;
 	a->s = v;
+	/* What the copy took, its NUL aside: invalid bytes may have grown into U+FFFD. */
+	a->len = (uint16_t)(s->arena_used - used - 1);
 	return 0;
 }
 
 /* The slot for scalar KEY, typed; NULL with *ERR set when it cannot be had. */
-static struct attr *scalar_slot(struct span *s, const char *key, enum attr_type type, int *err)
+static struct attr *scalar_slot(struct span *s, const char *key, size_t key_len,
+				enum attr_type type, int *err)
 {
 	struct attr *a;
 
 	*err = -EINVAL;
-	if (!s || !key)
+	if (!s || !key || key_len > UINT16_MAX)
 		return NULL;
 	*err = -ENOSPC;
-	a = span_slot(s, key);
-	if (a)
+	a = span_slot(s, key, key_len);
+	if (a) {
 		a->type = type;
+		a->len = 0;
+	}
 	return a;
 }
 
-int span__set_int(struct span *s, const char *key, int64_t val)
+int span__add_int(struct span *s, const char *key, size_t key_len, int64_t val)
 {
 	int err;
-	struct attr *a = scalar_slot(s, key, ATTR_INT, &err);
+	struct attr *a = scalar_slot(s, key, key_len, ATTR_INT, &err);
 
 	if (!a)
 		return err;
@@ -493,10 +502,10 @@ int span__set_int(struct span *s, const char *key, int64_t val)
 	return 0;
 }
 
-int span__set_bool(struct span *s, const char *key, bool val)
+int span__add_bool(struct span *s, const char *key, size_t key_len, bool val)
 {
 	int err;
-	struct attr *a = scalar_slot(s, key, ATTR_BOOL, &err);
+	struct attr *a = scalar_slot(s, key, key_len, ATTR_BOOL, &err);
 
 	if (!a)
 		return err;
@@ -504,10 +513,10 @@ int span__set_bool(struct span *s, const char *key, bool val)
 	return 0;
 }
 
-int span__set_double(struct span *s, const char *key, double val)
+int span__add_double(struct span *s, const char *key, size_t key_len, double val)
 {
 	int err;
-	struct attr *a = scalar_slot(s, key, ATTR_DOUBLE, &err);
+	struct attr *a = scalar_slot(s, key, key_len, ATTR_DOUBLE, &err);
 
 	if (!a)
 		return err;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Values are OTLP's Span.SpanKind and Status.StatusCode. */
 enum span_kind {
@@ -37,6 +38,13 @@ enum attr_type {
 struct attr {
 	const char *key; /* not owned: a semconv.h constant or a string in the same span's arena */
 	enum attr_type type;
+	/*
+	 * The lengths of the key and of a string value, without the NUL, so that the OTLP encoder
+	 * measures no string. span__set_* fill them in (a span's strings are bounded by its
+	 * arena, so 16 bits hold them); attributes made elsewhere (a resource's, a metric
+	 * point's) leave them 0 and are measured where they are encoded.
+	 */
+	uint16_t key_len, len;
 	union {
 		const char *s; /* NUL-terminated, valid UTF-8 */
 		int64_t i;
@@ -121,11 +129,43 @@ int span__random_id(uint8_t *buf, size_t len);
 const char *span__strndup(struct span *s, const char *str, size_t len);
 /* Sets the name (copied). -ENOSPC when the arena is full. */
 int span__set_name(struct span *s, const char *name, size_t len);
-/* Adds an attribute; string values are copied into the arena. -ENOSPC when full. */
-int span__set_str(struct span *s, const char *key, const char *val, size_t len);
-int span__set_int(struct span *s, const char *key, int64_t val);
-int span__set_bool(struct span *s, const char *key, bool val);
-int span__set_double(struct span *s, const char *key, double val);
+/*
+ * Adds an attribute KEY of KEY_LEN bytes; string values are copied into the arena. -ENOSPC when
+ * full, -EINVAL for a key longer than an attribute can say.
+ */
+int span__add_str(struct span *s, const char *key, size_t key_len, const char *val, size_t len);
+int span__add_int(struct span *s, const char *key, size_t key_len, int64_t val);
+int span__add_bool(struct span *s, const char *key, size_t key_len, bool val);
+int span__add_double(struct span *s, const char *key, size_t key_len, double val);
+
+/*
+ * The same with KEY measured here. Inline on purpose: nearly every key is a semconv.h literal,
+ * whose strlen the compiler works out, so its length costs nothing at run time.
+ */
+static inline size_t span__key_len(const char *key)
+{
+	return key ? strlen(key) : 0;
+}
+
+static inline int span__set_str(struct span *s, const char *key, const char *val, size_t len)
+{
+	return span__add_str(s, key, span__key_len(key), val, len);
+}
+
+static inline int span__set_int(struct span *s, const char *key, int64_t val)
+{
+	return span__add_int(s, key, span__key_len(key), val);
+}
+
+static inline int span__set_bool(struct span *s, const char *key, bool val)
+{
+	return span__add_bool(s, key, span__key_len(key), val);
+}
+
+static inline int span__set_double(struct span *s, const char *key, double val)
+{
+	return span__add_double(s, key, span__key_len(key), val);
+}
 const struct attr *span__get(const struct span *s, const char *key);
 
 /*
