@@ -85,15 +85,10 @@ struct kv_list {
 	pb_any_value av[RESOURCE_MAX_ATTRS];
 };
 
+/* Seven bits a byte: from the highest bit set, without a loop (v | 1: clz(0) is undefined). */
 static size_t varint_size(uint64_t v)
 {
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	return (70 - __builtin_clzll(v | 1)) / 7;
 }
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
@@ -270,10 +265,15 @@ static size_t str_len(const char *p)
 	return p ? strlen(p) : 0;
 }
 
-/* The lengths span_size() worked out, for put_span() to write without measuring again. */
+/*
+ * What span_size() worked out for put_span(), kept for a whole batch so that nothing is
+ * measured twice: the lengths of the strings the model does not measure, the Status message's,
+ * attributes the encoder cannot write, whether there is a parent, and the Span's own size.
+ */
 struct span_lens {
-	size_t name, trace_state, status_msg, status;
-	uint32_t dropped; /* attributes the encoder cannot write */
+	uint32_t size, name, trace_state, status_msg, status;
+	uint16_t dropped;
+	bool parent;
 };
 
 /* The status is written unless it is unset and has no message (OTLP's default). */
@@ -282,21 +282,22 @@ static bool has_status(const struct span *s)
 	return s->status != SPAN_STATUS_UNSET || s->status_msg;
 }
 
-/* The bytes of S's Span message. */
-static size_t span_size(const struct span *s, struct span_lens *l)
+/* The bytes of S's Span message; -E2BIG when a string is past what a Span can hold here. */
+static int span_size(const struct span *s, struct span_lens *l)
 {
 	size_t n = field_size(sizeof(s->trace_id)) + field_size(sizeof(s->span_id)), i, value;
+	size_t name = str_len(s->name), trace_state = str_len(s->trace_state), status_msg = 0;
 
-	l->name = str_len(s->name);
-	l->trace_state = str_len(s->trace_state);
 	l->dropped = 0;
-	if (l->trace_state)
-		n += field_size(l->trace_state);
+	l->status = 0;
+	if (trace_state)
+		n += field_size(trace_state);
 	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
-	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
+	l->parent = !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id));
+	if (l->parent)
 		n += field_size(sizeof(s->parent_span_id));
-	if (l->name)
-		n += field_size(l->name);
+	if (name)
+		n += field_size(name);
 	if (s->kind)
 		n += 1 + varint_size(s->kind);
 	if (s->start_ns)
@@ -312,14 +313,21 @@ static size_t span_size(const struct span *s, struct span_lens *l)
 	if (l->dropped)
 		n += 1 + varint_size(l->dropped);
 	if (has_status(s)) {
-		l->status_msg = str_len(s->status_msg);
-		l->status = (l->status_msg ? field_size(l->status_msg) : 0) +
+		status_msg = str_len(s->status_msg);
+		l->status = (status_msg ? field_size(status_msg) : 0) +
 			    (s->status ? 1 + varint_size(s->status) : 0);
 		n += field_size(l->status);
 	}
 	if (span_flags(s))
 		n += 2 + 4;
-	return n;
+	/* Strings from outside the arena (a caller's) can be of any length; a request cannot. */
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	l->size = n;
+	l->name = name;
+	l->trace_state = trace_state;
+	l->status_msg = status_msg;
+	return 0;
 }
 
 /* Writes S's Span message at P, as span_size() measured it into L; returns the end. */
@@ -332,7 +340,7 @@ static uint8_t *put_span(uint8_t *p, const struct span *s, const struct span_len
 	p = put_bytes(p, TAG_SPAN_ID, s->span_id, sizeof(s->span_id));
 	if (l->trace_state)
 		p = put_bytes(p, TAG_TRACE_STATE, s->trace_state, l->trace_state);
-	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
+	if (l->parent)
 		p = put_bytes(p, TAG_PARENT_SPAN_ID, s->parent_span_id, sizeof(s->parent_span_id));
 	if (l->name)
 		p = put_bytes(p, TAG_NAME, s->name, l->name);
@@ -424,16 +432,15 @@ static size_t group_head(size_t res_size, size_t scope_size, size_t spans_len, s
 
 /*
  * Writes resource group G at OUT: its ResourceSpans with the resource, the scope and the spans
- * of the group in the order given, each LEN[i] bytes as span_size() measured it. Returns the
- * bytes written, group_head() and SPANS_LEN's worth.
+ * of the group in the order given, as span_size() measured them into LENS. Returns the bytes
+ * written: group_head()'s and SPANS_LEN.
  */
 static size_t put_group(uint8_t *out, struct span *const *spans, size_t n, const size_t *group,
-			size_t g, const uint32_t *len, const pb_resource *pr, size_t res_size,
-			const pb_scope *scope, size_t scope_size, size_t spans_len)
+			size_t g, const struct span_lens *lens, const pb_resource *pr,
+			size_t res_size, const pb_scope *scope, size_t scope_size, size_t spans_len)
 {
 	size_t ss_len, rs_len, i;
 	uint8_t *p = out;
-	struct span_lens l;
 
 	group_head(res_size, scope_size, spans_len, &ss_len, &rs_len);
 	p = put_head(p, TAG_RESOURCE_SPANS, rs_len);
@@ -445,10 +452,8 @@ static size_t put_group(uint8_t *out, struct span *const *spans, size_t n, const
 	for (i = 0; i < n; i++) {
 		if (group[i] != g)
 			continue;
-		/* Measured again for its lengths: cheaper than keeping them for a whole batch. */
-		span_size(spans[i], &l);
-		p = put_head(p, TAG_SPAN, len[i]);
-		p = put_span(p, spans[i], &l);
+		p = put_head(p, TAG_SPAN, lens[i].size);
+		p = put_span(p, spans[i], &lens[i]);
 	}
 	return p - out;
 }
@@ -460,11 +465,9 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	size_t *group = NULL, *res_size = NULL, *spans_len = NULL;
 	const struct resource **res = NULL;
 	struct kv_list res_attrs;
-	uint32_t *len = NULL;
-	struct span_lens l;
+	struct span_lens *lens = NULL;
 	uint8_t *buf = NULL;
 	pb_resource pr;
-	size_t sz;
 	int err;
 
 	if (!spans || !n || !out || !out_len)
@@ -474,8 +477,8 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 		goto cleanup;
 	res_size = calloc(nres, sizeof(*res_size));
 	spans_len = calloc(nres, sizeof(*spans_len));
-	len = calloc(n, sizeof(*len));
-	if (!res_size || !spans_len || !len) {
+	lens = malloc(n * sizeof(*lens));
+	if (!res_size || !spans_len || !lens) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -487,14 +490,10 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 
 	/* Exact sizes first: every length prefix is known before its message is written. */
 	for (i = 0; i < n; i++) {
-		sz = span_size(spans[i], &l);
-		/* A span is a few KiB at most (its arena, SPAN_MAX_ATTRS keys of its own). */
-		if (sz > UINT32_MAX) {
-			err = -E2BIG;
+		err = span_size(spans[i], &lens[i]);
+		if (err)
 			goto cleanup;
-		}
-		len[i] = (uint32_t)sz;
-		spans_len[group[i]] += field_size(sz);
+		spans_len[group[i]] += field_size(lens[i].size);
 	}
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
@@ -509,7 +508,7 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	}
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
-		used += put_group(buf + used, spans, n, group, g, len, &pr, res_size[g], &scope,
+		used += put_group(buf + used, spans, n, group, g, lens, &pr, res_size[g], &scope,
 				  scope_size, spans_len[g]);
 	}
 	/* Sizing and writing disagree only through a bug here; better no request than a bad one. */
@@ -527,6 +526,6 @@ cleanup:
 	free(group);
 	free(res_size);
 	free(spans_len);
-	free(len);
+	free(lens);
 	return err;
 }

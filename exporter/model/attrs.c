@@ -3,7 +3,6 @@
  * Span attributes from values the probes captured (attrs.h): cut strings kept valid and marked,
  * "host:port" split.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +71,27 @@ size_t attrs__captured_copy(char *out, size_t out_cap, const char *data, uint32_
 	return utf8_sanitize(out, out_cap, data, captured_len(data, len, cap));
 }
 
+/*
+ * The port in P: decimal digits only, at most 65535; -1 for anything else. A Go address holds
+ * nothing but digits there; strtol, which also skips blanks and takes a sign, was 3 % of the
+ * instructions gospan spends on a span.
+ */
+static long parse_port(const char *p)
+{
+	long port = 0;
+
+	if (!*p)
+		return -1;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		port = port * 10 + (*p - '0');
+		if (port > 65535)
+			return -1;
+	}
+	return port;
+}
+
 /* Splits "host:port", "[v6]:port", "host" or "v6" into SPAN attributes HOST_KEY and PORT_KEY. */
 void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
 			  const char *port_key)
@@ -79,7 +99,6 @@ void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
 	const char *host = hp, *colon, *end;
 	size_t hlen = strlen(hp);
 	long port = -1;
-	char *endp;
 
 	if (hp[0] == '[') {
 		end = strchr(hp, ']');
@@ -96,12 +115,8 @@ void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
 		if (colon)
 			hlen = colon - hp;
 	}
-	if (colon && colon[1]) {
-		errno = 0;
-		port = strtol(colon + 1, &endp, 10);
-		if (errno || *endp || port < 0 || port > 65535)
-			port = -1;
-	}
+	if (colon)
+		port = parse_port(colon + 1);
 	if (hlen)
 		span__set_str(s, host_key, host, hlen);
 	if (port >= 0)

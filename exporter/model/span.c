@@ -59,7 +59,13 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail, size_t *bad)
 	return need;
 }
 
-/* How many bytes from S on (at most LEN) are ASCII; eight at a time while it can. */
+#define BYTES_01 0x0101010101010101ULL
+#define BYTES_80 0x8080808080808080ULL
+
+/*
+ * How many bytes from S on (at most LEN) are ASCII other than NUL; eight at a time while it
+ * can. A NUL ends the run so that the copy can tell a string C code sees shorter than it is.
+ */
 static size_t ascii_run(const unsigned char *s, size_t len)
 {
 	size_t i = 0;
@@ -67,19 +73,22 @@ static size_t ascii_run(const unsigned char *s, size_t len)
 
 	for (; i + 8 <= len; i += 8) {
 		memcpy(&word, s + i, 8);
-		if (word & 0x8080808080808080ULL)
+		/* A byte of 0x80 or more, or a zero byte (the classic haszero test). */
+		if ((word | ((word - BYTES_01) & ~word)) & BYTES_80)
 			break;
 	}
-	while (i < len && s[i] < 0x80)
+	while (i < len && s[i] && s[i] < 0x80)
 		i++;
 	return i;
 }
 
 /*
  * utf8_sanitize with the count of input bytes consumed, so that callers copying into a bounded
- * arena can tell a complete copy from a cut one.
+ * arena can tell a complete copy from a cut one, and whether a NUL was copied (*NUL, unless
+ * NULL): then the string C code reads ends there, before all that was written.
  */
-static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size_t *consumed)
+static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size_t *consumed,
+			bool *nul)
 {
 	const unsigned char *in = (const unsigned char *)src;
 	size_t r = 0, w = 0;
@@ -103,6 +112,8 @@ static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size
 				break;
 			continue;
 		}
+		if (!in[r] && nul)
+			*nul = true;
 		n = utf8_seq_len(in + r, len - r, &bad);
 		from = n ? (const char *)in + r : UTF8_REPLACEMENT;
 		out = n ? n : UTF8_REPLACEMENT_LEN;
@@ -122,7 +133,7 @@ size_t utf8_sanitize(char *dst, size_t cap, const char *src, size_t len)
 {
 	size_t consumed;
 
-	return utf8_copy(dst, cap, src, len, &consumed);
+	return utf8_copy(dst, cap, src, len, &consumed, NULL);
 }
 
 /* A malloc'ed, sanitized copy; the worst case is every byte becoming a three-byte U+FFFD. */
@@ -133,7 +144,7 @@ static char *utf8_dup(const char *src)
 
 	if (!dst)
 		return NULL;
-	utf8_copy(dst, len * UTF8_REPLACEMENT_LEN + 1, src, len, &consumed);
+	utf8_copy(dst, len * UTF8_REPLACEMENT_LEN + 1, src, len, &consumed, NULL);
 	return dst;
 }
 
@@ -251,12 +262,17 @@ void resource__free(struct resource *r)
 
 bool span__id_is_zero(const uint8_t *id, size_t len)
 {
-	size_t i;
+	uint64_t w, any = 0;
+	size_t i = 0;
 
-	for (i = 0; i < len; i++)
-		if (id[i])
-			return false;
-	return true;
+	/* Ids are 8 or 16 bytes: a word at a time, as every span asks it a few times. */
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, id + i, sizeof(w));
+		any |= w;
+	}
+	for (; i < len; i++)
+		any |= id[i];
+	return !any;
 }
 
 int span__random_id(uint8_t *buf, size_t len)
@@ -383,21 +399,32 @@ void span__set_resource(struct span *s, struct resource *r)
 /*
  * Copies STR into the arena as valid UTF-8. Valid input is copied byte for byte; invalid bytes
  * grow into U+FFFD, and a copy that does not fit whole is refused rather than cut, so that a
- * value never silently loses its end.
+ * value never silently loses its end. *OUT_LEN is the copy's length as C code reads it (to a
+ * NUL).
  */
-const char *span__strndup(struct span *s, const char *str, size_t len)
+static const char *arena_copy(struct span *s, const char *str, size_t len, size_t *out_len)
 {
 	char *dst;
 	size_t w, consumed;
+	bool nul = false;
 
 	if (!s || (!str && len) || s->arena_used >= s->arena_cap)
 		return NULL;
 	dst = s->arena + s->arena_used;
-	w = utf8_copy(dst, s->arena_cap - s->arena_used, str, len, &consumed);
+	w = utf8_copy(dst, s->arena_cap - s->arena_used, str, len, &consumed, &nul);
 	if (consumed < len)
 		return NULL;
 	s->arena_used += w + 1;
+	/* A Go string may hold a NUL; every reader of the copy stops there, so its length does. */
+	*out_len = nul ? strlen(dst) : w;
 	return dst;
+}
+
+const char *span__strndup(struct span *s, const char *str, size_t len)
+{
+	size_t n;
+
+	return arena_copy(s, str, len, &n);
 }
 
 int span__set_name(struct span *s, const char *name, size_t len)
@@ -413,19 +440,20 @@ int span__set_name(struct span *s, const char *name, size_t len)
 	return 0;
 }
 
-static struct attr *span_find(const struct span *s, const char *key)
+static struct attr *span_find(const struct span *s, const char *key, size_t key_len)
 {
 	size_t i;
 
 	/*
-	 * Keys are mostly semconv.h's constants, the same pointer each time; a first byte that
-	 * differs settles most of the rest without a call to strcmp.
+	 * Keys are mostly semconv.h's constants, the same pointer each time; a length that
+	 * differs settles most of the rest without comparing bytes (many keys share a first byte:
+	 * http.*, server.*, network.*).
 	 */
 	for (i = 0; i < s->nattrs; i++) {
-		const char *k = s->attrs[i].key;
+		const struct attr *a = &s->attrs[i];
 
-		if (k == key || (k[0] == key[0] && !strcmp(k, key)))
-			return (struct attr *)&s->attrs[i];
+		if (a->key == key || (a->key_len == key_len && !memcmp(a->key, key, key_len)))
+			return (struct attr *)a;
 	}
 	return NULL;
 }
@@ -433,7 +461,7 @@ static struct attr *span_find(const struct span *s, const char *key)
 /* The existing attribute for KEY or a new one; NULL when the span has no room left. */
 static struct attr *span_slot(struct span *s, const char *key, size_t key_len)
 {
-	struct attr *a = span_find(s, key);
+	struct attr *a = span_find(s, key, key_len);
 
 	if (a)
 		return a;
@@ -449,16 +477,15 @@ int span__add_str(struct span *s, const char *key, size_t key_len, const char *v
 {
 	const char *v;
 	struct attr *a;
-	size_t used;
+	size_t copied;
 
 	if (!s || !key || key_len > UINT16_MAX || (!val && len))
 		return -EINVAL;
 	/* Checked before the copy so that a full attribute table does not use up the arena. */
-	a = span_find(s, key);
+	a = span_find(s, key, key_len);
 	if (!a && s->nattrs >= SPAN_MAX_ATTRS)
 		return -ENOSPC;
-	used = s->arena_used;
-	v = span__strndup(s, val, len);
+	v = arena_copy(s, val, len, &copied);
 	if (!v)
 		return -ENOSPC;
 	if (!a) {
@@ -468,8 +495,8 @@ int span__add_str(struct span *s, const char *key, size_t key_len, const char *v
 	}
 	a->type = ATTR_STRING;
 	a->s = v;
-	/* What the copy took, its NUL aside: invalid bytes may have grown into U+FFFD. */
-	a->len = (uint16_t)(s->arena_used - used - 1);
+	/* The copy's, not LEN: invalid bytes grow into U+FFFD, a NUL ends it. */
+	a->len = (uint16_t)copied;
 	return 0;
 }
 
@@ -528,5 +555,5 @@ const struct attr *span__get(const struct span *s, const char *key)
 {
 	if (!s || !key)
 		return NULL;
-	return span_find(s, key);
+	return span_find(s, key, strlen(key));
 }

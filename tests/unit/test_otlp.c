@@ -706,8 +706,9 @@ static uint8_t *ref_request(struct span *const *spans, size_t n, const struct re
  * every corner the wire format has. Proto3 defaults left out (kind 0, times 0, an empty name or
  * tracestate, an unset status without a message) and oneof members kept however zero; an empty
  * status message with an unset code (a Status of no bytes); every flag bit; values that were
- * made valid UTF-8 (longer than what came in); lengths of one, two and three varint bytes;
- * negative and NaN numbers; attributes with no key or an unknown type (dropped, and counted).
+ * made valid UTF-8 (longer than what came in) or hold a NUL; lengths of one, two and three
+ * varint bytes; negative and NaN numbers; attributes with no key or an unknown type (dropped,
+ * and counted).
  */
 static void test_otlp__spans_as_protobuf_c_packs_them(void **state)
 {
@@ -757,6 +758,10 @@ static void test_otlp__spans_as_protobuf_c_packs_them(void **state)
 	assert_int_equal(span__set_double(s, "nan", NAN), 0);
 	assert_int_equal(span__set_double(s, "minus.zero", -0.0), 0);
 	assert_int_equal(span__set_str(s, "", "no key", 6), 0);
+	/* A Go string may hold a NUL: C code, protobuf-c's strlen included, reads it to there. */
+	assert_int_equal(span__set_str(s, "nul", "ab\0cd", 5), 0);
+	assert_int_equal(span__get(s, "nul")->len, 2);
+	assert_int_equal(span__get(s, "bad.utf8")->len, strlen(span__get(s, "bad.utf8")->s));
 
 	/* A parent known to be local; attributes the encoder cannot write. */
 	s = spans[2];
