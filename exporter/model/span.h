@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The span model shared by span building and every exporter: ids, times in UNIX nanoseconds,
- * attributes by OpenTelemetry semantic-convention names (semconv.h). One allocation per span:
- * attribute values live in an arena inside the span, so a span is freed with one free().
+ * attributes by OpenTelemetry semantic-convention names (semconv.h). Attribute values live in an
+ * arena inside the span, so a span is one block of memory, freed with span__free().
  */
 #ifndef GOSPAN_SPAN_H
 #define GOSPAN_SPAN_H
@@ -100,6 +100,7 @@ struct span {
 	struct attr attrs[SPAN_MAX_ATTRS];
 	size_t arena_used;
 	size_t arena_cap; /* SPAN_ARENA_SIZE, or arena_used once span__shrink() gave the rest back */
+	struct span_chunk *chunk; /* where span__shrink() put it; NULL: malloc'ed on its own */
 	char arena[SPAN_ARENA_SIZE];
 };
 
@@ -112,10 +113,13 @@ struct span *span__new(void);
 struct span *span__alloc(void);
 void span__free(struct span *s);
 /*
- * A finished span with its arena's unused tail given back to the allocator: the span, moved or
- * not (or S itself when the allocator will not shrink it), its pointers into the arena following.
- * Nothing can be added to it afterwards. A span waits in the export queue, often by the thousand,
- * and most use a few hundred bytes of the arena's 2 KiB.
+ * A finished span without its arena's unused tail: a compact copy, its pointers into the arena
+ * following, or S itself when there is nothing worth copying (or no memory for it). Nothing can
+ * be added to it afterwards. A span waits in the export queue, often by the thousand, and most
+ * use a few hundred bytes of the arena's 2 KiB. The copies are packed one after another into
+ * chunks the calling thread fills, and S goes back to that thread's few spare spans, which
+ * span__alloc() hands out again: building and queueing a span costs no malloc or free of its
+ * own. A chunk is freed with the last span in it, on whichever thread frees that.
  */
 struct span *span__shrink(struct span *s);
 /* Points S at R and holds a reference to it, dropped by span__free. */
