@@ -356,6 +356,9 @@ static bool attr_equal(const struct attr *a, const struct attr *b)
 		return false;
 	switch (a->type) {
 	case ATTR_STRING:
+		/* Lengths known on both sides (span attributes, and series made from them) differ. */
+		if (a->len && b->len && a->len != b->len)
+			return false;
 		return !strcmp(a->s, b->s);
 	case ATTR_BOOL:
 		return a->b == b->b;

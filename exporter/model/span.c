@@ -97,6 +97,13 @@ static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size
 		*consumed = 0;
 		return 0;
 	}
+	/* Nearly every string is ASCII and fits: one run, one copy, none of the loop's steps. */
+	if (len < cap && ascii_run(in, len) == len) {
+		memcpy(dst, in, len);
+		dst[len] = '\0';
+		*consumed = len;
+		return len;
+	}
 	while (r < len) {
 		size_t bad = 0, n = ascii_run(in + r, len - r), out;
 		const char *from;
@@ -495,9 +502,18 @@ int span__set_name(struct span *s, const char *name, size_t len)
 	return 0;
 }
 
+/* KEY's bit in span.key_bits (an empty key has its NUL for a first byte). */
+static uint32_t key_bit(const char *key, size_t key_len)
+{
+	return 1u << ((key_len + (unsigned char)key[0] * 7) & 31);
+}
+
 static struct attr *span_find(const struct span *s, const char *key, size_t key_len)
 {
 	size_t i;
+
+	if (!(s->key_bits & key_bit(key, key_len)))
+		return NULL;
 
 	/*
 	 * Keys are mostly semconv.h's constants, the same pointer each time; a length that
@@ -525,6 +541,7 @@ static struct attr *span_slot(struct span *s, const char *key, size_t key_len)
 	a = &s->attrs[s->nattrs++];
 	a->key = key;
 	a->key_len = (uint16_t)key_len;
+	s->key_bits |= key_bit(key, key_len);
 	return a;
 }
 
@@ -547,6 +564,7 @@ int span__add_str(struct span *s, const char *key, size_t key_len, const char *v
 		a = &s->attrs[s->nattrs++];
 		a->key = key;
 		a->key_len = (uint16_t)key_len;
+		s->key_bits |= key_bit(key, key_len);
 	}
 	a->type = ATTR_STRING;
 	a->s = v;

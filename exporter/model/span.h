@@ -96,6 +96,11 @@ struct span {
 	uint64_t end_ns;
 	enum span_status status;
 	const char *status_msg; /* NULL or in the arena */
+	/*
+	 * A bit per attribute key, from its length and first byte: a key whose bit is clear is
+	 * not in the table, which spares the search most attributes would make on their way in.
+	 */
+	uint32_t key_bits;
 	size_t nattrs;
 	struct attr attrs[SPAN_MAX_ATTRS];
 	size_t arena_used;
