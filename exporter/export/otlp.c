@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * Spans to the bytes of one ExportTraceServiceRequest. Spans, nearly all of a request, are
- * written here field by field, straight into the output buffer: a span's model holds every
- * length the wire format asks for (span.h keeps the length of each attribute's key and string
- * value), so a span's exact size is a little arithmetic, and no message tree is built. Packing
- * through protobuf-c cost a tree per span, a walk of it through the descriptors and a strlen of
+ * written here field by field, straight into the output buffer, in one pass: a span's model
+ * holds the lengths the wire format asks for (span.h keeps the name's and each attribute's key
+ * and string value's), so every message inside a span is sized by a little arithmetic just
+ * before it is written, and no message tree is built. Packing through protobuf-c cost a tree
+ * per span, a walk of it through the descriptors (twice: sizing, then packing) and a strlen of
  * each string, a third of gospan's CPU per span. The resource and the scope, once per resource
  * in a request, are still packed by protobuf-c; the envelope around them (the request,
  * ResourceSpans, ScopeSpans) is length-prefixed lists, written here too.
+ *
+ * The buffer is sized by a bound each span gives from its lengths. A span's own length goes in
+ * front of it once it is written: two bytes are kept for it (spans of 128 B to 16 KiB, nearly
+ * all of them), and the span is moved in the rare case its length takes another size.
  *
  * The bytes are the ones protobuf-c writes for the same message: fields in field-number order,
  * proto3 defaults (0, empty) left out, a oneof member that is set written even when 0. The unit
@@ -108,11 +113,30 @@ static uint8_t *put_head(uint8_t *p, uint8_t tag, size_t len)
 	return put_varint(p, len);
 }
 
+/*
+ * LEN bytes from SRC to DST. Most of what a span holds is a few to a few dozen bytes (ids, keys,
+ * methods, addresses), for which two overlapping fixed-size copies beat a call to memcpy.
+ */
+static void copy(uint8_t *dst, const void *src, size_t len)
+{
+	const uint8_t *s = src;
+
+	if (len >= 8 && len <= 16) {
+		memcpy(dst, s, 8);
+		memcpy(dst + len - 8, s + len - 8, 8);
+	} else if (len >= 4 && len < 8) {
+		memcpy(dst, s, 4);
+		memcpy(dst + len - 4, s + len - 4, 4);
+	} else {
+		memcpy(dst, s, len);
+	}
+}
+
 /* A length-delimited field holding LEN bytes at DATA. */
 static uint8_t *put_bytes(uint8_t *p, uint8_t tag, const void *data, size_t len)
 {
 	p = put_head(p, tag, len);
-	memcpy(p, data, len);
+	copy(p, data, len);
 	return p + len;
 }
 
@@ -257,24 +281,13 @@ static uint32_t span_flags(const struct span *s)
 }
 
 /*
- * What of S's strings the model does not measure: the name, the tracestate, the status message
- * (few, short, and set in more ways than attributes are). 0 for NULL: left out, as "" is.
+ * The length of a string the model does not measure: the tracestate and the status message
+ * (rare, and set in more ways than attributes are). 0 for NULL: left out, as "" is.
  */
 static size_t str_len(const char *p)
 {
 	return p ? strlen(p) : 0;
 }
-
-/*
- * What span_size() worked out for put_span(), kept for a whole batch so that nothing is
- * measured twice: the lengths of the strings the model does not measure, the Status message's,
- * attributes the encoder cannot write, whether there is a parent, and the Span's own size.
- */
-struct span_lens {
-	uint32_t size, name, trace_state, status_msg, status;
-	uint16_t dropped;
-	bool parent;
-};
 
 /* The status is written unless it is unset and has no message (OTLP's default). */
 static bool has_status(const struct span *s)
@@ -282,68 +295,57 @@ static bool has_status(const struct span *s)
 	return s->status != SPAN_STATUS_UNSET || s->status_msg;
 }
 
-/* The bytes of S's Span message; -E2BIG when a string is past what a Span can hold here. */
-static int span_size(const struct span *s, struct span_lens *l)
-{
-	size_t n = field_size(sizeof(s->trace_id)) + field_size(sizeof(s->span_id)), i, value;
-	size_t name = str_len(s->name), trace_state = str_len(s->trace_state), status_msg = 0;
+#define VARINT_MAX 10 /* bytes of the longest varint */
+/* The most a field's head (a one-byte tag, then a length or a varint) takes. */
+#define HEAD_MAX (1 + VARINT_MAX)
+/*
+ * The most a span takes besides its strings and attributes: three ids with their heads, the
+ * heads of tracestate and name, kind, two fixed64 times, dropped_attributes_count, the status
+ * (its head, its message's head, its code) and flags (a two-byte tag and a fixed32).
+ */
+#define SPAN_FIXED_MAX (3 * (HEAD_MAX + 16) + 2 * HEAD_MAX + HEAD_MAX + 2 * 9 + HEAD_MAX + \
+			3 * HEAD_MAX + 2 + 4)
+/*
+ * The most an attribute takes besides its key and string: the heads of KeyValue, key and value,
+ * whose lengths are below 2^21 (a key and a string value of 16-bit lengths), so three bytes
+ * each, and the value's one field (a string's head, or a scalar of up to ten bytes).
+ */
+#define ATTR_FIXED_MAX (3 * (1 + 3) + HEAD_MAX)
+_Static_assert(sizeof(((struct attr *)0)->len) == 2 && sizeof(((struct attr *)0)->key_len) == 2,
+	       "ATTR_FIXED_MAX: lengths of a key-value past three varint bytes");
+/* Room kept for a span's length in front of it, with its tag: 16 KiB less a byte at most. */
+#define SPAN_HEAD_KEPT 3
 
-	l->dropped = 0;
-	l->status = 0;
-	if (trace_state)
-		n += field_size(trace_state);
-	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
-	l->parent = !span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id));
-	if (l->parent)
-		n += field_size(sizeof(s->parent_span_id));
-	if (name)
-		n += field_size(name);
-	if (s->kind)
-		n += 1 + varint_size(s->kind);
-	if (s->start_ns)
-		n += 1 + 8;
-	if (s->end_ns)
-		n += 1 + 8;
+/* At least as many bytes as S's Span message takes, from lengths S already holds. */
+static size_t span_bound(const struct span *s)
+{
+	size_t n = SPAN_FIXED_MAX + (s->name ? s->name_len : 0) + str_len(s->trace_state) +
+		   str_len(s->status_msg), i;
+
 	for (i = 0; i < s->nattrs; i++) {
-		if (attr_valid(&s->attrs[i]))
-			n += field_size(key_value_size(&s->attrs[i], &value));
-		else
-			l->dropped++;
+		const struct attr *a = &s->attrs[i];
+
+		n += ATTR_FIXED_MAX + a->key_len + (a->type == ATTR_STRING ? a->len : 0);
 	}
-	if (l->dropped)
-		n += 1 + varint_size(l->dropped);
-	if (has_status(s)) {
-		status_msg = str_len(s->status_msg);
-		l->status = (status_msg ? field_size(status_msg) : 0) +
-			    (s->status ? 1 + varint_size(s->status) : 0);
-		n += field_size(l->status);
-	}
-	if (span_flags(s))
-		n += 2 + 4;
-	/* Strings from outside the arena (a caller's) can be of any length; a request cannot. */
-	if (n > UINT32_MAX)
-		return -E2BIG;
-	l->size = n;
-	l->name = name;
-	l->trace_state = trace_state;
-	l->status_msg = status_msg;
-	return 0;
+	return n;
 }
 
-/* Writes S's Span message at P, as span_size() measured it into L; returns the end. */
-static uint8_t *put_span(uint8_t *p, const struct span *s, const struct span_lens *l)
+/* Writes S's Span message at P, which has span_bound(S) bytes; returns the end. */
+static uint8_t *put_span(uint8_t *p, const struct span *s)
 {
-	uint32_t flags = span_flags(s);
-	size_t i;
+	size_t name = s->name ? s->name_len : 0, trace_state = str_len(s->trace_state);
+	size_t msg, status, i;
+	uint32_t flags = span_flags(s), dropped = 0;
 
 	p = put_bytes(p, TAG_TRACE_ID, s->trace_id, sizeof(s->trace_id));
 	p = put_bytes(p, TAG_SPAN_ID, s->span_id, sizeof(s->span_id));
-	if (l->trace_state)
-		p = put_bytes(p, TAG_TRACE_STATE, s->trace_state, l->trace_state);
-	if (l->parent)
+	if (trace_state)
+		p = put_bytes(p, TAG_TRACE_STATE, s->trace_state, trace_state);
+	/* A root span has no parent_span_id at all; eight zero bytes would be an invalid id. */
+	if (!span__id_is_zero(s->parent_span_id, sizeof(s->parent_span_id)))
 		p = put_bytes(p, TAG_PARENT_SPAN_ID, s->parent_span_id, sizeof(s->parent_span_id));
-	if (l->name)
-		p = put_bytes(p, TAG_NAME, s->name, l->name);
+	if (name)
+		p = put_bytes(p, TAG_NAME, s->name, name);
 	if (s->kind) {
 		*p++ = TAG_KIND;
 		p = put_varint(p, s->kind);
@@ -352,17 +354,22 @@ static uint8_t *put_span(uint8_t *p, const struct span *s, const struct span_len
 		p = put_fixed64(p, TAG_START_TIME, s->start_ns);
 	if (s->end_ns)
 		p = put_fixed64(p, TAG_END_TIME, s->end_ns);
-	for (i = 0; i < s->nattrs; i++)
+	for (i = 0; i < s->nattrs; i++) {
 		if (attr_valid(&s->attrs[i]))
 			p = put_key_value(p, &s->attrs[i]);
-	if (l->dropped) {
+		else
+			dropped++;
+	}
+	if (dropped) {
 		*p++ = TAG_DROPPED_ATTRIBUTES;
-		p = put_varint(p, l->dropped);
+		p = put_varint(p, dropped);
 	}
 	if (has_status(s)) {
-		p = put_head(p, TAG_STATUS, l->status);
-		if (l->status_msg)
-			p = put_bytes(p, TAG_STATUS_MESSAGE, s->status_msg, l->status_msg);
+		msg = str_len(s->status_msg);
+		status = (msg ? field_size(msg) : 0) + (s->status ? 1 + varint_size(s->status) : 0);
+		p = put_head(p, TAG_STATUS, status);
+		if (msg)
+			p = put_bytes(p, TAG_STATUS_MESSAGE, s->status_msg, msg);
 		if (s->status) {
 			*p++ = TAG_STATUS_CODE;
 			p = put_varint(p, s->status);
@@ -375,6 +382,22 @@ static uint8_t *put_span(uint8_t *p, const struct span *s, const struct span_len
 			*p++ = (uint8_t)flags;
 	}
 	return p;
+}
+
+/*
+ * Writes S as a field of ScopeSpans at P, which has SPAN_HEAD_KEPT + span_bound(S) bytes: the
+ * span after the room kept for its head, then its head, the span moved when its length takes
+ * other than two bytes. Returns the end.
+ */
+static uint8_t *put_span_field(uint8_t *p, const struct span *s)
+{
+	uint8_t *body = p + SPAN_HEAD_KEPT;
+	size_t len = put_span(body, s) - body, head = 1 + varint_size(len);
+
+	if (head != SPAN_HEAD_KEPT)
+		memmove(p + head, body, len);
+	put_head(p, TAG_SPAN, len);
+	return p + head + len;
 }
 
 /* The resource message of R (NULL: an empty one) with its attributes in L. */
@@ -432,41 +455,47 @@ static size_t group_head(size_t res_size, size_t scope_size, size_t spans_len, s
 
 /*
  * Writes resource group G at OUT: its ResourceSpans with the resource, the scope and the spans
- * of the group in the order given, as span_size() measured them into LENS. Returns the bytes
- * written: group_head()'s and SPANS_LEN.
+ * of the group in the order given. OUT has room for SPANS_BOUND bytes of spans (SPAN_HEAD_KEPT
+ * and span_bound() for each) and for the head group_head() sizes for that many. Returns the
+ * bytes written.
+ *
+ * The head holds the spans' total length, known once they are written: they go after room for
+ * the head the bound implies, and are moved only when the real total takes a shorter varint
+ * than the bound did (the two on either side of 16 KiB or 2 MiB, say).
  */
 static size_t put_group(uint8_t *out, struct span *const *spans, size_t n, const size_t *group,
-			size_t g, const struct span_lens *lens, const pb_resource *pr,
-			size_t res_size, const pb_scope *scope, size_t scope_size, size_t spans_len)
+			size_t g, const pb_resource *pr, size_t res_size, const pb_scope *scope,
+			size_t scope_size, size_t spans_bound)
 {
-	size_t ss_len, rs_len, i;
-	uint8_t *p = out;
+	size_t ss_len, rs_len, i, spans_len, head;
+	size_t reserve = group_head(res_size, scope_size, spans_bound, &ss_len, &rs_len);
+	uint8_t *p = out + reserve, *q;
 
-	group_head(res_size, scope_size, spans_len, &ss_len, &rs_len);
-	p = put_head(p, TAG_RESOURCE_SPANS, rs_len);
-	p = put_head(p, TAG_RESOURCE, res_size);
-	p += opentelemetry__proto__resource__v1__resource__pack(pr, p);
-	p = put_head(p, TAG_SCOPE_SPANS, ss_len);
-	p = put_head(p, TAG_SCOPE, scope_size);
-	p += opentelemetry__proto__common__v1__instrumentation_scope__pack(scope, p);
-	for (i = 0; i < n; i++) {
-		if (group[i] != g)
-			continue;
-		p = put_head(p, TAG_SPAN, lens[i].size);
-		p = put_span(p, spans[i], &lens[i]);
-	}
-	return p - out;
+	for (i = 0; i < n; i++)
+		if (group[i] == g)
+			p = put_span_field(p, spans[i]);
+	spans_len = p - (out + reserve);
+	head = group_head(res_size, scope_size, spans_len, &ss_len, &rs_len);
+	if (head != reserve)
+		memmove(out + head, out + reserve, spans_len);
+
+	q = put_head(out, TAG_RESOURCE_SPANS, rs_len);
+	q = put_head(q, TAG_RESOURCE, res_size);
+	q += opentelemetry__proto__resource__v1__resource__pack(pr, q);
+	q = put_head(q, TAG_SCOPE_SPANS, ss_len);
+	q = put_head(q, TAG_SCOPE, scope_size);
+	opentelemetry__proto__common__v1__instrumentation_scope__pack(scope, q);
+	return head + spans_len;
 }
 
 int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out_len)
 {
 	pb_scope scope = OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
-	size_t i, g, nres, total = 0, scope_size, used = 0, ss_len, rs_len;
-	size_t *group = NULL, *res_size = NULL, *spans_len = NULL;
+	size_t i, g, nres, bound = 0, scope_size, used = 0, ss_len, rs_len;
+	size_t *group = NULL, *res_size = NULL, *spans_bound = NULL;
 	const struct resource **res = NULL;
 	struct kv_list res_attrs;
-	struct span_lens *lens = NULL;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, *shrunk;
 	pb_resource pr;
 	int err;
 
@@ -476,9 +505,8 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	if (err)
 		goto cleanup;
 	res_size = calloc(nres, sizeof(*res_size));
-	spans_len = calloc(nres, sizeof(*spans_len));
-	lens = malloc(n * sizeof(*lens));
-	if (!res_size || !spans_len || !lens) {
+	spans_bound = calloc(nres, sizeof(*spans_bound));
+	if (!res_size || !spans_bound) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -488,35 +516,27 @@ int otlp__encode(struct span *const *spans, size_t n, uint8_t **out, size_t *out
 	scope.version = GOSPAN_VERSION;
 	scope_size = opentelemetry__proto__common__v1__instrumentation_scope__get_packed_size(&scope);
 
-	/* Exact sizes first: every length prefix is known before its message is written. */
-	for (i = 0; i < n; i++) {
-		err = span_size(spans[i], &lens[i]);
-		if (err)
-			goto cleanup;
-		spans_len[group[i]] += field_size(lens[i].size);
-	}
+	for (i = 0; i < n; i++)
+		spans_bound[group[i]] += SPAN_HEAD_KEPT + span_bound(spans[i]);
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
 		res_size[g] = opentelemetry__proto__resource__v1__resource__get_packed_size(&pr);
-		total += group_head(res_size[g], scope_size, spans_len[g], &ss_len, &rs_len) +
-			 spans_len[g];
+		bound += group_head(res_size[g], scope_size, spans_bound[g], &ss_len, &rs_len) +
+			 spans_bound[g];
 	}
-	buf = malloc(total);
+	buf = malloc(bound);
 	if (!buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (g = 0; g < nres; g++) {
 		resource_msg(&pr, &res_attrs, res[g]);
-		used += put_group(buf + used, spans, n, group, g, lens, &pr, res_size[g], &scope,
-				  scope_size, spans_len[g]);
+		used += put_group(buf + used, spans, n, group, g, &pr, res_size[g], &scope,
+				  scope_size, spans_bound[g]);
 	}
-	/* Sizing and writing disagree only through a bug here; better no request than a bad one. */
-	if (used != total) {
-		err = -EPROTO;
-		goto cleanup;
-	}
-	*out = buf;
+	/* What the bound overcounted goes back before the buffer waits on the network. */
+	shrunk = realloc(buf, used);
+	*out = shrunk ?: buf;
 	*out_len = used;
 	buf = NULL;
 	err = 0;
@@ -525,7 +545,6 @@ cleanup:
 	free(res);
 	free(group);
 	free(res_size);
-	free(spans_len);
-	free(lens);
+	free(spans_bound);
 	return err;
 }

@@ -492,13 +492,15 @@ const char *span__strndup(struct span *s, const char *str, size_t len)
 int span__set_name(struct span *s, const char *name, size_t len)
 {
 	const char *p;
+	size_t n;
 
 	if (!s || (!name && len))
 		return -EINVAL;
-	p = span__strndup(s, name, len);
+	p = arena_copy(s, name, len, &n);
 	if (!p)
 		return -ENOSPC;
 	s->name = p;
+	s->name_len = (uint16_t)n;
 	return 0;
 }
 

@@ -91,6 +91,7 @@ struct span {
 	bool remote_parent;	   /* the parent came from another process (traceparent) */
 	const char *trace_state;   /* W3C tracestate as received, in the arena; NULL = none */
 	const char *name;	   /* in the arena */
+	uint16_t name_len;	   /* its length, set with it by span__set_name() */
 	enum span_kind kind;
 	uint64_t start_ns; /* UNIX epoch nanoseconds */
 	uint64_t end_ns;

@@ -513,6 +513,7 @@ static void test_otlp__spans_at_the_limits(void **state)
 	}
 	/* Span 0: literal keys, name, tracestate and message outside the arena; the arena full. */
 	spans[0]->name = long_text;
+	spans[0]->name_len = strlen(long_text);
 	spans[0]->trace_state = long_text + 1000;
 	spans[0]->status_msg = long_text + 500;
 	spans[0]->status = SPAN_STATUS_ERROR;
