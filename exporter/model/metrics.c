@@ -121,7 +121,8 @@ _Static_assert(ARRAY_LEN(rpc_bounds) <= METRIC_MAX_BOUNDS, "raise METRIC_MAX_BOU
 _Static_assert(ARRAY_LEN(http_client_keys) < METRIC_MAX_ATTRS, "raise METRIC_MAX_ATTRS");
 
 #define TABLE_BUCKETS 256 /* hash chains per table: 2000 sets are 8 a chain */
-#define KEY_CACHE 128	  /* key pointers remembered (a power of two), never evicted */
+#define KEY_CACHE_BITS 7
+#define KEY_CACHE (1 << KEY_CACHE_BITS) /* key pointers remembered, never evicted */
 
 /* One attribute set of one instrument of one process, and what was measured for it. */
 struct series {
@@ -266,7 +267,8 @@ void metrics__free(struct metrics *m)
  */
 static int key_of(struct metrics *m, const struct span *s, const char *key)
 {
-	size_t slot = (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ULL) >> 32), i;
+	/* Fibonacci hashing: the product's top bits, which every bit of the pointer stirs. */
+	size_t slot = (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ULL) >> (64 - KEY_CACHE_BITS)), i;
 	bool in_arena = key >= s->arena && key < s->arena + SPAN_ARENA_SIZE;
 	int k;
 
