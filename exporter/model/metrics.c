@@ -268,8 +268,9 @@ void metrics__free(struct metrics *m)
 static int key_of(struct metrics *m, const struct span *s, const char *key)
 {
 	/* Fibonacci hashing: the product's top bits, which every bit of the pointer stirs. */
-	size_t slot = (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ULL) >> (64 - KEY_CACHE_BITS)), i;
+	size_t slot = (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ULL) >> (64 - KEY_CACHE_BITS));
 	bool in_arena = key >= s->arena && key < s->arena + SPAN_ARENA_SIZE;
+	size_t i;
 	int k;
 
 	for (i = 0; !in_arena && i < KEY_CACHE; i++, slot++) {
@@ -358,7 +359,7 @@ static bool attr_equal(const struct attr *a, const struct attr *b)
 		return false;
 	switch (a->type) {
 	case ATTR_STRING:
-		/* Lengths known on both sides (span attributes, and series made from them) differ. */
+		/* Known on both sides (span attributes, series made of them), lengths tell. */
 		if (a->len && b->len && a->len != b->len)
 			return false;
 		return !strcmp(a->s, b->s);

@@ -310,8 +310,11 @@ int span__random_id(uint8_t *buf, size_t len)
  * example service's each; a chunk is freed when the last of them is.
  */
 #define SPAN_CHUNK_SIZE (64 << 10)
-/* Full-size spans a thread keeps for reuse (3.4 KiB each): about the calls it has in flight. */
-#define SPARE_SPANS 32
+/*
+ * Full-size spans a thread keeps for reuse (3.4 KiB each): enough for the ups and downs of the
+ * calls in flight, which a span ending and the next starting keep level.
+ */
+#define SPARE_SPANS 16
 
 struct span_chunk {
 	unsigned int refs; /* atomic: the spans in it, and one for the thread still filling it */

@@ -55,7 +55,7 @@ static void test_attrs__host_port(void **state)
 		{ "host:+80", 0, "host", -1 },		/* digits only, as Go writes ports */
 		{ "host: 80", 0, "host", -1 },
 		{ "host:80x", 0, "host", -1 },
-		{ ":9090", 0, "", 9090 },		/* Go's listen address of every interface */
+		{ ":9090", 0, "", 9090 },		/* Go's "every interface" address */
 		{ "host:8080trailing", 8, "host", 808 }, /* the length given bounds it */
 		{ "a\0b:80", 6, "a", -1 },		/* C code reads it to the NUL */
 	};

@@ -660,7 +660,8 @@ static uint8_t *ref_request(struct span *const *spans, size_t n, const struct re
 		OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
 	pb_scope_spans ss = OPENTELEMETRY__PROTO__TRACE__V1__SCOPE_SPANS__INIT, *ssp = &ss;
 	pb_resource_spans rs = OPENTELEMETRY__PROTO__TRACE__V1__RESOURCE_SPANS__INIT, *rsp = &rs;
-	pb_request req = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+	pb_request req =
+		OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_REQUEST__INIT;
 	pb_key_value rkv[RESOURCE_MAX_ATTRS], *rkvp[RESOURCE_MAX_ATTRS];
 	pb_any_value rav[RESOURCE_MAX_ATTRS];
 	struct ref_span *r = calloc(n, sizeof(*r));
