@@ -98,7 +98,7 @@ static size_t utf8_copy(char *dst, size_t cap, const char *src, size_t len, size
 		return 0;
 	}
 	/* Nearly every string is ASCII and fits: one run, one copy, none of the loop's steps. */
-	if (len < cap && ascii_run(in, len) == len) {
+	if (len && len < cap && ascii_run(in, len) == len) {
 		memcpy(dst, in, len);
 		dst[len] = '\0';
 		*consumed = len;
