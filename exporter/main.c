@@ -410,8 +410,14 @@ static void submit_span(void *ctx, struct span *s)
 		span__free(s);
 		return;
 	}
-	/* Finished: its arena's unused tail need not wait in the queue with it. */
-	exporter__submit(app->exporter, span__shrink(s)); /* counts its own drops */
+	/*
+	 * Finished: its arena's unused tail need not wait in the queue with it. A span the queue
+	 * has no room for is not copied first: its copy's place in a chunk would stay taken until
+	 * every span around it in the chunk is sent, and under a full queue those places add up.
+	 */
+	if (exporter__has_room(app->exporter))
+		s = span__shrink(s);
+	exporter__submit(app->exporter, s); /* counts its own drops */
 }
 
 /* A panicked call's span keeps a place in the queue while it may still return. */

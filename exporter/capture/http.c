@@ -193,7 +193,7 @@ void http_server__start(struct records *r, const struct http_server_start *e)
 		/* No proxy headers are read: the peer is the client. */
 		const struct attr *a = span__get(s, SC_NETWORK_PEER_ADDRESS);
 		if (a)
-			span__set_str(s, SC_CLIENT_ADDRESS, a->s, strlen(a->s));
+			span__set_str(s, SC_CLIENT_ADDRESS, a->s, a->len);
 	}
 	c->http1 = set_protocol_version(s, e->proto, e->proto_len);
 	c->http2 = PROTO_IS_HTTP2(e->proto, e->proto_len);

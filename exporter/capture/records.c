@@ -22,6 +22,9 @@
 #include "model/span.h"
 
 #define PENDING_BUCKETS 4096 /* power of two */
+/* Freed call structs kept for reuse: for this many sizes (a family's), this many of each. */
+#define SPARE_SIZES 8
+#define SPARE_CALLS 64
 
 const char *const records_drop_names[RECORDS_DROP__COUNT] = {
 	[RECORDS_DROP_MALFORMED] = "malformed_record",
@@ -57,6 +60,17 @@ struct records {
 	uint32_t ntypes;
 	struct pending *buckets[PENDING_BUCKETS];
 	struct records_stats stats;
+	/*
+	 * Call structs of ended calls, by size, linked through next: a call's struct is freed
+	 * and another made for each span, on this one thread. Kept here rather than left to
+	 * malloc because the compiler turns malloc and memset into calloc, which glibc serves
+	 * without its per-thread cache (350 instructions a span under callgrind).
+	 */
+	struct {
+		size_t size;
+		struct pending *head;
+		unsigned int n;
+	} spare[SPARE_SIZES];
 };
 
 /* Indexes the families' handlers by record type; -EEXIST when two claim a type (a bug). */
@@ -102,9 +116,44 @@ struct records *records__new(const struct records_opts *opts)
 	return r;
 }
 
-static void pending_free(struct pending *p)
+/* A zeroed call struct of SIZE bytes; NULL without memory. */
+static struct pending *call_alloc(struct records *r, size_t size)
 {
+	struct pending *p = NULL;
+	size_t i;
+
+	for (i = 0; i < SPARE_SIZES && !p; i++) {
+		if (r->spare[i].size == size && r->spare[i].head) {
+			p = r->spare[i].head;
+			r->spare[i].head = p->next;
+			r->spare[i].n--;
+		}
+	}
+	if (!p)
+		p = malloc(size);
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+/* Frees P's span and keeps P for call_alloc, unless enough of its size are kept already. */
+static void pending_free(struct records *r, struct pending *p)
+{
+	size_t i, size = p->kind->size;
+
 	span__free(p->span);
+	for (i = 0; i < SPARE_SIZES; i++) {
+		if (!r->spare[i].size)
+			r->spare[i].size = size;
+		if (r->spare[i].size != size)
+			continue;
+		if (r->spare[i].n >= SPARE_CALLS)
+			break;
+		p->next = r->spare[i].head;
+		r->spare[i].head = p;
+		r->spare[i].n++;
+		return;
+	}
 	free(p);
 }
 
@@ -118,7 +167,14 @@ void records__free(struct records *r)
 	for (i = 0; i < PENDING_BUCKETS; i++) {
 		for (p = r->buckets[i]; p; p = next) {
 			next = p->next;
-			pending_free(p);
+			span__free(p->span);
+			free(p);
+		}
+	}
+	for (i = 0; i < SPARE_SIZES; i++) {
+		for (p = r->spare[i].head; p; p = next) {
+			next = p->next;
+			free(p);
 		}
 	}
 	free(r->handlers);
@@ -183,7 +239,7 @@ static void drop(struct records *r, struct pending *p, enum records_drop why)
 	if (p->panic_ns)
 		r->stats.panics_held--;
 	r->stats.dropped[why]++;
-	pending_free(p);
+	pending_free(r, p);
 }
 
 /*
@@ -236,7 +292,7 @@ void records__finish(struct records *r, struct pending *p, uint64_t cpu_ns)
 		r->stats.panics_held--;
 	emit(r, p->span, p->held);
 	p->span = NULL;
-	pending_free(p);
+	pending_free(r, p);
 }
 
 void records__finish_at(struct records *r, struct pending *p, uint64_t end_ns, uint64_t cpu_ns)
@@ -367,7 +423,7 @@ struct pending *records__open_call(struct records *r, const struct call_kind *ki
 	s = new_span(r, h, cookie, ids, kind->span_kind, &proc);
 	if (!s)
 		return NULL;
-	p = calloc(1, kind->size);
+	p = call_alloc(r, kind->size);
 	if (!p) {
 		span__free(s);
 		r->stats.dropped[RECORDS_DROP_NO_MEMORY]++;

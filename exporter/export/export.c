@@ -94,7 +94,7 @@ static void *export_thread(void *arg)
 {
 	struct exporter *e = arg;
 	struct timespec deadline;
-	bool retry = false;
+	bool retry = false, freed;
 	size_t n = 0, i, left;
 	int err;
 
@@ -119,6 +119,14 @@ static void *export_thread(void *arg)
 		/* The sink may block for a whole export timeout: the reader must not wait on it. */
 		pthread_mutex_unlock(&e->lock);
 		err = e->opts.ops->export(e->opts.ctx, e->batch, n);
+		/*
+		 * A batch that is not tried again is freed before the lock is taken: the reader
+		 * submits a span under it, and would wait for hundreds of frees (and sleep and be
+		 * woken for them) at every batch. The spans still count as in flight meanwhile.
+		 */
+		freed = err != -EAGAIN;
+		for (i = 0; freed && i < n; i++)
+			span__free(e->batch[i]);
 		pthread_mutex_lock(&e->lock);
 
 		if (err)
@@ -127,7 +135,7 @@ static void *export_thread(void *arg)
 		retry = err == -EAGAIN && !e->stopping;
 		if (retry)
 			continue;
-		for (i = 0; i < n; i++)
+		for (i = 0; !freed && i < n; i++)
 			span__free(e->batch[i]);
 		e->inflight = 0;
 		publish(e);

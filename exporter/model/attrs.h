@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct span;
 
@@ -25,8 +26,22 @@ void attrs__set_captured(struct span *s, const char *key, const char *data, uint
 size_t attrs__captured_copy(char *out, size_t out_cap, const char *data, uint32_t len,
 			    size_t cap);
 
-/* Splits "host:port", "[v6]:port", "host" or "v6" into attributes HOST_KEY and PORT_KEY. */
-void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
-			  const char *port_key);
+/*
+ * Splits "host:port", "[v6]:port", "host" or "v6" (HP, HP_LEN bytes) into attributes HOST_KEY
+ * and PORT_KEY, of the lengths given.
+ */
+void attrs__host_port(struct span *s, const char *hp, size_t hp_len, const char *host_key,
+		      size_t host_key_len, const char *port_key, size_t port_key_len);
+
+/*
+ * The same for a NUL-terminated HP. Inline so that the keys' lengths, semconv.h literals at
+ * every call, are worked out by the compiler.
+ */
+static inline void attrs__set_host_port(struct span *s, const char *hp, const char *host_key,
+					const char *port_key)
+{
+	attrs__host_port(s, hp, strlen(hp), host_key, strlen(host_key), port_key,
+			 strlen(port_key));
+}
 
 #endif

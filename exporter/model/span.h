@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The span model shared by span building and every exporter: ids, times in UNIX nanoseconds,
- * attributes by OpenTelemetry semantic-convention names (semconv.h). One allocation per span:
- * attribute values live in an arena inside the span, so a span is freed with one free().
+ * attributes by OpenTelemetry semantic-convention names (semconv.h). Attribute values live in an
+ * arena inside the span, so a span is one block of memory, freed with span__free().
  */
 #ifndef GOSPAN_SPAN_H
 #define GOSPAN_SPAN_H
@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Values are OTLP's Span.SpanKind and Status.StatusCode. */
 enum span_kind {
@@ -37,6 +38,13 @@ enum attr_type {
 struct attr {
 	const char *key; /* not owned: a semconv.h constant or a string in the same span's arena */
 	enum attr_type type;
+	/*
+	 * The lengths of the key and of a string value, without the NUL, so that the OTLP encoder
+	 * measures no string. span__set_* fill them in (a span's strings are bounded by its
+	 * arena, so 16 bits hold them); attributes made elsewhere (a resource's, a metric
+	 * point's) leave them 0 and are measured where they are encoded.
+	 */
+	uint16_t key_len, len;
 	union {
 		const char *s; /* NUL-terminated, valid UTF-8 */
 		int64_t i;
@@ -83,15 +91,22 @@ struct span {
 	bool remote_parent;	   /* the parent came from another process (traceparent) */
 	const char *trace_state;   /* W3C tracestate as received, in the arena; NULL = none */
 	const char *name;	   /* in the arena */
+	uint16_t name_len;	   /* its length, set with it by span__set_name() */
 	enum span_kind kind;
 	uint64_t start_ns; /* UNIX epoch nanoseconds */
 	uint64_t end_ns;
 	enum span_status status;
 	const char *status_msg; /* NULL or in the arena */
+	/*
+	 * A bit per attribute key, from its length and first byte: a key whose bit is clear is
+	 * not in the table, which spares the search most attributes would make on their way in.
+	 */
+	uint32_t key_bits;
 	size_t nattrs;
 	struct attr attrs[SPAN_MAX_ATTRS];
 	size_t arena_used;
 	size_t arena_cap; /* SPAN_ARENA_SIZE, or arena_used once span__shrink() gave the rest back */
+	struct span_chunk *chunk; /* where span__shrink() put it; NULL: malloc'ed on its own */
 	char arena[SPAN_ARENA_SIZE];
 };
 
@@ -104,10 +119,13 @@ struct span *span__new(void);
 struct span *span__alloc(void);
 void span__free(struct span *s);
 /*
- * A finished span with its arena's unused tail given back to the allocator: the span, moved or
- * not (or S itself when the allocator will not shrink it), its pointers into the arena following.
- * Nothing can be added to it afterwards. A span waits in the export queue, often by the thousand,
- * and most use a few hundred bytes of the arena's 2 KiB.
+ * A finished span without its arena's unused tail: a compact copy, its pointers into the arena
+ * following, or S itself when there is nothing worth copying (or no memory for it). Nothing can
+ * be added to it afterwards. A span waits in the export queue, often by the thousand, and most
+ * use a few hundred bytes of the arena's 2 KiB. The copies are packed one after another into
+ * chunks the calling thread fills, and S goes back to that thread's few spare spans, which
+ * span__alloc() hands out again: building and queueing a span costs no malloc or free of its
+ * own. A chunk is freed with the last span in it, on whichever thread frees that.
  */
 struct span *span__shrink(struct span *s);
 /* Points S at R and holds a reference to it, dropped by span__free. */
@@ -121,11 +139,43 @@ int span__random_id(uint8_t *buf, size_t len);
 const char *span__strndup(struct span *s, const char *str, size_t len);
 /* Sets the name (copied). -ENOSPC when the arena is full. */
 int span__set_name(struct span *s, const char *name, size_t len);
-/* Adds an attribute; string values are copied into the arena. -ENOSPC when full. */
-int span__set_str(struct span *s, const char *key, const char *val, size_t len);
-int span__set_int(struct span *s, const char *key, int64_t val);
-int span__set_bool(struct span *s, const char *key, bool val);
-int span__set_double(struct span *s, const char *key, double val);
+/*
+ * Adds an attribute KEY of KEY_LEN bytes; string values are copied into the arena. -ENOSPC when
+ * full, -EINVAL for a key longer than an attribute can say.
+ */
+int span__add_str(struct span *s, const char *key, size_t key_len, const char *val, size_t len);
+int span__add_int(struct span *s, const char *key, size_t key_len, int64_t val);
+int span__add_bool(struct span *s, const char *key, size_t key_len, bool val);
+int span__add_double(struct span *s, const char *key, size_t key_len, double val);
+
+/*
+ * The same with KEY measured here. Inline on purpose: nearly every key is a semconv.h literal,
+ * whose strlen the compiler works out, so its length costs nothing at run time.
+ */
+static inline size_t span__key_len(const char *key)
+{
+	return key ? strlen(key) : 0;
+}
+
+static inline int span__set_str(struct span *s, const char *key, const char *val, size_t len)
+{
+	return span__add_str(s, key, span__key_len(key), val, len);
+}
+
+static inline int span__set_int(struct span *s, const char *key, int64_t val)
+{
+	return span__add_int(s, key, span__key_len(key), val);
+}
+
+static inline int span__set_bool(struct span *s, const char *key, bool val)
+{
+	return span__add_bool(s, key, span__key_len(key), val);
+}
+
+static inline int span__set_double(struct span *s, const char *key, double val)
+{
+	return span__add_double(s, key, span__key_len(key), val);
+}
 const struct attr *span__get(const struct span *s, const char *key);
 
 /*

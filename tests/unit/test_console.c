@@ -250,11 +250,14 @@ static void send(void *ctx, struct span **spans, size_t n)
 	assert_int_equal(console_sink_ops.export(ctx, spans, n), 0);
 	for (i = 0; i < n; i++) {
 		const struct resource *res = spans[i]->res;
+		struct span_chunk *chunk = spans[i]->chunk;
 		bool held = spans[i]->res_held;
 
+		/* All but what span__free reads: the resource it holds and where it was made. */
 		memset(spans[i], 0xa5, sizeof(*spans[i]));
 		spans[i]->res = res;
 		spans[i]->res_held = held;
+		spans[i]->chunk = chunk;
 		span__free(spans[i]);
 		spans[i] = NULL;
 	}

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,7 @@ static void test_otlp__spans_at_the_limits(void **state)
 	}
 	/* Span 0: literal keys, name, tracestate and message outside the arena; the arena full. */
 	spans[0]->name = long_text;
+	spans[0]->name_len = strlen(long_text);
 	spans[0]->trace_state = long_text + 1000;
 	spans[0]->status_msg = long_text + 500;
 	spans[0]->status = SPAN_STATUS_ERROR;
@@ -571,6 +573,222 @@ static void test_otlp__spans_at_the_limits(void **state)
 	}
 	request_(free_unpacked)(req, NULL);
 	free(again);
+	free(buf);
+	for (i = 0; i < N; i++)
+		span__free(spans[i]);
+	resource__free(res);
+}
+
+/*
+ * The request as protobuf-c builds and packs it from the same spans: a message tree per span,
+ * as otlp.c made before it wrote spans itself. The mapping is OTLP's (trace.proto), written out
+ * here on its own so that the encoder is held to it, not to itself.
+ */
+struct ref_span {
+	Opentelemetry__Proto__Trace__V1__Span span;
+	Opentelemetry__Proto__Trace__V1__Status status;
+	pb_key_value kv[SPAN_MAX_ATTRS], *kvp[SPAN_MAX_ATTRS];
+	pb_any_value av[SPAN_MAX_ATTRS];
+};
+
+static void ref_span(struct ref_span *r, const struct span *s)
+{
+	static const uint8_t zero[8];
+	pb_span *p = &r->span;
+	size_t i;
+
+	opentelemetry__proto__trace__v1__span__init(p);
+	p->trace_id.data = (uint8_t *)s->trace_id;
+	p->trace_id.len = 16;
+	p->span_id.data = (uint8_t *)s->span_id;
+	p->span_id.len = 8;
+	if (memcmp(s->parent_span_id, zero, 8)) {
+		p->parent_span_id.data = (uint8_t *)s->parent_span_id;
+		p->parent_span_id.len = 8;
+	}
+	p->flags = (s->flags & 0xff) | (s->parent_known ? 0x100 : 0) |
+		   (s->parent_known && s->remote_parent ? 0x200 : 0);
+	p->trace_state = (char *)(s->trace_state ? s->trace_state : "");
+	p->name = (char *)(s->name ? s->name : "");
+	p->kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)s->kind;
+	p->start_time_unix_nano = s->start_ns;
+	p->end_time_unix_nano = s->end_ns;
+	for (i = 0; i < s->nattrs; i++) {
+		const struct attr *a = &s->attrs[i];
+		pb_any_value *v = &r->av[p->n_attributes];
+		pb_key_value *kv = &r->kv[p->n_attributes];
+
+		opentelemetry__proto__common__v1__any_value__init(v);
+		opentelemetry__proto__common__v1__key_value__init(kv);
+		if (!a->key || a->type > ATTR_DOUBLE) {
+			p->dropped_attributes_count++;
+			continue;
+		}
+		if (a->type == ATTR_STRING) {
+			v->value_case = VALUE_CASE(STRING_VALUE);
+			v->string_value = (char *)a->s;
+		} else if (a->type == ATTR_INT) {
+			v->value_case = VALUE_CASE(INT_VALUE);
+			v->int_value = a->i;
+		} else if (a->type == ATTR_BOOL) {
+			v->value_case = VALUE_CASE(BOOL_VALUE);
+			v->bool_value = a->b;
+		} else {
+			v->value_case = VALUE_CASE(DOUBLE_VALUE);
+			v->double_value = a->d;
+		}
+		kv->key = (char *)a->key;
+		kv->value = v;
+		r->kvp[p->n_attributes++] = kv;
+	}
+	p->attributes = r->kvp;
+	if (s->status != SPAN_STATUS_UNSET || s->status_msg) {
+		opentelemetry__proto__trace__v1__status__init(&r->status);
+		r->status.code = (Opentelemetry__Proto__Trace__V1__Status__StatusCode)s->status;
+		r->status.message = (char *)(s->status_msg ? s->status_msg : "");
+		p->status = &r->status;
+	}
+}
+
+/* What protobuf-c packs for N spans of one resource RES; *LEN its length, malloc'ed. */
+static uint8_t *ref_request(struct span *const *spans, size_t n, const struct resource *res,
+			    size_t *len)
+{
+	Opentelemetry__Proto__Common__V1__InstrumentationScope scope =
+		OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
+	Opentelemetry__Proto__Resource__V1__Resource pres =
+		OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
+	pb_scope_spans ss = OPENTELEMETRY__PROTO__TRACE__V1__SCOPE_SPANS__INIT, *ssp = &ss;
+	pb_resource_spans rs = OPENTELEMETRY__PROTO__TRACE__V1__RESOURCE_SPANS__INIT, *rsp = &rs;
+	pb_request req =
+		OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+	pb_key_value rkv[RESOURCE_MAX_ATTRS], *rkvp[RESOURCE_MAX_ATTRS];
+	pb_any_value rav[RESOURCE_MAX_ATTRS];
+	struct ref_span *r = calloc(n, sizeof(*r));
+	pb_span **sp = calloc(n, sizeof(*sp));
+	uint8_t *out;
+	size_t i;
+
+	assert_non_null(r);
+	assert_non_null(sp);
+	for (i = 0; res && i < res->nattrs; i++) {
+		assert_true(otlp__any_value(&rav[i], &res->attrs[i]));
+		opentelemetry__proto__common__v1__key_value__init(&rkv[i]);
+		rkv[i].key = (char *)res->attrs[i].key;
+		rkv[i].value = &rav[i];
+		rkvp[i] = &rkv[i];
+	}
+	pres.n_attributes = res ? res->nattrs : 0;
+	pres.attributes = rkvp;
+	scope.name = GOSPAN_NAME;
+	scope.version = GOSPAN_VERSION;
+	for (i = 0; i < n; i++) {
+		ref_span(&r[i], spans[i]);
+		sp[i] = &r[i].span;
+	}
+	ss.scope = &scope;
+	ss.n_spans = n;
+	ss.spans = sp;
+	rs.resource = &pres;
+	rs.n_scope_spans = 1;
+	rs.scope_spans = &ssp;
+	req.n_resource_spans = 1;
+	req.resource_spans = &rsp;
+	*len = request_(get_packed_size)(&req);
+	out = malloc(*len);
+	assert_non_null(out);
+	assert_int_equal(request_(pack)(&req, out), *len);
+	free(sp);
+	free(r);
+	return out;
+}
+
+/*
+ * otlp.c writes spans itself: its bytes must be protobuf-c's for the same message, exactly, in
+ * every corner the wire format has. Proto3 defaults left out (kind 0, times 0, an empty name or
+ * tracestate, an unset status without a message) and oneof members kept however zero; an empty
+ * status message with an unset code (a Status of no bytes); every flag bit; values that were
+ * made valid UTF-8 (longer than what came in) or hold a NUL; lengths of one, two and three
+ * varint bytes; negative and NaN numbers; attributes with no key or an unknown type (dropped,
+ * and counted).
+ */
+static void test_otlp__spans_as_protobuf_c_packs_them(void **state)
+{
+	enum { N = 5 };
+	static char big[SPAN_ARENA_SIZE - 64];
+	struct span *spans[N];
+	struct resource *res;
+	uint8_t *buf = NULL, *want;
+	size_t len = 0, want_len, i;
+	struct span *s;
+
+	(void)state;
+	memset(big, 'v', sizeof(big) - 1);
+	assert_non_null(res = resource__new());
+	assert_int_equal(resource__set_str(res, SC_SERVICE_NAME, "svc"), 0);
+	assert_int_equal(resource__set_int(res, SC_PROCESS_PID, -7), 0);
+	for (i = 0; i < N; i++) {
+		assert_non_null(spans[i] = span__new());
+		spans[i]->res = res;
+	}
+
+	/* Everything at its default but the ids, and an empty Status. */
+	s = spans[0];
+	s->status_msg = span__strndup(s, "", 0);
+	s->trace_state = span__strndup(s, "", 0);
+	assert_int_equal(span__set_name(s, "", 0), 0);
+
+	/* Every field, a remote parent, values of every type at their edges. */
+	s = spans[1];
+	s->kind = SPAN_KIND_CONSUMER;
+	s->start_ns = 1;
+	s->end_ns = UINT64_MAX;
+	s->flags = 0x01;
+	s->parent_known = s->remote_parent = true;
+	memcpy(s->parent_span_id, parent_id, 8);
+	s->trace_state = span__strndup(s, "congo=t61rcWkgMzE", 17);
+	s->status = SPAN_STATUS_OK;
+	assert_int_equal(span__set_name(s, "receive orders", 14), 0);
+	assert_int_equal(span__set_str(s, "bad.utf8", "a\xff\xc3(z", 5), 0);
+	assert_int_equal(span__set_str(s, "empty", "", 0), 0);
+	assert_int_equal(span__set_str(s, "long", big, 200), 0);
+	assert_int_equal(span__set_int(s, "minus.one", -1), 0);
+	assert_int_equal(span__set_int(s, "zero", 0), 0);
+	assert_int_equal(span__set_int(s, "max", INT64_MAX), 0);
+	assert_int_equal(span__set_bool(s, "false", false), 0);
+	assert_int_equal(span__set_bool(s, "true", true), 0);
+	assert_int_equal(span__set_double(s, "nan", NAN), 0);
+	assert_int_equal(span__set_double(s, "minus.zero", -0.0), 0);
+	assert_int_equal(span__set_str(s, "", "no key", 6), 0);
+	/* A Go string may hold a NUL: C code, protobuf-c's strlen included, reads it to there. */
+	assert_int_equal(span__set_str(s, "nul", "ab\0cd", 5), 0);
+	assert_int_equal(span__get(s, "nul")->len, 2);
+	assert_int_equal(span__get(s, "bad.utf8")->len, strlen(span__get(s, "bad.utf8")->s));
+
+	/* A parent known to be local; attributes the encoder cannot write. */
+	s = spans[2];
+	s->kind = SPAN_KIND_SERVER;
+	s->parent_known = true;
+	s->status = SPAN_STATUS_ERROR;
+	s->status_msg = span__strndup(s, "handler panicked", 16);
+	assert_int_equal(span__set_int(s, "kept", 1), 0);
+	assert_int_equal(span__set_int(s, "no.key", 2), 0);
+	assert_int_equal(span__set_int(s, "bad.type", 3), 0);
+	s->attrs[1].key = NULL;
+	s->attrs[2].type = (enum attr_type)(ATTR_DOUBLE + 1);
+
+	/* A value whose length takes two varint bytes, in a span that takes three. */
+	s = spans[3];
+	assert_int_equal(span__set_str(s, SC_URL_PATH, big, sizeof(big) - 1), 0);
+	for (i = 0; i < 40; i++)
+		spans[4]->start_ns = spans[4]->start_ns * 31 + i;
+	spans[4]->flags = 0xff;
+
+	assert_int_equal(otlp__encode(spans, N, &buf, &len), 0);
+	want = ref_request(spans, N, res, &want_len);
+	assert_int_equal(len, want_len);
+	assert_memory_equal(buf, want, len);
+	free(want);
 	free(buf);
 	for (i = 0; i < N; i++)
 		span__free(spans[i]);
@@ -663,6 +881,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test(test_otlp__grouping_many),
 		cmocka_unit_test(test_otlp__spans_at_the_limits),
+		cmocka_unit_test(test_otlp__spans_as_protobuf_c_packs_them),
 		cmocka_unit_test(test_otlp__json_encoding),
 		cmocka_unit_test_setup_teardown(test_otlp__bad_arguments, setup, teardown),
 	};

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -501,6 +503,77 @@ static void test_span__resource(void **state)
 	resource__free(NULL);
 }
 
+struct chunk_frees {
+	struct span **spans;
+	size_t from, to;
+};
+
+static void *free_some(void *arg)
+{
+	struct chunk_frees *f = arg;
+
+	for (size_t i = f->from; i < f->to; i++)
+		span__free(f->spans[i]);
+	return NULL;
+}
+
+/*
+ * Shrunk spans are packed into chunks: more than one chunk's worth keeps every span's strings
+ * and lengths, each freed on its own in any order and from another thread (the export thread
+ * frees what the reader built); the full-size spans they came from are handed out again.
+ */
+static void test_span__shrink_into_chunks(void **state)
+{
+	enum { N = 300 };
+	struct span **spans = calloc(N, sizeof(*spans));
+	struct chunk_frees half = { spans, 0, N / 2 };
+	struct resource *res = resource__new();
+	struct span *full, *again;
+	char value[32];
+	pthread_t t;
+	size_t i;
+
+	(void)state;
+	assert_non_null(spans);
+	assert_non_null(res);
+	for (i = 0; i < N; i++) {
+		assert_non_null(full = span__new());
+		span__set_resource(full, res);
+		snprintf(value, sizeof(value), "/users/%zu", i);
+		assert_int_equal(span__set_name(full, "GET /users/{id}", 15), 0);
+		assert_int_equal(span__set_str(full, SC_URL_PATH, value, strlen(value)), 0);
+		assert_int_equal(span__set_int(full, SC_HTTP_RESPONSE_STATUS_CODE, (int64_t)i), 0);
+		spans[i] = span__shrink(full);
+		assert_ptr_not_equal(spans[i], full);
+		assert_non_null(spans[i]->chunk);
+		/* The full-size span is the next one handed out. */
+		again = span__alloc();
+		assert_ptr_equal(again, full);
+		span__free(again);
+	}
+	/* Several chunks: the first span's and the last's differ. */
+	assert_ptr_not_equal(spans[0]->chunk, spans[N - 1]->chunk);
+	for (i = 0; i < N; i++) {
+		const struct attr *a = span__get(spans[i], SC_URL_PATH);
+
+		snprintf(value, sizeof(value), "/users/%zu", i);
+		assert_string_equal(spans[i]->name, "GET /users/{id}");
+		assert_string_equal(a->s, value);
+		assert_int_equal(a->len, strlen(value));
+		assert_int_equal(span__get(spans[i], SC_HTTP_RESPONSE_STATUS_CODE)->i, (int64_t)i);
+		assert_true(a->s >= spans[i]->arena &&
+			    a->s < spans[i]->arena + spans[i]->arena_used);
+	}
+	assert_int_equal(pthread_create(&t, NULL, free_some, &half), 0);
+	for (i = N; i-- > N / 2;)
+		span__free(spans[i]);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* Each span held the resource: only the test's reference is left. */
+	assert_int_equal(res->refs, 1);
+	resource__free(res);
+	free(spans);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_span__attr_table_full),
 		cmocka_unit_test(test_span__set_replaces_and_gets),
 		cmocka_unit_test(test_span__shrink),
+		cmocka_unit_test(test_span__shrink_into_chunks),
 		cmocka_unit_test(test_span__resource),
 	};
 
