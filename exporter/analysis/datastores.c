@@ -300,14 +300,42 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
 	return 0;
 }
 
+/*
+ * pgx's Conn methods are exported, and reached from the application, through pgxpool, through
+ * interfaces of its own: their callers cannot all be found. Their ends go inside them instead,
+ * right after the inner call that does the work, where every way out after it passes
+ * (sites__after_inner); the RETs of the ways out before it (a failure found first) stay.
+ * - Exec after (*Conn).exec, which returns what Exec does: (CommandTag, error), the error in
+ *   CX (slot 3) and DI.
+ * - Query after the pgconn call that sends the query and reads its reply up to the rows
+ *   (ExecStatement, or ExecPrepared in older releases, or ExecParams). Query's error on those ways is rows.err of the rows
+ *   getRows made just before, which only rows.fatal sets, and every rows.fatal returns at once:
+ *   nil. Its failures come out on the other ways (preparing the statement, building the
+ *   arguments, the simple protocol), whose RETs stay, or later from the rows, as at its RETs.
+ * - SendBatch, where it is a wrapper (for batches that begin a transaction), after
+ *   (*Conn).sendBatch; it returns no error. Where the work is its own, its RETs stay.
+ */
+static const struct {
+	const char *inner[3];
+	int result_reg; /* the error's itab after the inner call; -1: none read there */
+	bool if_no_error;
+} pgx_inner[] = {
+	{ { PGX_MODULE "/pgconn.(*PgConn).ExecStatement", PGX_MODULE "/pgconn.(*PgConn).ExecPrepared",
+	    PGX_MODULE "/pgconn.(*PgConn).ExecParams" },
+	  -1,
+	  true },
+	{ { PGX_MODULE ".(*Conn).exec" }, X86_CX, false },
+	{ { PGX_MODULE ".(*Conn).sendBatch" }, -1, false },
+};
+
 /* pgx's Conn methods: each linked only where the program calls it. */
 static int find_pgx_sites(struct analysis *a, struct db_target *d)
 {
 	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
 	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
 	const char *version = gobin__module_version(a->gobin, PGX_MODULE);
-	size_t i;
-	int err = 0;
+	size_t i, n;
+	int err = 0, steps;
 
 	if (!version)
 		return 0;
@@ -317,7 +345,14 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 		if (err == -ENOENT) {
 			sites[i]->addr = 0;
 			err = 0;
+			continue;
 		}
+		if (err || site_planner_policy != SITES_BEST)
+			continue;
+		for (n = 0; n < 3 && pgx_inner[i].inner[n]; n++)
+			;
+		err = analysis__inner_ends(a, sites[i], pgx_inner[i].inner, n,
+					   pgx_inner[i].result_reg, pgx_inner[i].if_no_error);
 	}
 	if (err == -ENOMEM)
 		return err;
@@ -328,11 +363,13 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 		drop_sites(sites, sizeof(sites) / sizeof(sites[0]));
 		return 0;
 	}
+	/* A query's usual way: through the ends inside the method where it has them. */
 	for (i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
-		if (sites[i]->addr) {
-			d->pgx_steps = probe_site__steps(sites[i], 0, false);
-			break;
-		}
+		if (!sites[i]->addr)
+			continue;
+		steps = probe_site__steps(sites[i], sites[i]->addr, false);
+		if (steps > d->pgx_steps)
+			d->pgx_steps = steps;
 	}
 	return 0;
 }

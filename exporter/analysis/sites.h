@@ -65,6 +65,18 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint16_t results,
 			struct end_site *site, long **excl, size_t *nexcl);
 
+/*
+ * For a function INS whose usual ways out follow a call of one of a few inner functions (pgx's
+ * Exec after (*Conn).exec; Query after the pgconn call that sends the query): each of the N
+ * CALLs at the indexes CALLS gets the end site its return leads to (sites__after_call with FLAGS
+ * and RESULT_REG) in ENDS[i], which must be emulated, when every way from those returns ends at
+ * a RET without coming back to a CALL or a site of theirs, and no other way joins them. *EXCL
+ * (malloc'ed): the indexes of those RETs, whose probes the sites replace; the other RETs (ways
+ * out before the calls) must stay. -ENOENT when the code does not have that shape.
+ */
+int sites__after_inner(const struct insns *ins, const long *calls, size_t n, unsigned int flags,
+		       int result_reg, struct end_site *ends, long **excl, size_t *nexcl);
+
 /* A target's code, for finding the calls of a function. */
 struct code_map {
 	struct elf_file *ef;
