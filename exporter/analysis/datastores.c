@@ -313,10 +313,13 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
  *   nil. Its failures come out on the other ways (preparing the statement, building the
  *   arguments, the simple protocol), whose RETs stay, or later from the rows, as at its RETs.
  * - SendBatch, where it is a wrapper (for batches that begin a transaction), after
- *   (*Conn).sendBatch; it returns no error. Where the work is its own, its RETs stay.
+ *   (*Conn).sendBatch; before, after the sender of the batch's query mode it returns the result
+ *   of, where its deferred tracer end (open-coded: a test after each call) leaves a way out of
+ *   its own to each. It returns no error.
  */
+#define PGX_SEND_MODE PGX_MODULE ".(*Conn).sendBatchQueryExecMode"
 static const struct {
-	const char *inner[3];
+	const char *inner[6];
 	int result_reg; /* the error's itab after the inner call; -1: none read there */
 	bool if_no_error;
 } pgx_inner[] = {
@@ -325,7 +328,11 @@ static const struct {
 	  -1,
 	  true },
 	{ { PGX_MODULE ".(*Conn).exec" }, X86_CX, false },
-	{ { PGX_MODULE ".(*Conn).sendBatch" }, -1, false },
+	{ { PGX_MODULE ".(*Conn).sendBatch", PGX_SEND_MODE "SimpleProtocol", PGX_SEND_MODE "Exec",
+	    PGX_SEND_MODE "CacheStatement", PGX_SEND_MODE "CacheDescribe",
+	    PGX_SEND_MODE "DescribeExec" },
+	  -1,
+	  false },
 };
 
 /* pgx's Conn methods: each linked only where the program calls it. */
@@ -349,7 +356,7 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 		}
 		if (err || site_planner_policy != SITES_BEST)
 			continue;
-		for (n = 0; n < 3 && pgx_inner[i].inner[n]; n++)
+		for (n = 0; n < 6 && pgx_inner[i].inner[n]; n++)
 			;
 		err = analysis__inner_ends(a, sites[i], pgx_inner[i].inner, n,
 					   pgx_inner[i].result_reg, pgx_inner[i].if_no_error);

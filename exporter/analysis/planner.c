@@ -401,7 +401,9 @@ int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, u
 					  &excl, &nexcl) :
 		       -ENOENT;
 	if (err) {
-		site->rets_why = "its ways out after its inner calls are not apart from the others";
+		site->rets_why = !ncalls ? "no call of the inner functions it ends after" :
+					   "its ways out after its inner calls are not apart from the "
+					   "others";
 		err = err == -ENOMEM ? err : 0;
 		goto cleanup;
 	}
