@@ -3,7 +3,8 @@
  * Data store clients in a target (datastores.h). database/sql is probed where it hands each call
  * to its driver: every driver goes through there, and those functions are only called directly,
  * so their ends go in their callers on instructions the kernel emulates (bpf/db.bpf.c).
- * pgx and go-redis are probed at their methods' entries and RETs.
+ * pgx's methods end inside themselves, after the inner call that does their work, also on
+ * emulated instructions; go-redis's command processors at their RETs.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +50,14 @@
  * processStartingAt, so it is probed where it exists.
  */
 #define REDIS_PROCESS_AT REDIS_MODULE ".(*baseClient).processStartingAt"
+/*
+ * go-redis's ends stay on RETs: the processor is called only from its method value, which the
+ * hooks call through a func value, and it ends in a call it returns at once (processCommand, which
+ * returns processWithRetry's, whose retry loop leaves on several ways, an error's registers lost
+ * on some): no instruction the kernel emulates follows the command's work on every way out. The
+ * pipelines' processors make their error after the work (their commands' first, returned at
+ * once): their RETs too.
+ */
 #define REDIS_PIPELINE REDIS_MODULE ".(*baseClient).processPipeline"
 #define REDIS_TX_PIPELINE REDIS_MODULE ".(*baseClient).processTxPipeline"
 

@@ -5,7 +5,9 @@
  * its caller, on the first emulated instruction the return leads to, when every call of the
  * function is a direct call gospan can find; or, for a function whose common way out follows one
  * inner call, on the conditional jump that tests that call's error, with the RETs of the other
- * ways kept. amd64 only: elsewhere the callers keep their RET probes.
+ * ways kept; or, for a function whose ways out after its inner calls are apart from its others,
+ * right after those calls, with the RETs of the others kept. amd64 only: elsewhere the RETs keep
+ * their probes.
  */
 #ifndef GOSPAN_SITES_H
 #define GOSPAN_SITES_H
