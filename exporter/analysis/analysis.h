@@ -64,7 +64,7 @@ int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned 
 int analysis__inner_ends(struct analysis *a, struct probe_site *site, const char *const *inner,
 			 size_t n, int result_reg, bool if_no_error);
 
-/* Every function of the binary, sorted by name (the index .symtab's or Go's table gives). *//* Every function of the binary, sorted by name (the index .symtab's or Go's table gives). */
+/* Every function of the binary, sorted by name (the index .symtab's or Go's table gives). */
 size_t analysis__functions(struct analysis *a, const struct sym_entry **out);
 
 #endif

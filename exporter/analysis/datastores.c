@@ -317,23 +317,24 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
  * - Exec after (*Conn).exec, which returns what Exec does: (CommandTag, error), the error in
  *   CX (slot 3) and DI.
  * - Query after the pgconn call that sends the query and reads its reply up to the rows
- *   (ExecStatement, or ExecPrepared in older releases, or ExecParams). Query's error on those ways is rows.err of the rows
- *   getRows made just before, which only rows.fatal sets, and every rows.fatal returns at once:
- *   nil. Its failures come out on the other ways (preparing the statement, building the
- *   arguments, the simple protocol), whose RETs stay, or later from the rows, as at its RETs.
+ *   (ExecStatement, or ExecPrepared in older releases, or ExecParams). Query's error on those
+ *   ways is rows.err of the rows getRows made just before, which only rows.fatal sets, and every
+ *   rows.fatal returns at once: nil. Its failures come out on the other ways (preparing the
+ *   statement, building the arguments, the simple protocol), whose RETs stay, or later from the
+ *   rows, as at its RETs.
  * - SendBatch, where it is a wrapper (for batches that begin a transaction), after
  *   (*Conn).sendBatch; before, after the sender of the batch's query mode it returns the result
  *   of, where its deferred tracer end (open-coded: a test after each call) leaves a way out of
  *   its own to each. It returns no error.
  */
+#define PGX_CONN_EXEC PGX_MODULE "/pgconn.(*PgConn).Exec"
 #define PGX_SEND_MODE PGX_MODULE ".(*Conn).sendBatchQueryExecMode"
 static const struct {
 	const char *inner[6];
 	int result_reg; /* the error's itab after the inner call; -1: none read there */
 	bool if_no_error;
 } pgx_inner[] = {
-	{ { PGX_MODULE "/pgconn.(*PgConn).ExecStatement", PGX_MODULE "/pgconn.(*PgConn).ExecPrepared",
-	    PGX_MODULE "/pgconn.(*PgConn).ExecParams" },
+	{ { PGX_CONN_EXEC "Statement", PGX_CONN_EXEC "Prepared", PGX_CONN_EXEC "Params" },
 	  -1,
 	  true },
 	{ { PGX_MODULE ".(*Conn).exec" }, X86_CX, false },

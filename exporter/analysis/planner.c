@@ -357,7 +357,8 @@ size_t site_planner__drop_rets(struct site_planner *sp, struct probe_site *site,
 
 	for (i = k = 0; i < site->nrets; i++) {
 		for (j = 0; j < nexcl; j++)
-			if (!elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[excl[j]].off, &off) &&
+			if (!elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[excl[j]].off,
+						      &off) &&
 			    off == site->ret_offs[i])
 				break;
 		if (j == nexcl)
@@ -388,10 +389,14 @@ int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, u
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (i = 0; i < ins.n; i++)
-		for (j = 0; j < ncallees; j++)
-			if (ins.v[i].kind == INSN_CALL && callees[j] && ins.v[i].target == callees[j])
+	for (i = 0; i < ins.n; i++) {
+		for (j = 0; ins.v[i].kind == INSN_CALL && j < ncallees; j++) {
+			if (callees[j] && ins.v[i].target == callees[j]) {
 				calls[ncalls++] = (long)i;
+				break;
+			}
+		}
+	}
 	ends = calloc(ncalls ? ncalls : 1, sizeof(*ends));
 	if (!ends) {
 		err = -ENOMEM;
@@ -401,9 +406,8 @@ int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, u
 					  &excl, &nexcl) :
 		       -ENOENT;
 	if (err) {
-		site->rets_why = !ncalls ? "no call of the inner functions it ends after" :
-					   "its ways out after its inner calls are not apart from the "
-					   "others";
+		site->rets_why = ncalls ? "its ways out after its inner calls join others" :
+					  "no call of the inner functions it ends after";
 		err = err == -ENOMEM ? err : 0;
 		goto cleanup;
 	}

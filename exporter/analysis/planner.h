@@ -149,7 +149,7 @@ int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, u
 size_t site_planner__drop_rets(struct site_planner *sp, struct probe_site *site,
 			       const struct insns *ins, const long *excl, size_t nexcl);
 
-/* Turns the code addresses of SITE's ends into file offsets. *//* Turns the code addresses of SITE's ends into file offsets. */
+/* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 
 void probe_site__release(struct probe_site *s);

@@ -355,7 +355,8 @@ int sites__after_inner(const struct insns *ins, const long *calls, size_t n, uns
 		nmine = 0;
 		err = walk_region(ins, -1, tos[i], mine, rets + nrets, &nmine);
 		if (err) {
-			pr_debug("0x%llx: the way from the call at +0x%x cannot be followed to its RETs",
+			pr_debug("0x%llx: the way from the call at +0x%x cannot be followed to its "
+				 "RETs",
 				 (unsigned long long)ins->addr, ins->v[calls[i]].off);
 			goto cleanup;
 		}
