@@ -204,8 +204,8 @@ static bool edge_allowed(const long *froms, const long *tos, size_t n, long from
 }
 
 /*
- * Whether only the N edges (FROMS[i], TOS[i]) lead into the instructions SEEN marks, and the
- * function's own start is not one of them (a way in that passes none of those edges).
+ * Whether only the N edges (FROMS[i], TOS[i]) lead into the instructions SEEN marks, none of
+ * which is the function's start (a way in that passes none of those edges).
  */
 static bool region_closed(const struct insns *ins, const long *froms, const long *tos, size_t n,
 			  const bool *seen)
