@@ -692,6 +692,11 @@ def start_gospan(gospan_bin):
     def start(pid, receiver=None, env=None, args=()):
         e = _clean_env()
         e["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        if SLOWDOWN > 1:
+            # A slow machine's receiver (an arm64 guest under TCG, a loaded host) once took
+            # over the default 10 s to answer an export it had taken: gospan sent it again,
+            # as OTLP allows, and the tests, which count spans, saw a span twice.
+            e["OTEL_EXPORTER_OTLP_TIMEOUT"] = str(int(10000 * SLOWDOWN))
         if receiver is not None:
             e["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.url
         e.update(env or {})

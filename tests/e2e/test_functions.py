@@ -345,7 +345,12 @@ def test_cpu_time_costs_per_state_change(fn_bin, start_gospan, otlp_receiver, tm
     finally:
         t.stop()
     _, per = kernel_probe_hits(t.gospan.stderr)
-    assert per["func_entry"] == 20 and per["func_return"] == 20, per
+    if platform.machine() == "aarch64":
+        # The entry probe re-runs after a stack growth on arm64 (above).
+        assert 20 <= per["func_entry"] <= 20 + 4, per
+    else:
+        assert per["func_entry"] == 20, per
+    assert per["func_return"] == 20, per
     # Each sleep parks and wakes the goroutine at least once: two changes into or out of
     # _Grunning, seen by casgstatus along with every other change the scheduler makes.
     assert per["go_casgstatus"] >= 2 * 20, per

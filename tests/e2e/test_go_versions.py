@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CI, REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
+from conftest import (CI, REPO, SLOWDOWN, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
                       out_of_line_page, trace_context_counters, trace_context_unavailable)
 
 # Debian's golang-1.19 package (1.19.8) is not in the tables, which list 1.19.0 and 1.19.13: its
@@ -334,7 +334,7 @@ def test_go_version_http2_server(version, flavour, build_dir, start_gospan, otlp
             code, proto = curl_http2(f"https://127.0.0.1:{svc.port}{path}", status)
             assert (code, proto) == (status or 200, "2"), f"{path}: HTTP/{proto} {code}"
             made[path] = code
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 20 * SLOWDOWN
         while time.monotonic() < deadline:
             spans = {s.attrs.get("url.path"): s for s in otlp_receiver.snapshot()[before:]
                      if s.resource.get("process.pid") == svc.pid}

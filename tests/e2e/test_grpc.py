@@ -31,14 +31,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import (REPO, STATUS_ERROR, STATUS_UNSET, Service, _clean_env, _go_env,
-                      trace_context_counters)
+from conftest import (REPO, SLOWDOWN, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
+                      _go_env, trace_context_counters)
 
 GRPCMIX = REPO / "tests" / "e2e" / "grpcmix"
 SPAN_KIND_SERVER, SPAN_KIND_CLIENT = 2, 3
 SERVICE = "grpc.testing.TestService"
 WINDOW_SLACK_NS = 1_000_000
-SPAN_TIMEOUT = 15.0
+SPAN_TIMEOUT = 15.0 * SLOWDOWN  # an export retried on a slow machine comes seconds later
 SETTLE = 1.0
 # Codes the RPC conventions call errors on the server side (the rest are the caller's problem).
 SERVER_ERROR_CODES = {2, 4, 12, 13, 14, 15}

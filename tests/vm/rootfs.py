@@ -43,6 +43,8 @@ PACKAGES = (
     "postgresql-15", "redis-server",
     # guest.py loads each BPF object with bpftool where gospan is refused
     "bpftool",
+    # test_go_versions.py's HTTP/2 server cells send their requests with curl
+    "curl",
     # gospan's libraries, and what building against them needs (the sysroot)
     "libbpf-dev", "libelf-dev", "libdw-dev", "libcapstone-dev", "libprotobuf-c-dev",
     "libcurl4-openssl-dev", "libcjson-dev", "zlib1g-dev", "libc6-dev", "libgcc-12-dev",
