@@ -25,7 +25,7 @@ struct end_site {
 	uint64_t caller;  /* the function it is in (link-time address) */
 	bool emulated;	  /* one trap a hit, not two */
 	bool in_caller;	  /* after the return: SP is 8 bytes above where the callee's RET saw it */
-	bool if_no_error; /* sites__success_exit's: the call ends here when its error is nil */
+	bool if_no_error; /* the call ends here when its error is nil (success_exit, after_inner) */
 	int8_t result;	  /* where the call's first result is now (x86 register number); -1: as returned */
 };
 
