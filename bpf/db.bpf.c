@@ -13,8 +13,11 @@
  * Their calls are direct, so exporter/analysis/datastores.c puts the ends in their callers, on
  * instructions the kernel emulates: no single-stepped hit a query.
  *
- * pgx's Conn.Query, Exec and SendBatch, and go-redis's baseClient.process and its pipelines'
- * processors, are probed at their entries and RETs (they are reached through method values).
+ * pgx's Conn.Query, Exec and SendBatch are probed at their entries and, inside them, right after
+ * the inner call that does the work, where the kernel emulates the instruction; the RETs of
+ * their ways out before it stay. go-redis's baseClient.process (or processStartingAt) and its
+ * pipelines' processors are probed at their entries and RETs (they are reached through method
+ * values, and their work ends in calls they return at once).
  *
  * Linked with the other uprobe families into one object, whose maps and helpers it uses
  * (probe.bpf.h).
@@ -663,11 +666,27 @@ int db_pgx_batch_entry(GO_REGS *ctx)
 	return 0;
 }
 
-/* At pgx's RETs: Query's (Rows, error), Exec's (CommandTag, error); SendBatch's no error. */
+/*
+ * At pgx's RETs: Query's (Rows, error), Exec's (CommandTag, error); SendBatch's no error. Or in
+ * Exec after (*Conn).exec has returned the same, the error's itab where the cookie says (its data
+ * word stays in slot 4), or in SendBatch after sendBatch.
+ */
 SEC("uprobe")
 int db_pgx_end(GO_REGS *ctx)
 {
-	return db_end(ctx, DB_CLIENT_PGX, DB_CLIENT_PGX_BATCH, 3, 4);
+	__u32 slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
+
+	return db_end(ctx, DB_CLIENT_PGX, DB_CLIENT_PGX_BATCH, slot ? slot : 3, 4);
+}
+
+/*
+ * In Query after the pgconn call that sent the query: the ways there return no error
+ * (exporter/analysis/datastores.c), and the registers hold none.
+ */
+SEC("uprobe")
+int db_pgx_success(GO_REGS *ctx)
+{
+	return db_end(ctx, DB_CLIENT_PGX, DB_CLIENT_PGX_BATCH, 0, 0);
 }
 
 /*

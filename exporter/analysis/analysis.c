@@ -80,6 +80,29 @@ int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned 
 	return site_planner__caller_ends(a->sp, site, find_flags, after_flags, result_reg);
 }
 
+int analysis__inner_ends(struct analysis *a, struct probe_site *site, const char *const *inner,
+			 size_t n, int result_reg, bool if_no_error)
+{
+	struct elf_symbol fn, sym;
+	uint64_t *callees;
+	size_t i, found = 0;
+	int err;
+
+	if (analysis__find_func(a, site->symbol, &fn))
+		return 0; /* its RETs, as planned */
+	callees = calloc(n ? n : 1, sizeof(*callees));
+	if (!callees)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (!analysis__find_func(a, inner[i], &sym))
+			callees[found++] = sym.addr;
+	err = site_planner__inner_ends(a->sp, site, fn.size, callees, found,
+				       result_reg >= 0 ? AFTER_CALL_KEEP_PAIR : 0, result_reg,
+				       if_no_error);
+	free(callees);
+	return err;
+}
+
 size_t analysis__functions(struct analysis *a, const struct sym_entry **out)
 {
 	struct elf_symbol sym;

@@ -56,6 +56,14 @@ int analysis__find_site(struct analysis *a, const char *symbol, struct probe_sit
 int analysis__caller_ends(struct analysis *a, struct probe_site *site, unsigned int find_flags,
 			  unsigned int after_flags, int result_reg);
 
+/*
+ * Moves SITE's ends from the RETs of its ways out after a call of one of the N functions named
+ * INNER (those the binary lacks are left out) to right after those calls (site_planner__inner_ends:
+ * RESULT_REG, IF_NO_ERROR; the result's pair kept with it); its other RETs stay.
+ */
+int analysis__inner_ends(struct analysis *a, struct probe_site *site, const char *const *inner,
+			 size_t n, int result_reg, bool if_no_error);
+
 /* Every function of the binary, sorted by name (the index .symtab's or Go's table gives). */
 size_t analysis__functions(struct analysis *a, const struct sym_entry **out);
 

@@ -3,7 +3,8 @@
  * Data store clients in a target (datastores.h). database/sql is probed where it hands each call
  * to its driver: every driver goes through there, and those functions are only called directly,
  * so their ends go in their callers on instructions the kernel emulates (bpf/db.bpf.c).
- * pgx and go-redis are probed at their methods' entries and RETs.
+ * pgx's methods end inside themselves, after the inner call that does their work, also on
+ * emulated instructions; go-redis's command processors at their RETs.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +50,14 @@
  * processStartingAt, so it is probed where it exists.
  */
 #define REDIS_PROCESS_AT REDIS_MODULE ".(*baseClient).processStartingAt"
+/*
+ * go-redis's ends stay on RETs: the processor is called only from its method value, which the
+ * hooks call through a func value, and it ends in a call it returns at once (processCommand, which
+ * returns processWithRetry's, whose retry loop leaves on several ways, an error's registers lost
+ * on some): no instruction the kernel emulates follows the command's work on every way out. The
+ * pipelines' processors make their error after the work (their commands' first, returned at
+ * once): their RETs too.
+ */
 #define REDIS_PIPELINE REDIS_MODULE ".(*baseClient).processPipeline"
 #define REDIS_TX_PIPELINE REDIS_MODULE ".(*baseClient).processTxPipeline"
 
@@ -300,14 +309,50 @@ static int find_sql_sites(struct analysis *a, struct db_target *d)
 	return 0;
 }
 
+/*
+ * pgx's Conn methods are exported, and reached from the application, through pgxpool, through
+ * interfaces of its own: their callers cannot all be found. Their ends go inside them instead,
+ * right after the inner call that does the work, where every way out after it passes
+ * (sites__after_inner); the RETs of the ways out before it (a failure found first) stay.
+ * - Exec after (*Conn).exec, which returns what Exec does: (CommandTag, error), the error in
+ *   CX (slot 3) and DI.
+ * - Query after the pgconn call that sends the query and reads its reply up to the rows
+ *   (ExecStatement, or ExecPrepared in older releases, or ExecParams). Query's error on those
+ *   ways is rows.err of the rows getRows made just before, which only rows.fatal sets, and every
+ *   rows.fatal returns at once: nil. Its failures come out on the other ways (preparing the
+ *   statement, building the arguments, the simple protocol), whose RETs stay, or later from the
+ *   rows, as at its RETs.
+ * - SendBatch, where it is a wrapper (for batches that begin a transaction), after
+ *   (*Conn).sendBatch; before, after the sender of the batch's query mode it returns the result
+ *   of, where its deferred tracer end (open-coded: a test after each call) leaves a way out of
+ *   its own to each. It returns no error.
+ */
+#define PGX_CONN_EXEC PGX_MODULE "/pgconn.(*PgConn).Exec"
+#define PGX_SEND_MODE PGX_MODULE ".(*Conn).sendBatchQueryExecMode"
+static const struct {
+	const char *inner[6];
+	int result_reg; /* the error's itab after the inner call; -1: none read there */
+	bool if_no_error;
+} pgx_inner[] = {
+	{ { PGX_CONN_EXEC "Statement", PGX_CONN_EXEC "Prepared", PGX_CONN_EXEC "Params" },
+	  -1,
+	  true },
+	{ { PGX_MODULE ".(*Conn).exec" }, X86_CX, false },
+	{ { PGX_MODULE ".(*Conn).sendBatch", PGX_SEND_MODE "SimpleProtocol", PGX_SEND_MODE "Exec",
+	    PGX_SEND_MODE "CacheStatement", PGX_SEND_MODE "CacheDescribe",
+	    PGX_SEND_MODE "DescribeExec" },
+	  -1,
+	  false },
+};
+
 /* pgx's Conn methods: each linked only where the program calls it. */
 static int find_pgx_sites(struct analysis *a, struct db_target *d)
 {
 	struct probe_site *sites[] = { &d->pgx_query, &d->pgx_exec, &d->pgx_batch };
 	const char *const symbols[] = { PGX_QUERY, PGX_EXEC, PGX_BATCH };
 	const char *version = gobin__module_version(a->gobin, PGX_MODULE);
-	size_t i;
-	int err = 0;
+	size_t i, n;
+	int err = 0, steps;
 
 	if (!version)
 		return 0;
@@ -317,7 +362,14 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 		if (err == -ENOENT) {
 			sites[i]->addr = 0;
 			err = 0;
+			continue;
 		}
+		if (err || site_planner_policy != SITES_BEST)
+			continue;
+		for (n = 0; n < 6 && pgx_inner[i].inner[n]; n++)
+			;
+		err = analysis__inner_ends(a, sites[i], pgx_inner[i].inner, n,
+					   pgx_inner[i].result_reg, pgx_inner[i].if_no_error);
 	}
 	if (err == -ENOMEM)
 		return err;
@@ -328,11 +380,13 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 		drop_sites(sites, sizeof(sites) / sizeof(sites[0]));
 		return 0;
 	}
+	/* A query's usual way: through the ends inside the method where it has them. */
 	for (i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
-		if (sites[i]->addr) {
-			d->pgx_steps = probe_site__steps(sites[i], 0, false);
-			break;
-		}
+		if (!sites[i]->addr)
+			continue;
+		steps = probe_site__steps(sites[i], sites[i]->addr, false);
+		if (steps > d->pgx_steps)
+			d->pgx_steps = steps;
 	}
 	return 0;
 }

@@ -349,6 +349,90 @@ cleanup:
 	return err;
 }
 
+size_t site_planner__drop_rets(struct site_planner *sp, struct probe_site *site,
+			       const struct insns *ins, const long *excl, size_t nexcl)
+{
+	size_t i, j, k;
+	uint64_t off;
+
+	for (i = k = 0; i < site->nrets; i++) {
+		for (j = 0; j < nexcl; j++)
+			if (!elf_file__addr_to_offset(sp->ef, ins->addr + ins->v[excl[j]].off,
+						      &off) &&
+			    off == site->ret_offs[i])
+				break;
+		if (j == nexcl)
+			site->ret_offs[k++] = site->ret_offs[i];
+	}
+	site->nrets = k;
+	return k;
+}
+
+int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, uint64_t size,
+			     const uint64_t *callees, size_t ncallees, unsigned int after_flags,
+			     int result_reg, bool if_no_error)
+{
+	struct end_site *ends = NULL;
+	struct insns ins = {};
+	long *calls = NULL, *excl = NULL;
+	size_t ncalls = 0, nexcl = 0, i, j;
+	int err;
+
+	err = decode_func(sp, site->addr, size, &ins);
+	if (err) {
+		site->rets_why = err == -EOPNOTSUPP ? "not amd64" : "its code does not decode";
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	calls = calloc(ins.n ? ins.n : 1, sizeof(*calls));
+	if (!calls) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < ins.n; i++) {
+		for (j = 0; ins.v[i].kind == INSN_CALL && j < ncallees; j++) {
+			if (callees[j] && ins.v[i].target == callees[j]) {
+				calls[ncalls++] = (long)i;
+				break;
+			}
+		}
+	}
+	ends = calloc(ncalls ? ncalls : 1, sizeof(*ends));
+	if (!ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = ncalls ? sites__after_inner(&ins, calls, ncalls, after_flags, result_reg, ends,
+					  &excl, &nexcl) :
+		       -ENOENT;
+	if (err) {
+		site->rets_why = ncalls ? "its ways out after its inner calls join others" :
+					  "no call of the inner functions it ends after";
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	for (i = 0; i < ncalls; i++)
+		ends[i].if_no_error = if_no_error;
+	site->ends = ends;
+	site->nends = ncalls;
+	ends = NULL;
+	err = site_planner__ends_to_offsets(sp, site);
+	if (err) {
+		probe_site__release(site);
+		goto cleanup;
+	}
+	/* Kept: the RETs of the ways out before the calls (a failure that comes first). */
+	site->rets_why = site_planner__drop_rets(sp, site, &ins, excl, nexcl) ?
+				 "for the ways out before its inner calls" :
+				 NULL;
+cleanup:
+	free(ends);
+	free(calls);
+	free(excl);
+	disasm__insns_free(&ins);
+	return err;
+}
+
 int site_planner__probe_sites(struct site_planner *sp, uint64_t addr, uint64_t size,
 			      enum site_kind kind, uint64_t callee, struct probe_site *site,
 			      char *why, size_t why_len)

@@ -131,6 +131,24 @@ bool site_planner__may_call(struct site_planner *sp, uint64_t addr, uint64_t siz
 int site_planner__callees(struct site_planner *sp, uint64_t addr, uint64_t size, uint64_t **out,
 			  size_t *n);
 
+/*
+ * Replaces SITE's RETs on the ways out after its calls of the NCALLEES functions at CALLEES
+ * (SIZE: the function's length) by end sites right after those calls (sites__after_inner, with
+ * AFTER_FLAGS and RESULT_REG; IF_NO_ERROR marks them as ends of calls whose error is nil), and
+ * keeps the RETs of its other ways out. When the code does not allow it, the RETs stay and
+ * rets_why says why. Negative errno only when the plan could not be made (-ENOMEM).
+ */
+int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, uint64_t size,
+			     const uint64_t *callees, size_t ncallees, unsigned int after_flags,
+			     int result_reg, bool if_no_error);
+
+/*
+ * Drops from SITE's RETs those of the NEXCL instruction indexes EXCL of INS (the function SITE
+ * probes, decoded), which other ends replace. Returns how many RETs stay.
+ */
+size_t site_planner__drop_rets(struct site_planner *sp, struct probe_site *site,
+			       const struct insns *ins, const long *excl, size_t nexcl);
+
 /* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 

@@ -192,13 +192,30 @@ static int walk_region(const struct insns *ins, long site, long entry, bool *see
 	return err;
 }
 
-/* Whether only the edge SITE -> ENTRY leads into the instructions SEEN marks. */
-static bool region_closed(const struct insns *ins, long site, long entry, const bool *seen)
+/* Whether the edge FROM -> TO is one of the N edges (FROMS[i], TOS[i]). */
+static bool edge_allowed(const long *froms, const long *tos, size_t n, long from, long to)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (froms[i] == from && tos[i] == to)
+			return true;
+	return false;
+}
+
+/*
+ * Whether only the N edges (FROMS[i], TOS[i]) lead into the instructions SEEN marks, none of
+ * which is the function's start (a way in that passes none of those edges).
+ */
+static bool region_closed(const struct insns *ins, const long *froms, const long *tos, size_t n,
+			  const bool *seen)
 {
 	bool dead = false;
 	size_t j;
 	long t;
 
+	if (ins->n && seen[0])
+		return false;
 	for (j = 0; j < ins->n; j++) {
 		const struct insn *d = &ins->v[j];
 
@@ -208,13 +225,13 @@ static bool region_closed(const struct insns *ins, long site, long entry, const 
 			continue;
 		if (d->kind == INSN_JMP || d->kind == INSN_JCC) {
 			t = branch_index(ins, d);
-			if (t >= 0 && seen[t] && !((long)j == site && t == entry)) {
+			if (t >= 0 && seen[t] && !edge_allowed(froms, tos, n, (long)j, t)) {
 				pr_debug("  +0x%x jumps into it at +0x%x", d->off, ins->v[t].off);
 				return false;
 			}
 		}
 		if (falls_through(d) && j + 1 < ins->n && seen[j + 1] &&
-		    !((long)j == site && (long)j + 1 == entry)) {
+		    !edge_allowed(froms, tos, n, (long)j, (long)j + 1)) {
 			pr_debug("  +0x%x falls into it", d->off);
 			return false;
 		}
@@ -266,7 +283,7 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
 			 (unsigned long long)ins->addr, d->off);
 		goto cleanup;
 	}
-	if (!n || !region_closed(ins, jcc, entry, seen)) {
+	if (!n || !region_closed(ins, &jcc, &entry, 1, seen)) {
 		pr_debug("0x%llx: the error-free branch at +0x%x shares code with other paths",
 			 (unsigned long long)ins->addr, d->off);
 		err = -ENOENT;
@@ -284,6 +301,99 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
 cleanup:
 	free(seen);
 	free(rets);
+	return err;
+}
+
+/* Whether instruction T of INS is the target of a direct branch from one SEEN marks. */
+static bool jumped_to_from(const struct insns *ins, long t, const bool *seen)
+{
+	size_t j;
+
+	for (j = 0; j < ins->n; j++)
+		if (seen[j] && (ins->v[j].kind == INSN_JMP || ins->v[j].kind == INSN_JCC) &&
+		    branch_index(ins, &ins->v[j]) == t)
+			return true;
+	return false;
+}
+
+int sites__after_inner(const struct insns *ins, const long *calls, size_t n, unsigned int flags,
+		       int result_reg, struct end_site *ends, long **excl, size_t *nexcl)
+{
+	bool *seen = NULL, *mine = NULL;
+	long *rets = NULL, *tos = NULL, *at = NULL;
+	size_t i, j, k, nrets = 0, nmine;
+	int err = -ENOENT;
+
+	*excl = NULL;
+	*nexcl = 0;
+	if (!n || ins->unknown_targets)
+		return -ENOENT;
+	seen = calloc(ins->n, sizeof(*seen));
+	mine = calloc(ins->n, sizeof(*mine));
+	/* Room for the RETs kept and one walk's, some of them found again. */
+	rets = calloc(2 * ins->n + 1, sizeof(*rets));
+	tos = calloc(n, sizeof(*tos));
+	at = calloc(n, sizeof(*at));
+	if (!seen || !mine || !rets || !tos || !at) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		if (calls[i] < 0 || calls[i] + 1 >= (long)ins->n ||
+		    ins->v[calls[i]].kind != INSN_CALL)
+			goto cleanup;
+		tos[i] = calls[i] + 1;
+		sites__after_call(ins, tos[i], flags, result_reg, &ends[i]);
+		at[i] = disasm__index(ins, ends[i].off - ins->addr);
+		if (!ends[i].emulated || at[i] < 0)
+			goto cleanup;
+		/* In the function's own frame: not after its return, as sites__after_call says. */
+		ends[i].in_caller = false;
+	}
+	for (i = 0; i < n; i++) {
+		memset(mine, 0, ins->n * sizeof(*mine));
+		nmine = 0;
+		err = walk_region(ins, -1, tos[i], mine, rets + nrets, &nmine);
+		if (err) {
+			pr_debug("0x%llx: the way from the call at +0x%x cannot be followed to its "
+				 "RETs",
+				 (unsigned long long)ins->addr, ins->v[calls[i]].off);
+			goto cleanup;
+		}
+		err = -ENOENT;
+		/*
+		 * Each call passes its own site once: no way from it leads to a probed call again
+		 * (a loop), back to its site, or to another call's site.
+		 */
+		for (j = 0; j < n; j++)
+			if (mine[calls[j]] || (j != i && mine[at[j]]))
+				goto cleanup;
+		for (j = (size_t)tos[i]; j <= (size_t)at[i]; j++)
+			if (jumped_to_from(ins, (long)j, mine))
+				goto cleanup;
+		/* RETs the ways from two calls share were counted by the first. */
+		for (j = 0, k = nrets; j < nmine; j++)
+			if (!seen[rets[nrets + j]])
+				rets[k++] = rets[nrets + j];
+		nrets = k;
+		for (j = 0; j < ins->n; j++)
+			seen[j] |= mine[j];
+	}
+	if (!nrets || !region_closed(ins, calls, tos, n, seen)) {
+		pr_debug("0x%llx: the ways after the calls share code with other paths",
+			 (unsigned long long)ins->addr);
+		goto cleanup;
+	}
+	*excl = rets;
+	*nexcl = nrets;
+	rets = NULL;
+	err = 0;
+cleanup:
+	free(seen);
+	free(mine);
+	free(rets);
+	free(tos);
+	free(at);
 	return err;
 }
 

@@ -5,7 +5,9 @@
  * its caller, on the first emulated instruction the return leads to, when every call of the
  * function is a direct call gospan can find; or, for a function whose common way out follows one
  * inner call, on the conditional jump that tests that call's error, with the RETs of the other
- * ways kept. amd64 only: elsewhere the callers keep their RET probes.
+ * ways kept; or, for a function whose ways out after its inner calls are apart from its others,
+ * right after those calls, with the RETs of the others kept. amd64 only: elsewhere the RETs keep
+ * their probes.
  */
 #ifndef GOSPAN_SITES_H
 #define GOSPAN_SITES_H
@@ -23,7 +25,7 @@ struct end_site {
 	uint64_t caller;  /* the function it is in (link-time address) */
 	bool emulated;	  /* one trap a hit, not two */
 	bool in_caller;	  /* after the return: SP is 8 bytes above where the callee's RET saw it */
-	bool if_no_error; /* sites__success_exit's: the call ends here when its error is nil */
+	bool if_no_error; /* the call ends here when its error is nil (success_exit, after_inner) */
 	int8_t result;	  /* where the call's first result is now (x86 register number); -1: as returned */
 };
 
@@ -64,6 +66,18 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
  */
 int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint16_t results,
 			struct end_site *site, long **excl, size_t *nexcl);
+
+/*
+ * For a function INS whose usual ways out follow a call of one of a few inner functions (pgx's
+ * Exec after (*Conn).exec; Query after the pgconn call that sends the query): each of the N
+ * CALLs at the indexes CALLS gets the end site its return leads to (sites__after_call with FLAGS
+ * and RESULT_REG) in ENDS[i], which must be emulated, when every way from those returns ends at
+ * a RET without coming back to a CALL or a site of theirs, and no other way joins them. *EXCL
+ * (malloc'ed): the indexes of those RETs, whose probes the sites replace; the other RETs (ways
+ * out before the calls) must stay. -ENOENT when the code does not have that shape.
+ */
+int sites__after_inner(const struct insns *ins, const long *calls, size_t n, unsigned int flags,
+		       int result_reg, struct end_site *ends, long **excl, size_t *nexcl);
 
 /* A target's code, for finding the calls of a function. */
 struct code_map {

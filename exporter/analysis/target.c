@@ -129,8 +129,7 @@ static int plan_success_end(struct analysis *a, struct probe_site *site, const c
 	struct end_site end;
 	uint8_t *code = NULL;
 	long *excl = NULL, call = -1;
-	size_t nexcl = 0, i, j, k;
-	uint64_t off;
+	size_t nexcl = 0, i;
 	int err;
 
 	if (site_planner_policy != SITES_BEST)
@@ -170,18 +169,9 @@ static int plan_success_end(struct analysis *a, struct probe_site *site, const c
 	if (err)
 		goto cleanup;
 	/* Keep the RETs the error-free branch does not reach. */
-	for (i = k = 0; i < site->nrets; i++) {
-		for (j = 0; j < nexcl; j++) {
-			if (elf_file__addr_to_offset(a->ef, ins.addr + ins.v[excl[j]].off, &off))
-				continue;
-			if (off == site->ret_offs[i])
-				break;
-		}
-		if (j == nexcl)
-			site->ret_offs[k++] = site->ret_offs[i];
-	}
-	site->nrets = k;
-	site->rets_why = k ? "for the calls that fail" : NULL;
+	site->rets_why = site_planner__drop_rets(a->sp, site, &ins, excl, nexcl) ?
+				 "for the calls that fail" :
+				 NULL;
 cleanup:
 	if (err) {
 		free(site->ends);

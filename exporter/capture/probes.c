@@ -711,7 +711,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs sql_prepare = { .entry = p->skel->progs.db_sql_prepare };
 	const struct site_progs pgx = { .entry = p->skel->progs.db_pgx_entry,
 					.at_rets = p->skel->progs.db_pgx_end,
-					.at_ends = p->skel->progs.db_pgx_end };
+					.at_ends = p->skel->progs.db_pgx_end,
+					.success = p->skel->progs.db_pgx_success };
 	const struct site_progs pgx_batch = { .entry = p->skel->progs.db_pgx_batch_entry,
 					      .at_rets = p->skel->progs.db_pgx_end,
 					      .at_ends = p->skel->progs.db_pgx_end };

@@ -136,6 +136,33 @@ def bpf_ready():
         pytest.skip(reason)
 
 
+def out_of_line_page(pid):
+    """Whether the kernel has mapped its page for single-stepped probes into process PID: it does
+    the first time a probe there cannot be emulated, and never unmaps it."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "[uprobes]" in f.read()
+
+
+def kernel_probe_hits(stderr):
+    """(all probe hits, {program: hits}) as gospan's last lines give the kernel's counts (with
+    kernel.bpf_stats_enabled=1: the bpf_stats fixture)."""
+    m = re.search(r"probe hits: (\d+) \(.*?\): (.*)", stderr)
+    assert m, stderr
+    return int(m.group(1)), {k: int(v) for k, v in
+                             (kv.split("=") for kv in m.group(2).split())}
+
+
+@pytest.fixture
+def bpf_stats():
+    """kernel.bpf_stats_enabled=1 for the test (the kernel counts probe runs only then)."""
+    path = Path("/proc/sys/kernel/bpf_stats_enabled")
+    before = path.read_text().strip()
+    path.write_text("1")
+    yield
+    if before != "1":
+        path.write_text(before)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _e2e_prerequisites(bpf_ready):
     """Every test here needs root and BPF: check before building anything."""

@@ -249,9 +249,11 @@ def page_text(results, cells, kernel=None, note=None):
         "`offsets/pgx_offsets.json` or `offsets/redis_offsets.json` for that release (a "
         "stripped build must use it). *Single-stepped hits* are those of one query or command "
         "as the attach line counts them, per flavour (plain / stripped / pie): database/sql's "
-        "ends are probed in its callers, on instructions the kernel emulates; pgx's and "
-        "go-redis's on their functions' RETs (`RETs kept: wanted` in gospan's `--verbose` "
-        "lines), which it single-steps.")
+        "ends are probed in its callers, on instructions the kernel emulates; pgx's inside its "
+        "methods, right after the inner call that does the work, on emulated instructions too "
+        "(the RETs of the ways out before it kept: `RETs kept: for the ways out before its "
+        "inner calls` in gospan's `--verbose` lines); go-redis's on its functions' RETs "
+        "(`RETs kept: wanted`), which it single-steps.")
     lines += matrix.run_lines(cells, results, kernel, note)
 
     rs = releases("sql")

@@ -14,12 +14,11 @@ import subprocess
 import time
 import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from conftest import (REPO, Gospan, Service, _clean_env, _go_env, counter, drop_reasons,
-                      wait_until)
+                      kernel_probe_hits, wait_until)
 
 SRC = REPO / "examples" / "functions"
 SPAN_KIND_INTERNAL = 1
@@ -284,28 +283,6 @@ def test_cpu_time_spin_against_sleep(traced):
         assert srv.attrs["gospan.cpu_time_ns"] <= srv.end_ns - srv.start_ns
 
 
-def _read_sysctl(path):
-    return Path(path).read_text().strip()
-
-
-@pytest.fixture
-def bpf_stats():
-    """kernel.bpf_stats_enabled=1 for the test (the kernel counts probe runs only then)."""
-    path = "/proc/sys/kernel/bpf_stats_enabled"
-    before = _read_sysctl(path)
-    Path(path).write_text("1")
-    yield
-    if before != "1":
-        Path(path).write_text(before)
-
-
-def _hits(stderr):
-    m = re.search(r"probe hits: (\d+) \(.*?\): (.*)", stderr)
-    assert m, stderr
-    return int(m.group(1)), {k: int(v) for k, v in
-                             (kv.split("=") for kv in m.group(2).split())}
-
-
 def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver, tmp_path,
                                              bpf_stats):
     """2 probe hits per call (entry + one RET); calls deeper than the bound are counted, not
@@ -324,7 +301,7 @@ def test_probe_hits_per_call_and_stack_bound(fn_bin, start_gospan, otlp_receiver
                                2 + traced_fibs, timeout=30)
     finally:
         t.stop()
-    total, per = _hits(t.gospan.stderr)
+    total, per = kernel_probe_hits(t.gospan.stderr)
     calls = 50 + 1 + fib_calls(12)
     if platform.machine() == "aarch64":
         # arm64's entry probe is the function's first instruction, before the stack check,
@@ -367,7 +344,7 @@ def test_cpu_time_costs_per_state_change(fn_bin, start_gospan, otlp_receiver, tm
                    and s.attrs.get("gospan.cpu_time_ns") is not None, 2)
     finally:
         t.stop()
-    _, per = _hits(t.gospan.stderr)
+    _, per = kernel_probe_hits(t.gospan.stderr)
     if platform.machine() == "aarch64":
         # The entry probe re-runs after a stack growth on arm64 (above).
         assert 20 <= per["func_entry"] <= 20 + 4, per

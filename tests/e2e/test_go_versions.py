@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (CI, REPO, SLOWDOWN, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
-                      trace_context_counters, trace_context_unavailable)
+                      out_of_line_page, trace_context_counters, trace_context_unavailable)
 
 # Debian's golang-1.19 package (1.19.8) is not in the tables, which list 1.19.0 and 1.19.13: its
 # stripped build is traced through the "nearest release at or below" rule.
@@ -98,13 +98,6 @@ def single_steps(attached):
                   r"a call made", attached)
     assert m, attached
     return tuple(None if x == "no probe for" else int(x) for x in m.groups())
-
-
-def out_of_line_page(pid):
-    """Whether the kernel has mapped its page for single-stepped probes into process PID: it does
-    the first time a probe there cannot be emulated, and never unmaps it."""
-    with open(f"/proc/{pid}/maps") as f:
-        return "[uprobes]" in f.read()
 
 
 def parse(v):

@@ -342,6 +342,7 @@ static void test_target__data_store_clients(void **state)
 	struct elf_symbol sym;
 	struct elf_file *ef;
 	struct target *t;
+	size_t i;
 
 	(void)state;
 	assert_non_null(bin);
@@ -373,9 +374,28 @@ static void test_target__data_store_clients(void **state)
 	assert_int_equal(t->cfg.pgx_config_port, 16);
 	assert_int_equal(t->cfg.redis_cmd_args, 16);
 	assert_int_equal(t->cfg.redis_opt_addr, 16);
-	/* entries emulated, RETs kept: one single-stepped hit a call */
-	assert_int_equal(t->db.pgx_steps, 1);
+	/*
+	 * pgx's ends inside its methods, right after the inner call that does the work, each on an
+	 * instruction the kernel emulates: Query's after the pgconn call that sends the query (a
+	 * call whose error is nil there), SendBatch's (v5.0.0: no sendBatch yet) after each query
+	 * mode's sender; the RETs of the ways out before them kept. go-redis's processor keeps its
+	 * RETs: one single-stepped hit a command.
+	 */
+	assert_int_equal(t->db.pgx_steps, 0);
+	assert_true(t->db.pgx_query.nends >= 2 && t->db.pgx_query.nrets >= 1);
+	for (i = 0; i < t->db.pgx_query.nends; i++) {
+		assert_true(t->db.pgx_query.ends[i].emulated);
+		assert_true(t->db.pgx_query.ends[i].if_no_error);
+		assert_int_equal(t->db.pgx_query.ends[i].caller, t->db.pgx_query.addr);
+	}
+	assert_int_equal(t->db.pgx_batch.nends, 5);
+	for (i = 0; i < t->db.pgx_batch.nends; i++) {
+		assert_true(t->db.pgx_batch.ends[i].emulated);
+		assert_false(t->db.pgx_batch.ends[i].if_no_error);
+	}
+	assert_string_equal(t->db.pgx_batch.rets_why, "for the ways out before its inner calls");
 	assert_int_equal(t->db.redis_steps, 1);
+	assert_int_equal(t->db.redis_process.nends, 0);
 
 	ef = elf_file__open(bin);
 	assert_non_null(ef);
