@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,10 +54,24 @@ const (
 
 	streamLength = 5  // messages in each streaming scenario
 	concurrency  = 64 // calls at once in "concurrent"
-	serverSleep  = 500 * time.Millisecond
-	clientLimit  = 50 * time.Millisecond // deadline, or time to cancel, against serverSleep
 	warmTimeout  = 10 * time.Second
 )
+
+var (
+	// The deadline, or the time to cancel, against how long the handler is asked to sleep:
+	// both stretched by GOSPAN_TEST_SLOWDOWN (the tests' factor for a slow machine), as in an
+	// arm64 guest under TCG 50 ms ran out before the request had left the client.
+	serverSleep = slowed(500 * time.Millisecond)
+	clientLimit = slowed(50 * time.Millisecond)
+)
+
+func slowed(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv("GOSPAN_TEST_SLOWDOWN"), 64)
+	if err != nil || f < 1 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
+}
 
 // errorCodes are the codes "unary_error" asks the server for, one call each.
 var errorCodes = []codes.Code{
