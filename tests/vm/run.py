@@ -559,8 +559,10 @@ def page_note(results):
         run = results[0]["run"]
         how = (f"{run['wall_seconds'] / 60:.1f} minutes, {run['jobs']} boots at a time "
                f"({took:.0f} minutes of boots added up)")
+    elif runs:
+        how = f"{took:.0f} minutes of boots added up, from {len(runs)} runs"
     else:
-        how = f"{took:.0f} minutes of boots added up, from {max(len(runs), 1)} runs"
+        how = f"{took:.0f} minutes of boots added up"
     return (f"Run on {', '.join(dates)}: {len(results)} boots in {how}, on a host of "
             f"{os.cpu_count()} CPUs. {built_from()}")
 
