@@ -132,7 +132,7 @@ class Boot:
     go_versions: tuple = ()
     go_h2: tuple = ()  # and its HTTP/2 server cells ((version, flavour))
     # Seconds it took, about, two boots at a time on a loaded 2-CPU host (2026-12-07): the
-    # order of the first run, before results.json has this host's own (expected_seconds).
+    # order of the first run, before results.json has this host's own (run_boots).
     expect: int = 100
 
 
@@ -376,16 +376,12 @@ def prepare(boots):
     return ready
 
 
-def expected_seconds(boot):
-    """How long BOOT took in the last run of its own tests (results.json), else what it is
-    expected to take: the longest boots start first, so the last to end is not a long one
-    started late."""
+def last_results():
+    """{boot name: its latest result} from the last results.json (runs of the boots' own tests)."""
     path = BUILD / "vm" / "results.json"
-    if path.exists():
-        for r in json.loads(path.read_text()):
-            if r["boot"] == boot.name and r.get("seconds"):
-                return r["seconds"]
-    return boot.expect
+    if not path.exists():
+        return {}
+    return {r["boot"]: r for r in json.loads(path.read_text()) if r["boot"] in BOOTS}
 
 
 def run_boots(boots, ready, jobs):
@@ -394,7 +390,11 @@ def run_boots(boots, ready, jobs):
     services, exports and timers), so one boot a CPU keeps the CPUs busy without slowing each
     boot down by much."""
     t0 = time.monotonic()
-    order = sorted(boots, key=expected_seconds, reverse=True)
+    # How long each took in the last run of its own tests, else what it is expected to take:
+    # the longest start first, so the last to end is not a long one started late.
+    last = last_results()
+    order = sorted(boots, key=lambda b: last.get(b.name, {}).get("seconds") or b.expect,
+                   reverse=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {b.name: pool.submit(run_boot, b, *ready[b.kernel]) for b in order}
         results = [futures[b.name].result() for b in boots]
@@ -451,10 +451,7 @@ def run_boot(boot, home, initrd):
 def merged(results):
     """RESULTS with the latest result of each other boot from the last results.json, in BOOTS'
     order: a run of some boots updates their rows and keeps the others'."""
-    path = BUILD / "vm" / "results.json"
-    by_boot = {}
-    if path.exists():
-        by_boot = {r["boot"]: r for r in json.loads(path.read_text()) if r["boot"] in BOOTS}
+    by_boot = last_results()
     by_boot.update({r["boot"]: r for r in results})
     return [by_boot[b] for b in BOOTS if b in by_boot]
 
