@@ -37,21 +37,31 @@
  * the first copy: one set of maps, as if one object. The first copy loads the start-up
  * measurement and the Go runtime's programs, which every target uses. A program's group is the
  * first row its name starts with.
+ *
+ * The maps of calls in flight that only one group's programs use are made by that group's copy,
+ * when it loads, not with the others: an LRU hash is allocated whole when it is made, and a
+ * net/http service paid for the Kafka clients' tables and the rest (all of them, 215 MiB of the
+ * kernel's memory, locked; half a second of an attach in an emulated virtual machine). A map's
+ * group is the row one of whose map prefixes its name starts with. A program of another group
+ * that used one would find no map behind it and be refused, as every test of that group loads.
  */
 static const struct group {
 	const char *prefix;
 	const char *what; /* NULL: loaded with the maps */
+	const char *const *maps; /* the maps only this group's programs use, by name prefix */
 } groups[] = {
-	{ "grpc_", "gRPC" },
-	{ "db_", "data store" },
-	{ "func_", "function" },
-	{ "fasthttp_", "fasthttp" },
-	{ "kafka_", "Kafka" },
-	{ "go_", NULL },
-	{ "goroutine_", NULL },
-	{ "process_", NULL },
-	{ "calibrate", NULL },
-	{ "", "net/http" },
+	{ "grpc_", "gRPC", (const char *const[]){ "rpc_", NULL } },
+	{ "db_", "data store", (const char *const[]){ "db_calls", NULL } },
+	{ "func_", "function", (const char *const[]){ "span_stacks", NULL } },
+	{ "fasthttp_", "fasthttp", (const char *const[]){ "fh_", NULL } },
+	{ "kafka_", "Kafka",
+	  (const char *const[]){ "kafka_sarama_", "kafka_franz_", "kafka_consumers", "kafka_sends",
+				 NULL } },
+	{ "go_", NULL, NULL },
+	{ "goroutine_", NULL, NULL },
+	{ "process_", NULL, NULL },
+	{ "calibrate", NULL, NULL },
+	{ "", "net/http", NULL },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
@@ -109,17 +119,44 @@ static bool in_group(const struct bpf_program *prog, ssize_t g)
 	return g < 0 ? !groups[mine].what : mine == (size_t)g;
 }
 
-/* Opens a copy of the BPF object that loads group G's programs (G < 0: the first copy's). */
+/* The group that makes MAP when it loads, or -1: MAP is made with the first copy. */
+static ssize_t map_group(const struct bpf_map *map)
+{
+	const char *name = bpf_map__name(map);
+	const char *const *m;
+	size_t g;
+
+	for (g = 0; g < NGROUPS; g++)
+		for (m = groups[g].maps; m && *m; m++)
+			if (!strncmp(name, *m, strlen(*m)))
+				return (ssize_t)g;
+	return -1;
+}
+
+/*
+ * Opens a copy of the BPF object that loads group G's programs and makes its maps (G < 0: the
+ * first copy's, and every map of no group).
+ */
 static struct http_bpf *open_copy(struct probes *p, ssize_t g)
 {
 	struct bpf_program *prog;
 	struct http_bpf *s;
+	struct bpf_map *map;
+	ssize_t owner;
 
 	s = http_bpf__open();
 	if (!s)
 		return NULL;
 	bpf_object__for_each_program(prog, s->obj)
 		bpf_program__set_autoload(prog, in_group(prog, g));
+	bpf_object__for_each_map(map, s->obj) {
+		owner = map_group(map);
+		if (owner >= 0 && owner != g && bpf_map__set_autocreate(map, false)) {
+			http_bpf__destroy(s);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	if (p->multi)
 		uprobes__use_multi(s->obj, s->progs.calibrate);
 	return s;
@@ -179,6 +216,8 @@ static int load_group(struct probes *p, size_t g)
 		return err;
 	}
 	bpf_object__for_each_map(map, s->obj) {
+		if (map_group(map) >= 0)
+			continue; /* this copy makes it, or no program of it uses it */
 		fd = bpf_object__find_map_fd_by_name(p->skel->obj, bpf_map__name(map));
 		err = fd < 0 ? -ENOENT : bpf_map__reuse_fd(map, fd);
 		if (err) {

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -289,18 +290,54 @@ size_t uprobes__mark(const struct uprobes *u)
 	return u->nlinks;
 }
 
-void uprobes__rollback(struct uprobes *u, size_t mark)
-{
-	struct link *l;
+/*
+ * Links are taken away by up to this many threads at once: the kernel waits for an RCU grace
+ * period as it removes each uprobe (20-70 ms here, far more in an emulated virtual machine),
+ * and removals that wait together share one. One after the other, a net/http service's 24
+ * plain uprobes held gospan's exit for 0.35 s on this machine and 1.5 s under qemu's TCG.
+ */
+#define DETACH_THREADS 16
 
-	u->nqueue = 0;
-	while (u->nlinks > mark) {
-		l = &u->links[--u->nlinks];
+/* Links [FROM, TO) of a detach, taken one at a time by each of its threads. */
+struct detach {
+	struct link *links;
+	size_t to;
+	size_t next; /* the next link to take, atomically */
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach *d = arg;
+	struct link *l;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->to) {
+		l = &d->links[i];
 		if (l->link)
 			bpf_link__destroy(l->link);
 		else
 			close(l->fd);
 	}
+	return NULL;
+}
+
+void uprobes__rollback(struct uprobes *u, size_t mark)
+{
+	struct detach d = { .links = u->links, .to = u->nlinks, .next = mark };
+	pthread_t threads[DETACH_THREADS - 1];
+	size_t n = 0, want;
+
+	u->nqueue = 0;
+	if (u->nlinks <= mark)
+		return;
+	want = u->nlinks - mark < DETACH_THREADS ? u->nlinks - mark : DETACH_THREADS;
+	/* Where a thread cannot be had, the ones there are (this one at least) take its share. */
+	while (n + 1 < want && !pthread_create(&threads[n], NULL, detach_some, &d))
+		n++;
+	detach_some(&d);
+	while (n)
+		pthread_join(threads[--n], NULL);
+	u->nlinks = mark;
 }
 
 void uprobes__detach(struct uprobes *u)

@@ -8,15 +8,19 @@ Every request is driven once, in the module fixture `run`; each test checks one 
 """
 
 import http.client
+import json
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -487,3 +491,51 @@ def test_resource_describes_the_service(run, go_version):
     assert isinstance(version, str) and go_version.removeprefix("go") in version, (
         f"process.runtime.version={version!r}, the service was built with {go_version}")
     assert res.get("host.name") == socket.gethostname(), res
+
+
+# ---- what gospan takes from the kernel ----------------------------------------------------------
+
+# The tables of calls in flight of the families httpserver does not have (gRPC, data stores,
+# function spans, fasthttp, the Kafka clients): made only when a target needs them. Each is an
+# LRU hash, allocated whole when made; all of them together were 150 of 215 MiB.
+OTHER_FAMILIES_MAPS = ("rpc_", "db_calls", "span_stacks", "fh_", "kafka_sarama_", "kafka_franz_",
+                       "kafka_consumers", "kafka_sends")
+# What a net/http service's gospan may lock of the kernel's memory in maps: 63 MiB on 2026-12-07
+# (the goroutine and in-flight request tables, the ring buffer).
+MAPS_MIB_AT_MOST = 100
+
+
+def gospan_maps(pid):
+    """{name: bytes of locked memory} of the BPF maps the process PID holds, from its
+    /proc/PID/fdinfo and bpftool (names are not in fdinfo)."""
+    ids = {}
+    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            text = info.read_text()
+        except OSError:
+            continue
+        m, mem = re.search(r"^map_id:\s*(\d+)", text, re.M), re.search(r"^memlock:\s*(\d+)",
+                                                                        text, re.M)
+        if m and mem:
+            ids[m.group(1)] = int(mem.group(1))
+    shown = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], check=True,
+                                      capture_output=True, text=True).stdout)
+    return {m.get("name", f"id {m['id']}"): ids[str(m["id"])] for m in shown
+            if str(m["id"]) in ids}
+
+
+def test_maps_of_families_the_service_lacks_are_not_made(start_service, start_gospan):
+    if shutil.which("bpftool") is None:
+        pytest.skip("bpftool is not installed (make deps installs Debian's bpftool package)")
+    svc = start_service()
+    g = start_gospan(svc.pid)
+    g.wait_attached()
+    maps = gospan_maps(g.proc.pid)
+    assert "goroutines" in maps, f"not gospan's maps: {sorted(maps)}"
+    made = sorted(n for n in maps if n.startswith(OTHER_FAMILIES_MAPS))
+    assert not made, f"made for a net/http service: {made}"
+    total = sum(maps.values()) / 2**20
+    assert total <= MAPS_MIB_AT_MOST, (
+        f"{total:.1f} MiB locked in {len(maps)} maps: "
+        + ", ".join(f"{n} {b / 2**20:.1f}" for n, b in sorted(maps.items(), key=lambda x: -x[1])))
+    assert g.stop(signal.SIGTERM) == 0, g.stderr

@@ -216,7 +216,8 @@ def main():
     if pytest_args:
         t0 = time.monotonic()
         with open(out / "pytest.log", "w") as log:
-            res = subprocess.run([sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider",
+            res = subprocess.run([sys.executable, "-m", "pytest", "-ra", "--durations=15",
+                                  "-p", "no:cacheprovider",
                                   f"--junitxml={out / 'junit.xml'}", *pytest_args],
                                  cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         report["pytest_exit"] = res.returncode
