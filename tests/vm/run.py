@@ -269,6 +269,10 @@ def prebuild(arch):
 # ---- one boot ---------------------------------------------------------------------------------
 
 
+# What the job hands the guest of this machine's environment: where Go and the caches are.
+CACHE_VARS = ("GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME")
+
+
 def binds():
     """The machine's directories a guest whose root is not the machine's own needs at the same
     paths: the tree, the build directory, the build cache (dbmix)."""
@@ -302,7 +306,7 @@ def job_script(out, boot):
                 "GOFLAGS": "-mod=mod"})
     if prebuilt_list(arch).exists():
         env["GOSPAN_VM_PREBUILT"] = str(prebuilt_list(arch))
-    for k in ("GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "XDG_CACHE_HOME"):
+    for k in CACHE_VARS:
         if os.environ.get(k):
             env[k] = os.environ[k]
     lines = ["set -e"] + [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
@@ -311,14 +315,19 @@ def job_script(out, boot):
     return "\n".join(lines) + "\n"
 
 
-# The guest's own, in memory (tests/vm/init): the checkout and the build are kept through them.
+# The guest's own, in memory (tests/vm/init): the checkout, the build and the caches are kept
+# through them.
 GUEST_TMP = (Path("/tmp"), Path("/run"), Path("/var/tmp"))
 
 
 def kept_dirs():
-    """The run's directories that lie under GUEST_TMP (a CI checkout in /tmp), for init to keep."""
-    return [str(d) for d in (REPO, BUILD)
-            if any(d == t or t in d.parents for t in GUEST_TMP)]
+    """The run's directories that lie under GUEST_TMP, for init to keep: a CI checkout in /tmp,
+    and Go's and the build's caches where the environment puts them there (without them the
+    guest's `go build` cannot find the services built here up to date, and has no proxy)."""
+    dirs = [REPO, BUILD, *(Path(os.environ[k]) for k in CACHE_VARS if os.environ.get(k))]
+    under = {d.resolve() for d in dirs
+             if d.is_dir() and any(d == t or t in d.parents for t in GUEST_TMP)}
+    return [str(d) for d in sorted(under) if not any(q != d and q in d.parents for q in under)]
 
 
 def qemu_argv(kernel_home, initrd, out, boot):
