@@ -320,11 +320,15 @@ def job_script(out, boot):
 GUEST_TMP = (Path("/tmp"), Path("/run"), Path("/var/tmp"))
 
 
-def kept_dirs():
+def kept_dirs(arch):
     """The run's directories that lie under GUEST_TMP, for init to keep: a CI checkout in /tmp,
     and Go's and the build's caches where the environment puts them there (without them the
-    guest's `go build` cannot find the services built here up to date, and has no proxy)."""
-    dirs = [REPO, BUILD, *(Path(os.environ[k]) for k in CACHE_VARS if os.environ.get(k))]
+    guest's `go build` cannot find the services built here up to date, and has no proxy). A
+    guest of another architecture has only what binds() puts in its root, and no Go."""
+    if arch != HOST_ARCH:
+        dirs = binds()
+    else:
+        dirs = [REPO, BUILD, *(Path(os.environ[k]) for k in CACHE_VARS if os.environ.get(k))]
     under = {d.resolve() for d in dirs
              if d.is_dir() and any(d == t or t in d.parents for t in GUEST_TMP)}
     return [str(d) for d in sorted(under) if not any(q != d and q in d.parents for q in under)]
@@ -334,7 +338,7 @@ def qemu_argv(kernel_home, initrd, out, boot):
     arch = kernels.KERNELS[boot.kernel].arch
     cmdline = (f"console={CONSOLE[arch]} panic=-1 quiet gospan.cgroup={boot.cgroup} "
                f"{boot.cmdline}").strip()
-    keep = kept_dirs()
+    keep = kept_dirs(arch)
     if keep:
         if any("," in d or " " in d for d in keep):
             raise RunError(f"cannot share {keep} with the guest: a comma or a space in the path")
