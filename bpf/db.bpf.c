@@ -420,12 +420,20 @@ static __always_inline int db_end(GO_REGS *ctx, __u32 lo, __u32 hi, __u32 err_sl
  * under database/sql (pgx's own driver) or under pgx; go-redis under go-redis (a new connection's
  * HELLO). Counted, so that its end is not taken for the other's.
  */
-static __always_inline bool db_nested(const struct goroutine_key *key, __u32 client, __u64 now)
+static __always_inline bool db_nested(const struct goroutine_key *key, __u32 client, __u64 qp,
+				      __u64 obj, __u64 now)
 {
 	struct db_pending *p = bpf_map_lookup_elem(&db_calls, key);
 	bool inside;
 
 	if (!p || !p->start_ns || now - p->start_ns >= DB_NEST_MAX_NS)
+		return false;
+	/*
+	 * The same call's entry again (an entry at a function's first instruction, as on arm64,
+	 * fires again when the stack check grows the stack): db_begin() leaves the call as it is.
+	 * Counted as nested, its end would be taken for the inner call's and the span lost.
+	 */
+	if (p->client == client && p->query_ptr == qp && p->obj == obj)
 		return false;
 	if (client == DB_CLIENT_PGX || client == DB_CLIENT_PGX_BATCH)
 		inside = p->client <= DB_CLIENT_PGX_BATCH;
@@ -456,7 +464,7 @@ static __always_inline struct db_pending *db_entry(GO_REGS *ctx, __u32 client, _
 	on = client == DB_CLIENT_SQL ? cfg->db_sql :
 	     client <= DB_CLIENT_PGX_BATCH ? cfg->db_pgx :
 					    cfg->db_redis;
-	if (!on || db_nested(&key, client, now))
+	if (!on || db_nested(&key, client, qp, obj, now))
 		return NULL;
 	return db_begin(&key, client, qp, ql, obj, now);
 }
