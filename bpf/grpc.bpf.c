@@ -7,7 +7,9 @@
  * unary and streaming RPCs alike. Its entry starts the span (the stream's method; the transport's
  * peer addresses; the caller's traceparent, found in the metadata map the stream's context
  * carries); the transport's status writer, which the same goroutine calls when the handler has
- * returned, ends it with the status.
+ * returned, ends it with the status. grpc-go starts a goroutine for each RPC: the call's state is
+ * in that goroutine's entry of `goroutines`, made at the entry and taken out at the end, and what
+ * is the same for every RPC of a connection (its endpoints) is read once, kept by transport.
  *
  * Client: newClientStream begins every call made through a grpc.ClientConn (Invoke and streams).
  * Its entry starts the span, a child of what the goroutine works for. The call is then followed
@@ -26,25 +28,50 @@
 /* How many contexts the walk for the incoming metadata follows from the stream's own. */
 #define CTX_WALK_MAX 6
 
+/* What bpf_map_update_elem() returns with BPF_NOEXIST for a key that is there: -EEXIST. */
+#define EEXIST_ 17
+
 /* gRPC's code for an error that is not a status: codes.Unknown. */
 #define GRPC_CODE_UNKNOWN 2
 
-/* The RPC a goroutine's handleStream call serves. */
-struct rpc_server_call {
-	__u64 start_ns; /* 0: none in flight */
-	__u64 stream;	/* the stream: a second entry with it is the prologue's re-run */
-	__u64 cpu_start_ns;
-	__u32 has_prev;
+/*
+ * What a server transport's RPCs share, read on its first RPC gospan sees and kept by the
+ * transport's address: both endpoints (ten reads of the service's memory an RPC, against two
+ * that check the entry still names that connection), and the two types the walk to the incoming
+ * metadata looks for at each context (each one read, else five more).
+ */
+struct rpc_conn_key {
+	__u32 pid;
 	__u32 _pad;
-	struct span_ctx prev; /* what the goroutine worked for before, restored at the end */
+	__u64 t; /* the *http2Server (the ServerTransport's data word) */
+};
+
+struct rpc_conn {
+	/*
+	 * The transport's remote net.Addr and its port when it was read. A transport's memory may
+	 * be another connection's later: that one's address is another *net.TCPAddr, or the same
+	 * memory again only with a new connection's port, so a match is that connection.
+	 */
+	__u64 remote_itab, remote_data, remote_port;
+	__u64 valuectx_itab; /* context.valueCtx's itab for context.Context; 0: not seen yet */
+	__u64 md_type;	     /* the type of the incoming metadata (metadata.MD); 0: not seen yet */
+	struct net_endpoint local, remote;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct goroutine_key);
-	__type(value, struct rpc_server_call);
-} rpc_servers SEC(".maps");
+	__type(key, struct rpc_conn_key);
+	__type(value, struct rpc_conn);
+} rpc_conns SEC(".maps");
+
+/* A connection's entry before it is in rpc_conns: too large for the entry program's frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rpc_conn);
+} rpc_conn_scratch SEC(".maps");
 
 /*
  * A client call begun on a goroutine, until its stream is made (START_NS 0 from then on) and its
@@ -109,10 +136,12 @@ static __always_inline bool is_string_slice_map(__u64 type)
  * The incoming metadata of the stream at STREAM: the transport stores it in the stream's context
  * with context.WithValue, and later layers (a stats handler, a tap) wrap that context in more
  * values. The walk follows value contexts only, from the newest, to the first value that is a
- * map[string][]string. NULL when there is none (a call without metadata).
+ * map[string][]string. NULL when there is none (a call without metadata). CONN holds the
+ * valueCtx itab and the metadata's type once they have been seen, so that each is known by a
+ * compare instead of reads of its type; the walk fills them in.
  */
 static __always_inline void *incoming_md(const struct target_config *cfg, const void *stream,
-					 __u64 bias)
+					 __u64 bias, struct rpc_conn *conn)
 {
 	struct {
 		__u64 itab, data;
@@ -124,13 +153,23 @@ static __always_inline void *incoming_md(const struct target_config *cfg, const 
 		return NULL;
 #pragma unroll
 	for (i = 0; i < CTX_WALK_MAX; i++) {
-		/* context.Context's methods: Deadline, Done, Err, Value. */
-		if (!c.data || !itab_is(c.itab, 3, cfg->fn_valuectx_value, bias))
+		if (!c.data)
 			return NULL;
+		if (c.itab != conn->valuectx_itab) {
+			/* context.Context's methods: Deadline, Done, Err, Value. */
+			if (!itab_is(c.itab, 3, cfg->fn_valuectx_value, bias))
+				return NULL;
+			conn->valuectx_itab = c.itab;
+		}
 		if (bpf_probe_read_user(&v, sizeof(v), (void *)(c.data + cfg->valuectx_val)))
 			return NULL;
-		if (v.data && is_string_slice_map(v.itab))
+		if (v.data && v.itab == conn->md_type)
 			return (void *)v.data;
+		if (v.data && is_string_slice_map(v.itab)) {
+			if (!conn->md_type)
+				conn->md_type = v.itab;
+			return (void *)v.data;
+		}
 		/* The context a valueCtx wraps is its first field. */
 		if (bpf_probe_read_user(&c, sizeof(c), (void *)c.data))
 			return NULL;
@@ -181,6 +220,49 @@ static __always_inline __s32 error_code(const struct target_config *cfg, __u64 i
 }
 
 /*
+ * What rpc_conns knows of the transport T, brought up to date where T is another connection now:
+ * an entry is replaced whole, as other CPUs may be reading it for RPCs of the same connection
+ * (only the metadata walk's two types are written in place: each is one word, and the same for
+ * every connection of the process). The scratch entry when the map takes none; NULL when even
+ * that fails.
+ */
+static __always_inline struct rpc_conn *server_conn(const struct target_config *cfg, __u32 pid,
+						    void *t, __u64 bias)
+{
+	struct rpc_conn_key k = { .pid = pid, .t = (__u64)t };
+	struct {
+		__u64 itab, data;
+	} ra = {};
+	struct rpc_conn *conn, *fresh;
+	__u64 port = 0;
+	__u32 zero = 0;
+
+	/* Two reads tell whether T is still the connection the entry was made for. */
+	if (bpf_probe_read_user(&ra, sizeof(ra), t + cfg->grpc_st_remote_addr) || !ra.data)
+		ra.data = ra.itab = 0;
+	else
+		port = go_read_word((void *)ra.data, cfg->tcpaddr_port);
+	conn = bpf_map_lookup_elem(&rpc_conns, &k);
+	if (conn && conn->remote_itab == ra.itab && conn->remote_data == ra.data &&
+	    conn->remote_port == port)
+		return conn;
+	fresh = bpf_map_lookup_elem(&rpc_conn_scratch, &zero);
+	if (!fresh)
+		return NULL;
+	/* The types the metadata walk looks for are the program's, whichever the connection. */
+	fresh->valuectx_itab = conn ? conn->valuectx_itab : 0;
+	fresh->md_type = conn ? conn->md_type : 0;
+	fresh->remote_itab = ra.itab;
+	fresh->remote_data = ra.data;
+	fresh->remote_port = port;
+	read_endpoint(cfg, t + cfg->grpc_st_local_addr, bias, &fresh->local);
+	read_endpoint(cfg, t + cfg->grpc_st_remote_addr, bias, &fresh->remote);
+	/* Full (every entry in use by another CPU's update): this RPC has its endpoints anyway. */
+	bpf_map_update_elem(&rpc_conns, &k, fresh, BPF_ANY);
+	return fresh;
+}
+
+/*
  * At handleStream's entry: func (s *Server) handleStream(t transport.ServerTransport, stream
  * *transport.(Server)Stream, ...): the interface in slots 2 and 3, the stream in slot 4. SC is
  * this CPU's scratch, which grpc_server_entry() claimed.
@@ -189,22 +271,20 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 {
 	__u64 now = bpf_ktime_get_ns(), bias;
 	const struct target_config *cfg;
-	struct rpc_server_call *call, fresh = {};
+	struct goroutine_state *gs, *fresh;
 	struct grpc_server_start *e;
 	struct goroutine_key key;
 	struct span_ctx *outer;
+	struct rpc_conn *conn;
 	void *stream, *handler_stream, *t, *md = NULL;
 	bool has_tp = false;
+	long err;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->grpc_server)
 		return;
 	stream = handler_stream = (void *)go_arg(ctx, 4);
 	t = (void *)go_arg(ctx, 3);
-	/* A stack-growth re-run of the prologue: the same stream again. */
-	call = bpf_map_lookup_elem(&rpc_servers, &key);
-	if (call && call->start_ns && call->stream == (__u64)handler_stream)
-		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
@@ -216,13 +296,22 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	if (cfg->grpc_stream_deref >= 0)
 		stream = (void *)go_read_word(stream, cfg->grpc_stream_deref);
 	e->method_len = go_read_string(e->method, MAX_RPC_METHOD_LEN, stream + cfg->grpc_stream_method);
-	read_endpoint(cfg, t + cfg->grpc_st_local_addr, bias, &e->local);
-	read_endpoint(cfg, t + cfg->grpc_st_remote_addr, bias, &e->remote);
+	conn = server_conn(cfg, key.pid, t, bias);
+	if (conn) {
+		e->local = conn->local;
+		e->remote = conn->remote;
+	} else {
+		__builtin_memset(&e->local, 0, sizeof(e->local));
+		__builtin_memset(&e->remote, 0, sizeof(e->remote));
+	}
 
-	/* As for HTTP: the caller's trace, else the function span it runs in, else a new trace. */
-	outer = active_get(&key);
-	if (cfg->propagate)
-		md = incoming_md(cfg, stream, bias);
+	/*
+	 * As for HTTP: the caller's trace, else the function span the goroutine runs in, else a
+	 * new trace. grpc-go starts a goroutine for each RPC, which works for no span yet: that is
+	 * taken for granted here, and put right below where the goroutine has an entry.
+	 */
+	if (cfg->propagate && conn)
+		md = incoming_md(cfg, stream, bias, conn);
 	if (md) {
 		TRACEPARENT_MD(tp_key);
 		struct go_string val = {};
@@ -234,7 +323,7 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 		e->ids = sc->ids;
 	else
 		__builtin_memset(&e->ids, 0, sizeof(e->ids));
-	server_ids(cfg, &e->ids, has_tp, outer);
+	server_ids(cfg, &e->ids, has_tp, NULL);
 	e->tracestate_len = 0;
 	if (e->ids.remote_parent && md) {
 		TRACESTATE_MD(ts_key);
@@ -244,25 +333,48 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 		keep_tracestate(key.pid, e->ids.trace_id, e->tracestate, e->tracestate_len);
 	}
 
-	/* The entry the goroutine's last RPC left is rewritten in place. */
-	if (!call)
-		call = &fresh;
-	call->start_ns = now;
-	call->stream = (__u64)handler_stream;
-	call->cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
-	call->has_prev = outer != NULL;
-	if (outer)
-		call->prev = *outer;
-	if (call == &fresh && bpf_map_update_elem(&rpc_servers, &key, &fresh, BPF_ANY)) {
+	/*
+	 * One map entry an RPC, the goroutine's: made whole in the scratch and put in the map only
+	 * where the goroutine has none, which an RPC's own goroutine does not (a lookup first
+	 * would cost as much again).
+	 */
+	fresh = &sc->state;
+	__builtin_memset(fresh, 0, sizeof(*fresh));
+	fresh->rpc.start_ns = now;
+	fresh->rpc.stream = (__u64)handler_stream;
+	fresh->rpc.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	span_ctx_of(&fresh->active, &e->ids);
+	err = bpf_map_update_elem(&goroutines, &key, fresh, BPF_NOEXIST);
+	if (err == -EEXIST_) {
+		/*
+		 * A goroutine with an entry: one that serves RPCs one after another (a server with
+		 * stream workers), a handler's for grpc-go's ServeHTTP, or this call's prologue run
+		 * again after a stack growth (the same stream: its first start stands).
+		 */
+		gs = own_state(&key);
+		if (gs && gs->rpc.start_ns && gs->rpc.stream == (__u64)handler_stream) {
+			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+			return;
+		}
+		outer = gs && gs->active.live ? &gs->active : NULL;
+		if (outer && !has_tp) {
+			__builtin_memset(&e->ids, 0, sizeof(e->ids));
+			server_ids(cfg, &e->ids, false, outer);
+			span_ctx_of(&fresh->active, &e->ids);
+		}
+		if (outer)
+			fresh->rpc.prev = *outer;
+		err = gs ? 0 : bpf_map_update_elem(&goroutines, &key, fresh, BPF_ANY);
+		if (gs) {
+			gs->rpc = fresh->rpc;
+			gs->active = fresh->active;
+		}
+	}
+	if (err) {
+		/* Without the entry no end would pair with this start: send neither. */
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		count_drop(DROP_INFLIGHT_FULL);
 		return;
-	}
-	{
-		struct span_ctx sctx;
-
-		span_ctx_of(&sctx, &e->ids);
-		active_put(&key, &sctx);
 	}
 	bpf_ringbuf_submit(e, submit_flags());
 }
@@ -285,37 +397,41 @@ int grpc_server_status(GO_REGS *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
-	struct rpc_server_call *call;
 	struct grpc_server_end *e;
 	struct goroutine_key key;
 	struct goroutine_state *gs;
+	bool done;
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
 		return 0;
-	call = bpf_map_lookup_elem(&rpc_servers, &key);
+	gs = own_state(&key);
 	/* Only the status of the stream being served, once. */
-	if (!call || !call->start_ns || call->stream != go_arg(ctx, 2))
+	if (!gs || !gs->rpc.start_ns || gs->rpc.stream != go_arg(ctx, 2))
 		return 0;
-	gs = bpf_map_lookup_elem(&goroutines, &key);
-	if (gs) {
-		if (call->has_prev)
-			gs->active = call->prev;
-		else
-			gs->active.live = 0;
-	}
+	/*
+	 * The goroutine goes back to what it worked for before. grpc-go ends a goroutine of its own
+	 * with its RPC, so an entry that holds nothing else is taken out of the map: the next RPC's
+	 * goroutine then gets a free entry instead of making the LRU map evict one.
+	 */
+	done = !gs->rpc.prev.live && !gs->server.start_ns && !gs->peer.ptr;
+	if (gs->rpc.prev.live)
+		gs->active = gs->rpc.prev;
+	else
+		gs->active.live = 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(DROP_RINGBUF_FULL);
-		call->start_ns = 0;
-		return 0;
+	} else {
+		fill_header(&e->hdr, EVENT_GRPC_SERVER_END, &key, gs->rpc.start_ns);
+		e->end_ns = now;
+		e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - gs->rpc.cpu_start_ns : ~0ULL;
+		e->code = status_code(cfg, go_arg(ctx, 3), e->message, &e->message_len);
+		bpf_ringbuf_submit(e, submit_flags());
 	}
-	fill_header(&e->hdr, EVENT_GRPC_SERVER_END, &key, call->start_ns);
-	e->end_ns = now;
-	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - call->cpu_start_ns : ~0ULL;
-	e->code = status_code(cfg, go_arg(ctx, 3), e->message, &e->message_len);
-	bpf_ringbuf_submit(e, submit_flags());
-	call->start_ns = 0;
+	gs->rpc.start_ns = 0;
+	if (done)
+		bpf_map_delete_elem(&goroutines, &key);
 	return 0;
 }
 

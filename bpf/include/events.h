@@ -610,11 +610,24 @@ struct peer_cache {
 	char addr[MAX_ADDR_LEN];
 };
 
+/*
+ * A goroutine's gRPC server call in flight (its `goroutines` entry's `rpc`): grpc-go serves each
+ * RPC on a goroutine of its own, so the call's state shares the entry that carries the span the
+ * goroutine works for, one map entry an RPC. START_NS 0: none.
+ */
+struct rpc_server_call {
+	__u64 start_ns;
+	__u64 stream; /* the stream: a second entry with it is the prologue's re-run */
+	__u64 cpu_start_ns;
+	struct span_ctx prev; /* what the goroutine worked for before (prev.live), put back at the end */
+};
+
 /* What a goroutine is doing: the `goroutines` map's value. */
 struct goroutine_state {
 	struct span_ctx active;	    /* the span it works for, when active.live */
 	struct inflight_call server; /* its ServeHTTP call, when server.start_ns */
 	struct peer_cache peer;	    /* ptr 0: none */
+	struct rpc_server_call rpc;  /* its gRPC server call, when rpc.start_ns */
 };
 
 /* An outgoing call in flight, by goroutine. */

@@ -89,9 +89,9 @@ class Pair:
         return "\n".join(f"--- gospan on {n} ---\n{g.stderr}" for n, g in self.gospans.items())
 
 
-def start_pair(bins, start_gospan, receiver, args=(), service_args=()):
+def start_pair(bins, start_gospan, receiver, args=(), service_args=(), server_env=None):
     server_bin, client_bin = bins
-    server = Service(server_bin, env=_clean_env(), args=service_args)
+    server = Service(server_bin, env={**_clean_env(), **(server_env or {})}, args=service_args)
     try:
         client = Service(client_bin, env=_clean_env(),
                          args=("-target", server.base_url.removeprefix("http://"),
@@ -294,6 +294,29 @@ def test_calls_that_end_early(pair, otlp_receiver, scenario, code):
     # The call's context went out in its HEADERS frame before the client gave up.
     assert server_span.trace_id == client_span.trace_id
     assert server_span.parent_span_id == client_span.span_id
+
+
+def test_each_connection_names_its_own_client(grpcmix_bins, start_gospan, otlp_receiver):
+    """gospan reads a server connection's endpoints on its first RPC and keeps them by the
+    transport's address, which Go gives to a later connection once the first is collected (the
+    server runs with GOGC=1 so that comes soon): each of 32 calls, each on a connection of its
+    own made after the one before was closed, has a SERVER span naming that connection's port."""
+    p = start_pair(grpcmix_bins, start_gospan, otlp_receiver, server_env={"GOGC": "1"})
+    try:
+        got = run_and_collect(p, otlp_receiver, "reconnect")
+        port = server_port(p)
+        ports = []
+        for call, client_span, server_span in got:
+            assert call["code"] == 0 and call["local_port"] > 0, call
+            check_client_span(client_span, call, port)
+            check_server_span(server_span, call, port)
+            assert server_span.attrs.get("client.port") == call["local_port"], \
+                (call, server_span.attrs)
+            ports.append(call["local_port"])
+        assert len(set(ports)) == len(ports), f"connections shared a port: {ports}"
+    finally:
+        p.client.stop()
+        p.server.stop()
 
 
 def test_incoming_traceparent_is_joined(pair, otlp_receiver):

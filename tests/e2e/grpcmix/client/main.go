@@ -54,6 +54,7 @@ const (
 
 	streamLength = 5  // messages in each streaming scenario
 	concurrency  = 64 // calls at once in "concurrent"
+	reconnects   = 32 // connections made, one call each, in "reconnect"
 	warmTimeout  = 10 * time.Second
 )
 
@@ -96,6 +97,8 @@ type call struct {
 	SeenTracestate  string `json:"seen_tracestate"`
 	// Responses counts the messages a streaming call received.
 	Responses int `json:"responses,omitempty"`
+	// LocalPort is the client's port of the call's own connection ("reconnect" only).
+	LocalPort int `json:"local_port,omitempty"`
 }
 
 func begin(name, method string, want codes.Code) call {
@@ -114,7 +117,9 @@ func (c *call) end(err error, header metadata.MD) {
 }
 
 type app struct {
-	tc testpb.TestServiceClient
+	tc     testpb.TestServiceClient
+	target string
+	creds  credentials.TransportCredentials
 }
 
 func command(s string) *testpb.Payload { return &testpb.Payload{Body: []byte(s)} }
@@ -285,6 +290,43 @@ func (a *app) withTraceparent(ctx context.Context) []call {
 		&testpb.SimpleRequest{ResponseSize: 16, Payload: command("ok")})}
 }
 
+// reconnect makes each call on a connection of its own, made for it and closed after it, and
+// records the connection's local port: the server sees connections come and go one after
+// another, and a tracer that keeps anything by connection must tell each from the one before.
+func (a *app) reconnect(ctx context.Context) []call {
+	calls := make([]call, 0, reconnects)
+	for i := 0; i < reconnects; i++ {
+		var mu sync.Mutex
+		local := 0
+		dial := func(ctx context.Context, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err == nil {
+				mu.Lock()
+				local = conn.LocalAddr().(*net.TCPAddr).Port
+				mu.Unlock()
+			}
+			return conn, err
+		}
+		cc, err := grpc.Dial(a.target, grpc.WithTransportCredentials(a.creds),
+			grpc.WithContextDialer(dial))
+		if err != nil {
+			c := begin(fmt.Sprintf("reconnect/%d", i), methodUnary, codes.OK)
+			c.end(err, nil)
+			calls = append(calls, c)
+			continue
+		}
+		c := (&app{tc: testpb.NewTestServiceClient(cc)}).unary(ctx,
+			fmt.Sprintf("reconnect/%d", i), codes.OK,
+			&testpb.SimpleRequest{ResponseSize: 8, Payload: command("ok")})
+		_ = cc.Close()
+		mu.Lock()
+		c.LocalPort = local
+		mu.Unlock()
+		calls = append(calls, c)
+	}
+	return calls
+}
+
 // scenarios in the order "all" runs them.
 func (a *app) scenarios() []struct {
 	name string
@@ -306,6 +348,7 @@ func (a *app) scenarios() []struct {
 		{"concurrent", a.concurrent},
 		{"relay", a.relay},
 		{"with_traceparent", a.withTraceparent},
+		{"reconnect", a.reconnect},
 	}
 }
 
@@ -364,7 +407,7 @@ func main() {
 		log.Fatalf("client: cannot set up a connection to '%s': %v", *target, err)
 	}
 	defer conn.Close()
-	a := &app{tc: testpb.NewTestServiceClient(conn)}
+	a := &app{tc: testpb.NewTestServiceClient(conn), target: *target, creds: creds}
 
 	// The first call connects; made before the listening line, so no scenario pays for the
 	// handshake and every scenario's calls go over an established connection.
