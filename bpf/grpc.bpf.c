@@ -133,24 +133,27 @@ static __always_inline bool is_string_slice_map(__u64 type)
 }
 
 /*
- * The incoming metadata of the stream at STREAM: the transport stores it in the stream's context
+ * The incoming metadata of the stream STREAM (its head as copied): the transport stores it in the
+ * stream's context
  * with context.WithValue, and later layers (a stats handler, a tap) wrap that context in more
  * values. The walk follows value contexts only, from the newest, to the first value that is a
  * map[string][]string. NULL when there is none (a call without metadata). CONN holds the
  * valueCtx itab and the metadata's type once they have been seen, so that each is known by a
  * compare instead of reads of its type; the walk fills them in.
  */
-static __always_inline void *incoming_md(const struct target_config *cfg, const void *stream,
-					 __u64 bias, struct rpc_conn *conn)
+static __always_inline void *incoming_md(const struct target_config *cfg,
+					 const struct req_view *stream, __u64 bias,
+					 struct rpc_conn *conn)
 {
 	struct {
 		__u64 itab, data;
 	} c, v;
 	int i;
 
-	if (cfg->grpc_stream_ctx < 0 || cfg->valuectx_val < 0 ||
-	    bpf_probe_read_user(&c, sizeof(c), stream + cfg->grpc_stream_ctx))
+	if (cfg->grpc_stream_ctx < 0 || cfg->valuectx_val < 0)
 		return NULL;
+	c.itab = req_word(stream, cfg->grpc_stream_ctx);
+	c.data = req_word(stream, cfg->grpc_stream_ctx + 8);
 #pragma unroll
 	for (i = 0; i < CTX_WALK_MAX; i++) {
 		if (!c.data)
@@ -276,6 +279,7 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	struct goroutine_key key;
 	struct span_ctx *outer;
 	struct rpc_conn *conn;
+	struct req_view sv;
 	void *stream, *handler_stream, *t, *md = NULL;
 	bool has_tp = false;
 	long err;
@@ -295,7 +299,12 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	bias = load_bias(ctx, cfg->grpc_server_entry_at);
 	if (cfg->grpc_stream_deref >= 0)
 		stream = (void *)go_read_word(stream, cfg->grpc_stream_deref);
-	e->method_len = go_read_string(e->method, MAX_RPC_METHOD_LEN, stream + cfg->grpc_stream_method);
+	/* The stream's method and context, in one read. */
+	snap_head(sc, stream,
+		  field_end(cfg->grpc_stream_ctx, 16,
+			    field_end(cfg->grpc_stream_method, sizeof(struct go_string), 0)),
+		  &sv);
+	e->method_len = req_string(&sv, cfg->grpc_stream_method, e->method, MAX_RPC_METHOD_LEN);
 	conn = server_conn(cfg, key.pid, t, bias);
 	if (conn) {
 		e->local = conn->local;
@@ -311,7 +320,7 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	 * taken for granted here, and put right below where the goroutine has an entry.
 	 */
 	if (cfg->propagate && conn)
-		md = incoming_md(cfg, stream, bias, conn);
+		md = incoming_md(cfg, &sv, bias, conn);
 	if (md) {
 		TRACEPARENT_MD(tp_key);
 		struct go_string val = {};

@@ -116,21 +116,6 @@ static __always_inline bool read_traceparent(const struct target_config *cfg, vo
 	       gospan_traceparent_read((__u64)val.ptr, val.len, ids);
 }
 
-/* http.Request's head as copied by req_snapshot(), and where the request itself is. */
-struct req_view {
-	const void *req;
-	const __u8 *snap;
-	__u64 len; /* bytes copied; 0 when the copy failed: every field is then read on its own */
-};
-
-/* END, or where the field at OFF of SIZE bytes ends if that is further (and within the bound). */
-static __always_inline __u64 field_end(__s64 off, __u64 size, __u64 end)
-{
-	if (off < 0 || off > REQ_SNAP_MAX)
-		return end;
-	return (__u64)off + size > end ? (__u64)off + size : end;
-}
-
 /* Copies the head of the request REQ, up to the last field read at entry, into SC. */
 static __always_inline void req_snapshot(const struct target_config *cfg, struct scratch *sc,
 					 const void *req, struct req_view *v)
@@ -145,37 +130,7 @@ static __always_inline void req_snapshot(const struct target_config *cfg, struct
 	end = field_end(cfg->req_content_length, 8, end);
 	end = field_end(cfg->req_tls, 8, end);
 	end = field_end(cfg->req_header, 8, end);
-	if (end > REQ_SNAP_MAX)
-		end = REQ_SNAP_MAX;
-	v->req = req;
-	v->snap = sc->req;
-	v->len = 0;
-	if (end && !bpf_probe_read_user(sc->req, end, req))
-		v->len = end;
-}
-
-/*
- * The word at OFF in the request: from the copy when it holds it. Whether it does is computed,
- * not tested on OFF (as go_map.bpf.c's snap_word()): a test leaves the verifier other ranges on
- * each way out, and the ways of the fields read one after another did not join again.
- */
-static __always_inline __u64 req_word(const struct req_view *v, __s64 off)
-{
-	__u64 o = (__u64)off;
-	/* Sign set when O + 8 > LEN (a failed copy's LEN is 0), or OFF is negative. */
-	__u64 outside = ((v->len - 8 - o) | o) >> 63;
-
-	asm volatile("" : "+r"(outside));
-	if (!outside)
-		return *(const __u64 *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
-	return go_read_word(v->req, off);
-}
-
-/* The Go string at OFF in the request into DST (CAP bytes); its real length, as go_read_string. */
-static __always_inline __u32 req_string(const struct req_view *v, __s64 off, char *dst, __u32 cap)
-{
-	return go_copy_string(dst, cap, (const char *)req_word(v, off),
-			      (__s64)req_word(v, off + 8));
+	snap_head(sc, req, end, v);
 }
 
 /* ServeHTTP's entry, with this CPU's scratch claimed (SC). */

@@ -61,10 +61,11 @@ SHARED_MAP(goroutine_zero, BPF_MAP_TYPE_ARRAY, 1, __u32, struct goroutine_state)
 SHARED_MAP(drops, BPF_MAP_TYPE_PERCPU_ARRAY, DROP__COUNT, __u32, __u64);
 
 /*
- * How much of http.Request's head serve_http_entry copies in one read: its fields are picked from
- * the copy, which costs one bpf_probe_read_user instead of one per field. In every release the
- * offset tables cover, the fields read at entry (Method .. TLS) lie in the first 0xd8 bytes; a
- * field past the bound is read on its own.
+ * How much of http.Request's head serve_http_entry copies in one read (and of a gRPC stream's,
+ * grpc_server_entry): its fields are picked from the copy, which costs one bpf_probe_read_user
+ * instead of one per field. In every release the offset tables cover, the fields read at entry
+ * (Method .. TLS) lie in the first 0xd8 bytes (a stream's context and method in the first 0x68);
+ * a field past the bound is read on its own.
  */
 #define REQ_SNAP_MAX 256
 _Static_assert((REQ_SNAP_MAX & (REQ_SNAP_MAX - 1)) == 0, "REQ_SNAP_MAX: a power of two");
@@ -151,6 +152,66 @@ static __always_inline struct scratch *scratch_claim(void)
 	if (!sc)
 		count_drop(DROP_SCRATCH_BUSY);
 	return sc;
+}
+
+/*
+ * The head of a Go struct (http.Request's, a gRPC stream's) as snap_head() copied it into the
+ * scratch, and where the struct itself is: its fields are picked from the copy, one read for
+ * all of them instead of one each.
+ */
+struct req_view {
+	const void *req;
+	const __u8 *snap;
+	__u64 len; /* bytes copied; 0 when the copy failed: every field is then read on its own */
+};
+
+/* END, or where the field at OFF of SIZE bytes ends if that is further (and within the bound). */
+static __always_inline __u64 field_end(__s64 off, __u64 size, __u64 end)
+{
+	if (off < 0 || off > REQ_SNAP_MAX)
+		return end;
+	return (__u64)off + size > end ? (__u64)off + size : end;
+}
+
+/*
+ * Copies the first END bytes (at most REQ_SNAP_MAX) of the struct at PTR into SC's snapshot.
+ * Exactly what the fields need: memory past a struct may be a page the process never touched,
+ * which a read cannot fault in, and the whole copy would fail.
+ */
+static __always_inline void snap_head(struct scratch *sc, const void *ptr, __u64 end,
+				      struct req_view *v)
+{
+	if (end > REQ_SNAP_MAX)
+		end = REQ_SNAP_MAX;
+	v->req = ptr;
+	v->snap = sc->req;
+	v->len = 0;
+	if (end && !bpf_probe_read_user(sc->req, end, ptr))
+		v->len = end;
+}
+
+/*
+ * The word at OFF in the struct: from the copy when it holds it. Whether it does is computed,
+ * not tested on OFF (as go_map.bpf.c's snap_word()): a test leaves the verifier other ranges on
+ * each way out, and the ways of the fields read one after another did not join again.
+ */
+static __always_inline __u64 req_word(const struct req_view *v, __s64 off)
+{
+	__u64 o = (__u64)off;
+	/* Sign set when O + 8 > LEN (a failed copy's LEN is 0), or OFF is negative. */
+	__u64 outside = ((v->len - 8 - o) | o) >> 63;
+
+	asm volatile("" : "+r"(outside));
+	if (!outside)
+		return *(const __u64 *)(v->snap + (o & (REQ_SNAP_MAX - 1)));
+	return go_read_word(v->req, off);
+}
+
+/* The Go string at OFF in the struct into DST (CAP bytes); its real length, as go_read_string. */
+static __always_inline __u32 req_string(const struct req_view *v, __s64 off, char *dst, __u32 cap)
+{
+	return go_copy_string(dst, cap, (const char *)req_word(v, off),
+			      (__s64)req_word(v, off + 8));
 }
 
 /* Runs the uprobe program BODY with this CPU's scratch claimed, and gives it back. */
