@@ -132,51 +132,70 @@ static __always_inline bool is_string_slice_map(__u64 type)
 	       (kind & GO_TYPE_KIND_MASK) == GO_KIND_SLICE_;
 }
 
+/* An interface value: its itab (or type) word and its data word. */
+struct go_iface {
+	__u64 itab, data;
+};
+
+/*
+ * One context of the walk to the incoming metadata, C: 1 where the walk ends, with *MD the
+ * metadata when C holds it; else 0, with C the context C wraps. CONN holds the valueCtx itab and
+ * the metadata's type once they have been seen, so that each is known by a compare instead of
+ * reads of its type; the walk fills them in.
+ */
+static __always_inline int md_walk_step(const struct target_config *cfg, __u64 bias,
+					struct rpc_conn *conn, struct go_iface *c, void **md)
+{
+	struct go_iface v;
+
+	if (!c->data)
+		return 1;
+	if (c->itab != conn->valuectx_itab) {
+		/* context.Context's methods: Deadline, Done, Err, Value. */
+		if (!itab_is(c->itab, 3, cfg->fn_valuectx_value, bias))
+			return 1;
+		conn->valuectx_itab = c->itab;
+	}
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)(c->data + cfg->valuectx_val)))
+		return 1;
+	if (v.data && conn->md_type && v.itab == conn->md_type) {
+		*md = (void *)v.data;
+		return 1;
+	}
+	if (v.data && is_string_slice_map(v.itab)) {
+		if (!conn->md_type)
+			conn->md_type = v.itab;
+		*md = (void *)v.data;
+		return 1;
+	}
+	/* The context a valueCtx wraps is its first field. */
+	return bpf_probe_read_user(c, sizeof(*c), (void *)c->data) ? 1 : 0;
+}
+
 /*
  * The incoming metadata of the stream STREAM (its head as copied): the transport stores it in the
- * stream's context
- * with context.WithValue, and later layers (a stats handler, a tap) wrap that context in more
- * values. The walk follows value contexts only, from the newest, to the first value that is a
- * map[string][]string. NULL when there is none (a call without metadata). CONN holds the
- * valueCtx itab and the metadata's type once they have been seen, so that each is known by a
- * compare instead of reads of its type; the walk fills them in.
+ * stream's context with context.WithValue, and later layers (a stats handler, a tap) wrap that
+ * context in more values. The walk follows value contexts only, from the newest, to the first
+ * value that is a map[string][]string, at most CTX_WALK_MAX of them. NULL when there is none (a
+ * call without metadata). Written out step by step: clang cannot unroll the loop it was (a trip
+ * count only bounded), and laid it out closed by a fall-through, which Linux 6.1 refuses.
  */
 static __always_inline void *incoming_md(const struct target_config *cfg,
 					 const struct req_view *stream, __u64 bias,
 					 struct rpc_conn *conn)
 {
-	struct {
-		__u64 itab, data;
-	} c, v;
-	int i;
+	struct go_iface c;
+	void *md = NULL;
 
 	if (cfg->grpc_stream_ctx < 0 || cfg->valuectx_val < 0)
 		return NULL;
 	c.itab = req_word(stream, cfg->grpc_stream_ctx);
 	c.data = req_word(stream, cfg->grpc_stream_ctx + 8);
-#pragma unroll
-	for (i = 0; i < CTX_WALK_MAX; i++) {
-		if (!c.data)
-			return NULL;
-		if (c.itab != conn->valuectx_itab) {
-			/* context.Context's methods: Deadline, Done, Err, Value. */
-			if (!itab_is(c.itab, 3, cfg->fn_valuectx_value, bias))
-				return NULL;
-			conn->valuectx_itab = c.itab;
-		}
-		if (bpf_probe_read_user(&v, sizeof(v), (void *)(c.data + cfg->valuectx_val)))
-			return NULL;
-		if (v.data && v.itab == conn->md_type)
-			return (void *)v.data;
-		if (v.data && is_string_slice_map(v.itab)) {
-			if (!conn->md_type)
-				conn->md_type = v.itab;
-			return (void *)v.data;
-		}
-		/* The context a valueCtx wraps is its first field. */
-		if (bpf_probe_read_user(&c, sizeof(c), (void *)c.data))
-			return NULL;
-	}
+	_Static_assert(CTX_WALK_MAX == 6, "incoming_md(): one step a context");
+	if (md_walk_step(cfg, bias, conn, &c, &md) || md_walk_step(cfg, bias, conn, &c, &md) ||
+	    md_walk_step(cfg, bias, conn, &c, &md) || md_walk_step(cfg, bias, conn, &c, &md) ||
+	    md_walk_step(cfg, bias, conn, &c, &md) || md_walk_step(cfg, bias, conn, &c, &md))
+		return md;
 	return NULL;
 }
 
