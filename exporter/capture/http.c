@@ -64,35 +64,50 @@ static struct http_call *open_http(struct records *r, const struct call_kind *ki
 	return p ? http_call(p) : NULL;
 }
 
-static bool known_method(const char *m)
+/* M (LEN bytes) is one of the methods the conventions name; lengths settle most of it. */
+static bool known_method(const char *m, size_t len)
 {
-	static const char *const methods[] = { "GET",	  "HEAD",    "POST",  "PUT",  "DELETE",
-					       "CONNECT", "OPTIONS", "TRACE", "PATCH" };
+#define METHOD(name) { name, sizeof(name) - 1 }
+	static const struct {
+		const char *name;
+		size_t len;
+	} methods[] = { METHOD("GET"),	   METHOD("HEAD"),    METHOD("POST"),
+			METHOD("PUT"),	   METHOD("DELETE"),  METHOD("CONNECT"),
+			METHOD("OPTIONS"), METHOD("TRACE"),   METHOD("PATCH") };
+#undef METHOD
 	size_t i;
 
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (!strcmp(m, methods[i]))
+		if (methods[i].len == len && !memcmp(m, methods[i].name, len))
 			return true;
 	return false;
 }
 
-/* "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path. */
-static const char *pattern_route(char *pattern)
+/*
+ * "GET example.com/users/{id}" -> "/users/{id}": the route is the pattern's path, of *LEN bytes,
+ * in PATTERN (LEN bytes as C code reads it: to its first NUL).
+ */
+static const char *pattern_route(const char *pattern, size_t len, size_t *route_len)
 {
-	char *sp = strchr(pattern, ' ');
-	char *path = sp ? sp + 1 : pattern;
-	size_t len;
+	const char *end = pattern + len, *sp = memchr(pattern, ' ', len);
+	const char *path = sp ? sp + 1 : pattern;
 
-	while (*path == ' ' || *path == '\t')
+	while (path < end && (*path == ' ' || *path == '\t'))
 		path++;
-	path = strchr(path, '/');
+	path = memchr(path, '/', end - path);
+	if (!path)
+		return NULL;
+	*route_len = end - path;
 	/* "/{$}" is Go's spelling of "exactly this path": the route is the path itself. */
-	if (path && (len = strlen(path)) >= 4 && !strcmp(path + len - 3, "{$}"))
-		path[len - 3] = '\0';
+	if (*route_len >= 4 && !memcmp(end - 3, "{$}", 3))
+		*route_len -= 3;
 	return path;
 }
 
-/* Sets http.route to ROUTE (RLEN bytes, UTF-8) and names the span "METHOD ROUTE". */
+/*
+ * Sets http.route to ROUTE (RLEN bytes, at most HTTP_ROUTE_MAX made UTF-8; the span makes it
+ * valid UTF-8 as it takes it) and names the span "METHOD ROUTE".
+ */
 static void name_route(struct span *s, const char *method, const char *route, size_t rlen)
 {
 	char name[MAX_METHOD_LEN + HTTP_ROUTE_MAX * 3 + 2];
@@ -110,20 +125,22 @@ static void name_route(struct span *s, const char *method, const char *route, si
 /* Sets http.route and names the span "METHOD ROUTE", or just "METHOD" when no route matched. */
 static void set_route_and_name(struct span *s, const char *method, const char *raw, uint32_t len)
 {
-	char pattern[MAX_PATTERN_LEN * 3 + 1];
 	const char *route = NULL;
+	size_t rlen;
 
-	pattern[0] = '\0';
-	if (len)
-		attrs__captured_copy(pattern, sizeof(pattern), raw, len, MAX_PATTERN_LEN);
-	/* A cut pattern would name a route that does not exist: leave it out. */
-	if (pattern[0] && len <= MAX_PATTERN_LEN)
-		route = pattern_route(pattern);
+	/*
+	 * A cut pattern would name a route that does not exist: leave it out. The pattern is
+	 * split where its ASCII delimiters are, in the captured bytes themselves; the span makes
+	 * the route valid UTF-8 as it copies it.
+	 */
+	if (len && len <= MAX_PATTERN_LEN)
+		route = pattern_route(raw, attrs__captured_text_len(raw, len, MAX_PATTERN_LEN),
+				      &rlen);
 	if (!route) {
 		span__set_name(s, method, strlen(method));
 		return;
 	}
-	name_route(s, method, route, strlen(route));
+	name_route(s, method, route, rlen);
 }
 
 /*
@@ -132,33 +149,31 @@ static void set_route_and_name(struct span *s, const char *method, const char *r
  */
 static bool set_protocol_version(struct span *s, const char *raw, uint32_t len)
 {
-	char proto[MAX_PROTO_LEN * 3 + 1];
-	const char *ver;
+	size_t n = attrs__captured_text_len(raw, len, MAX_PROTO_LEN);
+	const char *ver = raw + 5;
 
-	attrs__captured_copy(proto, sizeof(proto), raw, len, MAX_PROTO_LEN);
-	if (strncmp(proto, "HTTP/", 5))
+	/* Compared in the captured bytes: ASCII is what making them valid UTF-8 leaves alone. */
+	if (n < 5 || memcmp(raw, "HTTP/", 5))
 		return false;
-	ver = proto + 5;
+	n -= 5;
 	/* "HTTP/2.0" is reported as "2", as the conventions spell it. */
-	if (!strcmp(ver, "2.0") || !strcmp(ver, "3.0"))
-		span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, 1);
-	else
-		span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, strlen(ver));
-	return !strncmp(ver, "1.", 2);
+	if (n == 3 && (!memcmp(ver, "2.0", 3) || !memcmp(ver, "3.0", 3)))
+		n = 1;
+	span__set_str(s, SC_NETWORK_PROTOCOL_VERSION, ver, n);
+	return n >= 2 && !memcmp(ver, "1.", 2);
 }
 
 /* Sets http.request.method (and the name's method part) the way the conventions ask. */
 static void set_method(struct span *s, struct http_call *c, const char *raw, uint32_t len)
 {
-	char method[MAX_METHOD_LEN * 3 + 1];
+	size_t n = attrs__captured_text_len(raw, len, MAX_METHOD_LEN);
 
-	attrs__captured_copy(method, sizeof(method), raw, len, MAX_METHOD_LEN);
-	if (known_method(method)) {
+	/* Known methods are ASCII: compared in the captured bytes, no copy is made first. */
+	if (known_method(raw, n)) {
 		/* Known methods are short: they fit c->method, and nothing needs a format. */
-		size_t n = strlen(method);
-
-		span__set_str(s, SC_HTTP_REQUEST_METHOD, method, n);
-		memcpy(c->method, method, n + 1);
+		span__set_str(s, SC_HTTP_REQUEST_METHOD, raw, n);
+		memcpy(c->method, raw, n);
+		c->method[n] = '\0';
 	} else {
 		/* Semantic conventions: unknown methods are "_OTHER", spans are named "HTTP". */
 		span__set_str(s, SC_HTTP_REQUEST_METHOD, "_OTHER", 6);
@@ -169,9 +184,9 @@ static void set_method(struct span *s, struct http_call *c, const char *raw, uin
 
 void http_server__start(struct records *r, const struct http_server_start *e)
 {
-	char host[MAX_HOST_LEN * 3 + 1], remote[MAX_ADDR_LEN * 3 + 1];
 	struct http_call *c;
 	struct span *s;
+	size_t n;
 
 	c = open_http(r, &server_call, &e->hdr, e->cookie, &e->ids);
 	if (!c)
@@ -184,12 +199,17 @@ void http_server__start(struct records *r, const struct http_server_start *e)
 	attrs__set_captured(s, SC_URL_PATH, e->path, e->path_len, MAX_PATH_LEN);
 	span__set_str(s, SC_URL_SCHEME, e->tls ? "https" : "http", e->tls ? 5 : 4);
 
-	attrs__captured_copy(host, sizeof(host), e->host, e->host_len, MAX_HOST_LEN);
-	if (host[0])
-		attrs__set_host_port(s, host, SC_SERVER_ADDRESS, SC_SERVER_PORT);
-	attrs__captured_copy(remote, sizeof(remote), e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN);
-	if (remote[0]) {
-		attrs__set_host_port(s, remote, SC_NETWORK_PEER_ADDRESS, SC_NETWORK_PEER_PORT);
+	/*
+	 * Split at their ASCII delimiters in the captured bytes; the span makes each part valid
+	 * UTF-8 as it copies it, which is what splitting a valid copy would give.
+	 */
+	n = attrs__captured_text_len(e->host, e->host_len, MAX_HOST_LEN);
+	if (n)
+		attrs__set_host_port_len(s, e->host, n, SC_SERVER_ADDRESS, SC_SERVER_PORT);
+	n = attrs__captured_text_len(e->remote_addr, e->remote_addr_len, MAX_ADDR_LEN);
+	if (n) {
+		attrs__set_host_port_len(s, e->remote_addr, n, SC_NETWORK_PEER_ADDRESS,
+					 SC_NETWORK_PEER_PORT);
 		/* No proxy headers are read: the peer is the client. */
 		const struct attr *a = span__get(s, SC_NETWORK_PEER_ADDRESS);
 		if (a)

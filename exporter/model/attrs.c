@@ -65,6 +65,14 @@ void attrs__set_captured(struct span *s, const char *key, const char *data, uint
 		attrs__mark_truncated(s, key);
 }
 
+size_t attrs__captured_text_len(const char *data, uint32_t len, size_t cap)
+{
+	size_t n = captured_len(data, len, cap);
+	const char *nul = memchr(data, '\0', n);
+
+	return nul ? (size_t)(nul - data) : n;
+}
+
 /* A captured Go string as valid UTF-8 in OUT (OUT_CAP bytes); returns the bytes written. */
 size_t attrs__captured_copy(char *out, size_t out_cap, const char *data, uint32_t len, size_t cap)
 {

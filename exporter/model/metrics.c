@@ -359,9 +359,12 @@ static bool attr_equal(const struct attr *a, const struct attr *b)
 		return false;
 	switch (a->type) {
 	case ATTR_STRING:
-		/* Known on both sides (span attributes, series made of them), lengths tell. */
-		if (a->len && b->len && a->len != b->len)
-			return false;
+		/*
+		 * Known on both sides (span attributes, series made of them), lengths tell, and
+		 * the bytes are compared without looking for the NUL.
+		 */
+		if (a->len && b->len)
+			return a->len == b->len && !memcmp(a->s, b->s, a->len);
 		return !strcmp(a->s, b->s);
 	case ATTR_BOOL:
 		return a->b == b->b;

@@ -629,9 +629,9 @@ int span__add_double(struct span *s, const char *key, size_t key_len, double val
 	return 0;
 }
 
-const struct attr *span__get(const struct span *s, const char *key)
+const struct attr *span__find(const struct span *s, const char *key, size_t key_len)
 {
 	if (!s || !key)
 		return NULL;
-	return span_find(s, key, strlen(key));
+	return span_find(s, key, key_len);
 }

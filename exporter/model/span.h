@@ -176,7 +176,14 @@ static inline int span__set_double(struct span *s, const char *key, double val)
 {
 	return span__add_double(s, key, span__key_len(key), val);
 }
-const struct attr *span__get(const struct span *s, const char *key);
+/* The attribute KEY of KEY_LEN bytes; NULL when S has none. */
+const struct attr *span__find(const struct span *s, const char *key, size_t key_len);
+
+/* The same with KEY measured here, inline for the reason span__set_str is. */
+static inline const struct attr *span__get(const struct span *s, const char *key)
+{
+	return key ? span__find(s, key, strlen(key)) : NULL;
+}
 
 /*
  * Copies SRC (LEN bytes) to DST (capacity CAP including the NUL) as valid UTF-8: invalid

@@ -91,11 +91,47 @@ static void test_attrs__set_host_port(void **state)
 	span__free(s);
 }
 
+/*
+ * What C code reads of a captured string's valid copy: to a NUL it holds, and without the
+ * character the capture bound cut in two; the same count as strlen() of attrs__captured_copy's.
+ */
+static void test_attrs__captured_text_len(void **state)
+{
+	static const struct {
+		const char *data;
+		uint32_t len; /* the Go string's real length */
+		size_t cap;   /* how much of it was captured */
+		size_t want;
+	} cases[] = {
+		{ "GET", 3, 16, 3 },
+		{ "GET\0xy", 6, 16, 3 },	       /* a NUL ends it */
+		{ "\0abc", 4, 16, 0 },
+		{ "abcdef", 6, 4, 4 },	       /* cut at the bound */
+		{ "ab\xe6\x97\xa5", 5, 4, 2 },     /* the character the bound split is left out */
+		{ "ab\xe6\x97\xa5", 5, 5, 5 },     /* whole */
+		{ "a\xff\0b", 4, 16, 2 },	       /* invalid bytes count as they are */
+		{ "", 0, 16, 0 },
+	};
+	char copy[64];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = attrs__captured_text_len(cases[i].data, cases[i].len, cases[i].cap);
+		assert_int_equal(n, cases[i].want);
+		attrs__captured_copy(copy, sizeof(copy), cases[i].data, cases[i].len, cases[i].cap);
+		/* The copy's length differs only where a byte became U+FFFD. */
+		if (!memchr(cases[i].data, 0xff, n))
+			assert_int_equal(strlen(copy), n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attrs__host_port),
 		cmocka_unit_test(test_attrs__set_host_port),
+		cmocka_unit_test(test_attrs__captured_text_len),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

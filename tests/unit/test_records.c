@@ -680,6 +680,90 @@ static void test_records__cut_path_stays_utf8(void **state)
 	assert_string_equal(str_attr(f->spans[0], GOSPAN_TRUNCATED), SC_URL_PATH);
 }
 
+#define SET_BYTES(rec, field, lit)                                                                 \
+	do {                                                                                       \
+		memcpy((rec).field, lit, sizeof(lit) - 1);                                         \
+		(rec).field##_len = sizeof(lit) - 1;                                               \
+	} while (0)
+
+/* Records E and X, one call's start and end, which make the fixture's Nth span. */
+static const struct span *send_call(struct fixture *f, const struct http_server_start *e,
+				    const struct http_server_end *x, size_t n)
+{
+	assert_int_equal(records__handle(f->r, e, sizeof(*e)), 0);
+	assert_int_equal(records__handle(f->r, x, sizeof(*x)), 0);
+	assert_int_equal(f->nspans, n);
+	return f->spans[n - 1];
+}
+
+/*
+ * A Go string may hold a NUL or bytes that are not UTF-8. C code reads a value to its NUL, and
+ * every string reaches the span valid: the method, protocol, addresses and pattern, which are
+ * split and compared in the captured bytes, come out as from a valid copy of each.
+ */
+static void test_records__captured_bytes_are_read_as_text(void **state)
+{
+	struct fixture *f = *state;
+	struct http_server_start e = {};
+	struct http_server_end x = {};
+	const struct span *s;
+
+	e.hdr.type = EVENT_HTTP_SERVER_START;
+	e.hdr.pid = getpid();
+	e.hdr.goid = 1;
+	e.hdr.start_ns = 10;
+	e.cookie = COOKIE;
+	e.content_length = -1;
+	e.ids.flags = 1;
+	memset(e.ids.trace_id, 0xab, sizeof(e.ids.trace_id));
+	e.ids.span_id[0] = 1;
+	SET_BYTES(e, method, "GET\0xy");
+	SET_BYTES(e, path, "/p");
+	SET_BYTES(e, host, "h\xffst:80");
+	SET_BYTES(e, remote_addr, "10.0.0.\xc3:5555");
+	SET_BYTES(e, proto, "HTTP/1.1\0junk");
+	x.hdr = e.hdr;
+	x.hdr.type = EVENT_HTTP_SERVER_END;
+	x.end_ns = 20;
+	x.status = 200;
+	x.rw_itab = target->response_itab;
+	SET_BYTES(x, pattern, "GET /r/\xff/{$}");
+	s = send_call(f, &e, &x, 1);
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD), "GET");
+	assert_string_equal(str_attr(s, SC_SERVER_ADDRESS), "h\xef\xbf\xbdst");
+	assert_int_equal(int_attr(s, SC_SERVER_PORT), 80);
+	assert_string_equal(str_attr(s, SC_NETWORK_PEER_ADDRESS), "10.0.0.\xef\xbf\xbd");
+	assert_string_equal(str_attr(s, SC_CLIENT_ADDRESS), "10.0.0.\xef\xbf\xbd");
+	assert_int_equal(int_attr(s, SC_NETWORK_PEER_PORT), 5555);
+	assert_string_equal(str_attr(s, SC_NETWORK_PROTOCOL_VERSION), "1.1");
+	assert_string_equal(str_attr(s, SC_HTTP_ROUTE), "/r/\xef\xbf\xbd/");
+	assert_string_equal(s->name, "GET /r/\xef\xbf\xbd/");
+	assert_int_equal(s->name_len, strlen(s->name));
+	assert_int_equal(int_attr(s, SC_HTTP_RESPONSE_STATUS_CODE), 200); /* HTTP/1: own writer */
+
+	/* A method that is no known one after its NUL; a pattern whose path ends at a NUL. */
+	e.hdr.goid = x.hdr.goid = 2;
+	memset(e.method, 0, sizeof(e.method));
+	SET_BYTES(e, method, "PUT\0\xff");
+	memset(e.proto, 0, sizeof(e.proto));
+	SET_BYTES(e, proto, "HTTP/2.0");
+	memset(x.pattern, 0, sizeof(x.pattern));
+	SET_BYTES(x, pattern, "GET /a\0/b");
+	s = send_call(f, &e, &x, 2);
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD), "PUT");
+	assert_string_equal(str_attr(s, SC_NETWORK_PROTOCOL_VERSION), "2");
+	assert_string_equal(str_attr(s, SC_HTTP_ROUTE), "/a");
+	assert_string_equal(s->name, "PUT /a");
+
+	e.hdr.goid = x.hdr.goid = 3;
+	memset(e.method, 0, sizeof(e.method));
+	SET_BYTES(e, method, "G\xc3T");
+	s = send_call(f, &e, &x, 3);
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD), "_OTHER");
+	assert_string_equal(str_attr(s, SC_HTTP_REQUEST_METHOD_ORIGINAL), "G\xef\xbf\xbdT");
+	assert_string_equal(s->name, "HTTP /a");
+}
+
 static void test_records__lost_and_replaced_calls_are_counted(void **state)
 {
 	struct fixture *f = *state;
@@ -1254,6 +1338,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records__unknown_method_is_other, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records__cut_path_stays_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records__captured_bytes_are_read_as_text,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__lost_and_replaced_calls_are_counted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records__pending_is_bounded, setup, teardown),
