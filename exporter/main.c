@@ -381,6 +381,9 @@ struct health {
 	size_t ndrops;
 };
 
+/* Spans the reader hands over to the export queue at a time, at most. */
+#define OUTBOX_SPANS 64
+
 struct app {
 	struct config cfg;
 	struct offsets *tables;
@@ -389,6 +392,9 @@ struct app {
 	struct traced traced[CONFIG_MAX_TARGETS];
 	size_t ntraced;
 	struct exporter *exporter;
+	/* Finished spans not yet handed to the exporter: one lock for many (flush_outbox). */
+	struct span *outbox[OUTBOX_SPANS];
+	size_t noutbox;
 	struct process_table *processes;
 	struct records *records;
 	struct probes *probes;
@@ -400,6 +406,19 @@ struct app {
 	struct resource *self; /* gospan's own resource, for its health metrics */
 	struct health health;
 };
+
+/*
+ * Hands the spans waiting in the outbox to the export queue, which counts its own drops. Called
+ * after each poll of the ring buffer and whatever else may finish spans, so a span waits there
+ * no longer than the records of one poll take to read.
+ */
+static void flush_outbox(struct app *app)
+{
+	if (!app->noutbox)
+		return;
+	exporter__submit_many(app->exporter, app->outbox, app->noutbox);
+	app->noutbox = 0;
+}
 
 static void submit_span(void *ctx, struct span *s)
 {
@@ -415,9 +434,11 @@ static void submit_span(void *ctx, struct span *s)
 	 * has no room for is not copied first: its copy's place in a chunk would stay taken until
 	 * every span around it in the chunk is sent, and under a full queue those places add up.
 	 */
-	if (exporter__has_room(app->exporter))
+	if (exporter__has_room(app->exporter, app->noutbox))
 		s = span__shrink(s);
-	exporter__submit(app->exporter, s); /* counts its own drops */
+	app->outbox[app->noutbox++] = s;
+	if (app->noutbox == OUTBOX_SPANS)
+		flush_outbox(app);
 }
 
 /* A panicked call's span keeps a place in the queue while it may still return. */
@@ -425,13 +446,17 @@ static int hold_place(void *ctx)
 {
 	struct app *app = ctx;
 
-	return app->exporter ? exporter__hold(app->exporter) : -ENOSPC;
+	if (!app->exporter)
+		return -ENOSPC;
+	flush_outbox(app); /* the spans that finished before it count against the queue first */
+	return exporter__hold(app->exporter);
 }
 
 static void submit_held(void *ctx, struct span *s)
 {
 	struct app *app = ctx;
 
+	flush_outbox(app); /* the spans that finished before it go first */
 	exporter__submit_held(app->exporter, span__shrink(s)); /* held: app->exporter is set */
 }
 
@@ -575,7 +600,7 @@ static void measure_span(void *ctx, const struct span *s, bool sampled, bool hel
 	struct app *app = ctx;
 	bool exported = sampled && app->exporter &&
 			app->cfg.exemplar_filter == EXEMPLAR_FILTER_TRACE_BASED &&
-			(held || exporter__has_room(app->exporter));
+			(held || exporter__has_room(app->exporter, app->noutbox));
 
 	metrics__record_span(app->metrics, s, exported);
 }
@@ -942,6 +967,7 @@ static int run(struct app *app)
 	next_status += STATUS_EVERY_NS;
 	while (!stop_signal) {
 		n = probes__poll(app->probes, n >= POLL_BUSY_RECORDS ? POLL_BUSY_MS : POLL_MS);
+		flush_outbox(app);
 		if (n < 0 && n != -EINTR) {
 			pr_err("cannot read the ring buffer: %s", strerror(-n));
 			return n;
@@ -953,6 +979,7 @@ static int run(struct app *app)
 		}
 		if (now >= next_tick) {
 			records__tick(app->records, now);
+			flush_outbox(app);
 			next_tick = now + TICK_NS;
 			/* --pid targets that are gone; gospan ends with the last, unless --exe. */
 			for (i = 0; i < app->ntraced; i++) {
@@ -1520,6 +1547,7 @@ detach:
 	while (probes__poll(app.probes, 0) > 0)
 		;
 	records__flush(app.records);
+	flush_outbox(&app);
 	if (app.exporter)
 		cut = flush_exports(app.exporter, stop_signal != 0);
 	if (cut && !err)

@@ -247,29 +247,39 @@ cleanup:
 	return NULL;
 }
 
-/* Queues S, in a place held for it when HELD. Frees S and returns -ENOSPC when it cannot. */
-static int enqueue(struct exporter *e, struct span *s, bool held)
+/*
+ * Puts S in the ring, in a place held for it when HELD; false when there is no room (S is then
+ * the caller's to free). Sets *WAKE when the ring just filled a batch. Called with the lock held.
+ */
+static bool put_locked(struct exporter *e, struct span *s, bool held, bool *wake)
 {
-	bool full, wake = false;
-
-	pthread_mutex_lock(&e->lock);
 	e->stats.submitted++;
 	if (held && e->held)
 		e->held--;
 	else
 		held = false;
 	/* After shutdown nothing would export it: counted with the full-queue drops. */
-	full = e->stopping || (!held && e->count + e->inflight + e->held >= e->opts.max_queue);
-	if (full) {
+	if (e->stopping || (!held && e->count + e->inflight + e->held >= e->opts.max_queue)) {
 		e->stats.dropped_queue_full++;
-	} else {
-		e->ring[(e->head + e->count) % e->opts.max_queue] = s;
-		e->count++;
-		wake = e->count == e->opts.max_batch;
+		return false;
 	}
+	e->ring[(e->head + e->count) % e->opts.max_queue] = s;
+	e->count++;
+	if (e->count == e->opts.max_batch)
+		*wake = true;
+	return true;
+}
+
+/* Queues S, in a place held for it when HELD. Frees S and returns -ENOSPC when it cannot. */
+static int enqueue(struct exporter *e, struct span *s, bool held)
+{
+	bool queued, wake = false;
+
+	pthread_mutex_lock(&e->lock);
+	queued = put_locked(e, s, held, &wake);
 	publish(e);
 	pthread_mutex_unlock(&e->lock);
-	if (full) {
+	if (!queued) {
 		span__free(s);
 		return -ENOSPC;
 	}
@@ -281,6 +291,24 @@ static int enqueue(struct exporter *e, struct span *s, bool held)
 int exporter__submit(struct exporter *e, struct span *s)
 {
 	return enqueue(e, s, false);
+}
+
+size_t exporter__submit_many(struct exporter *e, struct span **spans, size_t n)
+{
+	size_t i, dropped = 0;
+	bool wake = false;
+
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < n; i++)
+		if (!put_locked(e, spans[i], false, &wake))
+			spans[dropped++] = spans[i]; /* freed below, outside the lock */
+	publish(e);
+	pthread_mutex_unlock(&e->lock);
+	if (wake)
+		pthread_cond_signal(&e->wake);
+	for (i = 0; i < dropped; i++)
+		span__free(spans[i]);
+	return n - dropped;
 }
 
 int exporter__hold(struct exporter *e)
@@ -303,10 +331,10 @@ int exporter__submit_held(struct exporter *e, struct span *s)
 	return enqueue(e, s, true);
 }
 
-bool exporter__has_room(struct exporter *e)
+bool exporter__has_room(struct exporter *e, size_t waiting)
 {
 	return !__atomic_load_n(&e->closed, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&e->used, __ATOMIC_ACQUIRE) < e->opts.max_queue;
+	       __atomic_load_n(&e->used, __ATOMIC_ACQUIRE) + waiting < e->opts.max_queue;
 }
 
 void exporter__stop(struct exporter *e)

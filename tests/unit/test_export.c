@@ -249,6 +249,57 @@ static void test_export__queue_full_drops_and_counts(void **state)
 	fake_destroy(&f);
 }
 
+/*
+ * The reader's spans handed over many at a time: the same room, drops and order as one at a
+ * time, and a batch filled in the middle of them still wakes the export thread.
+ */
+static void test_export__submit_many(void **state)
+{
+	struct span *spans[8];
+	struct exporter_stats st;
+	struct fake_sink f;
+	struct exporter *e;
+	size_t i;
+
+	(void)state;
+	fake_init(&f);
+	f.gate_closed = true;
+	e = new_exporter(&f, 6, 2, 600000);
+	/* Room for 6: the spans the caller still holds count. */
+	assert_true(exporter__has_room(e, 5));
+	assert_false(exporter__has_room(e, 6));
+
+	/* Three spans: the second fills a batch, which the thread takes and hangs in the sink. */
+	for (i = 0; i < 3; i++)
+		spans[i] = make_span(i);
+	assert_int_equal(exporter__submit_many(e, spans, 3), 3);
+	assert_true(fake_wait_in_export(&f));
+	/* 2 in the sink, 1 queued: room for 3 of the next 5, the last two are dropped. */
+	for (i = 0; i < 5; i++)
+		spans[i] = make_span(i < 3 ? 3 + i : 100 + i);
+	assert_int_equal(exporter__submit_many(e, spans, 5), 3);
+	assert_false(exporter__has_room(e, 0));
+	exporter__stats(e, &st);
+	assert_int_equal(st.submitted, 8);
+	assert_int_equal(st.dropped_queue_full, 2);
+	assert_int_equal(st.queue_depth, 6);
+
+	fake_open_gate(&f);
+	exporter__shutdown(e);
+	exporter__stats(e, &st);
+	assert_int_equal(st.exported, 6);
+	assert_int_equal(st.dropped_queue_full, 2);
+	assert_in_order(&f, 6);
+	/* Nothing queued after the shutdown: counted with the full-queue drops, and freed. */
+	spans[0] = make_span(200);
+	assert_int_equal(exporter__submit_many(e, spans, 1), 0);
+	assert_false(exporter__has_room(e, 0));
+	exporter__stats(e, &st);
+	assert_int_equal(st.dropped_queue_full, 3);
+	exporter__free(e);
+	fake_destroy(&f);
+}
+
 static void test_export__batches_by_size(void **state)
 {
 	struct exporter_stats st;
@@ -1726,6 +1777,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_export__queue_full_drops_and_counts),
+		cmocka_unit_test(test_export__submit_many),
 		cmocka_unit_test(test_export__batches_by_size),
 		cmocka_unit_test(test_export__delay_flush),
 		cmocka_unit_test(test_export__shutdown_drains),
