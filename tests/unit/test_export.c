@@ -204,6 +204,17 @@ static struct exporter *new_exporter(struct fake_sink *f, size_t queue, size_t b
 
 /* ---- batch span processor -------------------------------------------------------------- */
 
+/* E's counts of spans submitted, dropped for want of room, and queued (in flight included). */
+static void assert_queue(struct exporter *e, uint64_t submitted, uint64_t full, uint64_t depth)
+{
+	struct exporter_stats st;
+
+	exporter__stats(e, &st);
+	assert_int_equal(st.submitted, submitted);
+	assert_int_equal(st.dropped_queue_full, full);
+	assert_int_equal(st.queue_depth, depth);
+}
+
 static void test_export__queue_full_drops_and_counts(void **state)
 {
 	struct exporter_stats st;
@@ -230,10 +241,8 @@ static void test_export__queue_full_drops_and_counts(void **state)
 	for (i = 0; i < 3; i++)
 		assert_int_equal(exporter__submit(e, make_span(100 + i)), -ENOSPC);
 
+	assert_queue(e, 7, 3, 4);
 	exporter__stats(e, &st);
-	assert_int_equal(st.submitted, 7);
-	assert_int_equal(st.dropped_queue_full, 3);
-	assert_int_equal(st.queue_depth, 4);
 	assert_int_equal(st.exported, 0);
 
 	fake_open_gate(&f);
@@ -279,23 +288,18 @@ static void test_export__submit_many(void **state)
 		spans[i] = make_span(i < 3 ? 3 + i : 100 + i);
 	assert_int_equal(exporter__submit_many(e, spans, 5), 3);
 	assert_false(exporter__has_room(e, 0));
-	exporter__stats(e, &st);
-	assert_int_equal(st.submitted, 8);
-	assert_int_equal(st.dropped_queue_full, 2);
-	assert_int_equal(st.queue_depth, 6);
+	assert_queue(e, 8, 2, 6);
 
 	fake_open_gate(&f);
 	exporter__shutdown(e);
 	exporter__stats(e, &st);
 	assert_int_equal(st.exported, 6);
-	assert_int_equal(st.dropped_queue_full, 2);
 	assert_in_order(&f, 6);
 	/* Nothing queued after the shutdown: counted with the full-queue drops, and freed. */
 	spans[0] = make_span(200);
 	assert_int_equal(exporter__submit_many(e, spans, 1), 0);
 	assert_false(exporter__has_room(e, 0));
-	exporter__stats(e, &st);
-	assert_int_equal(st.dropped_queue_full, 3);
+	assert_queue(e, 9, 3, 0);
 	exporter__free(e);
 	fake_destroy(&f);
 }
