@@ -132,11 +132,6 @@ static __always_inline bool is_string_slice_map(__u64 type)
 	       (kind & GO_TYPE_KIND_MASK) == GO_KIND_SLICE_;
 }
 
-/* An interface value: its itab (or type) word and its data word. */
-struct go_iface {
-	__u64 itab, data;
-};
-
 /*
  * One context of the walk to the incoming metadata, C: 1 where the walk ends, with *MD the
  * metadata when C holds it; else 0, with C the context C wraps. CONN holds the valueCtx itab and
@@ -252,9 +247,7 @@ static __always_inline struct rpc_conn *server_conn(const struct target_config *
 						    void *t, __u64 bias)
 {
 	struct rpc_conn_key k = { .pid = pid, .t = (__u64)t };
-	struct {
-		__u64 itab, data;
-	} ra = {};
+	struct go_iface ra = {};
 	struct rpc_conn *conn, *fresh;
 	__u64 port = 0;
 	__u32 zero = 0;
@@ -392,10 +385,12 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 		}
 		if (outer)
 			fresh->rpc.prev = *outer;
-		err = gs ? 0 : bpf_map_update_elem(&goroutines, &key, fresh, BPF_ANY);
 		if (gs) {
 			gs->rpc = fresh->rpc;
 			gs->active = fresh->active;
+			err = 0;
+		} else {
+			err = bpf_map_update_elem(&goroutines, &key, fresh, BPF_ANY);
 		}
 	}
 	if (err) {

@@ -115,9 +115,7 @@ static __always_inline void send_start(GO_REGS *ctx, struct kafka_scratch *sc)
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct kafka_bytes key_bytes;
-	struct {
-		__u64 itab, data;
-	} addr;
+	struct go_iface addr;
 	void *w, *msg;
 	__s64 n;
 

@@ -35,9 +35,7 @@ static __always_inline bool itab_is(__u64 itab, __u32 i, __u64 fn, __u64 bias)
 static __always_inline void read_endpoint(const struct target_config *cfg, const void *addr,
 					  __u64 bias, struct net_endpoint *ep)
 {
-	struct {
-		__u64 itab, data;
-	} a;
+	struct go_iface a;
 	struct go_string ip;
 
 	ep->ip_len = 0;
@@ -62,9 +60,7 @@ static __always_inline void read_endpoint(const struct target_config *cfg, const
 static __always_inline void read_conn_peer(const struct target_config *cfg, const void *conn,
 					   __u64 bias, struct net_endpoint *ep)
 {
-	struct {
-		__u64 itab, data;
-	} c;
+	struct go_iface c;
 	__u64 fd;
 
 	ep->ip_len = 0;

@@ -26,6 +26,11 @@ struct go_string {
 	__s64 len;
 };
 
+/* A Go interface value: its itab word (the type's, for an empty interface) and its data word. */
+struct go_iface {
+	__u64 itab, data;
+};
+
 /*
  * Copies the Go string (PTR, LEN) into DST (CAP bytes, a constant after inlining). Returns the
  * string's real length, saturated to 32 bits, or 0 when it cannot be read.

@@ -12,9 +12,7 @@
 /* A sarama Encoder interface at AT as a []byte's head: a StringEncoder's or ByteEncoder's. */
 static __always_inline bool sarama_encoder_bytes(const void *at, struct kafka_bytes *b)
 {
-	struct {
-		__u64 itab, data;
-	} enc;
+	struct go_iface enc;
 
 	b->ptr = NULL;
 	b->len = 0;

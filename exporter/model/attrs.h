@@ -43,9 +43,9 @@ void attrs__host_port(struct span *s, const char *hp, size_t hp_len, const char 
 		      size_t host_key_len, const char *port_key, size_t port_key_len);
 
 /*
- * The same for HP of HP_LEN bytes (attrs__captured_copy's count: the copy is not measured
- * again). Inline so that the keys' lengths, semconv.h literals at every call, are worked out by
- * the compiler.
+ * The same for HP of HP_LEN bytes (a length the caller knows, such as attrs__captured_text_len's:
+ * HP is not measured again). Inline so that the keys' lengths, semconv.h literals at every call,
+ * are worked out by the compiler.
  */
 static inline void attrs__set_host_port_len(struct span *s, const char *hp, size_t hp_len,
 					    const char *host_key, const char *port_key)
