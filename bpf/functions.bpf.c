@@ -85,9 +85,12 @@ static __always_inline const struct func_config *func_context(GO_REGS *ctx,
 	key->pid = bpf_get_current_pid_tgid() >> 32;
 	key->_pad = 0;
 	key->goid = go_read_word(g, (*cfg)->g_goid);
-	/* In the caller, past the return: the frame's depth as its entry and RET saw it. */
+	/*
+	 * In the caller, past the return: the frame's depth as its entry and RET saw it; in a
+	 * caller's caller, after callers that returned at once, their frames above that.
+	 */
 	*sdepth = go_read_word(g, (*cfg)->g_stack_hi) - GO_SP(ctx) +
-		  (cookie & COOKIE_IN_CALLER ? 8 : 0);
+		  (cookie & COOKIE_IN_CALLER ? 8 + COOKIE_FRAMES(cookie) : 0);
 	return fc;
 }
 
@@ -227,6 +230,35 @@ int func_entry(GO_REGS *ctx)
 	return 0;
 }
 
+/*
+ * Ends the call of frame FR, at POS on KEY's stack, at NOW: a call that returned at once into
+ * the one whose end is being handled, when its function is known to (FUNC_ENDS_WITH_CALLER).
+ * Otherwise its frame is only dropped, as a call that never returned.
+ */
+static __always_inline void end_with_caller(const struct target_config *cfg,
+					    const struct goroutine_key *key,
+					    const struct span_frame *fr, __u32 pos, __u64 now)
+{
+	const struct func_config *fc;
+	struct func_end *e;
+	__u32 fidx = fr->func;
+
+	fc = bpf_map_lookup_elem(&funcs, &fidx);
+	if (!fc || !(fc->flags & FUNC_ENDS_WITH_CALLER))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(DROP_RINGBUF_FULL);
+		return;
+	}
+	fill_header(&e->hdr, EVENT_FUNC_END, key, fr->start_ns);
+	e->end_ns = now;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(key, now) - fr->cpu_start_ns : ~0ULL;
+	e->func = fidx;
+	e->depth = pos;
+	bpf_ringbuf_submit(e, submit_flags());
+}
+
 SEC("uprobe")
 int func_return(GO_REGS *ctx)
 {
@@ -262,6 +294,16 @@ int func_return(GO_REGS *ctx)
 	}
 	if (at >= MAX_SPAN_DEPTH)
 		return 0; /* not a call we saw begin (too deep, or before we attached) */
+	/*
+	 * The calls above it are over: those that returned at once into it end now with it,
+	 * innermost first (user space drops a call's nested calls when it ends).
+	 */
+	for (j = 0; j < MAX_SPAN_DEPTH; j++) {
+		if (j >= d || d - 1 - j <= at)
+			break;
+		i = (d - 1 - j) & (MAX_SPAN_DEPTH - 1);
+		end_with_caller(cfg, &key, &st->frames[i], i, now);
+	}
 	fr = &st->frames[at];
 	st->depth = at;
 	if (fr->has_prev)
@@ -280,5 +322,67 @@ int func_return(GO_REGS *ctx)
 	e->func = fidx;
 	e->depth = at;
 	bpf_ringbuf_submit(e, submit_flags());
+	return 0;
+}
+
+/*
+ * runtime.recovery's call of gogo, which resumes a goroutine in the function whose deferred call
+ * recovered a panic, with its SP. Every call deeper than that SP is over and will never reach
+ * its end: its frame is dropped here (user space drops its call at the goroutine's next record),
+ * and the goroutine's current span goes back to what it was before the outermost of them. Left
+ * open, such a frame could be ended later by an end site its depth happens to match, in a
+ * caller's caller most of all. Fires only when a panic is recovered.
+ *
+ * recovery runs on the thread's g0 (mcall), so the goroutine is the one the gobuf names: gogo is
+ * an ABI0 function, its one argument at 0(SP), a *gobuf whose sp and g are its first and third
+ * words in every Go release.
+ */
+SEC("uprobe")
+int func_recover(GO_REGS *ctx)
+{
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct span_stack *st;
+	struct span_frame *fr;
+	__u64 buf, sp, g, cut;
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 d, i, j, at = MAX_SPAN_DEPTH;
+
+	cfg = bpf_map_lookup_elem(&targets, &cookie);
+	if (!cfg)
+		return 0;
+	buf = go_read_word((void *)GO_SP(ctx), 0);
+	if (!buf)
+		return 0;
+	sp = go_read_word((void *)buf, 0);
+	g = go_read_word((void *)buf, 16);
+	if (!sp || !g)
+		return 0;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key._pad = 0;
+	key.goid = go_read_word((void *)g, cfg->g_goid);
+	st = bpf_map_lookup_elem(&span_stacks, &key);
+	if (!st)
+		return 0;
+	cut = go_read_word((void *)g, cfg->g_stack_hi) - sp;
+	d = st->depth;
+	/* Outermost first: the first frame deeper than the resumed function, and all above it. */
+	for (j = 0; j < MAX_SPAN_DEPTH; j++) {
+		if (j >= d)
+			break;
+		i = j & (MAX_SPAN_DEPTH - 1);
+		if (st->frames[i].sdepth > cut) {
+			at = i;
+			break;
+		}
+	}
+	if (at >= MAX_SPAN_DEPTH)
+		return 0;
+	fr = &st->frames[at];
+	st->depth = at;
+	if (fr->has_prev)
+		active_put(&key, &fr->prev);
+	else
+		active_clear(&key);
 	return 0;
 }

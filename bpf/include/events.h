@@ -67,6 +67,14 @@
  * returned in).
  */
 #define COOKIE_IN_CALLER (1ULL << 32)
+/*
+ * A function span's end probe in a caller's caller (bpf/functions.bpf.c): how many bytes above
+ * COOKIE_IN_CALLER's 8 the call's frame is, the frames of the callers that returned at once
+ * after it (in place of COOKIE_RESULT_SLOT, which function probes do not use).
+ */
+#define COOKIE_FRAMES_SHIFT 40
+#define COOKIE_FRAMES(c) ((__u32)((c) >> COOKIE_FRAMES_SHIFT) & 0xffffff)
+#define COOKIE_FRAMES_MAX 0xffffff
 #define COOKIE_RESULT_SHIFT 40
 #define COOKIE_RESULT_SLOT(c) ((__u32)((c) >> COOKIE_RESULT_SHIFT) & 0xff)
 /*
@@ -687,10 +695,18 @@ struct func_arg_spec {
 	__u32 _pad2;
 };
 
+/*
+ * func_config.flags: some calls of the function are their caller's last, and that caller (or one
+ * it returns at once into) is traced too: such a call ends when that caller's call ends, at the
+ * same end probe (exporter/analysis/funcends.c).
+ */
+#define FUNC_ENDS_WITH_CALLER 1
+
 /* One traced function, by attach cookie - FUNC_COOKIE_BASE. */
 struct func_config {
 	__u32 target; /* the targets map index of its binary */
 	__u32 nargs;
+	__u32 flags; /* FUNC_ENDS_WITH_CALLER */
 	struct func_arg_spec args[MAX_FUNC_ARGS];
 };
 

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -133,6 +134,62 @@ func tick(i int) int {
 	return double(i) + fib(3)
 }
 
+// render is respond's last call: respond returns at once after it, so render's end is found in
+// respond's callers. It sleeps ms milliseconds, then calls fib (nested in its span); a negative n
+// panics through respond.
+//
+//go:noinline
+func render(n, ms int) string {
+	if n < 0 {
+		panic("render: negative n")
+	}
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return strconv.Itoa(fib(n))
+}
+
+//go:noinline
+func respond(n, ms int) string {
+	return render(n, ms)
+}
+
+// safeRespond recovers what respond panics with: the goroutine goes on, at the same depth.
+//
+//go:noinline
+func safeRespond(n, ms int) string {
+	// A deferred function of no arguments is called directly, where a closure (or one with
+	// arguments, which Go wraps in a closure) is called through a register.
+	defer recoverQuietly()
+	return respond(n, ms)
+}
+
+var recovered atomic.Int64
+
+func recoverQuietly() {
+	if recover() != nil {
+		recovered.Add(1)
+	}
+}
+
+// countdown calls itself last, n times, then render: every call returns at once after the
+// next.
+//
+//go:noinline
+func countdown(n, ms int) string {
+	if n == 0 {
+		return render(3, ms)
+	}
+	return countdown(n-1, ms)
+}
+
+// writeLast answers for a handler that calls it last, as most handlers end: the handler is
+// called through a func value, from places gospan cannot all find, so this end stays where the
+// kernel single-steps it.
+//
+//go:noinline
+func writeLast(w http.ResponseWriter, n int) {
+	fmt.Fprintf(w, "%d\n", fib(n))
+}
+
 var store = &Store{name: "main-store", cfg: Config{Limit: 42, Ratio: 0.5, Verbose: true},
 	data: map[string]string{"alice": "admin", "tick": "tock"}}
 
@@ -161,6 +218,29 @@ func routes() *http.ServeMux {
 		o := &Order{ID: int64(intParam(r, "id", 7)), Express: true,
 			Customer: &Customer{Name: r.URL.Query().Get("name"), Tier: int32(intParam(r, "tier", 1))}}
 		fmt.Fprintf(w, "%d\n", handleOrder(o))
+	})
+	// /tail: respond (render last), then a pause before the answer, which render's span must
+	// not include. /tailpanic: a render that panics, recovered in safeRespond, then one that
+	// does not, on the same goroutine at the same depth. /countdown: render under n calls of
+	// countdown that each return at once.
+	mux.HandleFunc("GET /tail", func(w http.ResponseWriter, r *http.Request) {
+		s := respond(intParam(r, "n", 5), intParam(r, "ms", 30))
+		time.Sleep(time.Duration(intParam(r, "pause", 60)) * time.Millisecond)
+		fmt.Fprintln(w, s)
+	})
+	mux.HandleFunc("GET /tailpanic", func(w http.ResponseWriter, r *http.Request) {
+		a := safeRespond(-1, 0) + strconv.FormatInt(recovered.Load(), 10)
+		time.Sleep(20 * time.Millisecond)
+		b := safeRespond(intParam(r, "n", 4), intParam(r, "ms", 30))
+		fmt.Fprintln(w, a, b)
+	})
+	mux.HandleFunc("GET /countdown", func(w http.ResponseWriter, r *http.Request) {
+		s := countdown(intParam(r, "n", 3), intParam(r, "ms", 20))
+		time.Sleep(time.Duration(intParam(r, "pause", 40)) * time.Millisecond)
+		fmt.Fprintln(w, s)
+	})
+	mux.HandleFunc("GET /last", func(w http.ResponseWriter, r *http.Request) {
+		writeLast(w, intParam(r, "n", 3))
 	})
 	// /fanout runs process on N goroutines at once and waits for them all.
 	mux.HandleFunc("GET /fanout", func(w http.ResponseWriter, r *http.Request) {

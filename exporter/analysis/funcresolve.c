@@ -6,6 +6,7 @@
  * them all, where their arguments are (argplan.c) and which of the missing ones the compiler
  * inlined. What cannot be traced is said once per function at start, with the reason.
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "analysis/argplan.h"
 #include "analysis/dwarf.h"
 #include "analysis/elf.h"
+#include "analysis/funcends.h"
 #include "analysis/funcresolve.h"
 #include "analysis/functions.h"
 #include "analysis/symname.h"
@@ -231,6 +233,92 @@ static void say_missing(const struct target *t, const struct symbols *s, const c
 	}
 }
 
+/* The name of the function at ADDR, for messages. */
+static const char *symbol_at(const struct symbols *s, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->all[i].is_func && s->all[i].addr == addr)
+			return s->all[i].name;
+	return "?";
+}
+
+/*
+ * Moves the ends of T's traced functions that follow a caller's last call (funcends.c), once
+ * all of them are known: a call may end with a traced caller's.
+ */
+static int plan_tail_ends(struct target *t, struct symbols *s)
+{
+	struct funcends_plan plan = {};
+	uint64_t *traced;
+	size_t i;
+	int err = 0;
+
+	if (site_planner_policy != SITES_BEST || !t->nfuncs)
+		return 0;
+	traced = calloc(t->nfuncs, sizeof(*traced));
+	if (!traced)
+		return -ENOMEM;
+	for (i = 0; i < t->nfuncs; i++)
+		traced[i] = t->funcs[i].site.addr;
+	plan.traced = traced;
+	plan.ntraced = t->nfuncs;
+	for (i = 0; !err && i < t->nfuncs; i++) {
+		struct traced_func *f = &t->funcs[i];
+
+		err = funcends__through_callers(s->a->sp, &f->site, &plan);
+		if (plan.ends_with_caller)
+			f->cfg.flags |= FUNC_ENDS_WITH_CALLER;
+		if (plan.stepped_in)
+			pr_info("function '%s' in '%s': its end after its call in '%s' is "
+				"single-stepped: %s",
+				f->symbol, t->exe_name, symbol_at(s, plan.stepped_in), plan.why);
+	}
+	free(traced);
+	return err;
+}
+
+/*
+ * Plans T->func_recover: runtime.recovery's call of gogo, where a recovered panic resumes its
+ * goroutine (bpf/functions.bpf.c, func_recover). Left empty, with a note, when the binary has no
+ * such call: then calls a recovered panic ended stay open until their callers end.
+ */
+static int plan_recover(struct target *t, struct symbols *s)
+{
+	const struct sym_entry *rec = find_symbol(s, "runtime.recovery");
+	const struct sym_entry *gogo = find_symbol(s, "runtime.gogo.abi0");
+	struct call_pair *pairs = NULL;
+	size_t n = 0;
+	int err;
+
+	memset(&t->func_recover, 0, sizeof(t->func_recover));
+	if (!gogo)
+		gogo = find_symbol(s, "runtime.gogo");
+	if (!rec || !gogo || t->machine != EM_X86_64) {
+		pr_debug("'%s': no runtime.recovery call of gogo to probe", t->exe_name);
+		return 0;
+	}
+	err = site_planner__calls_in(s->a->sp, rec->addr, rec->size, gogo->addr, 0, -1, 0, &pairs,
+				     &n);
+	if (err == -ENOMEM)
+		goto cleanup;
+	if (err || n != 1) {
+		pr_info("'%s': runtime.recovery has %zu calls of gogo: a call a recovered panic "
+			"ended stays open until its caller ends",
+			t->exe_name, err ? 0 : n);
+		err = 0;
+		goto cleanup;
+	}
+	t->func_recover.symbol = "runtime.recovery";
+	t->func_recover.addr = rec->addr;
+	t->func_recover.entry_off = pairs[0].call;
+	t->func_recover.entry_emulated = true; /* a direct CALL */
+cleanup:
+	free(pairs);
+	return err;
+}
+
 /*
  * Makes F the traced function of pick PK, DW its DWARF answer: its names, its probe sites, its
  * argument plan. -EAGAIN, said why, when it has no probe sites: F is left empty. On another
@@ -295,7 +383,8 @@ int functions__resolve(const struct functions *fs, struct target *t)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (i = 0; i < n; i++) {
+	err = n ? plan_recover(t, &s) : 0;
+	for (i = 0; !err && i < n; i++) {
 		err = trace_pick(&t->funcs[t->nfuncs++], &picks[i], &dw[i], t, &s, have_dwarf);
 		if (err == -EAGAIN) {
 			t->nfuncs--; /* left empty: the next pick takes its place */
@@ -304,6 +393,7 @@ int functions__resolve(const struct functions *fs, struct target *t)
 			goto cleanup;
 		}
 	}
+	err = err ?: plan_tail_ends(t, &s);
 cleanup:
 	free(picks);
 	free(dw);

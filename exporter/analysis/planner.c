@@ -125,6 +125,11 @@ static int planner_code_map(struct site_planner *sp)
 	return sp->cm_err = 0;
 }
 
+const struct code_map *site_planner__code_map(struct site_planner *sp)
+{
+	return planner_code_map(sp) ? NULL : &sp->cm;
+}
+
 void probe_site__release(struct probe_site *s)
 {
 	free(s->ret_offs);

@@ -149,6 +149,9 @@ int site_planner__inner_ends(struct site_planner *sp, struct probe_site *site, u
 size_t site_planner__drop_rets(struct site_planner *sp, struct probe_site *site,
 			       const struct insns *ins, const long *excl, size_t nexcl);
 
+/* SP's binary's code, for finding the calls of a function; NULL when it has none to search. */
+const struct code_map *site_planner__code_map(struct site_planner *sp);
+
 /* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 

@@ -62,6 +62,7 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 	out->in_caller = true;
 	out->if_no_error = false;
 	out->result = -1;
+	out->frames = 0;
 	/* A jump table may land anywhere: only the return address itself is sure. */
 	if (ins->unknown_targets)
 		return;
@@ -295,6 +296,7 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
 	site->in_caller = false;
 	site->if_no_error = true;
 	site->result = -1;
+	site->frames = 0;
 	*excl = rets;
 	*nexcl = n;
 	rets = NULL;

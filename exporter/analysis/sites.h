@@ -27,6 +27,11 @@ struct end_site {
 	bool in_caller;	  /* after the return: SP is 8 bytes above where the callee's RET saw it */
 	bool if_no_error; /* the call ends here when its error is nil (success_exit, after_inner) */
 	int8_t result;	  /* where the call's first result is now (x86 register number); -1: as returned */
+	/*
+	 * With IN_CALLER: bytes of the frames of callers that returned at once after the call
+	 * (it was their last), the site being in their caller (exporter/analysis/funcends.c).
+	 */
+	uint32_t frames;
 };
 
 /* What sites__after_call() may step over on its way to an emulated instruction. */

@@ -628,4 +628,6 @@ void target__release_funcs(struct target *t)
 	free(t->funcs);
 	t->funcs = NULL;
 	t->nfuncs = 0;
+	probe_site__release(&t->func_recover);
+	memset(&t->func_recover, 0, sizeof(t->func_recover));
 }

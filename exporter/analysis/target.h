@@ -69,6 +69,8 @@ struct target {
 	struct traced_func *funcs;
 	size_t nfuncs;
 	uint32_t func_base;
+	/* runtime.recovery's call of gogo (entry_off): drops the calls a recovered panic ended */
+	struct probe_site func_recover;
 	struct probe_site casgstatus; /* --cpu-time: runtime.casgstatus's entry; addr 0 = none */
 	/*
 	 * Single-stepped probe hits (two traps each) of one HTTP/1 request served and of one

@@ -97,6 +97,14 @@ static const struct traced_func *record_func(const struct process *proc, uint32_
 	return &t->funcs[func - t->func_base];
 }
 
+/* A call still open at or above the place a new call takes on the goroutine's stack. */
+static bool replaced_by(const struct pending *p, const void *record)
+{
+	const struct func_start *e = record;
+
+	return container_of(p, const struct func_call, call)->depth >= e->depth;
+}
+
 static void on_func_start(struct records *r, const void *record)
 {
 	const struct func_start *e = record;
@@ -105,6 +113,12 @@ static void on_func_start(struct records *r, const void *record)
 	struct span *s;
 	uint32_t i;
 
+	/*
+	 * BPF pushes the call at E->DEPTH: a call left there never returned, its frame dropped
+	 * when a recovered panic resumed the goroutine above it (func_recover).
+	 */
+	while ((p = records__take_if(r, &function_call, e->hdr.pid, e->hdr.goid, replaced_by, e)))
+		records__abandon(r, p);
 	p = records__open_call(r, &function_call, &e->hdr, e->cookie, &e->ids);
 	if (!p)
 		return;

@@ -347,7 +347,7 @@ static uint64_t end_cookie(const struct end_site *e, uint32_t c)
 	uint64_t cookie = c;
 
 	if (e->in_caller)
-		cookie |= COOKIE_IN_CALLER;
+		cookie |= COOKIE_IN_CALLER | (uint64_t)e->frames << COOKIE_FRAMES_SHIFT;
 	if (e->result >= 0)
 		cookie |= (uint64_t)sites__slot_of(e->result) << COOKIE_RESULT_SHIFT;
 	return cookie;
@@ -410,6 +410,7 @@ static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint3
 	const struct site_progs progs = { .entry = p->skel->progs.func_entry,
 					   .at_rets = p->skel->progs.func_return,
 					   .at_ends = p->skel->progs.func_return };
+	const struct site_progs recover = { .entry = p->skel->progs.func_recover };
 	uint32_t idx, cookie;
 	size_t i;
 	int err = 0;
@@ -433,6 +434,8 @@ static int attach_functions(struct probes *p, struct target *t, pid_t pid, uint3
 		}
 		err = attach_site(p, &progs, pid, t->path, &f->site, cookie, n);
 	}
+	if (!err && t->nfuncs)
+		err = attach_site(p, &recover, pid, t->path, &t->func_recover, c, n);
 	if (!err)
 		p->nfuncs += (uint32_t)t->nfuncs;
 	return err;
