@@ -4,10 +4,12 @@
  * maps and helpers it shares (probe.bpf.h). On-CPU time (--cpu-time) is kept by go_runtime.bpf.c.
  *
  * Any function's entry and its ends are probed: its RETs, or the places its calls return to when
- * all of them are direct calls (exporter/analysis/sites.h). Entry records its arguments as raw
- * words and bounded strings, as the func_config user space derived from DWARF or the config file
- * says, and pushes a frame on the goroutine's span stack; the end that belongs to that frame pops
- * it.
+ * all of them are direct calls (exporter/analysis/sites.h), or, for a call its caller makes last,
+ * the places the caller's calls return to (exporter/analysis/funcends.c). Entry records its
+ * arguments as raw words and bounded strings, as the func_config user space derived from DWARF
+ * or the config file says, and pushes a frame on the goroutine's span stack; the end that
+ * belongs to that frame pops it, and ends with it the calls above it that returned at once into
+ * it (FUNC_ENDS_WITH_CALLER). runtime.recovery's probe drops the frames a recovered panic left.
  */
 #include "probe.bpf.h"
 
@@ -25,6 +27,7 @@ struct span_frame {
 	__u64 start_ns;
 	__u64 cpu_start_ns; /* the goroutine's running time at entry (--cpu-time) */
 	__u64 sdepth;
+	__u64 span_id; /* the call's own span, as active_put put it */
 	__u32 func;
 	__u32 has_prev;
 };
@@ -60,6 +63,41 @@ struct {
 	__type(key, __u32);
 	__type(value, struct span_stack);
 } empty_stack SEC(".maps");
+
+/*
+ * Drops the frames of ST from AT up: calls that are over, whose end will never be seen. The
+ * goroutine's current span goes back to what it was before them when it is one of theirs; a
+ * span begun since (a request served after them) stays.
+ */
+static __always_inline void drop_frames(const struct goroutine_key *key, struct span_stack *st,
+					__u32 at)
+{
+	const struct goroutine_state *gs = bpf_map_lookup_elem(&goroutines, key);
+	const struct span_frame *fr;
+	__u32 j, d = st->depth;
+	bool theirs = false;
+	__u64 cur;
+
+	if (at >= MAX_SPAN_DEPTH || at >= d)
+		return;
+	if (gs && gs->active.live) {
+		__builtin_memcpy(&cur, gs->active.span_id, sizeof(cur));
+		for (j = 0; j < MAX_SPAN_DEPTH; j++) {
+			if (j >= d)
+				break;
+			if (j >= at && st->frames[j].span_id == cur) {
+				theirs = true;
+				break;
+			}
+		}
+	}
+	fr = &st->frames[at];
+	if (theirs && fr->has_prev)
+		active_put(key, &fr->prev);
+	else if (theirs)
+		active_clear(key);
+	st->depth = at;
+}
 
 /* The function probe's config, its target's, and the goroutine; NULL when unusable. */
 static __always_inline const struct func_config *func_context(GO_REGS *ctx,
@@ -164,7 +202,7 @@ int func_entry(GO_REGS *ctx)
 	struct span_stack *st;
 	struct func_start *e;
 	struct span_ctx sc = {};
-	__u32 fidx, d, i, zero = 0;
+	__u32 fidx, d, i, j, zero = 0;
 
 	fc = func_context(ctx, &cfg, &key, &fidx, &sdepth);
 	if (!fc)
@@ -190,6 +228,20 @@ int func_entry(GO_REGS *ctx)
 		/* The prologue re-run after runtime.morestack: the same call, keep its start. */
 		if (top->func == fidx && top->sdepth == sdepth)
 			return 0;
+	}
+	/*
+	 * A frame as deep as this call or deeper is over: its call's end was never seen (one that
+	 * was to end with a caller whose own call began before gospan attached). Dropped with what
+	 * is above it; user space drops their calls when this one starts at its place.
+	 */
+	for (j = 0; j < MAX_SPAN_DEPTH; j++) {
+		if (j >= d)
+			break;
+		if (st->frames[j].sdepth >= sdepth) {
+			drop_frames(&key, st, j);
+			d = j;
+			break;
+		}
 	}
 	if (d == MAX_SPAN_DEPTH) {
 		count_drop(DROP_STACK_FULL);
@@ -222,6 +274,7 @@ int func_entry(GO_REGS *ctx)
 	fr->cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
 	fr->sdepth = sdepth;
 	fr->func = fidx;
+	__builtin_memcpy(&fr->span_id, e->ids.span_id, sizeof(fr->span_id));
 	st->depth = d + 1;
 
 	span_ctx_of(&sc, &e->ids);
@@ -343,7 +396,6 @@ int func_recover(GO_REGS *ctx)
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct span_stack *st;
-	struct span_frame *fr;
 	__u64 buf, sp, g, cut;
 	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
 	__u32 d, i, j, at = MAX_SPAN_DEPTH;
@@ -376,13 +428,6 @@ int func_recover(GO_REGS *ctx)
 			break;
 		}
 	}
-	if (at >= MAX_SPAN_DEPTH)
-		return 0;
-	fr = &st->frames[at];
-	st->depth = at;
-	if (fr->has_prev)
-		active_put(&key, &fr->prev);
-	else
-		active_clear(&key);
+	drop_frames(&key, st, at);
 	return 0;
 }

@@ -1161,6 +1161,37 @@ static void say_sites(const struct target *t)
 }
 
 /*
+ * T's function spans, for the attach line: " + 3 functions (single-stepped hits: 0 a call)", or
+ * with the costliest function named: "1 a call of main.writeJSON, and of 1 more".
+ */
+static void funcs_part(const struct target *t, char *buf, size_t len)
+{
+	const char *worst_name = NULL;
+	size_t i, stepped = 0;
+	int worst = 0, n;
+
+	buf[0] = '\0';
+	if (!t->nfuncs)
+		return;
+	for (i = 0; i < t->nfuncs; i++) {
+		n = probe_site__stepped(&t->funcs[i].site, true);
+		stepped += n > 0;
+		if (n > worst) {
+			worst = n;
+			worst_name = t->funcs[i].symbol;
+		}
+	}
+	n = snprintf(buf, len, " + %zu function%s (single-stepped hits: %d a call", t->nfuncs,
+		     t->nfuncs == 1 ? "" : "s", worst);
+	if (n > 0 && (size_t)n < len && worst_name)
+		n += snprintf(buf + n, len - (size_t)n, " of %s", worst_name);
+	if (n > 0 && (size_t)n < len && stepped > 1)
+		n += snprintf(buf + n, len - (size_t)n, ", and of %zu more", stepped - 1);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ")");
+}
+
+/*
  * What gospan traces of T's gRPC, for the attach line: " + gRPC server + gRPC client (grpc-go
  * v1.62.1, offsets from DWARF; single-stepped hits: 0 an RPC served, 0 an RPC made)", or why not.
  */
@@ -1316,7 +1347,7 @@ static int add_target(struct app *app, size_t i)
 	const struct config *cfg = &app->cfg;
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
-	char funcs[64] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
+	char funcs[320] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
 	char fh[256], kafka[640];
 	struct probe_counts counts;
 	struct target *tg;
@@ -1388,9 +1419,7 @@ static int add_target(struct app *app, size_t i)
 	 * is said where it happens, and costs only trace context: the spans are made all the same.
 	 */
 	probes__track_process(app->probes, t->pid, tg);
-	if (tg->nfuncs)
-		snprintf(funcs, sizeof(funcs), " + %zu function%s", tg->nfuncs,
-			 tg->nfuncs == 1 ? "" : "s");
+	funcs_part(tg, funcs, sizeof(funcs));
 	grpc_parts(tg, rpc, sizeof(rpc));
 	db_parts(tg, db, sizeof(db));
 	router_parts(tg, routes, sizeof(routes));

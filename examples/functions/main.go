@@ -181,6 +181,14 @@ func countdown(n, ms int) string {
 	return countdown(n-1, ms)
 }
 
+// holdThen waits, then calls render last.
+//
+//go:noinline
+func holdThen(ms int) string {
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return render(2, 0)
+}
+
 // writeLast answers for a handler that calls it last, as most handlers end: the handler is
 // called through a func value, from places gospan cannot all find, so this end stays where the
 // kernel single-steps it.
@@ -238,6 +246,9 @@ func routes() *http.ServeMux {
 		s := countdown(intParam(r, "n", 3), intParam(r, "ms", 20))
 		time.Sleep(time.Duration(intParam(r, "pause", 40)) * time.Millisecond)
 		fmt.Fprintln(w, s)
+	})
+	mux.HandleFunc("GET /hold", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, holdThen(intParam(r, "ms", 100)))
 	})
 	mux.HandleFunc("GET /last", func(w http.ResponseWriter, r *http.Request) {
 		writeLast(w, intParam(r, "n", 3))

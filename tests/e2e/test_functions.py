@@ -6,6 +6,7 @@ messages about inlined and missing functions, on-CPU against wall time (a spinni
 a CPU for its whole span, a sleeping one hardly at all), and probe hits per call.
 """
 
+import http.client
 import json
 import platform
 import os
@@ -17,8 +18,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import (REPO, Gospan, Service, _clean_env, _go_env, counter, drop_reasons,
-                      kernel_probe_hits, wait_until)
+from conftest import (REPO, SLOWDOWN, Gospan, Service, _clean_env, _go_env, counter,
+                      drop_reasons, kernel_probe_hits, wait_until)
 
 SRC = REPO / "examples" / "functions"
 SPAN_KIND_INTERNAL = 1
@@ -160,7 +161,7 @@ def traced(fn_bin, start_gospan, otlp_receiver, tmp_path_factory):
 
 def test_attach_line_counts_functions(traced):
     # process, validate, fib, spin, sleepFor, handleOrder, tick, (*Store).Get: 8 functions.
-    assert "+ 8 functions" in traced.attached, traced.attached
+    assert "+ 8 functions (single-stepped hits: " in traced.attached, traced.attached
     assert "+ casgstatus" in traced.attached, traced.attached
 
 
@@ -525,6 +526,9 @@ def test_calls_made_last(fn_bin, start_gospan, otlp_receiver, tmp_path, bpf_stat
                      r"after it and is called indirectly", err), err
     assert re.search(r"main\.writeLast: entry emulated at file offset 0x[0-9a-f]+; 1 end "
                      r"\(0 emulated, 1 single-stepped\)", err), err
+    # fib's calls from tick (not traced here, called by the background loop) keep one too.
+    assert "+ 4 functions (single-stepped hits: 1 a call of main.fib, and of 1 more)" \
+        in t.attached, t.attached
 
     # /tail: render slept 30 ms and called fib(4); the handler paused 80 ms after it.
     (server,) = [s for s in tail if s.kind == SPAN_KIND_SERVER]
@@ -584,3 +588,48 @@ def test_calls_made_last(fn_bin, start_gospan, otlp_receiver, tmp_path, bpf_stat
     tails = 3 + 1 + 2 * fib_tail_calls(4) + 2 * fib_tail_calls(3)
     assert per.get("func_return") == entries - tails - 1, per
     assert per.get("func_recover") == 1, per
+
+
+def test_call_left_open_by_a_caller_begun_before_attach(fn_bin, start_gospan, otlp_receiver,
+                                                        tmp_path):
+    """render ends with holdThen's call, but holdThen's first call began before gospan attached:
+    that call has no frame, so render's end is never seen. The goroutine's next traced call, at
+    the same depth, drops render's frame: its spans are whole, parented right, none left open."""
+    cfg = write_config(tmp_path, {"functions": [{"symbol": "main.holdThen", "args": ["ms"]},
+                                                {"symbol": "main.render", "args": ["n"]}]})
+    svc = Service(fn_bin, env=_clean_env(), args=("-tick", "0"))
+    conn = http.client.HTTPConnection(svc.host, svc.port, timeout=60)
+    g = None
+    try:
+        hold_ms = int(8000 * SLOWDOWN)
+        sent = time.monotonic()
+        conn.request("GET", f"/hold?ms={hold_ms}")  # keep-alive: one goroutine serves both
+        g = start_gospan(svc.pid, otlp_receiver, args=("--functions", str(cfg)))
+        g.wait_attached()
+        attached = time.monotonic()
+        first = conn.getresponse()
+        assert first.read().strip() == b"1"
+        # Attached while holdThen slept: render's call came after, holdThen's before.
+        assert attached - sent < hold_ms / 1000, "gospan attached too late for this test"
+        conn.request("GET", "/hold?ms=5")
+        second = conn.getresponse()
+        assert second.read().strip() == b"1"
+        server, tr = wait_trace(otlp_receiver, lambda s: s.name == "GET /hold"
+                                and s.resource.get("process.pid") == svc.pid, 3)
+    finally:
+        conn.close()
+        if g is not None:
+            g.stop_cleanly()
+        svc.stop()
+    (hold,) = children(tr, server)
+    assert hold.name == "main.holdThen" and hold.attrs["gospan.arg.ms"] == 5
+    (render,) = children(tr, hold)
+    assert render.attrs["gospan.arg.n"] == 2
+    assert hold.start_ns <= render.start_ns <= render.end_ns <= hold.end_ns <= server.end_ns
+    spans = otlp_receiver.snapshot()
+    renders = [s for s in spans if s.name == "main.render"
+               and s.resource.get("process.pid") == svc.pid]
+    assert len(renders) == 1, [(s.trace_id.hex(), s.attrs) for s in renders]
+    summary = g.summary_line()
+    assert drop_reasons(summary).get("no_return") == 1, summary  # the first render
+    assert counter(summary, "in flight") == 0, summary
