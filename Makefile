@@ -143,7 +143,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # took seconds; since its decoders became global functions, 44k instructions and about 0.1 s).
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_LINKED := http wire kafka_wire
-BPF_LINK_http := maps ring wire_maps go_map trace_context http grpc db functions go_runtime \
+BPF_LINK_http := maps ring wire_maps go_map trace_context http grpc db functions go_runtime cputime \
 	routes fasthttp kafka kafka_franz kafka_sarama
 BPF_LINK_wire := wire_maps wire
 BPF_LINK_kafka_wire := wire_maps kafka_wire

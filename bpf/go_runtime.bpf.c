@@ -2,10 +2,9 @@
 /*
  * Probes in the Go runtime that serve every family, linked with them into one object
  * (probe.bpf.h): runtime.newproc1 hands the span a goroutine works for to the goroutines it
- * starts, and runtime.casgstatus keeps, per goroutine with a span, how long it has been on a CPU
- * (--cpu-time): a span's on-CPU time is the difference between its start and its end
- * (gclock_now()). runtime.main's entry tells user space of a new process of the binary (--exe),
- * for the socket-layer writer of trace context.
+ * starts; runtime.main's entry tells user space of a new process of the binary (--exe), for the
+ * socket-layer writer of trace context. (On-CPU time, which the scheduler's functions also give,
+ * is cputime.bpf.c's.)
  */
 #include "probe.bpf.h"
 
@@ -39,48 +38,6 @@ int goroutine_created(GO_REGS *ctx)
 	cctx.depth++;
 	child.goid = go_read_word(newg, cfg->g_goid);
 	active_put(&child, &cctx);
-	return 0;
-}
-
-/* Whether a goroutine in Go status S is using a CPU. */
-static __always_inline bool on_cpu(__u32 s)
-{
-	return s == GO_STATUS_RUNNING || s == GO_STATUS_COPYSTACK;
-}
-
-/*
- * runtime.casgstatus(gp *g, oldval, newval uint32): every goroutine state change the scheduler
- * makes. Only changes onto or off a CPU matter, and they are told apart before any map lookup,
- * so the others cost the probe hit alone.
- */
-SEC("uprobe")
-int go_casgstatus(GO_REGS *ctx)
-{
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
-	__u32 oldval = (__u32)go_arg(ctx, 2), newval = (__u32)go_arg(ctx, 3);
-	const struct target_config *cfg;
-	struct goroutine_key key = {};
-	struct gclock *c;
-	__u64 now;
-
-	if (on_cpu(oldval) == on_cpu(newval))
-		return 0;
-	cfg = bpf_map_lookup_elem(&targets, &cookie);
-	if (!cfg)
-		return 0;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
-	key.goid = go_read_word((void *)go_arg(ctx, 1), cfg->g_goid);
-	c = bpf_map_lookup_elem(&gclocks, &key);
-	if (!c)
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (on_cpu(newval)) {
-		c->since_ns = now;
-		c->running = 1;
-	} else if (c->running) {
-		c->total_ns += now - c->since_ns;
-		c->running = 0;
-	}
 	return 0;
 }
 

@@ -1433,7 +1433,7 @@ static int add_target(struct app *app, size_t i)
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + casgstatus" : "", rpc, fh, db, kafka,
+		funcs, tg->cfg.cpu_time ? " + on-CPU time" : "", rpc, fh, db, kafka,
 		tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);

@@ -115,14 +115,6 @@ enum sarama_end {
 	SARAMA_END__COUNT,
 };
 
-/*
- * Go's _Grunning: the goroutine is on a CPU; and _Gcopystack, the state runtime.newstack puts it
- * in while its own thread copies its growing stack, CPU time the goroutine uses as much as any
- * (runtime/runtime2.go).
- */
-#define GO_STATUS_RUNNING 2
-#define GO_STATUS_COPYSTACK 8
-
 enum event_type {
 	EVENT_HTTP_SERVER_START = 1,
 	EVENT_HTTP_SERVER_END = 2,

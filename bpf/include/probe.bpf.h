@@ -94,7 +94,10 @@ SHARED_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct scratch);
 
 SHARED_MAP(tracestate_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct tracestate_val);
 
-/* Running time per goroutine (--cpu-time): only goroutines that had a span are followed. */
+/*
+ * On-CPU time per goroutine (--cpu-time, cputime.bpf.c): only goroutines that had a span are
+ * followed. RUNNING: the goroutine is on a thread that is on a CPU.
+ */
 struct gclock {
 	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
 	__u64 since_ns;
@@ -103,10 +106,19 @@ struct gclock {
 
 SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct gclock);
 
+/* The followed goroutine a thread runs, by thread id; GOID 0: none. */
+struct gthread {
+	__u32 pid;
+	__u32 _pad;
+	__u64 goid;
+};
+
+SHARED_MAP(gthreads, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, struct gthread);
+
 /* The maps above, which maps.bpf.c defines, all in this one list. */
 #define PROBE_MAPS(X)                                                                              \
 	X(targets) X(goroutines) X(goroutine_zero) X(forgotten) X(drops) X(scratch)                 \
-	X(tracestate_scratch) X(gclocks)
+	X(tracestate_scratch) X(gclocks) X(gthreads)
 
 /* REASON counted N times. */
 static __always_inline void count_drops(__u32 reason, __u64 n)
@@ -466,24 +478,45 @@ static __always_inline void track_process(const struct target_config *cfg, __u32
 }
 
 /*
- * The goroutine KEY's running time so far. It is running now (this probe runs on it), so a clock
- * that is missing or says otherwise (a transition the runtime made without casgstatus) starts
- * running from NOW.
+ * Thread TID runs goroutine GOID of process PID: written in place where the thread has its entry
+ * (an LRU hash's update takes a free node and frees the old one; a thread runs one goroutine
+ * after another).
+ */
+static __always_inline void gthread_set(__u32 tid, __u32 pid, __u64 goid)
+{
+	struct gthread *t = bpf_map_lookup_elem(&gthreads, &tid);
+	struct gthread fresh = {.pid = pid, .goid = goid};
+
+	if (t) {
+		t->pid = pid;
+		t->goid = goid;
+	} else {
+		bpf_map_update_elem(&gthreads, &tid, &fresh, BPF_ANY);
+	}
+}
+
+/*
+ * The goroutine KEY's running time so far. It is running now, on this thread (this probe runs on
+ * it): a clock that is missing (its first span) or says otherwise starts running from NOW, and
+ * the thread is marked as running it, so that runtime.schedule and the kernel's switches stop it.
  */
 static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 now)
 {
 	struct gclock *c = bpf_map_lookup_elem(&gclocks, key);
 	struct gclock fresh = {.since_ns = now, .running = 1};
+	__u64 total = 0;
 
-	if (!c) {
-		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
-		return 0;
-	}
-	if (!c->running) {
+	if (c && c->running)
+		return c->total_ns + (now - c->since_ns);
+	if (c) {
+		total = c->total_ns;
 		c->since_ns = now;
 		c->running = 1;
+	} else {
+		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
 	}
-	return c->total_ns + (now - c->since_ns);
+	gthread_set((__u32)bpf_get_current_pid_tgid(), key->pid, key->goid);
+	return total;
 }
 
 #endif

@@ -71,7 +71,8 @@ struct target {
 	uint32_t func_base;
 	/* runtime.recovery's call of gogo (entry_off): drops the calls a recovered panic ended */
 	struct probe_site func_recover;
-	struct probe_site casgstatus; /* --cpu-time: runtime.casgstatus's entry; addr 0 = none */
+	/* --cpu-time: runtime.execute's and runtime.schedule's entries; addr 0 = none */
+	struct probe_site cpu_execute, cpu_schedule;
 	/*
 	 * Single-stepped probe hits (two traps each) of one HTTP/1 request served and of one
 	 * outgoing call that succeeds, on the usual path; -1 when there is no such probe.

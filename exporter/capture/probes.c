@@ -57,6 +57,7 @@ static const struct group {
 	{ "kafka_", "Kafka",
 	  (const char *const[]){ "kafka_sarama_", "kafka_franz_", "kafka_consumers", "kafka_sends",
 				 NULL } },
+	{ "cpu_", "on-CPU time", NULL },
 	{ "go_", NULL, NULL },
 	{ "goroutine_", NULL, NULL },
 	{ "process_", NULL, NULL },
@@ -78,6 +79,7 @@ struct probes {
 	uint32_t nroutes; /* entries of the route_sites map in use */
 	int ncpus;
 	struct wire *wire; /* the socket-layer writer of trace context; NULL: none goes out */
+	struct bpf_link *cpu_switch; /* --cpu-time: the kernel's thread switches, for every target */
 };
 
 /*
@@ -705,6 +707,32 @@ static bool makes_calls(const struct target *t)
 	       produces(t);
 }
 
+/*
+ * --cpu-time's tracepoint on the kernel's thread switches, once for all targets: it stops and
+ * restarts the clocks of the goroutines the threads run (bpf/cputime.bpf.c). It stays when a
+ * target's attach fails: without a followed thread it does nothing but look one up.
+ */
+static int attach_cpu_switch(struct probes *p)
+{
+	struct bpf_program *prog;
+	int err;
+
+	if (p->cpu_switch)
+		return 0;
+	prog = loaded(p, p->skel->progs.cpu_switch);
+	if (!prog)
+		return errno ? -errno : -ENOENT;
+	p->cpu_switch = bpf_program__attach(prog);
+	if (!p->cpu_switch) {
+		err = -errno;
+		pr_err("cannot attach to the kernel's sched_switch tracepoint for on-CPU time: %s "
+		       "(it needs the kernel's BTF, /sys/kernel/btf/vmlinux)",
+		       strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,
 		   uint32_t *cookie, struct probe_counts *n)
 {
@@ -721,7 +749,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs marker = { .at_ends = p->skel->progs.mark_request };
 	const struct site_progs newg = { .at_rets = p->skel->progs.goroutine_created,
 					 .at_ends = p->skel->progs.goroutine_created };
-	const struct site_progs gclock = { .entry = p->skel->progs.go_casgstatus };
+	const struct site_progs cpu_on = { .entry = p->skel->progs.cpu_execute };
+	const struct site_progs cpu_off = { .entry = p->skel->progs.cpu_schedule };
 	const struct site_progs rpc_server = { .entry = p->skel->progs.grpc_server_entry };
 	const struct site_progs rpc_status = { .entry = p->skel->progs.grpc_server_status };
 	const struct site_progs rpc_client = { .entry = p->skel->progs.grpc_client_entry };
@@ -825,8 +854,11 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	err = err ?: attach_kafka(p, t, pid, c, n);
 	if (!err && p->wire && produces(t))
 		wire__enable_kafka(p->wire);
-	if (t->cfg.cpu_time)
-		err = err ?: attach_site(p, &gclock, pid, t->path, &t->casgstatus, c, n);
+	if (t->cfg.cpu_time) {
+		err = err ?: attach_cpu_switch(p);
+		err = err ?: attach_site(p, &cpu_off, pid, t->path, &t->cpu_schedule, c, n);
+		err = err ?: attach_site(p, &cpu_on, pid, t->path, &t->cpu_execute, c, n);
+	}
 	/*
 	 * --exe: the binary's processes to come get the writer on their cgroup as they start
 	 * (probes__track_process, from their process_start record), not at the sync after their
@@ -1014,6 +1046,7 @@ void probes__destroy(struct probes *p)
 	if (!p)
 		return;
 	uprobes__free(p->uprobes);
+	bpf_link__destroy(p->cpu_switch);
 	emulation__release();
 	wire__destroy(p->wire);
 	ring_buffer__free(p->rb);

@@ -33,7 +33,8 @@ struct probe_counts {
 /*
  * Attaches T's probes for process PID (-1: every process running T's binary), with cookie
  * *COOKIE (assigned here); FOLLOW_GOROUTINES adds runtime.newproc1's; T's functions (--functions)
- * get their entry and ends, and T->func_base is set; with T->cfg.cpu_time, runtime.casgstatus.
+ * get their entry and ends, and T->func_base is set; with T->cfg.cpu_time, runtime.execute and
+ * runtime.schedule (and, once, the kernel's sched_switch tracepoint).
  * Returns the number of uprobes attached, or a negative errno; *N, what they cost a hit.
  */
 int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_goroutines,

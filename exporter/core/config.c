@@ -170,7 +170,8 @@ static const struct setting settings[S__COUNT] = {
 			  .parse = parse_functions },
 	[S_CPU_TIME] = { .env = "GOSPAN_CPU_TIME", .opt = "cpu-time", .def = "false",
 			 .help = "add each span's on-CPU time (gospan.cpu_time_ns) by probing "
-				 "runtime.casgstatus: one probe hit per goroutine state change",
+				 "runtime.execute and runtime.schedule: two emulated probe hits per "
+				 "goroutine switch",
 			 .parse = parse_bool, .flag = true },
 	[S_DB_QUERY_TEXT] = { .env = "GOSPAN_DB_QUERY_TEXT", .opt = "db-query-text",
 			      .def = "sanitized",

@@ -1,4 +1,5 @@
 """Ending the processes a test started: one way for services, gospan, backends and servers."""
+import os
 import signal
 import socket
 import subprocess
@@ -44,3 +45,16 @@ def free_ports(n):
     finally:
         for s in socks:
             s.close()
+
+
+def process_cpu_ns(pid):
+    """PID's CPU time so far, in ns: its threads' (the kernel's scheduler statistics, exact to
+    the ns where /proc/PID/stat counts clock ticks)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass  # a thread that exited between the listing and the read
+    return total

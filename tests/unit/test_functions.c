@@ -384,7 +384,7 @@ static void test_functions__resolves_stripped_by_position(void **state)
 		   "  \"float64\", \"int8\"], \"args\": [\"user\","
 		   "  {\"name\": \"ratio\", \"position\": 4, \"type\": \"float64\"},"
 		   "  {\"name\": \"level\", \"position\": 5, \"type\": \"int8\"}]},"
-		   " {\"symbol\": \"main.double\"}, {\"symbol\": \"runtime.casgstatus\"}]}");
+		   " {\"symbol\": \"main.double\"}, {\"symbol\": \"runtime.execute\"}]}");
 	assert_non_null(fs);
 	assert_int_equal(test_capture_start(&cap), 0);
 	assert_int_equal(functions__resolve(fs, t), 0);
@@ -405,12 +405,17 @@ static void test_functions__resolves_stripped_by_position(void **state)
 	assert_int_equal(f->cfg.args[0].kind, FUNC_ARG_REG);
 	assert_int_equal(f->cfg.args[0].reg, 5);
 	assert_string_equal(f->args[0].path, "level");
-	/* --cpu-time finds casgstatus in the function table, the file's entry for it aside. */
+	/*
+	 * --cpu-time finds the scheduler's functions in the function table, the file's entry for
+	 * one of them aside, at the same emulated entry.
+	 */
 	assert_int_equal(t->cfg.cpu_time, 0);
 	assert_int_equal(cputime__resolve(t), 0);
 	assert_int_equal(t->cfg.cpu_time, 1);
-	assert_non_null(find(t, "runtime.casgstatus"));
-	assert_int_equal(t->casgstatus.addr, find(t, "runtime.casgstatus")->site.addr);
+	assert_non_null(find(t, "runtime.execute"));
+	assert_int_equal(t->cpu_execute.addr, find(t, "runtime.execute")->site.addr);
+	assert_true(t->cpu_execute.entry_emulated);
+	assert_true(t->cpu_schedule.addr && t->cpu_schedule.entry_emulated);
 	/* Both read the binary target__analyse left open; once it is closed, nothing is read. */
 	target__end_analysis(t);
 	assert_null(t->analysis);
