@@ -10,7 +10,7 @@
  * Two uprobe hits per scheduling round, both on emulated instructions, where probing the state
  * changes themselves (runtime.casgstatus) cost about eight, a system call two of them. The
  * tracepoint costs no trap. Only goroutines that had a span are followed: they have a clock, and
- * gthreads says which of them each thread runs.
+ * gthreads says which of them each thread runs (probe.bpf.h).
  */
 #include "probe.bpf.h"
 
@@ -23,16 +23,15 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 /* The thread entry T, if it names a goroutine of process TGID: the thread is not reused. */
-static __always_inline bool runs_one(const struct gthread *t, __u32 tgid)
+static __always_inline bool runs_one(const struct gclock_key *t, __u32 tgid)
 {
-	return t && t->goid && t->pid == tgid;
+	return t && t->g && t->pid == tgid;
 }
 
-/* Pauses the clock of T's goroutine at NOW. */
-static __always_inline void clock_stop(const struct gthread *t, __u64 now)
+/* Pauses clock T at NOW. */
+static __always_inline void clock_stop(const struct gclock_key *t, __u64 now)
 {
-	struct goroutine_key key = { .pid = t->pid, .goid = t->goid };
-	struct gclock *c = bpf_map_lookup_elem(&gclocks, &key);
+	struct gclock *c = bpf_map_lookup_elem(&gclocks, t);
 
 	if (c && c->running) {
 		c->total_ns += now - c->since_ns;
@@ -40,11 +39,10 @@ static __always_inline void clock_stop(const struct gthread *t, __u64 now)
 	}
 }
 
-/* Restarts the clock of T's goroutine at NOW. */
-static __always_inline void clock_start(const struct gthread *t, __u64 now)
+/* Restarts clock T at NOW. */
+static __always_inline void clock_start(const struct gclock_key *t, __u64 now)
 {
-	struct goroutine_key key = { .pid = t->pid, .goid = t->goid };
-	struct gclock *c = bpf_map_lookup_elem(&gclocks, &key);
+	struct gclock *c = bpf_map_lookup_elem(&gclocks, t);
 
 	if (c && !c->running) {
 		c->since_ns = now;
@@ -60,19 +58,11 @@ static __always_inline void clock_start(const struct gthread *t, __u64 now)
 SEC("uprobe")
 int cpu_execute(GO_REGS *ctx)
 {
-	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
-	const struct target_config *cfg;
-	struct goroutine_key key = {};
-	__u32 tid = (__u32)id;
+	struct gclock_key key = {.pid = id >> 32, .g = go_arg(ctx, 1)};
 	struct gclock *c;
 	__u64 now;
 
-	cfg = bpf_map_lookup_elem(&targets, &cookie);
-	if (!cfg)
-		return 0;
-	key.pid = id >> 32;
-	key.goid = go_read_word((void *)go_arg(ctx, 1), cfg->g_goid);
 	c = bpf_map_lookup_elem(&gclocks, &key);
 	if (!c)
 		return 0;
@@ -81,7 +71,7 @@ int cpu_execute(GO_REGS *ctx)
 		c->total_ns += now - c->since_ns;
 	c->since_ns = now;
 	c->running = 1;
-	gthread_set(tid, key.pid, key.goid);
+	gthread_set((__u32)id, &key);
 	return 0;
 }
 
@@ -91,13 +81,13 @@ int cpu_schedule(GO_REGS *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct gthread *t;
+	struct gclock_key *t;
 
 	t = bpf_map_lookup_elem(&gthreads, &tid);
 	if (!runs_one(t, id >> 32))
 		return 0;
 	clock_stop(t, bpf_ktime_get_ns());
-	t->goid = 0;
+	t->g = 0;
 	return 0;
 }
 
@@ -106,7 +96,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(cpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u32 prev_tid = prev->pid, next_tid = next->pid;
-	struct gthread *t;
+	struct gclock_key *t;
 	__u64 now = 0;
 
 	t = bpf_map_lookup_elem(&gthreads, &prev_tid);

@@ -223,7 +223,7 @@ static __always_inline void server_start(GO_REGS *ctx, struct fh_scratch *sc)
 	/* No ResponseWriter: rw_itab 0 tells go_panic there is no net/http pattern to read. */
 	st.start_ns = now;
 	st.req = (__u64)rctx;
-	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	st.cpu_start_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) : 0;
 	if (!gs) {
 		__builtin_memset(&sc->state, 0, sizeof(sc->state));
 		if (bpf_map_update_elem(&goroutines, &key, &sc->state, BPF_ANY) ||
@@ -283,7 +283,7 @@ int fasthttp_server_end(GO_REGS *ctx)
 	e->end_ns = now;
 	e->rw_itab = 0;
 	e->status = (__s64)go_read_word(rctx, cfg->fh_ctx_response + cfg->fh_resp_status);
-	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - st->cpu_start_ns : ~0ULL;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) - st->cpu_start_ns : ~0ULL;
 	e->pattern_len = 0;
 	bpf_ringbuf_submit(e, submit_flags());
 	st->start_ns = 0;

@@ -271,7 +271,7 @@ int func_entry(GO_REGS *ctx)
 	if (cur)
 		fr->prev = *cur;
 	fr->start_ns = now;
-	fr->cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	fr->cpu_start_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) : 0;
 	fr->sdepth = sdepth;
 	fr->func = fidx;
 	__builtin_memcpy(&fr->span_id, e->ids.span_id, sizeof(fr->span_id));
@@ -371,7 +371,7 @@ int func_return(GO_REGS *ctx)
 	}
 	fill_header(&e->hdr, EVENT_FUNC_END, &key, fr->start_ns);
 	e->end_ns = now;
-	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - fr->cpu_start_ns : ~0ULL;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) - fr->cpu_start_ns : ~0ULL;
 	e->func = fidx;
 	e->depth = at;
 	bpf_ringbuf_submit(e, submit_flags());

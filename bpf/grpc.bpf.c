@@ -363,7 +363,7 @@ static __always_inline void grpc_server_start(GO_REGS *ctx, struct scratch *sc)
 	__builtin_memset(fresh, 0, sizeof(*fresh));
 	fresh->rpc.start_ns = now;
 	fresh->rpc.stream = (__u64)handler_stream;
-	fresh->rpc.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	fresh->rpc.cpu_start_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) : 0;
 	span_ctx_of(&fresh->active, &e->ids);
 	err = bpf_map_update_elem(&goroutines, &key, fresh, BPF_NOEXIST);
 	if (err == -EEXIST_) {
@@ -448,7 +448,7 @@ int grpc_server_status(GO_REGS *ctx)
 	} else {
 		fill_header(&e->hdr, EVENT_GRPC_SERVER_END, &key, gs->rpc.start_ns);
 		e->end_ns = now;
-		e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - gs->rpc.cpu_start_ns : ~0ULL;
+		e->cpu_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) - gs->rpc.cpu_start_ns : ~0ULL;
 		e->code = status_code(cfg, go_arg(ctx, 3), e->message, &e->message_len);
 		bpf_ringbuf_submit(e, submit_flags());
 	}

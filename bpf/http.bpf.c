@@ -233,7 +233,7 @@ static __always_inline void serve_http_start(GO_REGS *ctx, struct scratch *sc)
 	st.rw_data = go_arg(ctx, cfg->arg_rw_data);
 	/* net/http's HTTP/2 server, and no other, gives a request the protocol "HTTP/2.0". */
 	st.http2 = PROTO_IS_HTTP2(e->proto, e->proto_len);
-	st.cpu_start_ns = cfg->cpu_time ? gclock_now(&key, now) : 0;
+	st.cpu_start_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) : 0;
 	if (!gs) {
 		struct goroutine_state *fresh = &sc->state;
 
@@ -310,7 +310,7 @@ int serve_http_return(GO_REGS *ctx)
 	e->end_ns = now;
 	e->rw_itab = st->rw_itab;
 	e->status = response_status(cfg, st);
-	e->cpu_ns = cfg->cpu_time ? gclock_now(&key, now) - st->cpu_start_ns : ~0ULL;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(ctx, key.pid, now) - st->cpu_start_ns : ~0ULL;
 
 	/* The mux fills in the pattern during the call, so it is read on the way out. */
 	e->pattern_len = read_pattern(cfg, (void *)st->req, e->pattern);

@@ -96,24 +96,27 @@ SHARED_MAP(tracestate_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct trace
 
 /*
  * On-CPU time per goroutine (--cpu-time, cputime.bpf.c): only goroutines that had a span are
- * followed. RUNNING: the goroutine is on a thread that is on a CPU.
+ * followed. Their clocks are kept by the address of their g, which the scheduler's probes are
+ * handed (no read of the goid, a fifth of runtime.execute's probe). A g the runtime reuses for a
+ * new goroutine keeps its clock: a span's time is a difference on one goroutine's clock.
+ * RUNNING: the goroutine is on a thread that is on a CPU.
  */
+struct gclock_key {
+	__u32 pid;
+	__u32 _pad;
+	__u64 g;
+};
+
 struct gclock {
 	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
 	__u64 since_ns;
 	__u64 running;
 };
 
-SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct goroutine_key, struct gclock);
+SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct gclock_key, struct gclock);
 
-/* The followed goroutine a thread runs, by thread id; GOID 0: none. */
-struct gthread {
-	__u32 pid;
-	__u32 _pad;
-	__u64 goid;
-};
-
-SHARED_MAP(gthreads, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, struct gthread);
+/* The followed goroutine a thread runs, by thread id: the key of its clock; G 0: none. */
+SHARED_MAP(gthreads, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, struct gclock_key);
 
 /* The maps above, which maps.bpf.c defines, all in this one list. */
 #define PROBE_MAPS(X)                                                                              \
@@ -478,31 +481,30 @@ static __always_inline void track_process(const struct target_config *cfg, __u32
 }
 
 /*
- * Thread TID runs goroutine GOID of process PID: written in place where the thread has its entry
- * (an LRU hash's update takes a free node and frees the old one; a thread runs one goroutine
- * after another).
+ * Thread TID runs the goroutine whose clock is KEY: written in place where the thread has its
+ * entry (an LRU hash's update takes a free node and frees the old one; a thread runs one
+ * goroutine after another).
  */
-static __always_inline void gthread_set(__u32 tid, __u32 pid, __u64 goid)
+static __always_inline void gthread_set(__u32 tid, const struct gclock_key *key)
 {
-	struct gthread *t = bpf_map_lookup_elem(&gthreads, &tid);
-	struct gthread fresh = {.pid = pid, .goid = goid};
+	struct gclock_key *t = bpf_map_lookup_elem(&gthreads, &tid);
 
-	if (t) {
-		t->pid = pid;
-		t->goid = goid;
-	} else {
-		bpf_map_update_elem(&gthreads, &tid, &fresh, BPF_ANY);
-	}
+	if (t)
+		*t = *key;
+	else
+		bpf_map_update_elem(&gthreads, &tid, key, BPF_ANY);
 }
 
 /*
- * The goroutine KEY's running time so far. It is running now, on this thread (this probe runs on
- * it): a clock that is missing (its first span) or says otherwise starts running from NOW, and
- * the thread is marked as running it, so that runtime.schedule and the kernel's switches stop it.
+ * The running time so far of the goroutine this probe runs on (process PID). It is running now,
+ * on this thread: a clock that is missing (its first span) or says otherwise starts running from
+ * NOW, and the thread is marked as running it, so that runtime.schedule and the kernel's
+ * switches stop it.
  */
-static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 now)
+static __always_inline __u64 gclock_now(const GO_REGS *ctx, __u32 pid, __u64 now)
 {
-	struct gclock *c = bpf_map_lookup_elem(&gclocks, key);
+	struct gclock_key key = {.pid = pid, .g = (__u64)GO_G_PTR(ctx)};
+	struct gclock *c = bpf_map_lookup_elem(&gclocks, &key);
 	struct gclock fresh = {.since_ns = now, .running = 1};
 	__u64 total = 0;
 
@@ -513,9 +515,9 @@ static __always_inline __u64 gclock_now(const struct goroutine_key *key, __u64 n
 		c->since_ns = now;
 		c->running = 1;
 	} else {
-		bpf_map_update_elem(&gclocks, key, &fresh, BPF_ANY);
+		bpf_map_update_elem(&gclocks, &key, &fresh, BPF_ANY);
 	}
-	gthread_set((__u32)bpf_get_current_pid_tgid(), key->pid, key->goid);
+	gthread_set((__u32)bpf_get_current_pid_tgid(), &key);
 	return total;
 }
 
