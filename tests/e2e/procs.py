@@ -47,14 +47,16 @@ def free_ports(n):
             s.close()
 
 
-def process_cpu_ns(pid):
-    """PID's CPU time so far, in ns: its threads' (the kernel's scheduler statistics, exact to
-    the ns where /proc/PID/stat counts clock ticks)."""
-    total = 0
+def process_schedstat(pid):
+    """PID's threads' time on a CPU and time waiting for one so far, in ns (the kernel's
+    scheduler statistics: /proc/PID/task/TID/schedstat)."""
+    run = wait = 0
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                fields = f.read().split()
         except FileNotFoundError:
-            pass  # a thread that exited between the listing and the read
-    return total
+            continue  # a thread that exited between the listing and the read
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run, wait

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import SPAN_KIND_SERVER, STATUS_UNSET
 from conftest import perform as conftest_perform
-from procs import process_cpu_ns
+from procs import process_schedstat
 
 SLACK_NS = 1_000_000  # span times may stray 1 ms outside the client's window (clock conversion)
 HTTP_TIMEOUT = 15.0
@@ -354,7 +354,7 @@ def test_fast_requests_are_unaffected_by_blocked_ones(run, paired):
 class CpuRun:
     reqs: list
     spans: dict  # request number -> its span
-    used: dict  # deep request number -> the service's CPU time over it, ns
+    used: dict  # deep request number -> the service's threads' (run, wait) ns over it
     stderr: str
 
 
@@ -369,10 +369,11 @@ def cpu_run(start_service, start_gospan, otlp_receiver):
     q = Requests()
     used = {}
     for _ in range(5):
-        before = process_cpu_ns(svc.pid)
+        run0, wait0 = process_schedstat(svc.pid)
         r = q.deep(200_000, "cpu")
         perform(r, svc.port)
-        used[r.n] = process_cpu_ns(svc.pid) - before
+        run1, wait1 = process_schedstat(svc.pid)
+        used[r.n] = (run1 - run0, wait1 - wait0)
     for how in ("sleep", "block"):
         perform(q.blocking(how, 500, "cpu-blocking"), svc.port)
     mine = {r.path for r in q.all}
@@ -416,20 +417,25 @@ def test_cpu_time_of_blocked_handlers_is_small(cpu_run):
 
 
 def test_cpu_time_of_deep_handlers_counts_stack_growth(cpu_run):
-    """A deep request alone on a fresh connection is the service's only work from start to end:
-    computing, or copying its stack as it grows (runtime.copystack, run by the goroutine's own
-    thread). Its on-CPU time must be what the service's threads used over the request, by the
-    kernel's count (not its duration: on a busy machine the kernel runs other tasks in between,
-    which is not the goroutine's CPU time). Measured with the stack-growth bug: 20 to 70 % of the
-    duration; with on-CPU time that counted a preempted thread's waits, up to twice the CPU used
-    on a machine busy with other work; here 96 to 104 % (the kernel's count leaves out the
-    interrupts it served on the thread's CPU meanwhile, the clock does not)."""
+    """A deep request alone on a fresh connection is on a CPU from start to end but while the
+    kernel runs other work: computing, or copying its stack as it grows (runtime.copystack, run
+    by the goroutine's own thread). Its on-CPU time must lie between its span less the time the
+    service's threads waited for a CPU (the kernel's count: on a busy machine the kernel runs
+    other tasks in between, which is not the goroutine's CPU time) and what the service's threads
+    used over the request (the garbage collector's workers scan its deep stack on other threads
+    meanwhile). Measured with the stack-growth bug: 20 to 70 % of the span; with on-CPU time that
+    counted a preempted thread's waits, up to 3.5 times the CPU the service used, on a machine
+    busy with other work."""
     deep = [(r, cpu_run.spans[r.n]) for r in cpu_run.reqs if r.phase == "cpu"]
     assert len(deep) == 5
-    ratios = [cpu_ns(s) / cpu_run.used[r.n] for r, s in deep]
-    shown = ", ".join(f"{cpu_ns(s) / 1e6:.1f} of {cpu_run.used[r.n] / 1e6:.1f} ms"
-                      for r, s in deep)
-    assert 0.85 <= statistics.median(ratios) <= 1.10, (
-        f"deep requests alone in the service: gospan.cpu_time_ns against the CPU time the "
-        f"service's threads used over each: {shown}")
-    assert all(cpu_ns(s) <= s.end_ns - s.start_ns for _, s in deep), shown
+
+    def within(r, s):
+        used, waited = cpu_run.used[r.n]
+        return 0.8 * (s.end_ns - s.start_ns - waited) <= cpu_ns(s) <= 1.05 * used
+
+    shown = "; ".join(
+        f"{cpu_ns(s) / 1e6:.1f} ms in a span of {(s.end_ns - s.start_ns) / 1e6:.1f} ms, the "
+        f"service's threads ran {cpu_run.used[r.n][0] / 1e6:.1f} ms and waited "
+        f"{cpu_run.used[r.n][1] / 1e6:.1f} ms" for r, s in deep)
+    assert sum(within(r, s) for r, s in deep) >= 4, (
+        f"deep requests alone in the service, gospan.cpu_time_ns: {shown}")
