@@ -488,7 +488,11 @@ def test_binary_without_net_http(build_dir, gospan_bin, otlp_receiver, tmp_path,
     assert all(s.kind == SPAN_KIND_INTERNAL and not s.parent_span_id for s in steps)
     assert all(s.attrs.get("gospan.arg.label") == "job" for s in steps), steps[0].attrs
     assert len({s.attrs.get("gospan.arg.i") for s in steps}) == len(steps)
-    assert inners and all(s.parent_span_id in by_id for s in inners if s.parent_span_id)
+    # Every inner call's step was exported, but the one a step still in flight when gospan
+    # stopped made (its inner call had ended; the step, in flight, makes no span).
+    orphans = [s for s in inners if s.parent_span_id and s.parent_span_id not in by_id]
+    assert inners and len(orphans) <= 1, orphans
+    assert all(o.start_ns > max(s.start_ns for s in steps) for o in orphans), orphans
 
 
 TAIL_CONFIG = {"functions": [
