@@ -263,19 +263,29 @@ def function_span_cost(med):
     return out
 
 
+CPU_PROBES = ("cpu_execute", "cpu_schedule")
+
+
 def cpu_time_cost(med):
-    """What --cpu-time adds to gospan, per request and per goroutine state change (a hit of the
-    runtime.casgstatus probe), from the medians of the two configurations run side by side."""
+    """What --cpu-time adds to gospan, per request and per goroutine switch (a hit of the
+    runtime.execute probe and one of runtime.schedule's), from the medians of the two
+    configurations run side by side."""
     out = {}
     for n in CONNS:
         g, c = med["gospan"][n], med["cputime"][n]
-        prog = (c.get("bpf_programs") or {}).get("go_casgstatus") or {}
-        hits = prog.get("hits_per_req")
+        progs = c.get("bpf_programs") or {}
+        hits = {p: (progs.get(p) or {}).get("hits_per_req") for p in CPU_PROBES}
+        switches = hits["cpu_execute"]
         svc = c["service_cpu_us"] - g["service_cpu_us"]
-        out[n] = {"casgstatus_hits_per_req": hits, "casgstatus_ns_per_hit": prog.get("ns_per_hit"),
+        out[n] = {"switches_per_req": switches,
+                  "hits_per_req": sum(h or 0 for h in hits.values()),
+                  "bpf_ns_per_hit": {p: (progs.get(p) or {}).get("ns_per_hit")
+                                     for p in CPU_PROBES + ("cpu_switch",)},
+                  # The tracepoint runs at every context switch of the machine, wrk's too.
+                  "sched_switch_runs_per_req": (progs.get("cpu_switch") or {}).get("hits_per_req"),
                   "service_cpu_us": svc,
                   "total_cpu_us": c["total_cpu_us"] - g["total_cpu_us"],
-                  "service_cpu_us_per_state_change": svc / hits if hits else None,
+                  "service_cpu_us_per_switch": svc / switches if switches else None,
                   "rps_ratio": c["rps"] / g["rps"] if g["rps"] else None}
     return out
 NAMES = {"untraced": "untraced", "floor_peers": "empty probes, first instruction + RETs",
@@ -468,7 +478,7 @@ def section(ov):
           "every RET: two single-stepped hits per request) and where gospan did before its "
           "end sites (the entry past the stack check, emulated, and every RET, "
           "single-stepped). *gospan --cpu-time*: gospan with on-CPU "
-          "time (`GOSPAN_CPU_TIME=1`), which adds a probe on `runtime.casgstatus`. *SDK*: `bench/otelsdk`, the same routes wrapped in otelhttp "
+          "time (`GOSPAN_CPU_TIME=1`), which adds probes on `runtime.execute` and `runtime.schedule` and the kernel's `sched_switch` tracepoint. *SDK*: `bench/otelsdk`, the same routes wrapped in otelhttp "
           "with the SDK's batch span processor and OTLP/HTTP exporter. *OpenTelemetry Go "
           "Automatic Instrumentation*: the eBPF-based `go.opentelemetry.io/auto`'s CLI "
           "(`bench/otelauto/build`) attached to the untraced service's pid, at its defaults "
@@ -514,29 +524,39 @@ def section(ov):
     ct = ov.get("cpu_time")
     if ct:
         L += ["### What `--cpu-time` costs", "",
-              "`--cpu-time` probes `runtime.casgstatus`, which the Go scheduler calls at "
-              "every goroutine state change, whether or not a traced call is running: its "
-              "cost is per state change, and a request costs as many of them as the service "
-              "makes while serving it (the connection's goroutine parking on its socket and "
-              "waking, net/http's background reader). gospan and gospan --cpu-time side by "
-              "side, from the tables above:", "",
-              "| connections | state changes (casgstatus hits) per request | BPF ns per hit | "
-              "added service CPU per request | per state change | added CPU incl. gospan's "
-              "process | throughput vs gospan |",
-              "|---:|---:|---:|---:|---:|---:|---:|"]
+              "`--cpu-time` probes `runtime.execute` and `runtime.schedule`, where the Go "
+              "scheduler puts a goroutine on a thread and takes it off, both on their emulated "
+              "`PUSHQ BP`, and follows the kernel's thread switches with the `sched_switch` "
+              "tracepoint (no trap). The probes fire for every goroutine the scheduler runs, "
+              "whether or not a traced call is running: the cost is per goroutine switch, and a "
+              "request costs as many as the service makes while serving it (the connection's "
+              "goroutine parking on its socket and running again, net/http's background "
+              "reader). gospan and gospan --cpu-time side by side, from the tables above "
+              "(sched_switch runs: the machine's context switches per request, wrk's and "
+              "gospan's among them):", "",
+              "| connections | goroutine switches per request | BPF ns per hit (execute / "
+              "schedule / sched_switch) | sched_switch runs per request | added service CPU "
+              "per request | per switch | added CPU incl. gospan's process | × the empty "
+              "probes at the first instruction + RETs | throughput vs gospan |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        add = ov["added"]
         for n in CONNS:
             x = ct.get(n) or {}
-            L.append(f"| {n} | {fmt(x.get('casgstatus_hits_per_req'), '.2f')} | "
-                     f"{fmt(x.get('casgstatus_ns_per_hit'), '.0f')} | "
+            ns = x.get("bpf_ns_per_hit") or {}
+            peers = (add.get("floor_peers") or {}).get(n, {}).get("service_cpu_us")
+            L.append(f"| {n} | {fmt(x.get('switches_per_req'), '.2f')} | "
+                     + " / ".join(fmt(ns.get(p), '.0f') for p in CPU_PROBES + ("cpu_switch",))
+                     + f" | {fmt(x.get('sched_switch_runs_per_req'), '.2f')} | "
                      f"{fmt(x.get('service_cpu_us'), '.2f')} µs | "
-                     f"{fmt(x.get('service_cpu_us_per_state_change'), '.2f')} µs | "
+                     f"{fmt(x.get('service_cpu_us_per_switch'), '.2f')} µs | "
                      f"{fmt(x.get('total_cpu_us'), '.2f')} µs | "
+                     f"{fmt(x['total_cpu_us'] / peers if peers else None, '.2f')} × | "
                      f"{fmt(x.get('rps_ratio'), '.2f')} × |")
         L += ["", "At one connection the service waits between requests (wrk sends the next "
               "when the last answer is in), and its CPU then includes the Go scheduler's "
-              "spinning while it looks for work, which the probe's traps, slowing the parking "
+              "spinning while it looks for work, which the probes' traps, slowing the parking "
               "and waking, change too: the figure at 64 connections, where the service never "
-              "waits, is the cost of a state change.", ""]
+              "waits, is the cost of a switch.", ""]
     lives = ov["lifetimes"]
     tot = {k: sum(x.get(k, 0) for x in lives["gospan"])
            for k in ("requests", "captured", "exported", "dropped", "received")}
@@ -584,6 +604,19 @@ def targets(ov, results):
                   f"{fmt(r.get('old_service'), '.2f')} ×; empty probes at gospan's sites now: "
                   f"+{a['floor'][n]['service_cpu_us']:.2f} µs)",
                   r.get("peers_service") is not None and r["peers_service"] <= 0.4))
+    ct = ov.get("cpu_time") or {}
+    for n in CONNS:
+        x, peers = ct.get(n), (ov["added"].get("floor_peers") or {}).get(n)
+        if not x or not peers:
+            continue
+        conns = "1 connection" if n == 1 else f"{n} connections"
+        ratio = x["total_cpu_us"] / peers["service_cpu_us"]
+        t.append((f"`--cpu-time` adds ≤ 0.25 × what empty probes at the first instruction and "
+                  f"the RETs add ({conns}; and under 2 µs per request, service and gospan)",
+                  f"+{x['total_cpu_us']:.2f} µs per request (service +"
+                  f"{x['service_cpu_us']:.2f} µs), empty probes +"
+                  f"{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×",
+                  ratio <= 0.25 and x["total_cpu_us"] < 2))
     sdk, g = ov["median"]["sdk"], ov["median"]["gospan"]
     for n in CONNS:
         # The medians, and each round's pair (run within minutes of each other): the
@@ -684,18 +717,19 @@ def findings(ov, results):
     if ov.get("cpu_time"):
         ct = ov["cpu_time"]
         x1, x64 = ct.get(1, {}), ct.get(64, {})
+        ns = x1.get("bpf_ns_per_hit") or {}
         f.append(
-            f"`--cpu-time`: {fmt(x1.get('casgstatus_hits_per_req'), '.1f')} goroutine state "
-            f"changes per request at one connection, "
-            f"{fmt(x64.get('casgstatus_hits_per_req'), '.1f')} at 64, each a hit of the "
-            f"`runtime.casgstatus` probe (BPF {fmt(x1.get('casgstatus_ns_per_hit'), '.0f')} ns "
-            f"of it); they add {fmt(x1.get('service_cpu_us'), '.1f')} and "
+            f"`--cpu-time`: {fmt(x1.get('switches_per_req'), '.1f')} goroutine switches per "
+            f"request at one connection, {fmt(x64.get('switches_per_req'), '.1f')} at 64, each "
+            f"a hit of the `runtime.execute` probe and one of `runtime.schedule`'s (BPF "
+            f"{fmt(ns.get('cpu_execute'), '.0f')} and {fmt(ns.get('cpu_schedule'), '.0f')} ns "
+            f"of them); they add {fmt(x1.get('service_cpu_us'), '.1f')} and "
             f"{fmt(x64.get('service_cpu_us'), '.1f')} µs of service CPU per request, "
-            f"{fmt(x1.get('service_cpu_us_per_state_change'), '.2f')} and "
-            f"{fmt(x64.get('service_cpu_us_per_state_change'), '.2f')} µs per state change "
-            "(the trap above all; casgstatus begins with a `PUSHQ BP`, which the kernel "
-            "emulates, so a hit is one trap). The figure at 64 connections is the cost; at one, "
-            "the Go scheduler's idle spinning between requests moves with it (see its section).")
+            f"{fmt(x1.get('service_cpu_us_per_switch'), '.2f')} and "
+            f"{fmt(x64.get('service_cpu_us_per_switch'), '.2f')} µs per switch (the traps "
+            "above all: both probes sit on a `PUSHQ BP`, which the kernel emulates, so a hit is "
+            "one trap). The figure at 64 connections is the cost; at one, the Go scheduler's "
+            "idle spinning between requests moves with it (see its section).")
     f.append(
         "Probe sites: gospan's entry probes sit on the `PUSHQ BP` after Go's stack-bound "
         "check, which the kernel emulates, instead of on the function's first instruction, "
