@@ -1289,6 +1289,20 @@ static void fasthttp_parts(const struct target *t, char *buf, size_t size)
 }
 
 /*
+ * On-CPU time, for the attach line: " + on-CPU time (single-stepped hits: 0 a goroutine switch)",
+ * a switch being a runtime.execute and a runtime.schedule.
+ */
+static void cputime_part(const struct target *t, char *buf, size_t size)
+{
+	if (!t->cfg.cpu_time) {
+		*buf = '\0';
+		return;
+	}
+	snprintf(buf, size, " + on-CPU time (single-stepped hits: %d a goroutine switch)",
+		 !t->cpu_execute.entry_emulated + !t->cpu_schedule.entry_emulated);
+}
+
+/*
  * What gospan traces of T's Kafka clients, for the attach line: " + Kafka producer + Kafka
  * consumer (kafka-go v0.4.51, offsets from DWARF; single-stepped hits: 0 a send, 0 a message)".
  */
@@ -1348,7 +1362,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[320] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256], kafka[640];
+	char fh[256], kafka[640], cpu[80];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -1425,6 +1439,7 @@ static int add_target(struct app *app, size_t i)
 	router_parts(tg, routes, sizeof(routes));
 	fasthttp_parts(tg, fh, sizeof(fh));
 	kafka_parts(tg, kafka, sizeof(kafka));
+	cputime_part(tg, cpu, sizeof(cpu));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
 		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s%s%s), "
 		"offsets from %s%s%s",
@@ -1433,7 +1448,7 @@ static int add_target(struct app *app, size_t i)
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
-		funcs, tg->cfg.cpu_time ? " + on-CPU time" : "", rpc, fh, db, kafka,
+		funcs, cpu, rpc, fh, db, kafka,
 		tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",
 		strcmp(tg->offsets_source, "table") ? "" : tg->offsets_version);

@@ -774,6 +774,6 @@ def per_call(ov, results):
         rows.append({"family": "`--cpu-time`", "call": "a request, 1 / 64 connections",
                      "added": [ct[n]["service_cpu_us"] for n in CONNS],
                      "tracer": [ct[n]["total_cpu_us"] - ct[n]["service_cpu_us"] for n in CONNS],
-                     "steps": "not in the attach line",
+                     "steps": steps_text(att.get("cputime"), ("on-CPU time", "goroutine switch")),
                      "section": "What `--cpu-time` costs"})
     return rows

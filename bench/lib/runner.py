@@ -677,12 +677,13 @@ def attach_steps(line):
     and client: "request served", "call made") is "net/http"; a family's in parentheses is named
     by the library they begin with ("grpc-go", "database/sql", "go-redis", "kafka-go", "sarama",
     "franz-go", "fasthttp"), or where they begin with its version by the words before them
-    ("pgx", "gin routes")."""
+    ("pgx", "gin routes"), or where nothing comes before the figures ("on-CPU time")."""
     out = {}
     for m in re.finditer(r"([^+;,()]*?) ?\(([^()]*?)single-stepped hits: ([^;)]*)", line or ""):
-        before, first = m.group(1).strip(), m.group(2).split(None, 1)[0].rstrip(";,")
+        before = m.group(1).strip()
+        first = (m.group(2).split(None, 1) or [""])[0].rstrip(";,")
         name = ("net/http" if before.endswith("probes")
-                else before if re.match(r"v\d", first) else first)
+                else before if not first or re.match(r"v\d", first) else first)
         for item in m.group(3).split(", "):
             x = re.fullmatch(r"(\d+|no probe for) an? (.+)", item.strip())
             if x:
