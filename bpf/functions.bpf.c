@@ -288,7 +288,7 @@ int func_entry(GO_REGS *ctx)
  * the one whose end is being handled, when its function is known to (FUNC_ENDS_WITH_CALLER).
  * Otherwise its frame is only dropped, as a call that never returned.
  */
-static __always_inline void end_with_caller(const struct target_config *cfg,
+static __always_inline void end_with_caller(const GO_REGS *ctx, const struct target_config *cfg,
 					    const struct goroutine_key *key,
 					    const struct span_frame *fr, __u32 pos, __u64 now)
 {
@@ -306,7 +306,7 @@ static __always_inline void end_with_caller(const struct target_config *cfg,
 	}
 	fill_header(&e->hdr, EVENT_FUNC_END, key, fr->start_ns);
 	e->end_ns = now;
-	e->cpu_ns = cfg->cpu_time ? gclock_now(key, now) - fr->cpu_start_ns : ~0ULL;
+	e->cpu_ns = cfg->cpu_time ? gclock_now(ctx, key->pid, now) - fr->cpu_start_ns : ~0ULL;
 	e->func = fidx;
 	e->depth = pos;
 	bpf_ringbuf_submit(e, submit_flags());
@@ -355,7 +355,7 @@ int func_return(GO_REGS *ctx)
 		if (j >= d || d - 1 - j <= at)
 			break;
 		i = (d - 1 - j) & (MAX_SPAN_DEPTH - 1);
-		end_with_caller(cfg, &key, &st->frames[i], i, now);
+		end_with_caller(ctx, cfg, &key, &st->frames[i], i, now);
 	}
 	fr = &st->frames[at];
 	st->depth = at;
