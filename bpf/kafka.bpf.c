@@ -429,30 +429,21 @@ __noinline int gospan_kafka_context(const struct kafka_header_layout *l, struct 
  * call (8 above it at a RET), its error in the first result slots. No error: the message is
  * being processed from now.
  */
-static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
+static __always_inline void hand_over(GO_REGS *ctx, struct kafka_scratch *sc,
+				      const struct target_config *cfg,
+				      const struct goroutine_key *kp, struct kafka_consumer *c,
+				      void *msg, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
-	__u32 slot = COOKIE_RESULT_SLOT(cookie);
-	const struct target_config *cfg;
-	struct goroutine_key key;
+	struct goroutine_key key = *kp;
 	struct kafka_header_layout hl = {};
-	struct kafka_consumer *c;
 	struct kafka_process *e;
 	struct go_string brokers;
 	struct kafka_bytes kb;
 	bool has_tp;
-	void *msg, *r;
+	void *r;
 
-	cfg = probe_context(ctx, &key);
-	if (!cfg || !cfg->kafka_go)
-		return;
-	c = bpf_map_lookup_elem(&kafka_consumers, &key);
-	/* None: the read began before gospan attached. An error: no message. */
-	if (!c || go_arg(ctx, slot ? slot : 1))
-		return;
 	/* One still open: a read of another reader began it, whose return was not seen. */
 	kafka_process_end(&key, c, now);
-	msg = (void *)(GO_SP(ctx) + (cookie & COOKIE_IN_CALLER ? 0 : 8));
 	r = (void *)c->handle;
 	e = &c->rec;
 	__builtin_memset(&e->ids, 0, sizeof(e->ids));
@@ -480,6 +471,25 @@ static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
 	kafka_process_start(&key, c);
 }
 
+static __always_inline void delivered(GO_REGS *ctx, struct kafka_scratch *sc)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie);
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go)
+		return;
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	/* None: the read began before gospan attached. An error: no message. */
+	if (!c || go_arg(ctx, slot ? slot : 1))
+		return;
+	hand_over(ctx, sc, cfg, &key, c,
+		  (void *)(GO_SP(ctx) + (cookie & COOKIE_IN_CALLER ? 0 : 8)), now);
+}
+
 SEC("uprobe")
 int kafka_delivered(GO_REGS *ctx)
 {
@@ -491,3 +501,122 @@ int kafka_delivered(GO_REGS *ctx)
 	}
 	return 0;
 }
+
+#if defined(__TARGET_ARCH_x86)
+/* The x86 register numbered N (the instruction encoding's numbers) at the probe. */
+static __always_inline __u64 x86_reg(const GO_REGS *ctx, __u32 n)
+{
+	__u64 v = 0;
+
+	switch (n) {
+	case 0:
+		GO_REG_LOAD(v, rax);
+		break;
+	case 1:
+		GO_REG_LOAD(v, rcx);
+		break;
+	case 2:
+		GO_REG_LOAD(v, rdx);
+		break;
+	case 3:
+		GO_REG_LOAD(v, rbx);
+		break;
+	case 4:
+		GO_REG_LOAD(v, rsp);
+		break;
+	case 5:
+		GO_REG_LOAD(v, rbp);
+		break;
+	case 6:
+		GO_REG_LOAD(v, rsi);
+		break;
+	case 7:
+		GO_REG_LOAD(v, rdi);
+		break;
+	case 8:
+		GO_REG_LOAD(v, r8);
+		break;
+	case 9:
+		GO_REG_LOAD(v, r9);
+		break;
+	case 10:
+		GO_REG_LOAD(v, r10);
+		break;
+	case 11:
+		GO_REG_LOAD(v, r11);
+		break;
+	case 12:
+		GO_REG_LOAD(v, r12);
+		break;
+	case 13:
+		GO_REG_LOAD(v, r13);
+		break;
+	case 14:
+		GO_REG_LOAD(v, r14);
+		break;
+	case 15:
+		GO_REG_LOAD(v, r15);
+		break;
+	}
+	return v;
+}
+
+/* ZF in the flags the probed instruction (a Jcc) is about to test. */
+#define X86_FLAGS_ZF (1ULL << 6)
+
+/*
+ * Inside a read, on its way to the RET that returns a Message (kafka_handover_site, by
+ * COOKIE_OP): when the way is taken (a Jcc's flags), the error nil and the read made by the
+ * application (not by ReadMessage), the message is being processed from now.
+ */
+static __always_inline void handed(GO_REGS *ctx, struct kafka_scratch *sc)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	const struct kafka_handover_site *h;
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_consumer *c;
+	__u64 sp = GO_SP(ctx), zf, ret, base;
+	__u32 i = COOKIE_OP(cookie);
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || !cfg->kafka_go || i >= KAFKA_HANDOVERS_MAX)
+		return;
+	h = &cfg->kg_handover[i];
+	zf = ctx->eflags & X86_FLAGS_ZF;
+	if ((h->cond == KAFKA_HANDOVER_IF_ZF && !zf) || (h->cond == KAFKA_HANDOVER_IF_NOT_ZF && zf))
+		return;
+	if (h->err_off >= 0 && go_read_word((void *)sp, h->err_off))
+		return;
+	if (h->skip_hi) {
+		ret = go_read_word((void *)sp, h->ret_off) - (GO_IP(ctx) - h->at);
+		if (ret >= h->skip_lo && ret < h->skip_hi)
+			return;
+	}
+	c = bpf_map_lookup_elem(&kafka_consumers, &key);
+	/* None: the read began before gospan attached. */
+	if (!c)
+		return;
+	base = h->msg_reg == 4 ? sp : x86_reg(ctx, h->msg_reg);
+	hand_over(ctx, sc, cfg, &key, c, (void *)(base + h->msg_off), now);
+}
+
+SEC("uprobe")
+int kafka_handed(GO_REGS *ctx)
+{
+	struct kafka_scratch *sc = kafka_scratch_claim();
+
+	if (sc) {
+		handed(ctx, sc);
+		scratch_unclaim(&sc->busy);
+	}
+	return 0;
+}
+#else
+/* arm64: the reads' ends stay where they were (exporter/analysis/kafka_handover.c). */
+SEC("uprobe")
+int kafka_handed(GO_REGS *ctx)
+{
+	return 0;
+}
+#endif

@@ -1130,6 +1130,10 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.send.symbol, &t->kafka.send);
 	say_site(t->kafka.fetch.symbol, &t->kafka.fetch);
 	say_site(t->kafka.read.symbol, &t->kafka.read);
+	if (t->kafka.nhandover)
+		pr_info("  kafka-go's FetchMessage and ReadMessage: %zu probes inside them, where "
+			"they hand a Message over (emulated)",
+			t->kafka.nhandover);
 	say_site(t->kafka.commit.symbol, &t->kafka.commit);
 	say_site(t->kafka.close.symbol, &t->kafka.close);
 	say_site(t->kafka.sarama_one.symbol, &t->kafka.sarama_one);

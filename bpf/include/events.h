@@ -290,6 +290,28 @@ struct sql_server {
 };
 
 /*
+ * A probe inside a kafka-go read (exporter/analysis/kafka_handover.c), on an emulated instruction
+ * from which the read only moves data to the RET that returns a Message: taken ALWAYS, or when
+ * the Jcc there goes that way (ZF set, or clear, in the flags at the probe). The Message is at
+ * MSG_OFF from SP (MSG_REG 4) or from the register MSG_REG (x86 numbering); the error's first
+ * word at SP + ERR_OFF (-1: nil); the return address at SP + RET_OFF. A return address in
+ * [SKIP_LO, SKIP_HI) (link-time: the site's own AT tells the load bias) is a read made by
+ * another read (ReadMessage's FetchMessage), whose message is not handed to the application.
+ */
+enum kafka_handover_cond {
+	KAFKA_HANDOVER_ALWAYS,
+	KAFKA_HANDOVER_IF_ZF,
+	KAFKA_HANDOVER_IF_NOT_ZF,
+};
+#define KAFKA_HANDOVERS_MAX 8
+struct kafka_handover_site {
+	__u64 at;
+	__u64 skip_lo, skip_hi;
+	__s32 msg_off, err_off, ret_off;
+	__u8 msg_reg, cond, _pad[2];
+};
+
+/*
  * Offsets for one target, filled by user space from the offset tables (or DWARF). A negative
  * offset means "this Go version has no such field". Register slots are 1-based indexes into the
  * Go internal ABI integer argument sequence (amd64: RAX RBX RCX RDI RSI R8 R9 R10 R11; arm64:
@@ -474,6 +496,8 @@ struct target_config {
 	__s64 kg_reader_group;
 	__s64 kg_reader_brokers;
 	__s64 kg_netaddr_address;
+	/* Where a read hands its Message over, inside the read (kafka_handed, by COOKIE_OP). */
+	struct kafka_handover_site kg_handover[KAFKA_HANDOVERS_MAX];
 	/*
 	 * IBM/sarama's SyncProducer (the same file): whether it is probed, and a
 	 * ProducerMessage's Topic, Key and Value (Encoder interfaces: a StringEncoder's or a

@@ -439,6 +439,81 @@ static void classify(const cs_insn *insn, struct insn *out)
 	}
 }
 
+/* Register number of REG for insn.reg: 0-15 general (any width), X86_XMM(n); -1 else. */
+static int any_number(x86_reg reg)
+{
+	if (reg >= X86_REG_XMM0 && reg <= X86_REG_XMM15)
+		return X86_XMM(reg - X86_REG_XMM0);
+	return gp_number(reg);
+}
+
+/* OUT's data move (enum insn_op), from INSN's operands. */
+static void data_move(const cs_insn *insn, struct insn *out)
+{
+	const cs_x86 *x = &insn->detail->x86;
+	const cs_x86_op *op;
+	int i, r;
+
+	out->reg = out->mem_base = -1;
+	for (i = 0; i < x->op_count; i++) {
+		op = &x->operands[i];
+		if (op->type == X86_OP_MEM) {
+			out->has_mem = true;
+			out->mem_base = op->mem.base == X86_REG_RIP ? -2 : (int8_t)gp_number(op->mem.base);
+			out->mem_index = op->mem.index != X86_REG_INVALID;
+			out->disp = (int32_t)op->mem.disp;
+			/*
+			 * Intel syntax puts the destination first; capstone 4 leaves ACCESS unset
+			 * for some SSE moves. Another instruction that only reads its first operand
+			 * counts as a write: the worst case.
+			 */
+			if ((op->access & CS_AC_WRITE) ||
+			    (i == 0 && insn->id != X86_INS_NOP && insn->id != X86_INS_CMP &&
+			     insn->id != X86_INS_TEST))
+				out->mem_write = out->to_mem = true;
+		} else if (op->type == X86_OP_REG && out->reg < 0) {
+			out->reg = (int8_t)any_number(op->reg);
+		}
+	}
+	switch (insn->id) {
+	case X86_INS_MOV:
+	case X86_INS_MOVUPS:
+	case X86_INS_MOVAPS:
+	case X86_INS_MOVDQU:
+		if (x->op_count != 2)
+			break;
+		out->size = x->operands[0].size;
+		if (out->size == 8 || out->size == 16)
+			out->op = OP_MOV;
+		break;
+	case X86_INS_LEA:
+		out->op = OP_LEA;
+		out->size = 8;
+		break;
+	case X86_INS_XOR:
+	case X86_INS_XORPS:
+		if (x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg)
+			out->op = OP_ZERO;
+		break;
+	case X86_INS_POP:
+		out->op = OP_SP_ADD;
+		out->disp = 8;
+		break;
+	case X86_INS_ADD:
+	case X86_INS_SUB:
+		r = reg64_operand(x, 0);
+		if (r == X86_SP && x->op_count == 2 && x->operands[1].type == X86_OP_IMM) {
+			out->op = OP_SP_ADD;
+			out->disp = (int32_t)(insn->id == X86_INS_ADD ? x->operands[1].imm :
+									-x->operands[1].imm);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
 /* Fills OUT for INSN: its kind, emulation, registers written, and what the queries need. */
 static void describe(csh cs, const cs_insn *insn, uint64_t addr, struct insn *out)
 {
@@ -474,6 +549,7 @@ static void describe(csh cs, const cs_insn *insn, uint64_t addr, struct insn *ou
 	} else if (insn->id == X86_INS_MOV && reg64_operand(x, 0) >= 0) {
 		out->mov_src = (int8_t)reg64_operand(x, 1);
 	}
+	data_move(insn, out);
 }
 
 static int insns_add(struct insns *ins, size_t *cap, const struct insn *in)

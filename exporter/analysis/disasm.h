@@ -70,6 +70,17 @@ enum insn_kind {
 
 /* x86 register numbers, as the instruction encoding numbers them (bit N of insn.writes). */
 enum { X86_AX, X86_CX, X86_DX, X86_BX, X86_SP, X86_BP, X86_SI, X86_DI, X86_R8 };
+/* XMM register N as insn.reg numbers it: after the 16 general ones. */
+#define X86_XMM(n) (16 + (n))
+
+/* The data moves that following a value through a function's code needs (kafka_handover.c). */
+enum insn_op {
+	OP_NONE,  /* anything else: what it writes is in WRITES and MEM_WRITE */
+	OP_MOV,	  /* MOV of 8 bytes, or MOVUPS/MOVAPS/MOVDQU of 16: REG to or from MEM, or an IMM */
+	OP_LEA,	  /* LEA MEM, REG */
+	OP_ZERO,  /* XOR REG, REG (32 or 64 bits) or XORPS: REG is 0 */
+	OP_SP_ADD /* ADD or SUB of an immediate to SP: DISP is what SP moves by */
+};
 
 struct insn {
 	uint32_t off; /* from the function start */
@@ -83,6 +94,18 @@ struct insn {
 	int8_t mov_src;		/* MOV r64, r64: the source register; else -1 (dst: the write) */
 	uint16_t writes;	/* general registers written, bit per x86 register number */
 	uint64_t target;	/* direct CALL, JMP, Jcc: the address it goes to */
+	/*
+	 * Its data move (enum insn_op): REG the register operand (-1: none, an immediate), MEM the
+	 * memory one when HAS_MEM (MEM_BASE its base register, -1: none, -2: RIP; MEM_INDEX an index
+	 * register there), DISP its displacement; TO_MEM: MEM is written (a store). MEM_WRITE: the
+	 * instruction writes memory through an operand, whatever its op.
+	 */
+	uint8_t op;
+	uint8_t size; /* of the move, in bytes */
+	int8_t reg;
+	int8_t mem_base;
+	bool has_mem, mem_index, to_mem, mem_write;
+	int32_t disp;
 };
 
 /* One function decoded: every instruction in order. */

@@ -8,6 +8,7 @@
  * handed over, and is left out; where FetchMessage's ends cannot be told apart from it (its RETs
  * stay), only ReadMessage hands messages over.
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,68 @@ static int find_sender(struct analysis *a, struct kafka_target *k)
 	return with_ends(a, SYM_WRITE_MESSAGES, &k->send);
 }
 
+/* OFF + ADD, or -1 when either is unknown. */
+static int64_t sum(int64_t off, int64_t add)
+{
+	return off < 0 || add < 0 ? -1 : off + add;
+}
+
+/*
+ * Where FetchMessage and ReadMessage hand a Message over inside themselves (kafka_handover.c): in
+ * place of their ends, which are single-stepped where the caller copies the Message it got before
+ * any emulated instruction (go1.26). FetchMessage's skip the returns into ReadMessage, whose own
+ * ends (its probes inside, else after its CALLs) hand the message over once it has committed.
+ * Either read without such probes keeps its ends.
+ */
+static int find_handovers(struct analysis *a, struct kafka_target *k)
+{
+	int64_t size = sum(k->offs[KAFKAGO_FIELD_MSG_TIME], GO_TIME_SIZE);
+	struct kafka_handover *h = k->handover;
+	struct elf_symbol read;
+	size_t nf = 0, nr = 0, i;
+	int err;
+
+	if (site_planner_policy != SITES_BEST || a->machine != EM_X86_64)
+		return 0;
+	if (k->read.addr && !analysis__find_func(a, SYM_READ_MESSAGE, &read)) {
+		k->read_lo = read.addr;
+		k->read_hi = read.addr + read.size;
+	}
+	err = kafka_handover__find(a, SYM_FETCH_MESSAGE, size, h, KAFKA_HANDOVERS_MAX, &nf);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		pr_debug("'%s': kafka-go's FetchMessage hands its messages over at its ends: no "
+			 "emulated probe inside it (%s)",
+			 a->path, strerror(-err));
+	for (i = 0; i < nf; i++)
+		h[i].inner = true;
+	if (k->read.addr) {
+		err = kafka_handover__find(a, SYM_READ_MESSAGE, size, h + nf,
+					   KAFKA_HANDOVERS_MAX - nf, &nr);
+		if (err == -ENOMEM)
+			return err;
+		if (err)
+			pr_debug("'%s': kafka-go's ReadMessage hands its messages over at its ends: "
+				 "no emulated probe inside it (%s)",
+				 a->path, strerror(-err));
+	}
+	k->nhandover = nf + nr;
+	if (nf) {
+		free(k->fetch.ret_offs);
+		k->fetch.ret_offs = NULL;
+		k->fetch.nrets = 0;
+		k->fetch.nends = 0;
+	}
+	if (nr) {
+		free(k->read.ret_offs);
+		k->read.ret_offs = NULL;
+		k->read.nrets = 0;
+		k->read.nends = 0;
+	}
+	return 0;
+}
+
 /*
  * The reader's sites: FetchMessage's entry and ReadMessage's ends at least; FetchMessage's ends
  * where they are in its callers; CommitMessages' and Close's entries where they are linked.
@@ -123,6 +186,9 @@ static int find_reader(struct analysis *a, struct kafka_target *k)
 	}
 	if (k->read.addr)
 		drop_ends_in(&k->fetch, k->read.addr);
+	err = find_handovers(a, k);
+	if (err)
+		return err;
 	err = analysis__find_site(a, SYM_COMMIT_MESSAGES, &k->commit, SITE_ENTRY, 0);
 	if (err == -ENOENT) {
 		drop(&k->commit);
@@ -306,13 +372,14 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 	err = find_reader(a, k);
 	if (err == -ENOMEM)
 		return err;
-	if (err || (!k->read.addr && !k->fetch.nends)) {
+	if (err || (!k->read.addr && !k->fetch.nends && !k->nhandover)) {
 		if (err && err != -ENOENT)
 			pr_warn("'%s' uses kafka-go %s, but its Reader could not be probed (%s): no "
 				"consumer spans",
 				a->path, version, strerror(-err));
 		drop(&k->read);
 		drop(&k->fetch);
+		k->nhandover = 0;
 		drop(&k->commit);
 		drop(&k->close);
 	}
@@ -322,18 +389,13 @@ int kafka__find(struct analysis *a, const struct module_tables *modules, struct 
 		k->send_steps = probe_site__stepped(&k->send, true);
 	/* A message comes through one of the two reads; the dearer one is said. */
 	if (k->fetch.addr) {
+		/* With probes inside the reads, none of their ends is left (find_handovers). */
 		k->process_steps = probe_site__stepped(&k->fetch, false);
 		if (k->read.addr && probe_site__stepped(&k->read, false) > k->process_steps)
 			k->process_steps = probe_site__stepped(&k->read, false);
 		k->process_steps += k->fetch.nentry_calls ? 0 : !k->fetch.entry_emulated;
 	}
 	return 0;
-}
-
-/* OFF + ADD, or -1 when either is unknown. */
-static int64_t sum(int64_t off, int64_t add)
-{
-	return off < 0 || add < 0 ? -1 : off + add;
 }
 
 /* Whether franz-go's sends or records are probed. */
@@ -363,6 +425,7 @@ static void configure_franz(const struct kafka_target *k, struct target_config *
 void kafka__configure(const struct kafka_target *k, struct target_config *c)
 {
 	const int64_t *o = k->offs;
+	size_t i;
 
 	c->sarama = k->sarama_one.addr || k->sarama_many.addr;
 	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
@@ -388,6 +451,19 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->kg_reader_group = sum(o[KAFKAGO_FIELD_READER_CONFIG], o[KAFKAGO_FIELD_CONFIG_GROUP_ID]);
 	c->kg_reader_brokers = sum(o[KAFKAGO_FIELD_READER_CONFIG], o[KAFKAGO_FIELD_CONFIG_BROKERS]);
 	c->kg_netaddr_address = o[KAFKAGO_FIELD_NETADDR_ADDRESS];
+	for (i = 0; i < k->nhandover; i++) {
+		const struct kafka_handover *h = &k->handover[i];
+		struct kafka_handover_site *cs = &c->kg_handover[i];
+
+		cs->at = h->at;
+		cs->skip_lo = h->inner ? k->read_lo : 0;
+		cs->skip_hi = h->inner ? k->read_hi : 0;
+		cs->msg_off = h->msg_off;
+		cs->err_off = h->err_off;
+		cs->ret_off = h->ret_off;
+		cs->msg_reg = (uint8_t)h->msg_reg;
+		cs->cond = h->cond;
+	}
 }
 
 bool kafka__any(const struct kafka_target *k)

@@ -21,6 +21,27 @@ struct analysis;
 struct module_tables;
 
 /* kafka-go in a binary: VERSION[0] 0 when it has none; a site's addr 0 when it is not probed. */
+/* Where a kafka-go read hands its Message over, inside the read (kafka_handover.c). */
+struct kafka_handover {
+	uint64_t at;	 /* link-time address of the probed instruction */
+	uint64_t off;	 /* its file offset */
+	uint8_t cond;	 /* enum kafka_handover_cond (events.h) */
+	int8_t msg_reg;	 /* the x86 register the Message's place is relative to; X86_SP: SP */
+	int32_t msg_off;
+	int32_t err_off; /* the error's first word at SP + ERR_OFF at the probe; -1: nil */
+	int32_t ret_off; /* the read's return address at SP + RET_OFF */
+	bool inner;	 /* FetchMessage's, whose return into ReadMessage hands nothing over */
+};
+
+/*
+ * The probes inside the function SYMBOL, a read returning (Message, error) whose Message is
+ * MSG_SIZE bytes, through which every way to a RET that returns a Message passes: into OUT (MAX
+ * at most), *N of them. -ENOENT when the code does not have that shape (the read's ends stay
+ * where they were), -EOPNOTSUPP on arm64.
+ */
+int kafka_handover__find(struct analysis *a, const char *symbol, int64_t msg_size,
+			 struct kafka_handover *out, size_t max, size_t *n);
+
 struct kafka_target {
 	char version[32];
 	char offsets[48]; /* "DWARF", "table v0.4.51" */
@@ -32,6 +53,13 @@ struct kafka_target {
 	 */
 	struct probe_site fetch;
 	struct probe_site read;	  /* (*Reader).ReadMessage: ends */
+	/*
+	 * Where FetchMessage and ReadMessage hand a Message over inside themselves, in place of
+	 * their ends (none: the ends stay). READ_LO, READ_HI: ReadMessage's code.
+	 */
+	struct kafka_handover handover[KAFKA_HANDOVERS_MAX];
+	size_t nhandover;
+	uint64_t read_lo, read_hi;
 	struct probe_site commit; /* (*Reader).CommitMessages: entry */
 	struct probe_site close;  /* (*Reader).Close: entry */
 	uint64_t fn_netaddr_network; /* (*networkAddress).Network: tells one in a net.Addr */

@@ -667,6 +667,7 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 						.at_ends = p->skel->progs.kafka_send_end };
 	const struct kafka_target *k = &t->kafka;
 	struct probe_site entry_only;
+	size_t i;
 	int err;
 
 	err = attach_site(p, &send, pid, t->path, &k->send, c, n);
@@ -682,6 +683,12 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	entry_only.nentry_calls = 0;
 	err = err ?: attach_site(p, &delivered, pid, t->path, &entry_only, c, n);
 	err = err ?: attach_site(p, &delivered, pid, t->path, &k->read, c, n);
+	/* The reads' own emulated instructions on their way to a RET that returns a Message. */
+	for (i = 0; !err && i < k->nhandover; i++) {
+		err = add_probe(p, p->skel->progs.kafka_handed, t->path, pid, k->handover[i].off,
+				c | (uint64_t)i << COOKIE_OP_SHIFT, false);
+		n->emulated += !err;
+	}
 	err = err ?: attach_sarama_groups(p, t, pid, c, n);
 	err = err ?: attach_sarama_async(p, t, pid, c, n);
 	return err ?: attach_franz(p, t, pid, c, n);

@@ -153,7 +153,7 @@ func (k *kafkaGo) createTopic(ctx context.Context, name string, partitions int) 
 }
 
 func (k *kafkaGo) consume(ctx context.Context, c *consumer) error {
-	r := kafka.NewReader(kafka.ReaderConfig{
+	rc := kafka.ReaderConfig{
 		Brokers:     k.cfg.brokers,
 		GroupID:     k.cfg.group,
 		GroupTopics: k.cfg.consume,
@@ -169,19 +169,33 @@ func (k *kafkaGo) consume(ctx context.Context, c *consumer) error {
 		JoinGroupBackoff:  500 * time.Millisecond,
 		ReadBackoffMin:    100 * time.Millisecond,
 		ReadBackoffMax:    500 * time.Millisecond,
-	})
+	}
+	if k.cfg.partition {
+		// A reader without a group reads one partition: ReadMessage commits nothing.
+		rc.GroupID, rc.GroupTopics, rc.Topic = "", nil, k.cfg.consume[0]
+	}
+	r := kafka.NewReader(rc)
 	defer r.Close()
 	for {
 		var m kafka.Message
 		var err error
-		if k.cfg.fetch {
-			m, err = r.FetchMessage(ctx)
-		} else {
-			m, err = r.ReadMessage(ctx)
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if k.cfg.poll > 0 {
+			rctx, cancel = context.WithTimeout(ctx, k.cfg.poll)
 		}
+		if k.cfg.fetch {
+			m, err = r.FetchMessage(rctx)
+		} else {
+			m, err = r.ReadMessage(rctx)
+		}
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				c.timedOut()
+				continue
 			}
 			c.fail(err)
 			continue

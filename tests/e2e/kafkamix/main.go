@@ -37,15 +37,17 @@ import (
 type config struct {
 	brokers    []string
 	group      string
-	consume    []string // topics the consumer reads; none: no consumer
-	client     string   // the client the consumer uses
-	downstream string   // URL the consumer GETs for every message it processes
-	batch      bool     // franz-go: process the records of one PollFetches together
-	fetch      bool     // kafka-go: FetchMessage and CommitMessages, not ReadMessage
-	records    bool     // franz-go: PollRecords, not PollFetches
-	iter       bool     // franz-go: a FetchesRecordIter's Next, not EachRecord
-	idempotent bool     // franz-go: keep the idempotent producer
-	selectRecv bool     // sarama: ConsumeClaim receives in a select, not a range
+	consume    []string      // topics the consumer reads; none: no consumer
+	client     string        // the client the consumer uses
+	downstream string        // URL the consumer GETs for every message it processes
+	batch      bool          // franz-go: process the records of one PollFetches together
+	fetch      bool          // kafka-go: FetchMessage and CommitMessages, not ReadMessage
+	poll       time.Duration // kafka-go: each read waits at most this long (0: no bound)
+	partition  bool          // kafka-go: partition 0 of the first topic, without a group
+	records    bool          // franz-go: PollRecords, not PollFetches
+	iter       bool          // franz-go: a FetchesRecordIter's Next, not EachRecord
+	idempotent bool          // franz-go: keep the idempotent producer
+	selectRecv bool          // sarama: ConsumeClaim receives in a select, not a range
 	timeout    time.Duration
 }
 
@@ -329,6 +331,14 @@ type consumer struct {
 	errs     []string
 	batches  int
 	sessions int // consumer group sessions begun (sarama's Setup)
+	timeouts int // reads that ended at their -poll bound without a message
+}
+
+// timedOut counts a read that ended at its -poll bound.
+func (c *consumer) timedOut() {
+	c.mu.Lock()
+	c.timeouts++
+	c.mu.Unlock()
 }
 
 // began counts a consumer group session begun.
@@ -415,6 +425,7 @@ func (c *consumer) snapshot() map[string]interface{} {
 		"messages": append([]consumed{}, c.log...),
 		"errors":   append([]string{}, c.errs...),
 		"sessions": c.sessions,
+		"timeouts": c.timeouts,
 	}
 }
 
@@ -441,6 +452,10 @@ func main() {
 		"franz: process the records of one poll together (one downstream GET)")
 	flag.BoolVar(&cfg.fetch, "fetch", false,
 		"kafkago: FetchMessage and CommitMessages instead of ReadMessage")
+	flag.DurationVar(&cfg.poll, "poll", 0,
+		"kafkago: each read waits at most this long, then the next begins (0: no bound)")
+	flag.BoolVar(&cfg.partition, "partition", false,
+		"kafkago: read partition 0 of the first -consume topic, without a group (no commits)")
 	flag.BoolVar(&cfg.records, "records", false, "franz: PollRecords instead of PollFetches")
 	flag.BoolVar(&cfg.iter, "iter", false,
 		"franz: the poll's RecordIter, Done and Next, instead of EachRecord")
