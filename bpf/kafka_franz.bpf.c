@@ -193,7 +193,8 @@ int kafka_franz_sync_entry(GO_REGS *ctx)
 }
 
 /*
- * At ProduceSync's RETs: its ProduceResults (ptr, len) in the first result slots. The span's
+ * After ProduceSync's CALLs (or at its RETs): its ProduceResults (ptr, len) in the first
+ * result slots. The span's
  * error is the first record's that has one; one record's partition and offset are said.
  */
 SEC("uprobe")
@@ -206,6 +207,7 @@ int kafka_franz_sync_end(GO_REGS *ctx)
 	struct {
 		__u64 record, itab;
 	} res;
+	__u32 slot = COOKIE_RESULT_SLOT(bpf_get_attach_cookie(ctx));
 	__u64 results, i;
 	__s64 n;
 
@@ -216,7 +218,8 @@ int kafka_franz_sync_end(GO_REGS *ctx)
 	if (!s)
 		return 0;
 	s->rec.end_ns = now;
-	results = go_arg(ctx, 1);
+	/* At a RET or after the CALL: the slice's pointer where the caller moved it, its length kept. */
+	results = go_arg(ctx, slot ? slot : 1);
 	n = (__s64)go_arg(ctx, 2);
 	for (i = 0; i < FRANZ_RESULTS_MAX && results; i++) {
 		if ((__s64)i >= n || bpf_probe_read_user(&res, sizeof(res),
@@ -329,13 +332,16 @@ int kafka_franz_promise(GO_REGS *ctx)
 }
 
 /*
- * At Next's RETs: the *Record it hands over in the first result register, processed from now.
+ * After Next's CALLs (or at its RETs): the *Record it hands over in the first result register
+ * (or the one its caller moved it to: COOKIE_RESULT_SLOT); or at Next's last CALL
+ * (FRANZ_AT_NEXT_CALL), at SP + fz_next_slot. Processed from now.
  * A goroutine seen for the first time (its poll began before gospan attached) gets its entry
  * here, without a client to name the group and the broker.
  */
 static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *sc)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie);
 	const struct target_config *cfg;
 	struct goroutine_key key;
 	struct kafka_header_layout hl = {};
@@ -349,7 +355,11 @@ static __always_inline void franz_delivered(GO_REGS *ctx, struct franz_scratch *
 	cfg = probe_context(ctx, &key);
 	if (!cfg || !cfg->franz)
 		return;
-	r = (void *)go_arg(ctx, 1);
+	if (COOKIE_OP(cookie) == FRANZ_AT_NEXT_CALL)
+		r = cfg->fz_next_slot >= 0 ? (void *)go_read_word((void *)GO_SP(ctx), cfg->fz_next_slot) :
+					     NULL;
+	else
+		r = (void *)go_arg(ctx, slot ? slot : 1);
 	if (!r)
 		return;
 	c = kafka_consumer_of(&key, &sc->consumer);

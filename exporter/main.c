@@ -1144,6 +1144,10 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.fz_poll.symbol, &t->kafka.fz_poll);
 	say_site(t->kafka.fz_poll_fetches.symbol, &t->kafka.fz_poll_fetches);
 	say_site(t->kafka.fz_next.symbol, &t->kafka.fz_next);
+	if (t->kafka.fz_nnext_calls)
+		pr_info("  franz-go's Next: %zu probes on its last CALL, where it hands a record "
+			"over (emulated)",
+			t->kafka.fz_nnext_calls);
 	say_site(t->kafka.fz_each.symbol, &t->kafka.fz_each);
 	say_site(t->kafka.sm_consume.symbol, &t->kafka.sm_consume);
 	say_site(t->kafka.sm_partition.symbol, &t->kafka.sm_partition);

@@ -82,6 +82,8 @@
  * (bpf/kafka_sarama.bpf.c): COOKIE_OP, which function the probed CALL calls (enum recv_kind,
  * enum send_kind) or which end it is (enum sarama_end).
  */
+/* franz-go's Next handing a record over at its last CALL (the record at SP + fz_next_slot). */
+#define FRANZ_AT_NEXT_CALL 1
 #define COOKIE_OP_SHIFT 48
 #define COOKIE_OP(c) ((__u32)((c) >> COOKIE_OP_SHIFT) & 0xf)
 
@@ -554,6 +556,8 @@ struct target_config {
 	__s64 fz_header_size;
 	__s64 fz_client_group;
 	__s64 fz_client_seeds;
+	/* Where Next keeps the *Record it returns across its last call: SP + this at that CALL. */
+	__s64 fz_next_slot;
 
 	/*
 	 * fasthttp (bpf/fasthttp.bpf.c): which sides are probed, and offsets summed from its

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/disasm.h"
+#include "analysis/elf.h"
 #include "analysis/gobin.h"
 #include "analysis/kafka.h"
 #include "analysis/offsets.h"
@@ -42,6 +44,8 @@
 #define SYM_FZ_POLL_FETCHES FZ "(*Client).PollFetches"
 #define SYM_FZ_NEXT FZ "(*FetchesRecordIter).Next"
 #define SYM_FZ_EACH_RECORD FZ "Fetches.EachRecord"
+/* Where kgo's ends go into their callers (sites.h). */
+#define FRANZ_FIND_CALLS (FIND_CALLS_NOT_DYNAMIC | FIND_CALLS_ENTRY_IN_CALLERS)
 
 /* A time.Time: wall, ext, loc. */
 #define GO_TIME_SIZE 24
@@ -259,11 +263,82 @@ int kafka__optional_site(struct analysis *a, const char *symbol, struct probe_si
 }
 
 /*
- * franz-go's kgo. Its sends: ProduceSync (entry and RETs, where its results are), produce
+ * Where Next hands its record over without its RETs: it returns the record it saved on its
+ * stack before its last call (prepareNext, which moves the iterator on), `MOVQ r, K(SP) ... CALL
+ * prepareNext; MOVQ K(SP), AX; ADDQ $n, SP; POPQ BP; RET`. That CALL, which the kernel
+ * emulates, is the probe: the record is at SP + K there, a word the call cannot change (a value
+ * live across a call is never in the callee's spill area). Every RET must have that shape.
+ */
+static int franz_next_calls(struct analysis *a, struct kafka_target *k)
+{
+	struct elf_symbol fn;
+	struct insns ins = {};
+	uint8_t *code = NULL;
+	int64_t slot = -1;
+	size_t i, n = 0;
+	long r, j;
+	int err;
+
+	if (site_planner_policy != SITES_BEST || a->machine != EM_X86_64 ||
+	    analysis__find_func(a, SYM_FZ_NEXT, &fn))
+		return 0;
+	code = malloc(fn.size ? fn.size : 1);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
+	err = err ?: disasm__decode(a->machine, code, fn.size, fn.addr, &ins);
+	if (err) {
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	for (i = 0; i < ins.n; i++) {
+		const struct insn *v = ins.v;
+		bool saved = false;
+
+		if (v[i].kind != INSN_RET)
+			continue;
+		r = (long)i;
+		if (r < 4 || n == sizeof(k->fz_next_calls) / sizeof(k->fz_next_calls[0]) ||
+		    v[r - 1].op != OP_SP_ADD || v[r - 1].disp != 8 || v[r - 2].op != OP_SP_ADD ||
+		    v[r - 3].op != OP_MOV || v[r - 3].to_mem || v[r - 3].reg != X86_AX ||
+		    v[r - 3].size != 8 || v[r - 3].mem_base != X86_SP || v[r - 3].mem_index ||
+		    (slot >= 0 && v[r - 3].disp != slot) || v[r - 4].kind != INSN_CALL ||
+		    !v[r - 4].emulated || v[r - 3].branch_target || v[r - 2].branch_target ||
+		    v[r - 1].branch_target || v[r].branch_target)
+			goto cleanup;
+		slot = v[r - 3].disp;
+		/* The slot written on the straight way into the CALL. */
+		for (j = r - 5; j >= 0 && !saved; j--) {
+			if (v[j].kind != INSN_OTHER && v[j].kind != INSN_NOP)
+				break;
+			saved = v[j].op == OP_MOV && v[j].to_mem && v[j].size == 8 &&
+				v[j].mem_base == X86_SP && !v[j].mem_index && v[j].disp == slot;
+			if (v[j].branch_target)
+				break;
+		}
+		if (!saved)
+			goto cleanup;
+		err = elf_file__addr_to_offset(a->ef, fn.addr + v[r - 4].off,
+					       &k->fz_next_calls[n]);
+		if (err)
+			goto cleanup;
+		n++;
+	}
+	k->fz_nnext_calls = n;
+	k->fz_next_slot = slot;
+cleanup:
+	free(code);
+	disasm__insns_free(&ins);
+	return err;
+}
+
+/*
+ * franz-go's kgo. Its sends: ProduceSync (entry and ends, where its results are), produce
  * (what the inlined Produce calls) and finishRecordPromise, where an asynchronous send ends. Its
- * records handed over: Next's RETs begin one, Next's entry, EachRecord's RETs and a poll's
- * entry end it. The RETs stay: Next and EachRecord are called from the application's code and
- * through method values too, which the callers' ends cannot all be shown for.
+ * records handed over: Next's last CALL (franz_next_calls), else its ends, begins one; Next's
+ * entry, EachRecord's ends and a poll's entry end it. The ends go after the callers' CALLs where
+ * every call is one the analysis finds (a method value or a static interface table keeps the
+ * RETs).
  */
 static int find_franz(struct analysis *a, const struct module_tables *modules,
 		      struct kafka_target *k)
@@ -314,6 +389,32 @@ static int find_franz(struct analysis *a, const struct module_tables *modules,
 		drop(&k->fz_poll);
 		drop(&k->fz_poll_fetches);
 		drop(&k->fz_each);
+	}
+	/*
+	 * Their ends after the application's CALLs where every call is one (kgo calls Next from
+	 * EachRecord, directly): ProduceSync's results and Next's *Record are still in their
+	 * registers there, or where the caller moved them.
+	 */
+	err = k->fz_next.addr ? franz_next_calls(a, k) : 0;
+	if (err)
+		return err;
+	if (k->fz_nnext_calls) {
+		free(k->fz_next.ret_offs);
+		k->fz_next.ret_offs = NULL;
+		k->fz_next.nrets = 0;
+	}
+	if (site_planner_policy == SITES_BEST) {
+		err = k->fz_sync.addr ? analysis__caller_ends(a, &k->fz_sync, FRANZ_FIND_CALLS,
+							      AFTER_CALL_KEEP_PAIR, X86_AX) :
+					0;
+		err = err ?: k->fz_next.addr && !k->fz_nnext_calls ?
+			      analysis__caller_ends(a, &k->fz_next, FRANZ_FIND_CALLS, 0, X86_AX) :
+			      0;
+		err = err ?: k->fz_each.addr ?
+			      analysis__caller_ends(a, &k->fz_each, FRANZ_FIND_CALLS, 0, -1) :
+			      0;
+		if (err)
+			return err;
 	}
 	if (k->fz_sync.addr)
 		k->franz_send_steps = probe_site__stepped(&k->fz_sync, true);
@@ -420,6 +521,7 @@ static void configure_franz(const struct kafka_target *k, struct target_config *
 	c->fz_header_size = sum(o[FRANZ_FIELD_HEADER_VALUE], GO_SLICE_SIZE);
 	c->fz_client_group = sum(o[FRANZ_FIELD_CLIENT_CFG], o[FRANZ_FIELD_CFG_GROUP]);
 	c->fz_client_seeds = sum(o[FRANZ_FIELD_CLIENT_CFG], o[FRANZ_FIELD_CFG_SEEDS]);
+	c->fz_next_slot = k->fz_nnext_calls ? k->fz_next_slot : -1;
 }
 
 void kafka__configure(const struct kafka_target *k, struct target_config *c)

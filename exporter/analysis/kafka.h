@@ -100,6 +100,13 @@ struct kafka_target {
 	struct probe_site fz_poll_fetches; /* (*Client).PollFetches, where not inlined: entry */
 	struct probe_site fz_next;	   /* (*FetchesRecordIter).Next: entry and RETs */
 	struct probe_site fz_each;	   /* Fetches.EachRecord: RETs */
+	/*
+	 * Next's last CALLs, where it hands its record over (the record at SP + FZ_NEXT_SLOT),
+	 * in place of Next's ends; none: the ends stay.
+	 */
+	uint64_t fz_next_calls[4];
+	size_t fz_nnext_calls;
+	int64_t fz_next_slot;
 	int franz_send_steps, franz_process_steps;
 };
 

@@ -515,9 +515,9 @@ static int attach_fasthttp(struct probes *p, struct target *t, pid_t pid, uint32
 }
 
 /*
- * franz-go's probes: the sends' ends (a record's promise, ProduceSync's RETs) before their
- * entries; where a goroutine is done with a record (Next's entry, EachRecord's RETs, a poll's
- * entry) before Next's RETs, which hand one over.
+ * franz-go's probes: the sends' ends (a record's promise, ProduceSync's) before their entries;
+ * where a goroutine is done with a record (Next's entry, EachRecord's ends, a poll's entry)
+ * before Next's ends, which hand one over.
  */
 static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t c,
 			struct probe_counts *n)
@@ -529,10 +529,13 @@ static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t 
 					 .at_ends = p->skel->progs.kafka_franz_sync_end };
 	const struct site_progs poll = { .entry = p->skel->progs.kafka_fetch_entry };
 	const struct site_progs settle = { .entry = p->skel->progs.kafka_settle };
-	const struct site_progs settle_rets = { .at_rets = p->skel->progs.kafka_settle };
-	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_franz_delivered };
+	const struct site_progs settle_rets = { .at_rets = p->skel->progs.kafka_settle,
+						.at_ends = p->skel->progs.kafka_settle };
+	const struct site_progs delivered = { .at_rets = p->skel->progs.kafka_franz_delivered,
+					      .at_ends = p->skel->progs.kafka_franz_delivered };
 	const struct kafka_target *k = &t->kafka;
 	struct probe_site part;
+	size_t i;
 	int err;
 
 	err = attach_site(p, &promise, pid, t->path, &k->fz_promise, c, n);
@@ -548,6 +551,12 @@ static int attach_franz(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	part = k->fz_next;
 	part.nentry_calls = 0;
 	err = err ?: attach_site(p, &delivered, pid, t->path, &part, c, n);
+	for (i = 0; !err && i < k->fz_nnext_calls; i++) {
+		err = add_probe(p, p->skel->progs.kafka_franz_delivered, t->path, pid,
+				k->fz_next_calls[i],
+				c | (uint64_t)FRANZ_AT_NEXT_CALL << COOKIE_OP_SHIFT, false);
+		n->emulated += !err;
+	}
 	return err;
 }
 

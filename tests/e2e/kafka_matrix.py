@@ -249,8 +249,10 @@ class KafkaGo(Client):
         ("send", "`(*Writer).WriteMessages`: its entry (or its callers' `CALL`s of it, where "
          "its own first instruction would be single-stepped) and the instruction after each of "
          "those `CALL`s, where its error is in the result registers."),
-        ("process", "`(*Reader).ReadMessage`, and the application's own `FetchMessage` calls, "
-         "right after they return, the `Message` at the caller's stack pointer; the message "
+        ("process", "inside `(*Reader).FetchMessage` and `ReadMessage` (amd64): the emulated "
+         "instructions on their way to the RET that returns a `Message` (a JE after their last "
+         "call, or the CALL of `runtime.duffcopy` that copies it), else right after the "
+         "application's CALLs of them, the `Message` at the caller's stack pointer; the message "
          "ends at the goroutine's next `FetchMessage` (the entry), its `CommitMessages` or the "
          "reader's `Close`."),
         ("trace context", "the produce request on its way out (sk_msg, as for HTTP and gRPC "
@@ -369,9 +371,9 @@ class KafkaGo(Client):
             "A message costs " + "; ".join(f"{hits(go)} single-stepped hit in the builds of {go}"
                                            for go in costly)
             + (f", none in those of {' and '.join(free)}" if free else "")
-            + " (docs/messaging.md: the probe after the CALL of ReadMessage is single-stepped "
-            "where the caller copies the `Message` it returned before any instruction the "
-            "kernel emulates).")
+            + " (docs/messaging.md: where no probe inside ReadMessage could be shown right, the "
+            "probe after its CALL is single-stepped where the caller copies the `Message` it "
+            "returned before any instruction the kernel emulates).")
 
 
 # ---- sarama -------------------------------------------------------------------------------------
@@ -457,12 +459,15 @@ class Franz(Client):
     COMMAND = "tests/e2e/test_kafka_franz.py -k test_release"
     STEPS = ("sync send", "record")
     SITES = [
-        ("send", "`(*Client).ProduceSync`: its entry and its RETs, where its results are; "
-         "`(*Client).produce` (what the inlined `Produce` and `TryProduce` call) at its entry, "
-         "an asynchronous send ending at the entry of `(*Client).finishRecordPromise`."),
-        ("process", "`(*FetchesRecordIter).Next` returning a record (`Fetches.EachRecord` "
-         "calls it for each); the record ends at the goroutine's next `Next`, the return of "
-         "`EachRecord` or its next poll."),
+        ("send", "`(*Client).ProduceSync`: its entry and the first emulated instruction "
+         "after each of the application's CALLs of it, where its results are (its RETs where "
+         "it is reached another way); `(*Client).produce` (what the inlined `Produce` and "
+         "`TryProduce` call) at its entry, an asynchronous send ending at the entry of "
+         "`(*Client).finishRecordPromise`."),
+        ("process", "`(*FetchesRecordIter).Next` handing a record over (`Fetches.EachRecord` "
+         "calls it for each): at its last CALL, of `prepareNext`, the `*Record` it returns "
+         "saved on its stack there (else after its CALLs, or at its RETs); the record ends at "
+         "the goroutine's next `Next`, the return of `EachRecord` or its next poll."),
         ("trace context", "the produce request on its way out (sk_msg, as for kafka-go), when "
          "its batch is not compressed: each record gets a `traceparent` header naming the "
          "PRODUCER span."),
