@@ -284,8 +284,8 @@ static __always_inline __s64 response_status(const struct target_config *cfg,
 	return rws ? (__s64)go_read_word(rws, cfg->h2_rws_status) : -1;
 }
 
-SEC("uprobe")
-int serve_http_return(GO_REGS *ctx)
+/* ServeHTTP's end; HTTP2: at an HTTP/2 server's handlerDone CALL (serve_http2_done). */
+static __always_inline int serve_http_end(GO_REGS *ctx, bool http2)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct target_config *cfg;
@@ -295,6 +295,13 @@ int serve_http_return(GO_REGS *ctx)
 
 	cfg = probe_context(ctx, &key);
 	if (!cfg)
+		return 0;
+	/*
+	 * An HTTP/2 server's goroutine may run a handler other than net/http's ServeHTTP (x/net's
+	 * ServeConn with the service's own, a header list too long): no call began on it, and
+	 * none was lost.
+	 */
+	if (http2 && !bpf_map_lookup_elem(&goroutines, &key))
 		return 0;
 	/* A call that returns after all, but after user space ended it at its panic, is over. */
 	st = server_call_end(&key);
@@ -317,6 +324,23 @@ int serve_http_return(GO_REGS *ctx)
 	bpf_ringbuf_submit(e, submit_flags());
 	st->start_ns = 0;
 	return 0;
+}
+
+SEC("uprobe")
+int serve_http_return(GO_REGS *ctx)
+{
+	return serve_http_end(ctx, false);
+}
+
+/*
+ * The direct CALL of the HTTP/2 writer's handlerDone in runHandler's deferred closure, reached
+ * only when the handler returned: ServeHTTP's end for HTTP/2 requests (target.c), with the
+ * writer's state still the request's.
+ */
+SEC("uprobe")
+int serve_http2_done(GO_REGS *ctx)
+{
+	return serve_http_end(ctx, true);
 }
 
 /*

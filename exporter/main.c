@@ -1098,7 +1098,11 @@ static void say_sites(const struct target *t)
 	size_t i;
 
 	say_site(t->serve_http.symbol, &t->serve_http);
-	if (t->serve_http2.addr)
+	if (t->serve_http2.nends)
+		pr_info("  %s: %zu CALL%s of handlerDone (emulated), where HTTP/2 requests end",
+			t->serve_http2.symbol, t->serve_http2.nends,
+			t->serve_http2.nends == 1 ? "" : "s");
+	else if (t->serve_http2.addr)
 		pr_info("  %s: %zu RETs (%s), where HTTP/2 requests end; no entry probe",
 			t->serve_http2.symbol, t->serve_http2.nrets,
 			t->serve_http2.rets_emulated ? "emulated" : "single-stepped");
@@ -1370,7 +1374,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[320] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256], kafka[640], cpu[80];
+	char fh[256], kafka[640], cpu[80], h2[64] = "", h2_steps[16];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -1442,6 +1446,9 @@ static int add_target(struct app *app, size_t i)
 	 */
 	probes__track_process(app->probes, t->pid, tg);
 	funcs_part(tg, funcs, sizeof(funcs));
+	if (tg->http2_steps >= 0)
+		snprintf(h2, sizeof(h2), " (single-stepped hits: %s an HTTP/2 request)",
+			 steps_text(tg->http2_steps, h2_steps));
 	grpc_parts(tg, rpc, sizeof(rpc));
 	db_parts(tg, db, sizeof(db));
 	router_parts(tg, routes, sizeof(routes));
@@ -1449,12 +1456,12 @@ static int add_target(struct app *app, size_t i)
 	kafka_parts(tg, kafka, sizeof(kafka));
 	cputime_part(tg, cpu, sizeof(cpu));
 	pr_info("attached: pid %d, executable '%s', %s, %d probes (%zu emulated, %zu single-stepped; "
-		"single-stepped hits: %s a request served, %s a call made; %s%s%s%s%s%s%s%s%s%s), "
-		"offsets from %s%s%s",
+		"single-stepped hits: %s a request served, %s a call made; "
+		"%s%s%s%s%s%s%s%s%s%s%s), offsets from %s%s%s",
 		(int)t->pid, tg->exe_name, tg->gobin->go_version, nprobes, counts.emulated,
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
-		tg->serve_http.addr ? "HTTP server" : "no HTTP server", routes,
+		tg->serve_http.addr ? "HTTP server" : "no HTTP server", h2, routes,
 		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
 		funcs, cpu, rpc, fh, db, kafka,
 		tg->offsets_source,

@@ -38,6 +38,9 @@
 #define SYM_RUNTIME_MAIN "runtime.main"
 #define SYM_BUFIO_ITAB "go:itab.*bufio.Writer,io.Writer"
 #define SYM_TLSG "runtime.tlsg"
+/* Up to Go 1.26, net/http's HTTP/2 server calls ServeHTTP through these, in tail position. */
+#define SYM_H2_WRAPPER_TLS "net/http.initALPNRequest.ServeHTTP"
+#define SYM_H2_WRAPPER_H2C "net/http.unencryptedHTTP2Request.ServeHTTP"
 
 
 
@@ -188,6 +191,123 @@ static int find_site(struct analysis *a, const char *symbol, struct probe_site *
 		     bool want_rets)
 {
 	return analysis__site(a, symbol, site, want_rets ? SITE_RETS : SITE_ENTRY, 0);
+}
+
+/*
+ * The HTTP/2 servers that run net/http's handlers: net/http's bundled copy (Go 1.17 to 1.26),
+ * net/http/internal/http2 (1.27 on), and golang.org/x/net/http2 where a service configures it
+ * (http2.ConfigureServer). Each runs a request's handler on a goroutine of its own, in
+ * runHandler, whose deferred closure calls the writer's handlerDone only when the handler
+ * returned (didPanic false): the direct CALL of it, emulated, ends the request on that goroutine
+ * after ServeHTTP and the wrappers above it returned, before handlerDone flushes the response
+ * and gives the writer's state (the status) back to a pool. A handler that panics through
+ * runHandler runs the closure without reaching that CALL: gopanic's probe ends such a request.
+ * WRAPPED: whether it reaches ServeHTTP through the wrappers SYM_H2_WRAPPER_*, whose ends it
+ * makes useless (from Go 1.27 net/http's own server calls http2Handler.ServeHTTP instead).
+ */
+static const struct h2_server {
+	const char *run_handler; /* its closures are run_handler.func1, .func2, ... */
+	const char *handler_done;
+	bool wrapped;
+} h2_servers[] = {
+	{ "net/http.(*http2serverConn).runHandler", "net/http.(*http2responseWriter).handlerDone",
+	  true },
+	{ "net/http/internal/http2.(*serverConn).runHandler",
+	  "net/http/internal/http2.(*responseWriter).handlerDone", false },
+	{ "golang.org/x/net/http2.(*serverConn).runHandler",
+	  "golang.org/x/net/http2.(*responseWriter).handlerDone", true },
+};
+
+/* The closures of runHandler looked through: the deferred one is func1, or func2 before 1.22. */
+#define H2_CLOSURES 3
+
+/*
+ * The CALL of handlerDone in S's runHandler closures: into *PAIRS (*N grown by one). -ENOENT
+ * when there is not exactly one (handlerDone inlined, another shape); -EOPNOTSUPP on arm64.
+ */
+static int h2_done_call(struct analysis *a, const struct h2_server *s, struct call_pair **pairs,
+			size_t *n)
+{
+	struct elf_symbol done, fn;
+	size_t before = *n;
+	char name[128];
+	int i, err = 0;
+
+	if (analysis__find_func(a, s->handler_done, &done))
+		return -ENOENT;
+	for (i = 1; !err && i <= H2_CLOSURES; i++) {
+		snprintf(name, sizeof(name), "%s.func%d", s->run_handler, i);
+		if (!analysis__find_func(a, name, &fn))
+			err = site_planner__calls_in(a->sp, fn.addr, fn.size, done.addr, 0, -1, 0,
+						     pairs, n);
+	}
+	if (!err && *n != before + 1)
+		err = -ENOENT;
+	return err;
+}
+
+/*
+ * HTTP/2 requests' ends at the handlerDone CALLs of every HTTP/2 server the binary links
+ * (h2_servers), instead of the single-stepped return addresses in the wrappers and, from Go
+ * 1.27, http2Handler.ServeHTTP's RETs, when each server's CALL is found; otherwise those stay.
+ * A custom TLSNextProto handler that calls the wrapped Handler itself would run no such CALL.
+ */
+static int plan_http2_ends(struct analysis *a, struct target *t)
+{
+	struct call_pair *pairs = NULL;
+	struct probe_site h2 = {};
+	struct elf_symbol fn, tls = {}, h2c = {};
+	bool wrapped = false;
+	size_t n = 0, i, kept;
+	int err = 0;
+
+	if (site_planner_policy != SITES_BEST || !t->serve_http.nends || t->serve_http.nrets)
+		return 0;
+	for (i = 0; i < sizeof(h2_servers) / sizeof(h2_servers[0]); i++) {
+		if (analysis__find_func(a, h2_servers[i].run_handler, &fn))
+			continue; /* not linked */
+		err = h2_done_call(a, &h2_servers[i], &pairs, &n);
+		if (err) {
+			pr_debug("'%s': no end in %s's closures (%s): HTTP/2 requests end in "
+				 "ServeHTTP's callers",
+				 a->path, h2_servers[i].run_handler, strerror(-err));
+			err = err == -ENOMEM ? err : 0;
+			goto cleanup;
+		}
+		wrapped |= h2_servers[i].wrapped;
+	}
+	if (!n)
+		goto cleanup;
+	h2.ends = calloc(n, sizeof(*h2.ends));
+	if (!h2.ends) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		/* A direct CALL: the kernel emulates it; the program reads no register. */
+		h2.ends[i] = (struct end_site){ .off = pairs[i].call, .emulated = true, .result = -1 };
+		h2.ends[i].caller = pairs[i].after.caller;
+	}
+	h2.nends = n;
+	h2.symbol = "HTTP/2 runHandler closures";
+	h2.addr = h2.ends[0].caller;
+	probe_site__release(&t->serve_http2);
+	t->serve_http2 = h2;
+	if (!wrapped)
+		goto cleanup;
+	analysis__find_func(a, SYM_H2_WRAPPER_TLS, &tls);
+	analysis__find_func(a, SYM_H2_WRAPPER_H2C, &h2c);
+	for (i = kept = 0; i < t->serve_http.nends; i++) {
+		uint64_t caller = t->serve_http.ends[i].caller;
+
+		if (caller && (caller == tls.addr || caller == h2c.addr))
+			continue;
+		t->serve_http.ends[kept++] = t->serve_http.ends[i];
+	}
+	t->serve_http.nends = kept;
+cleanup:
+	free(pairs);
+	return err;
 }
 
 /*
@@ -371,15 +491,27 @@ static void fill_config(struct target *t)
 }
 
 /* The link-time address of SYMBOL, a method whose address BPF compares with itab words; 0: none. */
-/* What target.server_steps and client_steps say. */
+/* What target.server_steps, http2_steps and client_steps say. */
 static void count_steps(struct analysis *a, struct target *t)
 {
-	struct elf_symbol serve = {};
+	struct elf_symbol serve = {}, wrapper = {};
+	size_t i;
 
-	t->server_steps = t->client_steps = -1;
+	t->server_steps = t->client_steps = t->http2_steps = -1;
 	if (t->serve_http.addr) {
 		analysis__find_func(a, SYM_CONN_SERVE, &serve);
 		t->server_steps = probe_site__steps(&t->serve_http, serve.addr, false);
+	}
+	/* HTTP/2: the entry, then its own end, else the TLS wrapper's (h2c's costs the same). */
+	for (i = 0; t->serve_http.addr && i < sizeof(h2_servers) / sizeof(h2_servers[0]); i++) {
+		if (analysis__find_func(a, h2_servers[i].run_handler, &serve))
+			continue;
+		if (t->serve_http2.addr)
+			t->http2_steps = !t->serve_http.entry_emulated +
+					 probe_site__stepped(&t->serve_http2, false);
+		else if (!analysis__find_func(a, SYM_H2_WRAPPER_TLS, &wrapper))
+			t->http2_steps = probe_site__steps(&t->serve_http, wrapper.addr, false);
+		break;
 	}
 	/* The request marker is a direct CALL: emulated. */
 	if (t->round_trip.addr)
@@ -475,6 +607,11 @@ struct target *target__analyse(const char *path, const char *exe_name, const str
 	if (!err && find_site(&a, SYM_HTTP2_HANDLER, &t->serve_http2, true)) {
 		probe_site__release(&t->serve_http2);
 		t->serve_http2.addr = 0;
+	}
+	/* Better: where the HTTP/2 servers' goroutines get control back, emulated. */
+	if (!err && plan_http2_ends(&a, t) == -ENOMEM) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
 	grpc__find_sites(&a, &t->grpc);
 	/* A worker without a server may still call databases: their spans start traces. */

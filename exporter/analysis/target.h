@@ -52,7 +52,11 @@ struct target {
 	const char *offsets_source;  /* "DWARF" or "table" */
 	int64_t offs[GO_FIELD__COUNT];
 	struct probe_site serve_http;
-	/* Go 1.27+: http2Handler.ServeHTTP's RETs, where HTTP/2 requests end; addr 0 = none */
+	/*
+	 * Where HTTP/2 requests end when not in serve_http's callers: the direct CALLs of the
+	 * writer's handlerDone in the HTTP/2 servers' runHandler closures (ends), else, from Go
+	 * 1.27, http2Handler.ServeHTTP's RETs; addr 0 = none
+	 */
 	struct probe_site serve_http2;
 	struct probe_site gopanic; /* entry only; addr 0 when the binary has none */
 	/* Client side; addr 0 when the binary makes no HTTP calls. */
@@ -78,6 +82,7 @@ struct target {
 	 * outgoing call that succeeds, on the usual path; -1 when there is no such probe.
 	 */
 	int server_steps, client_steps;
+	int http2_steps; /* ... and of one HTTP/2 request served; -1: no HTTP/2 server */
 	struct grpc_target grpc;
 	struct db_target db;
 	struct router_target routers; /* route templates of the router frameworks it serves with */

@@ -755,7 +755,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 	const struct site_progs server = { .entry = p->skel->progs.serve_http_entry,
 					   .at_rets = p->skel->progs.serve_http_return,
 					   .at_ends = p->skel->progs.serve_http_return };
-	const struct site_progs server_end = { .at_rets = p->skel->progs.serve_http_return };
+	const struct site_progs server_end = { .at_rets = p->skel->progs.serve_http_return,
+					       .at_ends = p->skel->progs.serve_http2_done };
 	const struct site_progs panic = { .entry = p->skel->progs.go_panic };
 	const struct site_progs started = { .entry = p->skel->progs.process_started };
 	const struct site_progs client = { .entry = p->skel->progs.client_entry,
@@ -827,7 +828,7 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 		return err;
 	}
 
-	/* HTTP/2's ends (Go 1.27+) before the entry they end. */
+	/* HTTP/2's ends before the entry they end. */
 	err = attach_site(p, &server_end, pid, t->path, &t->serve_http2, c, n);
 	err = err ?: attach_site(p, &server, pid, t->path, &t->serve_http, c, n);
 	err = err ?: attach_site(p, &panic, pid, t->path, &t->gopanic, c, n);

@@ -1,7 +1,10 @@
 // h2server serves HTTP/2 over TLS (a certificate for 127.0.0.1 made at start) with net/http's
 // own HTTP/2 server, for test_go_versions.py's HTTP/2 cells: it builds with every Go release
 // from 1.17 on. It prints "listening on ADDR" once it accepts connections. Every request is
-// answered with the status its X-Status header asks for (200 when none), and its protocol.
+// answered with the status its X-Status header asks for (200 when none), and its protocol. A
+// request with "X-Panic: through" panics in the handler, which net/http's HTTP/2 server
+// recovers (it resets the stream); with "X-Panic: recovered" the handler recovers its own panic
+// and answers 500.
 package main
 
 import (
@@ -44,6 +47,17 @@ func certificate() (tls.Certificate, error) {
 }
 
 func handle(w http.ResponseWriter, r *http.Request) {
+	switch r.Header.Get("X-Panic") {
+	case "through":
+		panic("left to net/http")
+	case "recovered":
+		defer func() {
+			if v := recover(); v != nil {
+				http.Error(w, fmt.Sprint("recovered: ", v), http.StatusInternalServerError)
+			}
+		}()
+		panic("recovered inside the handler")
+	}
 	if code, err := strconv.Atoi(r.Header.Get("X-Status")); err == nil && code >= 200 && code <= 599 {
 		w.WriteHeader(code)
 	}
