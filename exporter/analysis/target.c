@@ -268,9 +268,12 @@ static int plan_http2_ends(struct analysis *a, struct target *t)
 			continue; /* not linked */
 		err = h2_done_call(a, &h2_servers[i], &pairs, &n);
 		if (err) {
-			pr_debug("'%s': no end in %s's closures (%s): HTTP/2 requests end in "
+			pr_debug("'%s': %s in the closures of %s: HTTP/2 requests end in "
 				 "ServeHTTP's callers",
-				 a->path, h2_servers[i].run_handler, strerror(-err));
+				 a->path,
+				 err == -ENOENT ? "not one direct call of handlerDone" :
+						  strerror(-err),
+				 h2_servers[i].run_handler);
 			err = err == -ENOMEM ? err : 0;
 			goto cleanup;
 		}
@@ -285,8 +288,10 @@ static int plan_http2_ends(struct analysis *a, struct target *t)
 	}
 	for (i = 0; i < n; i++) {
 		/* A direct CALL: the kernel emulates it; the program reads no register. */
-		h2.ends[i] = (struct end_site){ .off = pairs[i].call, .emulated = true, .result = -1 };
-		h2.ends[i].caller = pairs[i].after.caller;
+		h2.ends[i] = (struct end_site){ .off = pairs[i].call,
+						.caller = pairs[i].after.caller,
+						.emulated = true,
+						.result = -1 };
 	}
 	h2.nends = n;
 	h2.symbol = "HTTP/2 runHandler closures";

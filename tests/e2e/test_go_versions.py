@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (CI, REPO, SLOWDOWN, STATUS_ERROR, STATUS_UNSET, Service, _clean_env,
-                      out_of_line_page, trace_context_counters, trace_context_unavailable)
+                      kernel_probe_hits, out_of_line_page, trace_context_counters,
+                      trace_context_unavailable)
 
 # Debian's golang-1.19 package (1.19.8) is not in the tables, which list 1.19.0 and 1.19.13: its
 # stripped build is traced through the "nearest release at or below" rule.
@@ -72,8 +73,11 @@ LEGACY_SRC = REPO / "tests" / "e2e" / "legacyserver"
 # plain too (DWARF).
 H2_SRC = REPO / "tests" / "e2e" / "h2server"
 H2_CASES = [(v, "stripped") for v in VERSIONS] + [(NEWEST, "plain")]
-# The statuses the HTTP/2 handler is asked for (None: it writes none, and net/http sends 200).
-H2_STATUSES = (None, 201, 404, 503)
+# The HTTP/2 requests, each (X-Status asked, X-Panic asked): None writes no status (net/http
+# sends 200); "recovered" panics inside the handler, which recovers and answers 500; "through"
+# panics out of it, and net/http's HTTP/2 server resets the stream.
+H2_REQUESTS = [(None, None), (201, None), (404, None), (503, None), (None, "recovered"),
+               (None, "through")] * 2
 EXAMPLE_SRC = REPO / "examples" / "httpserver"
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -109,6 +113,9 @@ ARM64 = platform.machine() == "aarch64"
 # simulates only branches there, docs/arm64.md) and simulates the RETs: one single-stepped hit a
 # request served, one a call made. amd64 emulates all of them.
 EXPECTED_STEPS = (1, 1) if ARM64 else (0, 0)
+# An HTTP/2 request served: the same entry; its end at the HTTP/2 server's handlerDone CALL on
+# amd64 (emulated), at ServeHTTP's RETs on arm64 (simulated).
+EXPECTED_H2_STEPS = 1 if ARM64 else 0
 # The newest release before the register ABI on each architecture (Go 1.17 brought it to amd64,
 # 1.18 to arm64), and the minor that brought it; this machine's.
 BEFORE_REGABI = {"amd64": ("1.16.15", 17), "arm64": ("1.17.13", 18)}
@@ -303,22 +310,27 @@ def bpf_stats(bpf_ready):
     path.write_text(old)
 
 
-def curl_http2(url, status):
-    """One GET over HTTP/2 with TLS (no certificate check): (status, protocol version)."""
+def curl_http2(url, status, panic=None):
+    """One GET over HTTP/2 with TLS (no certificate check): (status, protocol version); (0, "0")
+    for a stream the server reset (a handler that panicked)."""
     flags = ["-H", f"X-Status: {status}"] if status else []
+    if panic:
+        flags += ["-H", f"X-Panic: {panic}"]
     res = subprocess.run(["curl", "-sS", "-k", "--http2", "-o", "/dev/null", "-w",
                           "%{http_code} %{http_version}", *flags, url],
                          capture_output=True, text=True, timeout=30)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 0 or panic == "through", res.stderr
     code, version = res.stdout.split()
     return int(code), version
 
 
 @pytest.mark.parametrize("version,flavour", H2_CASES, ids=[f"{v}-{f}" for v, f in H2_CASES])
 def test_go_version_http2_server(version, flavour, build_dir, start_gospan, otlp_receiver,
-                                 bpf_ready):
+                                 bpf_ready, bpf_stats):
     """net/http's HTTP/2 server: a SERVER span a request, ended, with its status code (read
-    from the HTTP/2 writer's state), on every release."""
+    from the HTTP/2 writer's state), on every release; on amd64 without a single-stepped probe
+    hit (the end is the CALL of the writer's handlerDone in the server's runHandler closure).
+    A handler that panics out of ServeHTTP never reaches that CALL: its span is gopanic's."""
     out = build_dir / "e2e" / f"h2server-go{version}-{flavour}"
     out.parent.mkdir(parents=True, exist_ok=True)
     build(version, flavour, out, H2_SRC)
@@ -329,19 +341,27 @@ def test_go_version_http2_server(version, flavour, build_dir, start_gospan, otlp
         g = start_gospan(svc.pid, otlp_receiver)
         attached = g.wait_attached()
         assert f"go{version}" in attached, attached
-        for i, status in enumerate(H2_STATUSES * 2):
+        assert f"(single-stepped hits: {EXPECTED_H2_STEPS} an HTTP/2 request)" in attached, \
+            attached
+        for i, (status, panic) in enumerate(H2_REQUESTS):
             path = f"/h2/{i}"
-            code, proto = curl_http2(f"https://127.0.0.1:{svc.port}{path}", status)
-            assert (code, proto) == (status or 200, "2"), f"{path}: HTTP/{proto} {code}"
-            made[path] = code
+            code, proto = curl_http2(f"https://127.0.0.1:{svc.port}{path}", status, panic)
+            want = (0, "0") if panic == "through" else \
+                (500 if panic else status or 200, "2")
+            assert (code, proto) == want, f"{path}: HTTP/{proto} {code}"
+            made[path] = (None if panic == "through" else want[0])
         deadline = time.monotonic() + 20 * SLOWDOWN
         while time.monotonic() < deadline:
             spans = {s.attrs.get("url.path"): s for s in otlp_receiver.snapshot()[before:]
                      if s.resource.get("process.pid") == svc.pid}
-            if set(made) <= set(spans):
+            if {p for p, c in made.items() if c} <= set(spans):
                 break
             time.sleep(0.1)
+        xol = out_of_line_page(svc.pid)
+        # The panicked calls' spans go out at the latest as gospan stops.
         assert g.stop() == 0, g.stderr
+        spans = {s.attrs.get("url.path"): s for s in otlp_receiver.snapshot()[before:]
+                 if s.resource.get("process.pid") == svc.pid}
     finally:
         svc.stop()
     missing = sorted(set(made) - set(spans))
@@ -350,9 +370,23 @@ def test_go_version_http2_server(version, flavour, build_dir, start_gospan, otlp
         s = spans[path]
         assert s.attrs.get("network.protocol.version") == "2", (path, s.attrs)
         assert s.attrs.get("http.response.status_code") == code, (path, s.attrs)
-        assert (s.status_code == STATUS_ERROR) == (code >= 500), (path, s.status_code)
-    dropped = re.search(r"dropped (\d+)", g.summary_line() or "")
-    assert dropped and dropped.group(1) == "0", f"go{version}: {g.summary_line()}"
+        if code is None:
+            assert s.attrs.get("error.type") == "panic", (path, s.attrs)
+        assert (s.status_code == STATUS_ERROR) == (code is None or code >= 500), \
+            (path, s.status_code)
+    line = g.summary_line() or ""
+    dropped = re.search(r"dropped (\d+)", line)
+    assert dropped and dropped.group(1) == "0", f"go{version}: {line}"
+    through = sum(1 for _, panic in H2_REQUESTS if panic == "through")
+    assert re.search(rf"panics {through}\b", line), f"go{version}: {line}"
+    if ARM64:
+        return
+    # Each request that returned ended at the handlerDone CALL, and none at a single-stepped
+    # probe: the kernel never mapped its page for them.
+    _, per = kernel_probe_hits(g.stderr)
+    assert per.get("serve_http2_done") == len(H2_REQUESTS) - through, per
+    assert per.get("serve_http_return", 0) == 0, per
+    assert not xol, f"go{version}-{flavour}: a probe was single-stepped ({attached})"
 
 
 @pytest.mark.parametrize("version,flavour", CASES, ids=[f"{v}-{f}" for v, f in CASES])

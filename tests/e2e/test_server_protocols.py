@@ -7,6 +7,10 @@ unencryptedHTTP2Request), and gospan ends each request where its caller gets con
 The servers are tests/e2e/wiremix's (-servers), which echo what arrived and answer with the
 status an X-Status header asks for; curl makes the requests, with the protocol forced. The status
 is read from net/http's HTTP/1 writer (*response) and from its HTTP/2 writer's state.
+
+HTTP/2 requests end in the HTTP/2 server's own goroutine, at the CALL of its writer's handlerDone
+(serve_http2_done), HTTP/1 ones in (*conn).serve (serve_http_return): no request single-steps a
+probe, which the kernel's counts of each program's runs and its out-of-line page show.
 """
 
 import re
@@ -16,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import OtlpReceiver
+from conftest import OtlpReceiver, kernel_probe_hits, out_of_line_page
 from test_wire import WIREMIX_SRC, Servers
 from test_distributed import build_example
 
@@ -55,7 +59,7 @@ def curl(flags, url, body, status=None):
     return int(code), version, t0, t1
 
 
-def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan):
+def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan, bpf_stats):
     pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
     assert shutil.which("curl"), "curl is needed (make deps installs it)"
     servers = Servers(wiremix_bin)
@@ -63,8 +67,9 @@ def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan):
     try:
         g = start_gospan(servers.proc.pid, rx)
         attached = g.wait_attached()
-        # HTTP/1 requests end without a single-stepped probe; the HTTP/2 callers' ends may be.
+        # No request served single-steps a probe, HTTP/1 or HTTP/2.
         assert "0 a request served" in attached, attached
+        assert "(single-stepped hits: 0 an HTTP/2 request)" in attached, attached
         made = {}
         for name, (flags, server, version) in PROTOCOLS.items():
             for i in range(PER_PROTOCOL):
@@ -83,9 +88,15 @@ def test_every_protocol_ends_its_server_spans(wiremix_bin, start_gospan):
                 break
             time.sleep(0.1)
         time.sleep(0.5)
+        xol = out_of_line_page(servers.proc.pid)
         assert g.stop() == 0, g.stderr
     finally:
         servers.stop()
+    _, per = kernel_probe_hits(g.stderr)
+    http2 = sum(PER_PROTOCOL for _, _, version in PROTOCOLS.values() if version == "2")
+    assert per.get("serve_http2_done") == http2, per
+    assert per.get("serve_http_return") == len(PROTOCOLS) * PER_PROTOCOL - http2, per
+    assert not xol, f"a probe was single-stepped: {attached}"
 
     spans = {s.attrs.get("url.path"): s for s in rx.snapshot() if s.kind == SPAN_KIND_SERVER}
     missing = sorted(set(made) - set(spans))

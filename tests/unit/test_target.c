@@ -90,6 +90,7 @@ static void check_ends(struct elf_file *ef, const char *bin, const struct target
 {
 	const char *conn_serve = "net/http.\\(\\*conn\\).serve";
 	const char *round_trip = "net/http.\\(\\*Transport\\).roundTrip";
+	struct elf_symbol wrapper;
 	uint64_t want;
 	size_t i;
 	bool seen = false;
@@ -107,6 +108,29 @@ static void check_ends(struct elf_file *ef, const char *bin, const struct target
 	assert_true(seen);
 	assert_true(t->serve_http.entry_emulated);
 	assert_int_equal(t->server_steps, 0);
+
+	/*
+	 * An HTTP/2 request's: the CALL of the writer's handlerDone in runHandler's deferred
+	 * closure (net/http's bundled server up to Go 1.26, net/http/internal/http2 after), and no
+	 * longer the return address in the TLS wrapper, which would be single-stepped.
+	 */
+	want = objdump_find(bin, "net/http.\\(\\*http2serverConn\\).runHandler.func1", NULL, NULL,
+			    "CALL net/http.(*http2responseWriter).handlerDone");
+	if (!want)
+		want = objdump_find(bin,
+				    "net/http/internal/http2.\\(\\*serverConn\\).runHandler.func1",
+				    NULL, NULL,
+				    "CALL net/http/internal/http2.(*responseWriter).handlerDone");
+	assert_int_not_equal(want, 0);
+	assert_int_equal(t->serve_http2.nends, 1);
+	assert_int_equal(t->serve_http2.ends[0].off, file_offset(ef, want));
+	assert_true(t->serve_http2.ends[0].emulated);
+	assert_int_equal(t->serve_http2.nrets, 0);
+	assert_int_equal(t->http2_steps, 0);
+	assert_int_equal(elf_file__find_symbol(ef, "net/http.initALPNRequest.ServeHTTP", &wrapper),
+			 0);
+	for (i = 0; i < t->serve_http.nends; i++)
+		assert_int_not_equal(t->serve_http.ends[i].caller, wrapper.addr);
 
 	want = objdump_find(bin, round_trip, "CALL net/http.(*persistConn).roundTrip(SB)",
 			    "TESTQ BX, BX", "J");
@@ -265,6 +289,11 @@ static void test_target__stripped_binary_is_analysed(void **state)
 	assert_int_equal(stripped->serve_http.nends, plain->serve_http.nends);
 	for (i = 0; i < plain->serve_http.nends; i++)
 		assert_int_equal(stripped->serve_http.ends[i].off, plain->serve_http.ends[i].off);
+	/* HTTP/2's ends are found by name too: the Go function table has the closures'. */
+	assert_int_equal(stripped->serve_http2.nends, plain->serve_http2.nends);
+	for (i = 0; i < plain->serve_http2.nends; i++)
+		assert_int_equal(stripped->serve_http2.ends[i].off, plain->serve_http2.ends[i].off);
+	assert_int_equal(stripped->http2_steps, plain->http2_steps);
 	assert_int_equal(stripped->round_trip.nends, plain->round_trip.nends);
 	assert_int_equal(stripped->round_trip.nrets, plain->round_trip.nrets);
 	assert_int_equal(stripped->round_trip.ends[0].off, plain->round_trip.ends[0].off);
