@@ -410,8 +410,10 @@ int main(int argc, char **argv)
 	/* The order and the sites of probes__attach() in exporter/capture/probes.c. */
 	inject = t->round_trip.addr != 0;
 	pr = &f.skel->progs;
-	err = attach_site(&f, pr->floor_serve_entry, pr->floor_serve_return, pid, path,
-			  &t->serve_http);
+	err = attach_site(&f, NULL, pr->floor_serve_return, pid, path, &t->serve_http2);
+	if (!err)
+		err = attach_site(&f, pr->floor_serve_entry, pr->floor_serve_return, pid, path,
+				  &t->serve_http);
 	if (!err)
 		err = attach_site(&f, pr->floor_panic, NULL, pid, path, &t->gopanic);
 	if (!err)
