@@ -387,9 +387,17 @@ int func_return(GO_REGS *ctx)
  * caller's caller most of all. Fires only when a panic is recovered.
  *
  * recovery runs on the thread's g0 (mcall), so the goroutine is the one the gobuf names: gogo is
- * an ABI0 function, its one argument at 0(SP), a *gobuf whose sp and g are its first and third
- * words in every Go release.
+ * an ABI0 function, its one argument on the stack (ABI0_ARG0), a *gobuf whose sp and g are its
+ * first and third words in every Go release. arm64's sp is RSP as the resumed function had it,
+ * which is also what its frames' depths are measured from (at their first instruction).
  */
+/* Where an ABI0 function's first argument is at its call: above arm64's slot for the saved LR. */
+#if defined(__TARGET_ARCH_x86)
+#define ABI0_ARG0 0
+#else
+#define ABI0_ARG0 8
+#endif
+
 SEC("uprobe")
 int func_recover(GO_REGS *ctx)
 {
@@ -403,7 +411,7 @@ int func_recover(GO_REGS *ctx)
 	cfg = bpf_map_lookup_elem(&targets, &cookie);
 	if (!cfg)
 		return 0;
-	buf = go_read_word((void *)GO_SP(ctx), 0);
+	buf = go_read_word((void *)GO_SP(ctx), ABI0_ARG0);
 	if (!buf)
 		return 0;
 	sp = go_read_word((void *)buf, 0);
@@ -418,12 +426,16 @@ int func_recover(GO_REGS *ctx)
 		return 0;
 	cut = go_read_word((void *)g, cfg->g_stack_hi) - sp;
 	d = st->depth;
-	/* Outermost first: the first frame deeper than the resumed function, and all above it. */
+	/*
+	 * Outermost first: the first frame of a call the resumed function made (its depth at least
+	 * the resumed SP's: 8 more on amd64, where the CALL pushed the return address), and all
+	 * above it. The resumed function's own frame is shallower.
+	 */
 	for (j = 0; j < MAX_SPAN_DEPTH; j++) {
 		if (j >= d)
 			break;
 		i = j & (MAX_SPAN_DEPTH - 1);
-		if (st->frames[i].sdepth > cut) {
+		if (st->frames[i].sdepth >= cut) {
 			at = i;
 			break;
 		}

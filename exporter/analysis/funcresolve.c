@@ -6,7 +6,6 @@
  * them all, where their arguments are (argplan.c) and which of the missing ones the compiler
  * inlined. What cannot be traced is said once per function at start, with the reason.
  */
-#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/argplan.h"
+#include "analysis/disasm.h"
 #include "analysis/dwarf.h"
 #include "analysis/elf.h"
 #include "analysis/funcends.h"
@@ -288,34 +288,43 @@ static int plan_recover(struct target *t, struct symbols *s)
 {
 	const struct sym_entry *rec = find_symbol(s, "runtime.recovery");
 	const struct sym_entry *gogo = find_symbol(s, "runtime.gogo.abi0");
-	struct call_pair *pairs = NULL;
+	uint8_t *code = NULL;
+	uint64_t *offs = NULL;
 	size_t n = 0;
 	int err;
 
 	memset(&t->func_recover, 0, sizeof(t->func_recover));
 	if (!gogo)
 		gogo = find_symbol(s, "runtime.gogo");
-	if (!rec || !gogo || t->machine != EM_X86_64) {
+	if (!rec || !rec->size || !gogo) {
 		pr_debug("'%s': no runtime.recovery call of gogo to probe", t->exe_name);
 		return 0;
 	}
-	err = site_planner__calls_in(s->a->sp, rec->addr, rec->size, gogo->addr, 0, -1, 0, &pairs,
-				     &n);
+	code = malloc(rec->size);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(s->a->ef, rec->addr, code, rec->size);
+	err = err ?: disasm__find_calls(t->machine, code, rec->size, rec->addr, gogo->addr, &offs,
+					&n);
+	if (!err && n == 1)
+		err = elf_file__addr_to_offset(s->a->ef, rec->addr + offs[0],
+					       &t->func_recover.entry_off);
 	if (err == -ENOMEM)
 		goto cleanup;
 	if (err || n != 1) {
 		pr_info("'%s': runtime.recovery has %zu calls of gogo: a call a recovered panic "
-			"ended stays open until its caller ends",
+			"ended stays open until a call at its depth begins",
 			t->exe_name, err ? 0 : n);
 		err = 0;
 		goto cleanup;
 	}
 	t->func_recover.symbol = "runtime.recovery";
 	t->func_recover.addr = rec->addr;
-	t->func_recover.entry_off = pairs[0].call;
-	t->func_recover.entry_emulated = true; /* a direct CALL */
+	/* A direct CALL, emulated; arm64's BL, simulated. */
+	t->func_recover.entry_emulated = true;
 cleanup:
-	free(pairs);
+	free(code);
+	free(offs);
 	return err;
 }
 

@@ -536,17 +536,19 @@ def test_calls_made_last(fn_bin, start_gospan, otlp_receiver, tmp_path, bpf_stat
     finally:
         t.stop()
     err = t.gospan.stderr
-    for name in ("render", "countdown"):
+    arm = platform.machine() == "aarch64"  # its ends are the RETs, which arm64 simulates
+    for name in ("render", "countdown") if not arm else ():
         assert re.search(rf"main\.{name}: entry emulated at file offset 0x[0-9a-f]+; \d+ ends? "
                          rf"\((\d+) emulated, 0 single-stepped\)", err), err
-    assert re.search(r"function 'main\.writeLast' in '[^']+': its end after its call in "
-                     r"'main\.routes\.func\d+' is single-stepped: its caller returns at once "
-                     r"after it and is called indirectly", err), err
-    assert re.search(r"main\.writeLast: entry emulated at file offset 0x[0-9a-f]+; 1 end "
-                     r"\(0 emulated, 1 single-stepped\)", err), err
-    # fib's calls from tick (not traced here, called by the background loop) keep one too.
-    assert "+ 4 functions (single-stepped hits: 1 a call of main.fib, and of 1 more)" \
-        in t.attached, t.attached
+    if not arm:
+        assert re.search(r"function 'main\.writeLast' in '[^']+': its end after its call in "
+                         r"'main\.routes\.func\d+' is single-stepped: its caller returns at "
+                         r"once after it and is called indirectly", err), err
+        assert re.search(r"main\.writeLast: entry emulated at file offset 0x[0-9a-f]+; 1 end "
+                         r"\(0 emulated, 1 single-stepped\)", err), err
+        # fib's calls from tick (not traced here, called by the background loop) keep one too.
+        assert "+ 4 functions (single-stepped hits: 1 a call of main.fib, and of 1 more)" \
+            in t.attached, t.attached
 
     # /tail: render slept 30 ms and called fib(4); the handler paused 80 ms after it.
     (server,) = [s for s in tail if s.kind == SPAN_KIND_SERVER]
@@ -599,13 +601,19 @@ def test_calls_made_last(fn_bin, start_gospan, otlp_receiver, tmp_path, bpf_stat
     _, per = kernel_probe_hits(err)
     entries = (1 + fib_calls(4)) + (4 + 1 + fib_calls(3)) + (2 + fib_calls(4)) \
         + (1 + fib_calls(3))
+    assert per.get("func_recover") == 1, per
+    if arm:
+        # The entry is the first instruction, which runs again when the stack grows; every
+        # call but the one that panicked leaves through a RET.
+        assert entries <= per.get("func_entry") <= entries + 8, per
+        assert per.get("func_return") == entries - 1, per
+        return
     assert per.get("func_entry") == entries, per
     # One end each, except: countdown's 3 calls of itself and render under countdown end
     # with countdown's; fib's calls made last end with their caller's; the render that
     # panicked never ended.
     tails = 3 + 1 + 2 * fib_tail_calls(4) + 2 * fib_tail_calls(3)
     assert per.get("func_return") == entries - tails - 1, per
-    assert per.get("func_recover") == 1, per
 
 
 def test_call_left_open_by_a_caller_begun_before_attach(fn_bin, start_gospan, otlp_receiver,
@@ -613,6 +621,8 @@ def test_call_left_open_by_a_caller_begun_before_attach(fn_bin, start_gospan, ot
     """render ends with holdThen's call, but holdThen's first call began before gospan attached:
     that call has no frame, so render's end is never seen. The goroutine's next traced call, at
     the same depth, drops render's frame: its spans are whole, parented right, none left open."""
+    if platform.machine() == "aarch64":
+        pytest.skip("arm64's ends are the RETs: no call ends with its caller's")
     cfg = write_config(tmp_path, {"functions": [{"symbol": "main.holdThen", "args": ["ms"]},
                                                 {"symbol": "main.render", "args": ["n"]}]})
     svc = Service(fn_bin, env=_clean_env(), args=("-tick", "0"))
