@@ -4,7 +4,7 @@
  * return, and by how much it raises SP), on amd64 code assembled with GNU as from the listing
  * below; and, on examples/functions built by the test, where the ends of functions called last
  * go: in their callers' callers with the frames in between, with a traced caller's call, or left
- * single-stepped with the reason said.
+ * single-stepped with the reason said; and where the recovery probe goes, amd64 and arm64.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,11 +246,55 @@ static void test_funcends__example(void **state)
 	elf_file__close(ef);
 }
 
+/*
+ * The recovery probe's place, on both architectures: runtime.recovery's one direct call of gogo
+ * (a CALL on amd64, a BL on arm64), as plan_recover finds it.
+ */
+static void test_funcends__recovery_calls_gogo(void **state)
+{
+	static const struct {
+		const char *name, *env;
+		uint16_t machine;
+	} builds[] = {
+	    {"functions", "", EM_X86_64},
+	    {"functions-arm64", "GOARCH=arm64", EM_AARCH64},
+	};
+	struct elf_symbol rec, gogo;
+	struct elf_file *ef;
+	uint64_t *offs;
+	uint8_t *bytes;
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
+		const char *bin = test_go_build(EXAMPLE, builds[i].name, builds[i].env, "");
+
+		assert_non_null(bin);
+		ef = elf_file__open(bin);
+		assert_non_null(ef);
+		assert_int_equal(elf_file__machine(ef), builds[i].machine);
+		assert_int_equal(elf_file__find_symbol(ef, "runtime.recovery", &rec), 0);
+		assert_int_equal(elf_file__find_symbol(ef, "runtime.gogo.abi0", &gogo), 0);
+		bytes = malloc(rec.size);
+		assert_non_null(bytes);
+		assert_int_equal(elf_file__read_addr(ef, rec.addr, bytes, rec.size), 0);
+		assert_int_equal(disasm__find_calls(builds[i].machine, bytes, rec.size, rec.addr,
+						    gogo.addr, &offs, &n),
+				 0);
+		assert_int_equal(n, 1);
+		assert_true(offs[0] > 0 && offs[0] < rec.size);
+		free(offs);
+		free(bytes);
+		elf_file__close(ef);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_funcends__epilogues),
 	    cmocka_unit_test(test_funcends__example),
+	    cmocka_unit_test(test_funcends__recovery_calls_gogo),
 	};
 
 	log_set_level(TEST_QUIET_LEVEL);
