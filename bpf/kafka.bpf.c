@@ -612,10 +612,55 @@ int kafka_handed(GO_REGS *ctx)
 	}
 	return 0;
 }
+
+/*
+ * At the Jcc with which sarama's SendMessage tests the *ProducerError its expectation brought
+ * (in the register COOKIE_OP names): nil, the message was sent, its partition and offset in it
+ * (at SP + sm_sent_msg_slot); else the error is its Err.
+ */
+SEC("uprobe")
+int kafka_sarama_sent(GO_REGS *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie = bpf_get_attach_cookie(ctx), perr, msg;
+	const struct target_config *cfg;
+	struct goroutine_key key;
+	struct kafka_produce *e;
+	__s32 partition = -1;
+
+	cfg = probe_context(ctx, &key);
+	if (!cfg || cfg->sm_sent_msg_slot < 0 || cfg->sm_sent_err_at < 0)
+		return 0;
+	e = bpf_map_lookup_elem(&kafka_sends, &key);
+	if (!e)
+		return 0;
+	e->end_ns = now;
+	perr = x86_reg(ctx, COOKIE_OP(cookie));
+	if (perr) {
+		e->err_itab = go_read_word((void *)perr, cfg->sm_sent_err_at);
+		e->err_fn = go_itab_fn0(e->err_itab);
+	} else {
+		msg = go_read_word((void *)GO_SP(ctx), cfg->sm_sent_msg_slot);
+		if (msg && !bpf_probe_read_user(&partition, sizeof(partition),
+						(void *)(msg + cfg->sm_msg_partition)))
+			e->partition = partition;
+		if (msg)
+			e->offset = (__s64)go_read_word((void *)msg, cfg->sm_msg_offset);
+	}
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), submit_flags()))
+		count_drop(DROP_RINGBUF_FULL);
+	bpf_map_delete_elem(&kafka_sends, &key);
+	return 0;
+}
 #else
-/* arm64: the reads' ends stay where they were (exporter/analysis/kafka_handover.c). */
+/* arm64: the reads' and SendMessage's ends stay where they were (kafka_handover.c, kafka.c). */
 SEC("uprobe")
 int kafka_handed(GO_REGS *ctx)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int kafka_sarama_sent(GO_REGS *ctx)
 {
 	return 0;
 }

@@ -511,6 +511,13 @@ struct target_config {
 	__s64 sm_msg_key;
 	__s64 sm_msg_value;
 	/*
+	 * SendMessage's end at the Jcc that tests its *ProducerError (kafka_sarama_sent, the
+	 * register in COOKIE_OP): the message at SP + this there; the error's Err in the
+	 * ProducerError at the other. -1: its RETs are probed instead.
+	 */
+	__s64 sm_sent_msg_slot;
+	__s64 sm_sent_err_at;
+	/*
 	 * sarama's AsyncProducer (bpf/kafka_sarama.bpf.c), when SARAMA_ASYNC: a ProducerMessage's
 	 * Offset and Partition (int32), which the broker's answer filled; an *asyncProducer's input
 	 * (chan *ProducerMessage).

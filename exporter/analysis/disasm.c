@@ -483,8 +483,7 @@ static void data_move(const cs_insn *insn, struct insn *out)
 		if (x->op_count != 2)
 			break;
 		out->size = x->operands[0].size;
-		if (out->size == 8 || out->size == 16)
-			out->op = OP_MOV;
+		out->op = OP_MOV;
 		break;
 	case X86_INS_LEA:
 		out->op = OP_LEA;

@@ -76,7 +76,7 @@ enum { X86_AX, X86_CX, X86_DX, X86_BX, X86_SP, X86_BP, X86_SI, X86_DI, X86_R8 };
 /* The data moves that following a value through a function's code needs (kafka_handover.c). */
 enum insn_op {
 	OP_NONE,  /* anything else: what it writes is in WRITES and MEM_WRITE */
-	OP_MOV,	  /* MOV of 8 bytes, or MOVUPS/MOVAPS/MOVDQU of 16: REG to or from MEM, or an IMM */
+	OP_MOV,	  /* MOV (SIZE bytes), MOVUPS/MOVAPS/MOVDQU (16): REG to or from MEM, or an IMM */
 	OP_LEA,	  /* LEA MEM, REG */
 	OP_ZERO,  /* XOR REG, REG (32 or 64 bits) or XORPS: REG is 0 */
 	OP_SP_ADD /* ADD or SUB of an immediate to SP: DISP is what SP moves by */

@@ -208,6 +208,126 @@ static int find_reader(struct analysis *a, struct kafka_target *k)
 	return err;
 }
 
+/* The first instruction of the straight run of INS that ends at I. */
+static long straight_start(const struct insns *ins, long i)
+{
+	while (i > 0 && !ins->v[i].branch_target && ins->v[i - 1].kind == INSN_OTHER)
+		i--;
+	return i;
+}
+
+/*
+ * Where SendMessage ends without its RETs. It ends by testing the *ProducerError its
+ * expectation brought, `MOVQ k(SP), r; TESTQ r, r; JE ok`, and each way from that JE (or JNE)
+ * goes straight to a RET: the error's (-1, -1, pErr.Err, Err loaded from r + E) or the
+ * message's (msg.Partition, msg.Offset, nil: XORL CX, CX, the message loaded from SP + M). The
+ * Jcc, emulated, is the end: the register r tells which (0: sent), r + E the error, SP + M the
+ * message. Every RET must be one of those two.
+ */
+static int sarama_sent_site(struct analysis *a, struct kafka_target *k)
+{
+	const int64_t *o = k->sm_offs;
+	struct elf_symbol fn;
+	struct insns ins = {};
+	uint8_t *code = NULL;
+	int32_t msg_slot = -1, err_at = -1;
+	long j = -1, ok_ret = -1, err_ret = -1, r, i;
+	int reg = -1, err;
+
+	if (site_planner_policy != SITES_BEST || a->machine != EM_X86_64 ||
+	    o[SARAMA_FIELD_MSG_PARTITION] < 0 || o[SARAMA_FIELD_MSG_OFFSET] < 0 ||
+	    analysis__find_func(a, SYM_SEND_MESSAGE, &fn))
+		return 0;
+	code = malloc(fn.size ? fn.size : 1);
+	if (!code)
+		return -ENOMEM;
+	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
+	err = err ?: disasm__decode(a->machine, code, fn.size, fn.addr, &ins);
+	if (err) {
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	for (r = 0; r < (long)ins.n; r++) {
+		const struct insn *v = ins.v;
+		int32_t part_at = -1, off_at = -1, base_slot[16];
+		bool zeroed = false;
+		long start, jcc;
+
+		if (v[r].kind != INSN_RET)
+			continue;
+		start = straight_start(&ins, r);
+		if (!v[start].branch_target) {
+			/* Its Jcc's fall-through. */
+			jcc = start - 1;
+			if (jcc < 0 || v[jcc].kind != INSN_JCC)
+				goto cleanup;
+		} else {
+			/* The one Jcc that jumps here, and nothing falls through into it. */
+			if (start > 0 && v[start - 1].kind != INSN_RET && v[start - 1].kind != INSN_JMP)
+				goto cleanup;
+			for (jcc = -1, i = 0; i < (long)ins.n; i++) {
+				if ((v[i].kind != INSN_JCC && v[i].kind != INSN_JMP) ||
+				    v[i].target != fn.addr + v[start].off)
+					continue;
+				if (jcc >= 0 || v[i].kind != INSN_JCC)
+					goto cleanup;
+				jcc = i;
+			}
+			if (jcc < 0)
+				goto cleanup;
+		}
+		if (!v[jcc].emulated || !v[jcc].jcc_zf || jcc < 1 || v[jcc - 1].test_reg < 0 ||
+		    (j >= 0 && j != jcc))
+			goto cleanup;
+		j = jcc;
+		reg = v[jcc - 1].test_reg;
+		for (i = 0; i < 16; i++)
+			base_slot[i] = -1;
+		for (i = start; i < r; i++) {
+			const struct insn *in = &v[i];
+
+			if (in->op == OP_ZERO && in->reg == X86_CX)
+				zeroed = true;
+			if (in->op != OP_MOV || in->to_mem || !in->has_mem || in->mem_index ||
+			    in->reg < 0 || in->reg >= 16)
+				continue;
+			if (in->mem_base == X86_SP)
+				base_slot[in->reg] = in->disp;
+			else if (in->mem_base == reg && in->reg != X86_AX && in->reg != X86_BX &&
+				 err_at < 0)
+				err_at = in->disp; /* pErr.Err's itab */
+			else if (in->mem_base >= 0 && in->reg == X86_AX)
+				part_at = in->disp, msg_slot = base_slot[in->mem_base];
+			else if (in->mem_base >= 0 && in->reg == X86_BX)
+				off_at = in->disp;
+		}
+		if (zeroed) {
+			if (ok_ret >= 0 || part_at != o[SARAMA_FIELD_MSG_PARTITION] ||
+			    off_at != o[SARAMA_FIELD_MSG_OFFSET] || msg_slot < 0)
+				goto cleanup;
+			ok_ret = r;
+		} else {
+			if (err_ret >= 0 || err_at < 0)
+				goto cleanup;
+			err_ret = r;
+		}
+	}
+	/* The Jcc's two ways, one to each RET (two runs, one jumped to, one fallen into). */
+	if (ok_ret < 0 || err_ret < 0)
+		goto cleanup;
+	err = elf_file__addr_to_offset(a->ef, fn.addr + ins.v[j].off, &k->sm_sent_at);
+	if (err)
+		goto cleanup;
+	k->sm_sent_reg = reg;
+	k->sm_sent_msg_slot = msg_slot;
+	k->sm_sent_err_at = err_at;
+	k->sm_sent = true;
+cleanup:
+	free(code);
+	disasm__insns_free(&ins);
+	return err;
+}
+
 /*
  * sarama's SyncProducer: its two sends, each a method the application calls through the
  * SyncProducer interface, so that their RETs stay (the sites are said in --verbose).
@@ -244,6 +364,15 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 		return err;
 	if (err)
 		drop(&k->sarama_many);
+	err = k->sarama_one.addr ? sarama_sent_site(a, k) : 0;
+	if (err)
+		return err;
+	if (k->sm_sent) {
+		free(k->sarama_one.ret_offs);
+		k->sarama_one.ret_offs = NULL;
+		k->sarama_one.nrets = 0;
+		k->sarama_one.nends = 0;
+	}
 	if (k->sarama_one.addr)
 		k->sarama_steps = probe_site__stepped(&k->sarama_one, true);
 	err = sarama_groups__find(a, k);
@@ -533,6 +662,8 @@ void kafka__configure(const struct kafka_target *k, struct target_config *c)
 	c->sm_msg_topic = k->sm_offs[SARAMA_FIELD_MSG_TOPIC];
 	c->sm_msg_key = k->sm_offs[SARAMA_FIELD_MSG_KEY];
 	c->sm_msg_value = k->sm_offs[SARAMA_FIELD_MSG_VALUE];
+	c->sm_sent_msg_slot = k->sm_sent ? k->sm_sent_msg_slot : -1;
+	c->sm_sent_err_at = k->sm_sent ? k->sm_sent_err_at : -1;
 	sarama__configure(k, c);
 	configure_franz(k, c);
 	c->kafka_go = k->send.addr || k->fetch.addr;

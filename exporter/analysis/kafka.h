@@ -70,6 +70,15 @@ struct kafka_target {
 	int64_t sm_offs[SARAMA_FIELD__COUNT];
 	struct probe_site sarama_one;  /* (*syncProducer).SendMessage */
 	struct probe_site sarama_many; /* (*syncProducer).SendMessages */
+	/*
+	 * SendMessage's end without its RETs: the Jcc at SM_SENT_AT (a file offset) that tests the
+	 * *ProducerError in register SM_SENT_REG (nil: sent, the message at SP + SM_SENT_MSG_SLOT;
+	 * else its Err at SM_SENT_ERR_AT in it). SM_SENT false: the RETs stay.
+	 */
+	bool sm_sent;
+	uint64_t sm_sent_at;
+	int sm_sent_reg;
+	int32_t sm_sent_msg_slot, sm_sent_err_at;
 	int sarama_steps;
 	/* sarama's consumer groups (kafka_sarama.c): none when SM_NRECVS is 0. */
 	struct probe_site sm_consume;	/* (*consumerGroupSession).consume: entry */

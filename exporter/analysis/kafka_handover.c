@@ -222,6 +222,16 @@ static bool step(struct sim *s, const struct insn *in)
 
 	switch (in->op) {
 	case OP_MOV:
+		if (in->size != 8 && in->size != 16) {
+			/* Part of a word: what it writes is unknown. */
+			if (!in->to_mem)
+				set_reg(s, in->reg, lo, hi);
+			else if (in->has_mem && mem_addr(s, in, &base, &off))
+				store_word(s, base, off & ~7, lo);
+			else
+				s->mem_lost = true;
+			return true;
+		}
 		if (!in->has_mem) {
 			/* A register copied (64 bits), or an immediate. */
 			if (in->reg >= 0 && in->reg < 16 && in->mov_src >= 0)

@@ -680,6 +680,12 @@ static int attach_kafka(struct probes *p, struct target *t, pid_t pid, uint32_t 
 	int err;
 
 	err = attach_site(p, &send, pid, t->path, &k->send, c, n);
+	/* SendMessage's end without its RETs, before its entry: the Jcc that tests its error. */
+	if (!err && k->sm_sent && k->sarama_one.addr) {
+		err = add_probe(p, p->skel->progs.kafka_sarama_sent, t->path, pid, k->sm_sent_at,
+				c | (uint64_t)k->sm_sent_reg << COOKIE_OP_SHIFT, false);
+		n->emulated += !err;
+	}
 	err = err ?: attach_site(p, &sarama_one, pid, t->path, &k->sarama_one, c, n);
 	err = err ?: attach_site(p, &sarama_many, pid, t->path, &k->sarama_many, c, n);
 	err = err ?: attach_site(p, &settle, pid, t->path, &k->commit, c, n);

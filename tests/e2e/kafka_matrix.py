@@ -388,7 +388,9 @@ class Sarama(Client):
     SITES = [
         ("send", "`(*syncProducer).SendMessage` and `(*syncProducer).SendMessages`, which the "
          "application calls through the `SyncProducer` interface: their entries and their "
-         "RETs. The `AsyncProducer`: the CALLs of `runtime.chansend1` and `runtime.selectgo` in "
+         "RETs, but `SendMessage`'s end where it tests the `*ProducerError` its expectation "
+         "brought, a JE from which each way goes straight to a RET (to v1.61). The "
+         "`AsyncProducer`: the CALLs of `runtime.chansend1` and `runtime.selectgo` in "
          "the application's own code, whose channel is a producer's input "
          "(`newAsyncProducer`'s RETs, the dispatcher's receive tell which), to the entries of "
          "`returnSuccesses`, `returnErrors` and `returnError`."),

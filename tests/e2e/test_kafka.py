@@ -387,6 +387,25 @@ def test_send_to_a_missing_topic_fails(traced):
     assert got[0].attrs.get("error.type"), got[0].attrs
 
 
+def test_sarama_send_to_a_missing_topic_fails(traced):
+    """sarama's SendMessage to a topic that does not exist: its end (the Jcc testing the
+    *ProducerError, on amd64) takes the error's Err: status ERROR, error.type, and no partition
+    or offset."""
+    if platform.machine() == "x86_64":
+        assert f"(sarama {SARAMA_VERSION}, offsets from DWARF; single-stepped hits: 0 a send" \
+            in traced.attached, traced.attached
+    topic = f"gospan-missing-{secrets.token_hex(3)}"
+    start = time.time_ns()
+    status, body = traced.post(produce_path(topic, client="sarama"))
+    assert status == 500, body
+    got = traced.spans(lambda s: s.kind == SPAN_KIND_PRODUCER and s.start_ns >= start and
+                       s.attrs.get("messaging.destination.name") == topic, 1)
+    assert got[0].status_code == STATUS_ERROR, got[0]
+    assert got[0].attrs.get("error.type"), got[0].attrs
+    assert "messaging.kafka.offset" not in got[0].attrs, got[0].attrs
+    assert "messaging.destination.partition.id" not in got[0].attrs, got[0].attrs
+
+
 def test_summary_counts_what_went_without_context(traced):
     """Last in the module (its gospan stops here): every record given context or counted."""
     summary = traced.stop()
