@@ -15,9 +15,9 @@
  *
  * pgx's Conn.Query, Exec and SendBatch are probed at their entries and, inside them, right after
  * the inner call that does the work, where the kernel emulates the instruction; the RETs of
- * their ways out before it stay. go-redis's baseClient.process (or processStartingAt) and its
- * pipelines' processors are probed at their entries and RETs (they are reached through method
- * values, and their work ends in calls they return at once).
+ * their ways out before it stay. go-redis's baseClient.process (or processStartingAt) is probed
+ * at its entry and where its retry loop is over, on emulated instructions (the RETs of its rare
+ * other ways out stay); its pipelines' processors at their entries and RETs.
  *
  * Linked with the other uprobe families into one object, whose maps and helpers it uses
  * (probe.bpf.h).
@@ -732,9 +732,34 @@ int db_redis_pipeline_entry(GO_REGS *ctx)
 	return 0;
 }
 
-/* At go-redis's RETs: the error in slots 1-2. */
+/* At the pipeline processors' RETs: the error in slots 1-2. */
 SEC("uprobe")
 int db_redis_end(GO_REGS *ctx)
 {
 	return db_end(ctx, DB_CLIENT_REDIS, DB_CLIENT_REDIS_PIPELINE, 1, 2);
+}
+
+/*
+ * A command's end: where its retry loop is over, the error it returns in the slot the cookie
+ * says and the next (exporter/analysis/datastores.c), or at a RET of a way out without one, the
+ * error in slots 1-2. On a conditional jump, only when the register it tests sends the command
+ * out of the loop. A command's alone: a pipeline in flight is not its.
+ */
+SEC("uprobe")
+int db_redis_cmd_end(GO_REGS *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = COOKIE_RESULT_SLOT(cookie), bytes = COOKIE_COND_BYTES(cookie);
+	__u64 tested;
+
+	if (COOKIE_COND_SLOT(cookie)) {
+		tested = go_arg(ctx, COOKIE_COND_SLOT(cookie));
+		if (bytes < 8)
+			tested &= (1ULL << (bytes * 8)) - 1;
+		if (!tested != !!(cookie & COOKIE_COND_IF_ZERO))
+			return 0;
+	}
+	if (!slot)
+		slot = 1;
+	return db_end(ctx, DB_CLIENT_REDIS, DB_CLIENT_REDIS, slot, slot + 1);
 }

@@ -86,6 +86,16 @@
 #define FRANZ_AT_NEXT_CALL 1
 #define COOKIE_OP_SHIFT 48
 #define COOKIE_OP(c) ((__u32)((c) >> COOKIE_OP_SHIFT) & 0xf)
+/*
+ * An end on one way of a conditional jump (struct end_site's cond): COOKIE_COND_SLOT, the
+ * register slot it tests (0: none); COOKIE_COND_BYTES, how many of its low bytes; and
+ * COOKIE_COND_IF_ZERO, whether the end's way is taken when they are zero. Never with
+ * COOKIE_FRAMES, whose bits they share: such an end is in its own function's frame.
+ */
+#define COOKIE_COND_SHIFT 52
+#define COOKIE_COND_SLOT(c) ((__u32)((c) >> COOKIE_COND_SHIFT) & 0xf)
+#define COOKIE_COND_BYTES(c) ((__u32)((c) >> (COOKIE_COND_SHIFT + 4)) & 0xf)
+#define COOKIE_COND_IF_ZERO (1ULL << 60)
 
 /*
  * runtime.chanrecv1(c, elem), chanrecv2(c, elem) (received bool), selectnbrecv(elem, c)

@@ -4,7 +4,8 @@
  * to its driver: every driver goes through there, and those functions are only called directly,
  * so their ends go in their callers on instructions the kernel emulates (bpf/db.bpf.c).
  * pgx's methods end inside themselves, after the inner call that does their work, also on
- * emulated instructions; go-redis's command processors at their RETs.
+ * emulated instructions; go-redis's command processor where its retry loop is over, likewise;
+ * go-redis's pipelines at their RETs.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,12 +52,23 @@
  */
 #define REDIS_PROCESS_AT REDIS_MODULE ".(*baseClient).processStartingAt"
 /*
- * go-redis's ends stay on RETs: the processor is called only from its method value, which the
- * hooks call through a func value, and it ends in a call it returns at once (processCommand, which
- * returns processWithRetry's, whose retry loop leaves on several ways, an error's registers lost
- * on some): no instruction the kernel emulates follows the command's work on every way out. The
- * pipelines' processors make their error after the work (their commands' first, returned at
- * once): their RETs too.
+ * The processor is called only from its method value, which the hooks call through a func
+ * value, so its ends cannot go in its callers; and it ends in calls it returns at once
+ * (processCommand, which returns processWithRetry's; before v9.22 it holds the retry loop
+ * itself): no instruction the kernel emulates follows the command's work in it. Its ends go
+ * where the work is over instead: in the retry loop, on the first emulated instruction of each
+ * way that leaves it for good, where the error it will return is in registers
+ * (sites__error_ends shows it for every way, through the frame's spills). The other ways out
+ * (a command refused before it is sent, a cached reply, retries run out where the error is not
+ * in registers) keep their RETs.
+ */
+#define REDIS_COMMAND REDIS_MODULE ".(*baseClient).processCommand"
+#define REDIS_WITH_RETRY REDIS_MODULE ".(*baseClient).processWithRetry"
+#define REDIS_CACHED REDIS_MODULE ".(*baseClient).processCached"
+#define REDIS_ATTEMPT REDIS_MODULE ".(*baseClient)._process"
+/*
+ * The pipelines' processors make their error after the work (their commands' first, returned
+ * at once): their RETs.
  */
 #define REDIS_PIPELINE REDIS_MODULE ".(*baseClient).processPipeline"
 #define REDIS_TX_PIPELINE REDIS_MODULE ".(*baseClient).processTxPipeline"
@@ -391,6 +403,45 @@ static int find_pgx_sites(struct analysis *a, struct db_target *d)
 	return 0;
 }
 
+/*
+ * A command's ends where its work is over (REDIS_COMMAND's comment): the chain from the probed
+ * processor to the retry loop, which calls _process for each attempt.
+ */
+static int redis_ends(struct analysis *a, struct db_target *d)
+{
+	struct probe_site *site = &d->redis_process;
+	const char *const links[] = { REDIS_COMMAND, REDIS_WITH_RETRY };
+	struct error_chain chain = { .n = 1 };
+	struct elf_symbol sym;
+	size_t i;
+	int err, steps;
+
+	if (analysis__find_func(a, REDIS_ATTEMPT, &sym)) {
+		site->rets_why = "its retry loop's attempts were not found";
+		return 0;
+	}
+	chain.work = sym.addr;
+	if (analysis__find_func(a, site->symbol, &sym))
+		return 0; /* found a moment ago: its RETs, as planned */
+	chain.addr[0] = sym.addr;
+	chain.size[0] = sym.size;
+	/* From v9.22 the loop is processWithRetry's, reached through processCommand. */
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (analysis__find_func(a, links[i], &sym))
+			continue;
+		chain.addr[chain.n] = sym.addr;
+		chain.size[chain.n++] = sym.size;
+	}
+	/* A cached command's miss runs the loop too, and returns its error as it is. */
+	if (chain.n > 1 && !analysis__find_func(a, REDIS_CACHED, &sym))
+		chain.also[chain.nalso++] = sym.addr;
+	err = site_planner__error_ends(a->sp, site, &chain, &steps);
+	if (err || !site->nends)
+		return err;
+	d->redis_steps = !site->entry_emulated + steps;
+	return 0;
+}
+
 static int find_redis_sites(struct analysis *a, struct db_target *d)
 {
 	const char *version = gobin__module_version(a->gobin, REDIS_MODULE);
@@ -419,6 +470,8 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	if (err == -ENOMEM)
 		return err;
 	d->redis_steps = probe_site__steps(&d->redis_process, 0, false);
+	if (site_planner_policy == SITES_BEST)
+		return redis_ends(a, d);
 	return 0;
 }
 

@@ -524,7 +524,7 @@ static void describe(csh cs, const cs_insn *insn, uint64_t addr, struct insn *ou
 	memset(out, 0, sizeof(*out));
 	out->off = (uint32_t)(insn->address - addr);
 	out->len = (uint8_t)insn->size;
-	out->test_reg = out->mov_src = -1;
+	out->test_reg = out->mov_src = out->test_any = -1;
 	classify(insn, out);
 	if ((out->kind == INSN_CALL || out->kind == INSN_JMP || out->kind == INSN_JCC) &&
 	    x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
@@ -535,8 +535,13 @@ static void describe(csh cs, const cs_insn *insn, uint64_t addr, struct insn *ou
 			if (r >= 0)
 				out->writes |= 1u << r;
 		}
+		for (i = 0; i < nrd; i++) {
+			r = gp_number(rd[i]);
+			if (r >= 0)
+				out->reads |= 1u << r;
+		}
 	} else {
-		out->writes = 0xffff; /* unknown: assume the worst */
+		out->writes = out->reads = 0xffff; /* unknown: assume the worst */
 	}
 	/* A call may change every register the Go ABI does not keep (all but SP, BP, R14, R15). */
 	if (out->kind == INSN_CALL || out->kind == INSN_CALL_IND)
@@ -545,6 +550,15 @@ static void describe(csh cs, const cs_insn *insn, uint64_t addr, struct insn *ou
 		r = reg64_operand(x, 0);
 		if (r >= 0 && r == reg64_operand(x, 1))
 			out->test_reg = (int8_t)r;
+		/* Any width, where the low part tested is the register's (not AH...DH). */
+		if (x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    x->operands[1].type == X86_OP_REG &&
+		    x->operands[0].reg == x->operands[1].reg && x->operands[0].reg != X86_REG_AH &&
+		    x->operands[0].reg != X86_REG_BH && x->operands[0].reg != X86_REG_CH &&
+		    x->operands[0].reg != X86_REG_DH) {
+			out->test_size = x->operands[0].size;
+			out->test_any = (int8_t)gp_number(x->operands[0].reg);
+		}
 	} else if (insn->id == X86_INS_MOV && reg64_operand(x, 0) >= 0) {
 		out->mov_src = (int8_t)reg64_operand(x, 1);
 	}

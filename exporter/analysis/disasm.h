@@ -91,8 +91,11 @@ struct insn {
 	bool jcc_if_zero;	/* JE (taken when ZF is set); JNE: false. Other Jcc: unused */
 	bool jcc_zf;		/* a JE or JNE */
 	int8_t test_reg;	/* TEST r, r of a 64-bit register: r; else -1 */
+	int8_t test_any;	/* TEST r, r of any width: r, its low TEST_SIZE bytes; else -1 */
+	uint8_t test_size;
 	int8_t mov_src;		/* MOV r64, r64: the source register; else -1 (dst: the write) */
 	uint16_t writes;	/* general registers written, bit per x86 register number */
+	uint16_t reads;		/* general registers read, the same way */
 	uint64_t target;	/* direct CALL, JMP, Jcc: the address it goes to */
 	/*
 	 * Its data move (enum insn_op): REG the register operand (-1: none, an immediate), MEM the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/disasm.h"
+#include "core/log.h"
 #include "analysis/elf.h"
 #include "analysis/pclntab.h"
 #include "analysis/planner.h"
@@ -568,4 +569,157 @@ int probe_site__steps(const struct probe_site *site, uint64_t caller, bool succe
 		    (!success || site->ends[i].if_no_error))
 			return steps + !site->ends[i].emulated;
 	return steps + !site->rets_emulated; /* a RET */
+}
+
+/* Whether every direct call of the function at ADDR comes from one of the N functions ALLOWED. */
+static int called_only_from(struct site_planner *sp, uint64_t addr, const uint64_t *allowed,
+			    size_t n)
+{
+	struct call_site *calls = NULL;
+	size_t ncalls = 0, i, j;
+	int err;
+
+	err = planner_code_map(sp);
+	err = err ?: sites__find_calls(&sp->cm, addr, FIND_CALLS_NOT_DYNAMIC, &calls, &ncalls);
+	for (i = 0; !err && i < ncalls; i++) {
+		for (j = 0; j < n && calls[i].caller.addr != allowed[j]; j++)
+			;
+		if (j == n)
+			err = -ENOENT;
+	}
+	sites__free_calls(calls, ncalls);
+	return err;
+}
+
+/*
+ * The Go runtime's write barriers, into OUT: they keep every general register but R11 (Go 1.21
+ * on: gcWriteBarrier1-8 return their buffer there) and the scratch R12-R13; before, the
+ * register-named ones keep them all.
+ */
+#define WRITE_BARRIERS 20
+static size_t write_barriers(struct site_planner *sp, uint64_t *out)
+{
+	static const char *const names[] = {
+		"runtime.gcWriteBarrier",   "runtime.gcWriteBarrier1", "runtime.gcWriteBarrier2",
+		"runtime.gcWriteBarrier3",  "runtime.gcWriteBarrier4", "runtime.gcWriteBarrier5",
+		"runtime.gcWriteBarrier6",  "runtime.gcWriteBarrier7", "runtime.gcWriteBarrier8",
+		"runtime.gcWriteBarrierCX", "runtime.gcWriteBarrierDX", "runtime.gcWriteBarrierBX",
+		"runtime.gcWriteBarrierBP", "runtime.gcWriteBarrierSI", "runtime.gcWriteBarrierR8",
+		"runtime.gcWriteBarrierR9",
+	};
+	struct elf_symbol sym;
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && n < WRITE_BARRIERS; i++)
+		if (!elf_file__find_symbol(sp->ef, names[i], &sym) ||
+		    (sp->pt && !pclntab__find_func(sp->pt, names[i], &sym)))
+			out[n++] = sym.addr;
+	return n;
+}
+
+int site_planner__error_ends(struct site_planner *sp, struct probe_site *site,
+			     const struct error_chain *chain, int *nil_steps)
+{
+	struct end_site *ends = NULL, *fn_ends = NULL;
+	uint64_t *rets = NULL, allowed[ERROR_CHAIN_MAX + 4], off;
+	struct insns ins = {};
+	long *calls = NULL, *kept = NULL, start;
+	size_t nends = 0, nrets = 0, nfn_ends, nkept, ncalls, k, i, nallowed;
+	uint64_t barriers[WRITE_BARRIERS];
+	size_t nbarriers = write_barriers(sp, barriers);
+	int err = 0, steps;
+
+	*nil_steps = 1;
+	if (!chain->n || chain->n > ERROR_CHAIN_MAX || chain->addr[0] != site->addr ||
+	    chain->nalso > 4) {
+		site->rets_why = "no chain of calls to its work";
+		return 0;
+	}
+	for (k = 0; !err && k < chain->n; k++) {
+		err = decode_func(sp, chain->addr[k], chain->size[k], &ins);
+		if (err)
+			break;
+		calls = calloc(ins.n ? ins.n : 1, sizeof(*calls));
+		rets = rets ? rets : calloc(1, sizeof(*rets));
+		if (!calls || !rets) {
+			err = -ENOMEM;
+			break;
+		}
+		for (i = ncalls = 0; i < ins.n; i++)
+			if (ins.v[i].kind == INSN_CALL &&
+			    ins.v[i].target == (k + 1 < chain->n ? chain->addr[k + 1] : chain->work))
+				calls[ncalls++] = (long)i;
+		start = k ? 0 : disasm__index(&ins, site->entry_at - site->addr);
+		err = sites__error_ends(&ins, start, calls, ncalls, k + 1 < chain->n, barriers,
+					nbarriers, &fn_ends, &nfn_ends, &kept, &nkept, &steps);
+		if (err) {
+			pr_debug("0x%llx: its ways out could not all be followed to one end each (%zu "
+				 "calls of its work)",
+				 (unsigned long long)chain->addr[k], ncalls);
+			break;
+		}
+		/* Only the chain reaches a link: its ends cannot end a call of another's. */
+		if (k) {
+			for (nallowed = 0; nallowed < k; nallowed++)
+				allowed[nallowed] = chain->addr[nallowed];
+			for (i = 0; k + 1 == chain->n && i < chain->nalso; i++)
+				allowed[nallowed++] = chain->also[i];
+			err = called_only_from(sp, chain->addr[k], allowed, nallowed);
+			if (err)
+				pr_debug("0x%llx: called from outside its chain",
+					 (unsigned long long)chain->addr[k]);
+		}
+		if (!err && k + 1 == chain->n) {
+			ends = fn_ends;
+			nends = nfn_ends;
+			fn_ends = NULL;
+			*nil_steps = steps;
+			for (i = 0; !err && i < nends; i++)
+				err = elf_file__addr_to_offset(sp->ef, ends[i].off, &ends[i].off);
+		}
+		if (!err && nkept) {
+			uint64_t *grown = realloc(rets, (nrets + nkept) * sizeof(*rets));
+
+			err = grown ? 0 : -ENOMEM;
+			rets = grown ? grown : rets;
+		}
+		for (i = 0; !err && i < nkept; i++) {
+			err = elf_file__addr_to_offset(sp->ef, ins.addr + ins.v[kept[i]].off, &off);
+			rets[nrets++] = off;
+		}
+		free(fn_ends);
+		free(kept);
+		free(calls);
+		fn_ends = NULL;
+		kept = NULL;
+		calls = NULL;
+		disasm__insns_free(&ins);
+		memset(&ins, 0, sizeof(ins));
+	}
+	if (!err && !nends)
+		err = -ENOENT;
+	if (err) {
+		site->rets_why = err == -EOPNOTSUPP ? "not amd64" :
+				 "its work's ways out could not all be followed";
+		*nil_steps = 1;
+		err = err == -ENOMEM ? err : 0;
+		goto cleanup;
+	}
+	free(site->ends);
+	site->ends = ends;
+	site->nends = nends;
+	ends = NULL;
+	free(site->ret_offs);
+	site->ret_offs = rets;
+	site->nrets = nrets;
+	rets = NULL;
+	site->rets_why = site->nrets ? "for the ways out that end without its work" : NULL;
+cleanup:
+	free(ends);
+	free(fn_ends);
+	free(kept);
+	free(calls);
+	free(rets);
+	disasm__insns_free(&ins);
+	return err;
 }

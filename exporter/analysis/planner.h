@@ -155,6 +155,31 @@ const struct code_map *site_planner__code_map(struct site_planner *sp);
 /* Turns the code addresses of SITE's ends into file offsets. */
 int site_planner__ends_to_offsets(struct site_planner *sp, struct probe_site *site);
 
+/*
+ * A call whose work is done in a function it reaches through a chain of calls that return its
+ * error: ADDR[0] (the probed function) calls ADDR[1], ..., whose last, ADDR[N - 1], calls WORK
+ * (a retry loop around its attempts). The functions are SIZE[i] bytes long; ALSO: the other
+ * functions that may call the last (and return its error as it is).
+ */
+#define ERROR_CHAIN_MAX 4
+struct error_chain {
+	uint64_t addr[ERROR_CHAIN_MAX], size[ERROR_CHAIN_MAX];
+	size_t n;
+	uint64_t work;
+	uint64_t also[4];
+	size_t nalso;
+};
+
+/*
+ * Replaces SITE's RETs by the ends of CHAIN's last function after its work
+ * (sites__error_ends), and keeps the RETs, in any function of the chain, of the ways out that
+ * pass none. When the code does not allow it, the RETs stay and rets_why says why. *NIL_STEPS:
+ * the single-stepped ends of a call whose work returned no error. Negative errno only when the
+ * plan could not be made (-ENOMEM).
+ */
+int site_planner__error_ends(struct site_planner *sp, struct probe_site *site,
+			     const struct error_chain *chain, int *nil_steps);
+
 void probe_site__release(struct probe_site *s);
 
 /*

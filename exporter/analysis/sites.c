@@ -56,6 +56,7 @@ void sites__after_call(const struct insns *ins, long ret_idx, unsigned int flags
 		keep = r >= 0 ? 1u << r : 0;
 	}
 
+	memset(out, 0, sizeof(*out)); /* no cond: an end on every way */
 	out->off = ins->addr + ins->v[ret_idx].off;
 	out->caller = ins->addr;
 	out->emulated = ins->v[ret_idx].emulated;
@@ -290,6 +291,7 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
 		err = -ENOENT;
 		goto cleanup;
 	}
+	memset(site, 0, sizeof(*site));
 	site->off = ins->addr + d->off;
 	site->caller = ins->addr;
 	site->emulated = true;
@@ -582,5 +584,615 @@ int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int fla
 		*calls = NULL;
 		*n = 0;
 	}
+	return err;
+}
+
+/*
+ * Following the error a function returns (sites__error_ends). A location (a register, or an
+ * 8-byte word of the frame at d(SP)) holds VAL_TOP (not known), RES(s): the word the latest
+ * work call returned in result slot s, or VAL_FRAME: an address in the frame. The meet of two
+ * different values is VAL_TOP; as each location only goes down once, the walk ends.
+ */
+#define VAL_TOP 0xff
+#define VAL_FRAME 0xfe
+#define NREGS 16
+/* Frames deeper than this keep their words unknown: Go's frames for such loops are small. */
+#define FRAME_WORDS 128
+
+struct flow_state {
+	uint8_t reg[NREGS];
+	uint8_t slot[FRAME_WORDS];
+};
+
+struct flow {
+	const struct insns *ins;
+	struct flow_state *in; /* before each instruction */
+	bool *reached;
+	bool *work;	     /* a work call */
+	bool *reach_work;    /* a work call is reachable from here (or it is one) */
+	int32_t taken_from;  /* the frame's address is taken from this word on; -1: never */
+	const uint64_t *keeping; /* calls that keep the registers (sites__error_ends) */
+	size_t nkeeping;
+};
+
+static void state_top(struct flow_state *s)
+{
+	memset(s, VAL_TOP, sizeof(*s));
+}
+
+/* Words [DISP, DISP + SIZE) of the frame become unknown. */
+static void slots_top(struct flow_state *s, int32_t disp, uint32_t size)
+{
+	int32_t w;
+
+	if (disp < 0)
+		return;
+	for (w = disp / 8; w < FRAME_WORDS && w * 8 < disp + (int32_t)size; w++)
+		s->slot[w] = VAL_TOP;
+}
+
+/* Whether S holds an address in the frame anywhere. */
+static bool holds_frame(const struct flow_state *s)
+{
+	return memchr(s->reg, VAL_FRAME, sizeof(s->reg)) ||
+	       memchr(s->slot, VAL_FRAME, sizeof(s->slot));
+}
+
+/* How instruction D touches the frame (disasm.h's data moves, with its base SP). */
+enum frame_access {
+	FRAME_NONE,
+	FRAME_LOAD,	/* MOV r64, d(SP) */
+	FRAME_STORE,	/* MOV d(SP), r64 */
+	FRAME_WRITE,	/* any other write of d(SP): its SIZE bytes, 16 when not known */
+	FRAME_ANYWHERE, /* a write through an index or BP: any word */
+	FRAME_ADDR,	/* LEA of d(SP): the frame's address taken */
+	FRAME_OTHER,	/* a write of memory elsewhere */
+};
+
+static enum frame_access frame_access(const struct insn *d)
+{
+	bool sp = d->has_mem && d->mem_base == X86_SP && !d->mem_index;
+
+	if (sp && d->op == OP_LEA)
+		return FRAME_ADDR;
+	if (sp && d->op == OP_MOV && d->size == 8 && d->reg >= 0 && d->reg < NREGS)
+		return d->to_mem ? FRAME_STORE : FRAME_LOAD;
+	if (!d->mem_write)
+		return FRAME_NONE;
+	if (sp)
+		return FRAME_WRITE;
+	if (d->has_mem && (d->mem_base == X86_SP || d->mem_base == X86_BP))
+		return FRAME_ANYWHERE;
+	return FRAME_OTHER;
+}
+
+static void transfer(const struct flow *f, long i, struct flow_state *s)
+{
+	const struct insn *d = &f->ins->v[i];
+	enum frame_access fa = frame_access(d);
+	uint8_t moved = VAL_TOP;
+	bool frame_in = false;
+	int r, k;
+
+	/*
+	 * The words whose address the function takes (Go's escape analysis keeps such a variable
+	 * in the frame only when no pointer to it outlives the call) change only through an
+	 * address in the frame: a call that may get one, or a store while a register holds one.
+	 */
+	if (f->taken_from >= 0 && (d->kind == INSN_CALL || d->kind == INSN_CALL_IND ||
+				   fa == FRAME_OTHER) && holds_frame(s))
+		slots_top(s, f->taken_from, FRAME_WORDS * 8);
+	for (k = 0; d->kind == INSN_CALL && k < (int)f->nkeeping; k++) {
+		if (d->target == f->keeping[k]) {
+			s->reg[11] = s->reg[12] = s->reg[13] = VAL_TOP;
+			return;
+		}
+	}
+	if (d->kind == INSN_CALL || d->kind == INSN_CALL_IND) {
+		/*
+		 * Go keeps no register across a call but SP, BP and g. The frame's other words
+		 * stay: callees write only the outgoing argument area, below the words the
+		 * function keeps across calls.
+		 */
+		for (r = 0; r < NREGS; r++)
+			s->reg[r] = VAL_TOP;
+		if (f->work[i]) {
+			/* Older results are stale: an end must read this call's. */
+			for (k = 0; k < FRAME_WORDS; k++)
+				if (s->slot[k] != VAL_FRAME)
+					s->slot[k] = VAL_TOP;
+			for (k = 1; k <= 9; k++)
+				s->reg[reg_of_slot(k)] = (uint8_t)k;
+		}
+		return;
+	}
+	for (r = 0; r < NREGS; r++)
+		if ((d->reads & (1u << r)) && s->reg[r] == VAL_FRAME)
+			frame_in = true;
+	if (d->mov_src >= 0)
+		moved = s->reg[d->mov_src];
+	else if (fa == FRAME_LOAD && d->disp >= 0 && d->disp % 8 == 0 && d->disp / 8 < FRAME_WORDS)
+		moved = s->slot[d->disp / 8];
+	else if (fa == FRAME_ADDR || frame_in)
+		moved = VAL_FRAME; /* an address in the frame, or one computed from it */
+	if (fa == FRAME_STORE && d->disp >= 0 && d->disp % 8 == 0 && d->disp / 8 < FRAME_WORDS)
+		s->slot[d->disp / 8] = s->reg[d->reg];
+	else if (fa == FRAME_STORE || fa == FRAME_WRITE)
+		slots_top(s, d->disp, d->size ? d->size : 16);
+	else if (fa == FRAME_ANYWHERE)
+		slots_top(s, 0, FRAME_WORDS * 8);
+	for (r = 0; r < NREGS; r++)
+		if (d->writes & (1u << r))
+			s->reg[r] = (d->mov_src >= 0 || fa == FRAME_LOAD || moved == VAL_FRAME) ?
+					    moved :
+					    VAL_TOP;
+	/* SP moved (the prologue, the epilogue): d(SP) names other words now. */
+	if (d->writes & (1u << X86_SP))
+		memset(s->slot, VAL_TOP, sizeof(s->slot));
+}
+
+static bool meet(struct flow_state *into, const struct flow_state *from)
+{
+	bool changed = false;
+	size_t k;
+
+	for (k = 0; k < NREGS; k++) {
+		if (into->reg[k] != from->reg[k] && into->reg[k] != VAL_TOP) {
+			into->reg[k] = VAL_TOP;
+			changed = true;
+		}
+	}
+	for (k = 0; k < FRAME_WORDS; k++) {
+		if (into->slot[k] != from->slot[k] && into->slot[k] != VAL_TOP) {
+			into->slot[k] = VAL_TOP;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+/* The instructions control may go to from I: up to two, into NEXT; how many. */
+static int successors(const struct insns *ins, long i, long next[2])
+{
+	const struct insn *d = &ins->v[i];
+	int n = 0;
+	long t;
+
+	if ((d->kind == INSN_JMP || d->kind == INSN_JCC) && (t = branch_index(ins, d)) >= 0)
+		next[n++] = t;
+	if (falls_through(d) && i + 1 < (long)ins->n)
+		next[n++] = i + 1;
+	return n;
+}
+
+/* The values before each instruction reached from START, into F->in. */
+static int flow_values(struct flow *f, long start)
+{
+	const struct insns *ins = f->ins;
+	struct flow_state s;
+	long *stack, next[2], i;
+	size_t top = 0, k;
+	bool *queued;
+	int n, j;
+
+	stack = malloc(ins->n * sizeof(*stack));
+	queued = calloc(ins->n, sizeof(*queued));
+	if (!stack || !queued) {
+		free(stack);
+		free(queued);
+		return -ENOMEM;
+	}
+	state_top(&f->in[start]);
+	f->reached[start] = true;
+	stack[top++] = start;
+	queued[start] = true;
+	while (top) {
+		i = stack[--top];
+		queued[i] = false;
+		s = f->in[i];
+		transfer(f, i, &s);
+		n = successors(ins, i, next);
+		for (j = 0; j < n; j++) {
+			k = (size_t)next[j];
+			if (!f->reached[k]) {
+				f->reached[k] = true;
+				f->in[k] = s;
+			} else if (!meet(&f->in[k], &s)) {
+				continue;
+			}
+			if (!queued[k]) {
+				queued[k] = true;
+				stack[top++] = (long)k;
+			}
+		}
+	}
+	free(stack);
+	free(queued);
+	return 0;
+}
+
+/* F->reach_work: whether a work call can be reached from each instruction. */
+static void flow_reach_work(struct flow *f)
+{
+	const struct insns *ins = f->ins;
+	bool changed = true;
+	long i, next[2];
+	int n, j;
+
+	for (i = 0; i < (long)ins->n; i++)
+		f->reach_work[i] = f->work[i];
+	while (changed) {
+		changed = false;
+		for (i = (long)ins->n - 1; i >= 0; i--) {
+			if (f->reach_work[i])
+				continue;
+			n = successors(ins, i, next);
+			for (j = 0; j < n; j++) {
+				if (f->reach_work[next[j]]) {
+					f->reach_work[i] = changed = true;
+					break;
+				}
+			}
+		}
+	}
+}
+
+/*
+ * How many ends each way from START passes, as a mask (bit 0: none, bit 1: one, bit 2: more),
+ * into COUNT (before each instruction); an instruction ENDS marks is one end, on its way to
+ * END_TO (an instruction index; -1: on every way).
+ */
+static int count_ends(const struct insns *ins, long start, const bool *ends, const long *end_to,
+		      uint8_t *count)
+{
+	long *stack, next[2], i;
+	size_t top = 0;
+	uint8_t out, shifted;
+	bool *queued;
+	int n, j;
+
+	stack = malloc(ins->n * sizeof(*stack));
+	queued = calloc(ins->n, sizeof(*queued));
+	if (!stack || !queued) {
+		free(stack);
+		free(queued);
+		return -ENOMEM;
+	}
+	memset(count, 0, ins->n);
+	count[start] = 1;
+	stack[top++] = start;
+	queued[start] = true;
+	while (top) {
+		i = stack[--top];
+		queued[i] = false;
+		shifted = (uint8_t)(count[i] << 1);
+		shifted = (shifted & 3) | ((shifted & 4) || (count[i] & 4) ? 4 : 0);
+		n = successors(ins, i, next);
+		for (j = 0; j < n; j++) {
+			/* An end on one way of a jump counts on that way alone. */
+			out = ends[i] && (end_to[i] < 0 || end_to[i] == next[j]) ? shifted : count[i];
+			if ((count[next[j]] | out) == count[next[j]])
+				continue;
+			count[next[j]] |= out;
+			if (!queued[next[j]]) {
+				queued[next[j]] = true;
+				stack[top++] = next[j];
+			}
+		}
+	}
+	free(stack);
+	free(queued);
+	return 0;
+}
+
+/* A register of INS's state S holding RES(SLOT), with RES(SLOT + 1) in the next ABI register. */
+static int pair_at(const struct flow_state *s, int slot)
+{
+	int r, next;
+
+	for (r = 0; r < NREGS; r++) {
+		if (s->reg[r] != slot || !sites__slot_of(r))
+			continue;
+		next = reg_of_slot(sites__slot_of(r) + 1);
+		if (next >= 0 && s->reg[next] == slot + 1)
+			return r;
+	}
+	return -1;
+}
+
+/* Whether every RET reached from I returns RES(SLOT), RES(SLOT + 1) in AX and BX. */
+static int rets_return(const struct flow *f, long i, int slot, bool *seen)
+{
+	const struct insns *ins = f->ins;
+	long *stack, next[2], k;
+	size_t top = 0;
+	int n, j, ok = 1;
+
+	stack = malloc(ins->n * sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	memset(seen, 0, ins->n * sizeof(*seen));
+	stack[top++] = i;
+	seen[i] = true;
+	while (top && ok) {
+		k = stack[--top];
+		if (ins->v[k].kind == INSN_RET) {
+			ok = f->in[k].reg[X86_AX] == slot && f->in[k].reg[X86_BX] == slot + 1;
+			continue;
+		}
+		if (ins->v[k].kind == INSN_JMP_IND ||
+		    ((ins->v[k].kind == INSN_JMP || ins->v[k].kind == INSN_JCC) &&
+		     branch_index(ins, &ins->v[k]) < 0))
+			ok = 0; /* a jump table, or a tail call */
+		n = successors(ins, k, next);
+		for (j = 0; j < n; j++) {
+			if (!seen[next[j]]) {
+				seen[next[j]] = true;
+				stack[top++] = next[j];
+			}
+		}
+	}
+	free(stack);
+	return ok;
+}
+
+/*
+ * Whether a way from the return of the work call at CALL, its error (RES(SLOT)) nil, reaches a
+ * RET that KEEP marks before an end that ENDS marks: branches that test that error go the nil
+ * way; a way back to a work call or to the loop's head (a jump backwards) is a retry, which a
+ * nil error does not make.
+ */
+static bool nil_way_steps(const struct flow *f, long call, int slot, const bool *ends,
+			  const long *end_to, const bool *keep, bool *seen)
+{
+	const struct insns *ins = f->ins;
+	const struct insn *d, *prev;
+	long *stack, next[2], k;
+	size_t top = 0;
+	bool stepped = false;
+	int n, j;
+
+	if (call + 1 >= (long)ins->n)
+		return false;
+	stack = malloc(ins->n * sizeof(*stack));
+	if (!stack)
+		return true;
+	memset(seen, 0, ins->n * sizeof(*seen));
+	stack[top++] = call + 1;
+	seen[call + 1] = true;
+	while (top && !stepped) {
+		k = stack[--top];
+		d = &ins->v[k];
+		if ((ends[k] && end_to[k] < 0) || f->work[k])
+			continue;
+		if (d->kind == INSN_RET) {
+			stepped = keep[k];
+			continue;
+		}
+		n = successors(ins, k, next);
+		prev = k ? &ins->v[k - 1] : NULL;
+		if (n == 2 && d->jcc_zf && prev && prev->test_reg >= 0 &&
+		    f->in[k - 1].reg[prev->test_reg] == slot) {
+			/* JE: taken when the error is nil; JNE: falls through then. */
+			n = 1;
+			next[0] = d->jcc_if_zero ? branch_index(ins, d) : k + 1;
+		}
+		for (j = 0; j < n; j++) {
+			/* Back to the loop's head: an attempt again, which no nil error makes. */
+			if (next[j] >= 0 && next[j] > k && !seen[next[j]] &&
+			    !(ends[k] && end_to[k] == next[j])) {
+				seen[next[j]] = true;
+				stack[top++] = next[j];
+			}
+		}
+	}
+	free(stack);
+	return stepped;
+}
+
+int sites__error_ends(const struct insns *ins, long start, const long *calls, size_t ncalls,
+		      bool ends_inside, const uint64_t *keeping, size_t nkeeping,
+		      struct end_site **ends, size_t *nends, long **kept, size_t *nkept,
+		      int *nil_steps)
+{
+	struct flow f = {
+		.ins = ins, .taken_from = -1, .keeping = keeping, .nkeeping = nkeeping
+	};
+	uint8_t *count = NULL;
+	bool *is_end = NULL, *keep = NULL, *seen = NULL, ok;
+	long next[2], i, k, *end_to = NULL;
+	size_t j, nsite;
+	int err = -ENOENT, slot, n, r = -1, site_reg[AFTER_CALL_MAX];
+	long site_at[AFTER_CALL_MAX];
+	const struct insn *t;
+
+	*ends = NULL;
+	*nends = 0;
+	*kept = NULL;
+	*nkept = 0;
+	*nil_steps = 1;
+	if (!ncalls || ins->unknown_targets || start < 0 || start >= (long)ins->n)
+		return -ENOENT;
+	f.in = calloc(ins->n, sizeof(*f.in));
+	f.reached = calloc(ins->n, sizeof(*f.reached));
+	f.work = calloc(ins->n, sizeof(*f.work));
+	f.reach_work = calloc(ins->n, sizeof(*f.reach_work));
+	count = calloc(ins->n, sizeof(*count));
+	is_end = calloc(ins->n, sizeof(*is_end));
+	keep = calloc(ins->n, sizeof(*keep));
+	seen = calloc(ins->n, sizeof(*seen));
+	end_to = calloc(ins->n, sizeof(*end_to));
+	if (!f.in || !f.reached || !f.work || !f.reach_work || !count || !is_end || !keep ||
+	    !seen || !end_to) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (j = 0; j < ncalls; j++) {
+		if (calls[j] < 0 || calls[j] >= (long)ins->n || ins->v[calls[j]].kind != INSN_CALL)
+			goto cleanup;
+		f.work[calls[j]] = true;
+	}
+	for (i = 0; i < (long)ins->n; i++)
+		if (frame_access(&ins->v[i]) == FRAME_ADDR && ins->v[i].disp >= 0 &&
+		    (f.taken_from < 0 || ins->v[i].disp < f.taken_from))
+			f.taken_from = ins->v[i].disp;
+	err = flow_values(&f, start);
+	if (err)
+		goto cleanup;
+	flow_reach_work(&f);
+	if (!f.reach_work[start]) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	for (slot = 1; slot <= 8; slot++) {
+		nsite = 0;
+		memset(is_end, 0, ins->n * sizeof(*is_end));
+		for (i = 0; i < (long)ins->n; i++)
+			end_to[i] = -1;
+		if (ends_inside) {
+			/* The callee ends the call: its CALL counts as the end, one for every way. */
+			for (j = 0; j < ncalls; j++)
+				is_end[calls[j]] = true;
+		} else {
+			/*
+			 * Where the ways leave the work for good (no work call ahead), the first
+			 * instruction the kernel emulates on the straight line there, if the returned
+			 * error is in a pair of registers and every RET after it returns that error.
+			 */
+			for (i = 0; i < (long)ins->n; i++) {
+				if (!f.reached[i] || !f.reach_work[i])
+					continue;
+				n = successors(ins, i, next);
+				while (n-- > 0) {
+					if (f.reach_work[next[n]] || !f.reached[next[n]])
+						continue;
+					for (k = next[n]; k < (long)ins->n && k < next[n] + AFTER_CALL_MAX;
+					     k++) {
+						/* Another way joins: the end would be its too. */
+						if (k > next[n] && ins->v[k].branch_target) {
+							k = (long)ins->n;
+							break;
+						}
+						r = ins->v[k].emulated ? pair_at(&f.in[k], slot) : -1;
+						if (r >= 0)
+							break;
+						if (!falls_through(&ins->v[k]) ||
+						    ins->v[k].kind == INSN_JCC || ins->v[k].kind == INSN_JMP)
+							k = (long)ins->n;
+					}
+					if (k >= (long)ins->n || k >= next[n] + AFTER_CALL_MAX) {
+						/*
+						 * None: the JE or JNE that leaves, after a TEST of an
+						 * ABI register, if it holds the error too.
+						 */
+						t = &ins->v[i];
+						k = i;
+						r = t->kind == INSN_JCC && t->emulated && t->jcc_zf && i &&
+								    ins->v[i - 1].test_any >= 0 &&
+								    sites__slot_of(ins->v[i - 1].test_any) &&
+								    next[0] != next[1] ?
+							    pair_at(&f.in[i], slot) :
+							    -1;
+						if (r < 0)
+							continue;
+					}
+					if (is_end[k] || nsite == AFTER_CALL_MAX)
+						continue;
+					err = rets_return(&f, k == i ? next[n] : k, slot, seen);
+					if (err < 0)
+						goto cleanup;
+					if (!err)
+						continue;
+					is_end[k] = true;
+					end_to[k] = k == i ? next[n] : -1;
+					site_at[nsite] = k;
+					site_reg[nsite++] = r;
+				}
+			}
+			if (!nsite)
+				continue;
+			pr_debug("0x%llx: %zu ends for an error in result slot %d",
+				 (unsigned long long)ins->addr, nsite, slot);
+		}
+		err = count_ends(ins, start, is_end, end_to, count);
+		if (err)
+			goto cleanup;
+
+		/* Every way passes one end, or none and ends at a RET that keeps its probe. */
+		ok = true;
+		memset(keep, 0, ins->n * sizeof(*keep));
+		for (i = 0; ok && i < (long)ins->n; i++) {
+			if (ins->v[i].kind != INSN_RET || !count[i])
+				continue;
+			if (count[i] == 1)
+				keep[i] = true;
+			else if (count[i] != 2)
+				ok = false;
+			else if (ends_inside)
+				/* The callee's error is what this function returns. */
+				ok = f.in[i].reg[X86_AX] == 1 && f.in[i].reg[X86_BX] == 2;
+		}
+		if (!ok) {
+			pr_debug("0x%llx: +0x%x: a RET some ways reach with %s end%s",
+				 (unsigned long long)ins->addr, ins->v[i - 1].off,
+				 count[i - 1] & 4 ? "two" : "one and no", count[i - 1] & 4 ? "s" : "");
+			if (ends_inside)
+				break;
+			continue;
+		}
+		*kept = calloc(ins->n, sizeof(**kept));
+		*ends = calloc(nsite ? nsite : 1, sizeof(**ends));
+		if (!*kept || !*ends) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		for (i = 0; i < (long)ins->n; i++)
+			if (keep[i])
+				(*kept)[(*nkept)++] = i;
+		for (j = 0; j < nsite; j++) {
+			struct end_site *e = &(*ends)[j];
+
+			e->off = ins->addr + ins->v[site_at[j]].off;
+			e->caller = ins->addr;
+			e->emulated = true;
+			e->in_caller = false;
+			e->if_no_error = false;
+			e->result = (int8_t)site_reg[j];
+			if (end_to[site_at[j]] >= 0) {
+				t = &ins->v[site_at[j]];
+				e->cond_slot = (uint8_t)sites__slot_of(ins->v[site_at[j] - 1].test_any);
+				e->cond_size = ins->v[site_at[j] - 1].test_size;
+				/* JE: taken when zero; JNE: falls through then. */
+				e->cond_if_zero = (end_to[site_at[j]] == branch_index(ins, t)) ==
+						  t->jcc_if_zero;
+			}
+		}
+		*nends = nsite;
+		/* What a command that succeeds costs: a RET kept on its way. */
+		*nil_steps = 0;
+		for (i = 0; !ends_inside && i < (long)ins->n && !*nil_steps; i++)
+			if (f.work[i] && nil_way_steps(&f, i, slot, is_end, end_to, keep, seen))
+				*nil_steps = 1;
+		err = 0;
+		goto cleanup;
+	}
+	err = -ENOENT;
+cleanup:
+	if (err) {
+		free(*ends);
+		free(*kept);
+		*ends = NULL;
+		*kept = NULL;
+		*nends = *nkept = 0;
+	}
+	free(f.in);
+	free(f.reached);
+	free(f.work);
+	free(f.reach_work);
+	free(count);
+	free(is_end);
+	free(keep);
+	free(seen);
+	free(end_to);
 	return err;
 }

@@ -32,6 +32,14 @@ struct end_site {
 	 * (it was their last), the site being in their caller (exporter/analysis/funcends.c).
 	 */
 	uint32_t frames;
+	/*
+	 * A conditional jump that ends the call on one of its ways only (sites__error_ends): the
+	 * one taken when the low COND_SIZE bytes of the register of ABI slot COND_SLOT (1: first;
+	 * 0: none, the end is on every way) are zero if COND_IF_ZERO, else when they are not.
+	 */
+	uint8_t cond_slot;
+	uint8_t cond_size;
+	bool cond_if_zero;
 };
 
 /* What sites__after_call() may step over on its way to an emulated instruction. */
@@ -83,6 +91,25 @@ int sites__success_exit(const struct insns *ins, long ret_idx, int err_reg, uint
  */
 int sites__after_inner(const struct insns *ins, const long *calls, size_t n, unsigned int flags,
 		       int result_reg, struct end_site *ends, long **excl, size_t *nexcl);
+
+/*
+ * For a function INS that returns an error (AX, BX) from the work calls at the NCALLS indexes
+ * CALLS, followed through registers and its frame: where the work is over for good, the ends.
+ * Without ENDS_INSIDE (a retry loop around its attempts), the first emulated instruction on
+ * each way out of the work where a pair of registers holds the error every RET after it
+ * returns, into *ENDS (malloc'ed; result: the register of the error's itab, its data word in
+ * the next ABI register); where there is none, the JE or JNE (after a TEST) that takes that
+ * way, an end on it alone (struct end_site's cond); with it, the calls end the call themselves (their callee's ends were
+ * shown right), and each RET after them must return their error. Every way from instruction
+ * START must pass exactly one end, or none and stop at a RET: *KEPT (malloc'ed), the indexes of
+ * those RETs, which keep their probes. *NIL_STEPS: 1 when a way where a work call returned no
+ * error can reach a kept RET. KEEPING: the NKEEPING functions whose calls change no register
+ * but R11-R13 (the Go runtime's write barriers). -ENOENT when the code does not allow it.
+ */
+int sites__error_ends(const struct insns *ins, long start, const long *calls, size_t ncalls,
+		      bool ends_inside, const uint64_t *keeping, size_t nkeeping,
+		      struct end_site **ends, size_t *nends, long **kept, size_t *nkept,
+		      int *nil_steps);
 
 /* A target's code, for finding the calls of a function. */
 struct code_map {

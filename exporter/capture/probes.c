@@ -352,6 +352,12 @@ static uint64_t end_cookie(const struct end_site *e, uint32_t c)
 		cookie |= COOKIE_IN_CALLER | (uint64_t)e->frames << COOKIE_FRAMES_SHIFT;
 	if (e->result >= 0)
 		cookie |= (uint64_t)sites__slot_of(e->result) << COOKIE_RESULT_SHIFT;
+	if (e->cond_slot) {
+		cookie |= (uint64_t)e->cond_slot << COOKIE_COND_SHIFT;
+		cookie |= (uint64_t)(e->cond_size & 0xf) << (COOKIE_COND_SHIFT + 4);
+		if (e->cond_if_zero)
+			cookie |= COOKIE_COND_IF_ZERO;
+	}
 	return cookie;
 }
 
@@ -811,8 +817,8 @@ int probes__attach(struct probes *p, struct target *t, pid_t pid, bool follow_go
 					      .at_rets = p->skel->progs.db_pgx_end,
 					      .at_ends = p->skel->progs.db_pgx_end };
 	const struct site_progs redis = { .entry = p->skel->progs.db_redis_entry,
-					  .at_rets = p->skel->progs.db_redis_end,
-					  .at_ends = p->skel->progs.db_redis_end };
+					  .at_rets = p->skel->progs.db_redis_cmd_end,
+					  .at_ends = p->skel->progs.db_redis_cmd_end };
 	const struct site_progs redis_pipe = { .entry = p->skel->progs.db_redis_pipeline_entry,
 					       .at_rets = p->skel->progs.db_redis_end,
 					       .at_ends = p->skel->progs.db_redis_end };

@@ -265,15 +265,12 @@ def test_pgx_calls_are_never_single_stepped(dbmix_bin, postgres_server, redis_se
     the kernel emulates the instruction: the attach line says no hit of a query is
     single-stepped, and the kernel agrees. After a query, a row, an exec, a batch, a failing
     exec and a query through pgx's database/sql driver, each a span, the process has no page for
-    single-stepped probes, and every pgx call that began ran exactly one end program. go-redis's
-    commands still end at their RETs: one single-stepped hit a command (its processor ends in
-    calls it returns at once, docs/datastores.md)."""
+    single-stepped probes, and every pgx call that began ran exactly one end program."""
     svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path)
     try:
         g = start_gospan(svc.pid, otlp_receiver)
         line = g.wait_attached()
         assert "; single-stepped hits: 0 a query) + Redis (" in line, line
-        assert "single-stepped hits: 1 a command)" in line, line
         t = Traced(svc, g, otlp_receiver)
         for path, status in (("/pgx/query", 200), ("/pgx/queryrow", 200), ("/pgx/exec", 200),
                              ("/pgx/batch", 200), ("/pgx/error", 500),
@@ -290,6 +287,58 @@ def test_pgx_calls_are_never_single_stepped(dbmix_bin, postgres_server, redis_se
     ended = per.get("db_pgx_end", 0) + per.get("db_pgx_success", 0)
     # 6 calls, and any pgx makes of its own (none is known): one end each
     assert began >= 6 and ended == began, per
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64",
+                    reason="arm64 single-steps the entries and simulates the RETs (docs/arm64.md)")
+def test_redis_commands_are_never_single_stepped(dbmix_bin, postgres_server, redis_server,
+                                                 start_gospan, otlp_receiver, tmp_path,
+                                                 bpf_stats):
+    """A go-redis command ends where its retry loop is over, on an instruction the kernel
+    emulates, whether it succeeds, finds no value or fails: the attach line says no hit of a
+    command is single-stepped, and after those commands the process has no page for
+    single-stepped probes (the connection is made before gospan attaches: a new one's set-up
+    sends a pipeline, whose ends are RETs). Then a command that times out, one whose retries
+    run out (a RET kept) and a pipeline: each one span, right, and every command and pipeline
+    that began (the connections' own set-up included) ran exactly one end program."""
+    svc = start_dbmix(dbmix_bin, postgres_server, redis_server, tmp_path, setup=["/redis/set"])
+    try:
+        g = start_gospan(svc.pid, otlp_receiver)
+        line = g.wait_attached()
+        assert "single-stepped hits: 0 a command)" in line, line
+        t = Traced(svc, g, otlp_receiver)
+        for _ in range(3):
+            _, (span,) = t.trace("/redis/set", 1)
+            assert span.name == "SET" and span.status_code == STATUS_UNSET, span.attrs
+            _, (span,) = t.trace("/redis/get", 1)
+            assert span.name == "GET" and span.status_code == STATUS_UNSET, span.attrs
+            _, (span,) = t.trace("/redis/missing", 1)
+            assert span.name == "GET" and span.status_code == STATUS_UNSET, span.attrs
+            _, (setup, span) = t.trace("/redis/error", 2, status=500)
+            assert setup.name == "SET" and setup.status_code == STATUS_UNSET, setup.attrs
+            assert span.name == "INCR" and span.status_code == STATUS_ERROR, span.attrs
+            assert span.attrs["error.type"] == "ERR", span.attrs
+        stepped = out_of_line_page(svc.pid)
+        _, (span,) = t.trace("/redis/timeout", 1, status=500)
+        assert span.name == "BLPOP" and span.status_code == STATUS_ERROR, span.attrs
+        # The span ends when the command gave up, not a second later
+        assert 0.09e9 <= span.end_ns - span.start_ns < 0.9e9, span
+        _, (span,) = t.trace("/redis/retries", 1, status=500)
+        assert span.name == "GET" and span.status_code == STATUS_ERROR, span.attrs
+        assert span.attrs["server.port"] == 1, span.attrs
+        _, (span,) = t.trace("/redis/pipeline", 1)
+        assert span.name == "PIPELINE" and span.status_code == STATUS_UNSET, span.attrs
+        _, (span,) = t.trace("/redis/set", 1)
+        assert span.name == "SET" and span.status_code == STATUS_UNSET, span.attrs
+        assert g.stop() == 0, g.stderr
+    finally:
+        svc.stop()
+    assert not stepped, f"a probe was single-stepped: {line}"
+    _, per = kernel_probe_hits(g.stderr)
+    began = per.get("db_redis_entry", 0) + per.get("db_redis_pipeline_entry", 0)
+    ended = per.get("db_redis_cmd_end", 0) + per.get("db_redis_end", 0)
+    # 16 commands and a pipeline, and the connections' set-up: one end each
+    assert began >= 17 and ended == began, per
 
 
 def test_redis_commands(traced, redis_server):

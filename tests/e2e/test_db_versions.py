@@ -14,7 +14,9 @@ OTLP receiver decoded it, as test_datastores.py checks them:
   must count no single-stepped hit a query (the ends inside pgx's methods, after their inner
   calls, on emulated instructions);
 - go-redis v9 likewise: SET, GET, a missing key, a pipeline (batch size 3, every command's
-  name), an error reply (error.type ERR), server.address/port;
+  name), an error reply (error.type ERR), a command that times out (its span as long as its
+  context allowed) and one whose retries run out, server.address/port; on amd64 the attach line
+  must count no single-stepped hit a command (its ends where its retry loop is over);
 - go-sql-driver/mysql at every minor's latest patch from v1.5.0, through database/sql against
   MariaDB: a SELECT with literals, a statement prepared on the server queried 5 times, a
   transaction, a failing query (error.type and db.response.status_code the error number,
@@ -308,6 +310,9 @@ def run_redis(r, rd, where):
     assert r.get("/redis/missing", 1) == "nil\n"
     assert r.get("/redis/pipeline", 1) == "pipeline: OK 2 2\n"
     r.get("/redis/error", 2, status=500)
+    # The command's other ways out: a timeout (not retried) and retries run out
+    r.get("/redis/timeout", 1, status=500)
+    r.get("/redis/retries", 1, status=500)
     got = r.spans()
 
     for path, name, text in (("/redis/set", "SET", "SET ? ?"), ("/redis/get", "GET", "GET ?"),
@@ -332,6 +337,16 @@ def run_redis(r, rd, where):
     assert span.attrs.get("error.type") == "ERR", (where, span.attrs)
     assert span.attrs.get("db.response.status_code") == "ERR", (where, span.attrs)
     check_server(span, rd.host, rd.port, f"{where} error")
+
+    _, (span,) = got["/redis/timeout"]
+    check_db_span(span, "redis", "BLPOP", "BLPOP ? ?", "BLPOP", None, f"{where} timeout")
+    assert span.status_code == STATUS_ERROR, (where, span.attrs)
+    # it ends when the command gave up (its context's 100 ms), not at BLPOP's second
+    assert 0.09e9 <= span.end_ns - span.start_ns < 0.9e9, (where, span)
+    _, (span,) = got["/redis/retries"]
+    check_db_span(span, "redis", "GET", "GET ?", "GET", None, f"{where} retries")
+    assert span.status_code == STATUS_ERROR, (where, span.attrs)
+    check_server(span, "127.0.0.1", 1, f"{where} retries")
 
 
 def redis_symbols(binary):
@@ -455,6 +470,9 @@ def run_cell(cell, build, start_gospan, receiver, pg, rd, my):
                 # emulates the instruction (arm64 single-steps the entries instead)
                 if lib == "pgx" and platform.machine() == "x86_64":
                     assert steps == 0, f"{where}: a pgx query is single-stepped:\n{line}"
+                # go-redis's where its retry loop is over, on emulated instructions too
+                if lib == "redis" and platform.machine() == "x86_64":
+                    assert steps == 0, f"{where}: a go-redis command is single-stepped:\n{line}"
                 r = Requests(svc, g, receiver, where)
                 if lib == "sql":
                     run_sql(r, pg, where)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Tests for sites.c's sites__after_inner: which ends right after a function's inner calls may
- * replace its RETs. The functions are real amd64 code, assembled with GNU as from the listing
+ * replace its RETs; and sites__error_ends: where a retry loop is over. The functions are real amd64 code, assembled with GNU as from the listing
  * beside each (the shapes Go gives pgx's methods: a way out before the call, a test of its error
  * after it, a retry loop, two calls meeting in one tail), decoded with capstone as gospan does.
  */
@@ -147,12 +147,118 @@ static void test_sites__after_inner_two_calls(void **state)
 	assert_int_equal(after_inner(0x3c, 0x21, calls, 1, 0, -1, ends, rets, &nrets), -ENOENT);
 }
 
+/*
+ * Retry loops around a call (loop_inner: a retry flag in AL, its error in RBX/RCX), at offsets
+ * from BASE (as --64, .intel_syntax noprefix):
+ * e_f: the error kept in the frame across a call made after the loop, then returned.
+ *   00 push rbp; 01 sub rsp, 0x40; e_loop: 05 call e_inner; 0a mov [rsp+0x10], rbx;
+ *   0f mov [rsp+0x18], rcx; 14 test al, al; 16 jne e_loop; 18 call e_other;
+ *   1d mov rax, [rsp+0x10]; 22 mov rbx, [rsp+0x18]; 27 add rsp, 0x40; 2b pop rbp; 2c ret;
+ *   e_inner: 2d ret; e_other: 2e ret
+ * f_f: the same, but the frame's copy is zeroed (as Go zeroes a variable) before it is read:
+ *   what it returns is not the error.
+ *   2f push rbp; 30 sub rsp, 0x40; f_loop: 34 call f_inner; 39 mov [rsp+0x10], rbx;
+ *   3e mov [rsp+0x18], rcx; 43 test al, al; 45 jne f_loop; 47 call f_other;
+ *   4c movups [rsp+0x10], xmm15; 52 mov rax, [rsp+0x10]; 57 mov rbx, [rsp+0x18];
+ *   5c add rsp, 0x40; 60 pop rbp; 61 ret; f_inner: 62 ret; f_other: 63 ret
+ * g_f: go-redis v9.0's shape: success and a failure not retried meet at one RET, nothing
+ *   emulated before it.
+ *   64 push rbp; g_loop: 65 call g_inner; 6a test rbx, rbx; 6d je g_out; 6f test al, al;
+ *   71 jne g_loop; g_out: 73 mov rax, rbx; 76 mov rbx, rcx; 79 pop rbp; 7a ret; g_inner: 7b ret
+ */
+static const uint8_t loops[] = {
+	0x55, 0x48, 0x83, 0xec, 0x40, 0xe8, 0x23, 0x00, 0x00, 0x00, 0x48, 0x89, 0x5c, 0x24, 0x10,
+	0x48, 0x89, 0x4c, 0x24, 0x18, 0x84, 0xc0, 0x75, 0xed, 0xe8, 0x11, 0x00, 0x00, 0x00, 0x48,
+	0x8b, 0x44, 0x24, 0x10, 0x48, 0x8b, 0x5c, 0x24, 0x18, 0x48, 0x83, 0xc4, 0x40, 0x5d, 0xc3,
+	0xc3, 0xc3, 0x55, 0x48, 0x83, 0xec, 0x40, 0xe8, 0x29, 0x00, 0x00, 0x00, 0x48, 0x89, 0x5c,
+	0x24, 0x10, 0x48, 0x89, 0x4c, 0x24, 0x18, 0x84, 0xc0, 0x75, 0xed, 0xe8, 0x17, 0x00, 0x00,
+	0x00, 0x44, 0x0f, 0x11, 0x7c, 0x24, 0x10, 0x48, 0x8b, 0x44, 0x24, 0x10, 0x48, 0x8b, 0x5c,
+	0x24, 0x18, 0x48, 0x83, 0xc4, 0x40, 0x5d, 0xc3, 0xc3, 0xc3, 0x55, 0xe8, 0x11, 0x00, 0x00,
+	0x00, 0x48, 0x85, 0xdb, 0x74, 0x04, 0x84, 0xc0, 0x75, 0xf2, 0x48, 0x89, 0xd8, 0x48, 0x89,
+	0xcb, 0x5d, 0xc3, 0xc3,
+};
+
+/*
+ * sites__error_ends on the loop at offset START of LOOPS (LEN bytes), its work the call at
+ * offset CALL: its return; the ends into *ENDS (malloc'ed), how many RETs stay into *NKEPT.
+ */
+static int error_ends(uint32_t start, uint32_t len, uint32_t call, struct end_site **ends,
+		      size_t *nends, size_t *nkept, int *nil_steps)
+{
+	struct insns ins = {};
+	long idx, *kept;
+	int err;
+
+	assert_int_equal(disasm__decode(EM_X86_64, loops + start, len, BASE + start, &ins), 0);
+	idx = disasm__index(&ins, call - start);
+	err = sites__error_ends(&ins, 0, &idx, 1, false, NULL, 0, ends, nends, &kept, nkept,
+				nil_steps);
+	free(kept);
+	disasm__insns_free(&ins);
+	return err;
+}
+
+/* The error is followed through the frame, across a call, to the RET that returns it. */
+static void test_sites__error_ends_through_the_frame(void **state)
+{
+	struct end_site *ends;
+	size_t nends, nkept;
+	int steps;
+
+	(void)state;
+	assert_int_equal(error_ends(0x00, 0x2d, 0x05, &ends, &nends, &nkept, &steps), 0);
+	/* the call after the loop: emulated, the error still in RBX and RCX (slots 2-3) */
+	assert_int_equal(nends, 1);
+	assert_int_equal(ends[0].off, BASE + 0x18);
+	assert_true(ends[0].emulated && !ends[0].in_caller);
+	assert_int_equal(sites__slot_of(ends[0].result), 2);
+	assert_int_equal(ends[0].cond_slot, 0);
+	assert_int_equal(nkept, 0);
+	assert_int_equal(steps, 0);
+	free(ends);
+	/* a zeroed copy (an SSE store, which capstone 4 says reads its memory) is not the error */
+	assert_int_equal(error_ends(0x2f, 0x33, 0x34, &ends, &nends, &nkept, &steps), -ENOENT);
+	assert_null(ends);
+}
+
+/* Two ways out meeting at a RET: each ends on the jump that takes it out, on that way alone. */
+static void test_sites__error_ends_on_the_jumps_out(void **state)
+{
+	struct end_site *ends;
+	size_t nends, nkept, i;
+	int steps;
+
+	(void)state;
+	assert_int_equal(error_ends(0x64, 0x17, 0x65, &ends, &nends, &nkept, &steps), 0);
+	assert_int_equal(nends, 2);
+	for (i = 0; i < nends; i++) {
+		assert_true(ends[i].emulated);
+		assert_int_equal(sites__slot_of(ends[i].result), 2);
+		assert_true(ends[i].cond_if_zero);
+		if (ends[i].off == BASE + 0x6d) {
+			/* JE: out when the error's itab (RBX) is nil */
+			assert_int_equal(ends[i].cond_slot, 2);
+			assert_int_equal(ends[i].cond_size, 8);
+		} else {
+			/* JNE: out when the retry flag (AL) is false */
+			assert_int_equal(ends[i].off, BASE + 0x71);
+			assert_int_equal(ends[i].cond_slot, 1);
+			assert_int_equal(ends[i].cond_size, 1);
+		}
+	}
+	assert_int_equal(nkept, 0);
+	assert_int_equal(steps, 0);
+	free(ends);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sites__after_inner_closed),
 		cmocka_unit_test(test_sites__after_inner_refused),
 		cmocka_unit_test(test_sites__after_inner_two_calls),
+		cmocka_unit_test(test_sites__error_ends_through_the_frame),
+		cmocka_unit_test(test_sites__error_ends_on_the_jumps_out),
 	};
 	int err = cmocka_run_group_tests(tests, NULL, NULL);
 

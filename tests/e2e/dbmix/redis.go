@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +28,9 @@ func redisRoutes(mux *http.ServeMux, cfg *config) (func(), error) {
 	if cfg.redis != "" {
 		// Connects on first use.
 		rdb = redis.NewClient(&redis.Options{Addr: cfg.redis, PoolSize: 16})
+		// Gives up at a context's deadline: /redis/timeout.
+		timed = redis.NewClient(&redis.Options{Addr: cfg.redis, PoolSize: 1,
+			ContextTimeoutEnabled: true})
 	}
 	routes := map[string]func(ctx context.Context, rdb *redis.Client) (string, error){
 		"/redis/set":      redisSet,
@@ -34,6 +38,8 @@ func redisRoutes(mux *http.ServeMux, cfg *config) (func(), error) {
 		"/redis/pipeline": redisPipeline,
 		"/redis/error":    redisError,
 		"/redis/missing":  redisMissingKey,
+		"/redis/timeout":  redisTimeout,
+		"/redis/retries":  redisRetries,
 	}
 	for path, f := range routes {
 		f := f
@@ -47,8 +53,29 @@ func redisRoutes(mux *http.ServeMux, cfg *config) (func(), error) {
 	return func() {
 		if rdb != nil {
 			rdb.Close()
+			timed.Close()
 		}
 	}, nil
+}
+
+// timed is a client that gives up at its context's deadline.
+var timed *redis.Client
+
+// redisTimeout waits for an element of a list nobody writes, longer than its context allows:
+// the command fails with a timeout, which go-redis does not retry.
+func redisTimeout(ctx context.Context, _ *redis.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	return "", timed.BLPop(ctx, time.Second, redisMissing).Err()
+}
+
+// redisRetries sends GET to a port nobody listens on, with two retries: each attempt fails to
+// connect, which go-redis retries, until it runs out of them.
+func redisRetries(ctx context.Context, _ *redis.Client) (string, error) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: 2,
+		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
+	defer c.Close()
+	return "", c.Get(ctx, redisKey).Err()
 }
 
 func redisSet(ctx context.Context, rdb *redis.Client) (string, error) {
