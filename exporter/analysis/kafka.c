@@ -33,6 +33,7 @@
 #define SYM_NETADDR_NETWORK KG "(*networkAddress).Network"
 #define SM_MODULE "github.com/IBM/sarama"
 #define SYM_SEND_MESSAGE SM_MODULE ".(*syncProducer).SendMessage"
+#define SYM_SEND_MESSAGE_CONTEXT SM_MODULE ".(*syncProducer).SendMessageContext"
 #define SYM_SEND_MESSAGES SM_MODULE ".(*syncProducer).SendMessages"
 
 #define FZ_MODULE "github.com/twmb/franz-go"
@@ -216,113 +217,157 @@ static long straight_start(const struct insns *ins, long i)
 	return i;
 }
 
+/* One way out of SendMessage that starts at a JE (or JNE) testing a register: which, and what. */
+struct sent_way {
+	long jcc;
+	int reg;	  /* the register the Jcc tests: the *ProducerError */
+	bool ok;	  /* the message's way (nil error), else the error's */
+	int32_t msg_slot; /* ok: the message at SP + this */
+	int32_t err_at;	  /* the error's: its Err in the ProducerError */
+};
+
+/*
+ * Whether the RET at R of INS (the function at ADDR) ends a way straight from a JE or JNE that
+ * tests a register, and which (into *W): the message's (XORL CX, CX; msg.Partition into AX and
+ * msg.Offset into BX, at the offset table's offsets O, the message loaded from SP + M) or the
+ * error's (a word loaded from the register, at E: pErr.Err).
+ */
+static bool sent_way(const struct insns *ins, uint64_t addr, const int64_t *o, long r,
+		     struct sent_way *w)
+{
+	const struct insn *v = ins->v;
+	int32_t part_at = -1, off_at = -1, base_slot[16];
+	long start = straight_start(ins, r), i;
+	bool zeroed = false;
+
+	memset(w, 0, sizeof(*w));
+	w->msg_slot = w->err_at = -1;
+	if (!v[start].branch_target) {
+		/* Its Jcc's fall-through. */
+		w->jcc = start - 1;
+		if (w->jcc < 0 || v[w->jcc].kind != INSN_JCC)
+			return false;
+	} else {
+		/* The one Jcc that jumps here, and nothing falls through into it. */
+		if (start > 0 && v[start - 1].kind != INSN_RET && v[start - 1].kind != INSN_JMP)
+			return false;
+		for (w->jcc = -1, i = 0; i < (long)ins->n; i++) {
+			if ((v[i].kind != INSN_JCC && v[i].kind != INSN_JMP) ||
+			    v[i].target != addr + v[start].off)
+				continue;
+			if (w->jcc >= 0 || v[i].kind != INSN_JCC)
+				return false;
+			w->jcc = i;
+		}
+		if (w->jcc < 0)
+			return false;
+	}
+	if (!v[w->jcc].emulated || !v[w->jcc].jcc_zf || w->jcc < 1 || v[w->jcc - 1].test_reg < 0)
+		return false;
+	w->reg = v[w->jcc - 1].test_reg;
+	for (i = 0; i < 16; i++)
+		base_slot[i] = -1;
+	for (i = start; i < r; i++) {
+		const struct insn *in = &v[i];
+
+		if (in->op == OP_ZERO && in->reg == X86_CX)
+			zeroed = true;
+		if (in->op != OP_MOV || in->to_mem || !in->has_mem || in->mem_index || in->reg < 0 ||
+		    in->reg >= 16)
+			continue;
+		if (in->mem_base == X86_SP)
+			base_slot[in->reg] = in->disp;
+		else if (in->mem_base == w->reg && in->reg != X86_AX && in->reg != X86_BX &&
+			 w->err_at < 0)
+			w->err_at = in->disp; /* pErr.Err's itab */
+		else if (in->mem_base >= 0 && in->reg == X86_AX)
+			part_at = in->disp, w->msg_slot = base_slot[in->mem_base];
+		else if (in->mem_base >= 0 && in->reg == X86_BX)
+			off_at = in->disp;
+	}
+	w->ok = zeroed;
+	if (zeroed)
+		return part_at == o[SARAMA_FIELD_MSG_PARTITION] &&
+		       off_at == o[SARAMA_FIELD_MSG_OFFSET] && w->msg_slot >= 0;
+	return w->err_at >= 0;
+}
+
 /*
  * Where SendMessage ends without its RETs. It ends by testing the *ProducerError its
  * expectation brought, `MOVQ k(SP), r; TESTQ r, r; JE ok`, and each way from that JE (or JNE)
  * goes straight to a RET: the error's (-1, -1, pErr.Err, Err loaded from r + E) or the
  * message's (msg.Partition, msg.Offset, nil: XORL CX, CX, the message loaded from SP + M). The
  * Jcc, emulated, is the end: the register r tells which (0: sent), r + E the error, SP + M the
- * message. Every RET must be one of those two.
+ * message. In SendMessage (to v1.61) every RET must be one of those two. From v1.62 SendMessage
+ * only calls SendMessageContext (and returns its results): there, its other RETs (the context's
+ * end, a message not submitted) stay probed, into K->sarama_one's RETs, and SendMessage's own go.
  */
 static int sarama_sent_site(struct analysis *a, struct kafka_target *k)
 {
 	const int64_t *o = k->sm_offs;
+	struct sent_way w, ok = { .jcc = -1 }, bad = { .jcc = -1 };
+	uint64_t *others = NULL;
 	struct elf_symbol fn;
 	struct insns ins = {};
 	uint8_t *code = NULL;
-	int32_t msg_slot = -1, err_at = -1;
-	long j = -1, ok_ret = -1, err_ret = -1, r, i;
-	int reg = -1, err;
+	bool keep_others;
+	size_t nothers = 0;
+	long r;
+	int err;
 
 	if (site_planner_policy != SITES_BEST || a->machine != EM_X86_64 ||
-	    o[SARAMA_FIELD_MSG_PARTITION] < 0 || o[SARAMA_FIELD_MSG_OFFSET] < 0 ||
-	    analysis__find_func(a, SYM_SEND_MESSAGE, &fn))
+	    o[SARAMA_FIELD_MSG_PARTITION] < 0 || o[SARAMA_FIELD_MSG_OFFSET] < 0)
+		return 0;
+	keep_others = !analysis__find_func(a, SYM_SEND_MESSAGE_CONTEXT, &fn);
+	if (!keep_others && analysis__find_func(a, SYM_SEND_MESSAGE, &fn))
 		return 0;
 	code = malloc(fn.size ? fn.size : 1);
 	if (!code)
 		return -ENOMEM;
 	err = elf_file__read_addr(a->ef, fn.addr, code, fn.size);
 	err = err ?: disasm__decode(a->machine, code, fn.size, fn.addr, &ins);
+	if (!err) {
+		others = calloc(ins.n ? ins.n : 1, sizeof(*others));
+		err = others ? 0 : -ENOMEM;
+	}
 	if (err) {
 		err = err == -ENOMEM ? err : 0;
 		goto cleanup;
 	}
 	for (r = 0; r < (long)ins.n; r++) {
-		const struct insn *v = ins.v;
-		int32_t part_at = -1, off_at = -1, base_slot[16];
-		bool zeroed = false;
-		long start, jcc;
-
-		if (v[r].kind != INSN_RET)
+		if (ins.v[r].kind != INSN_RET)
 			continue;
-		start = straight_start(&ins, r);
-		if (!v[start].branch_target) {
-			/* Its Jcc's fall-through. */
-			jcc = start - 1;
-			if (jcc < 0 || v[jcc].kind != INSN_JCC)
+		if (!sent_way(&ins, fn.addr, o, r, &w)) {
+			if (!keep_others)
 				goto cleanup;
-		} else {
-			/* The one Jcc that jumps here, and nothing falls through into it. */
-			if (start > 0 && v[start - 1].kind != INSN_RET && v[start - 1].kind != INSN_JMP)
+			err = elf_file__addr_to_offset(a->ef, fn.addr + ins.v[r].off,
+						       &others[nothers++]);
+			if (err)
 				goto cleanup;
-			for (jcc = -1, i = 0; i < (long)ins.n; i++) {
-				if ((v[i].kind != INSN_JCC && v[i].kind != INSN_JMP) ||
-				    v[i].target != fn.addr + v[start].off)
-					continue;
-				if (jcc >= 0 || v[i].kind != INSN_JCC)
-					goto cleanup;
-				jcc = i;
-			}
-			if (jcc < 0)
-				goto cleanup;
+			continue;
 		}
-		if (!v[jcc].emulated || !v[jcc].jcc_zf || jcc < 1 || v[jcc - 1].test_reg < 0 ||
-		    (j >= 0 && j != jcc))
+		/* One way of each kind, both from the one Jcc. */
+		if ((w.ok ? ok.jcc : bad.jcc) >= 0)
 			goto cleanup;
-		j = jcc;
-		reg = v[jcc - 1].test_reg;
-		for (i = 0; i < 16; i++)
-			base_slot[i] = -1;
-		for (i = start; i < r; i++) {
-			const struct insn *in = &v[i];
-
-			if (in->op == OP_ZERO && in->reg == X86_CX)
-				zeroed = true;
-			if (in->op != OP_MOV || in->to_mem || !in->has_mem || in->mem_index ||
-			    in->reg < 0 || in->reg >= 16)
-				continue;
-			if (in->mem_base == X86_SP)
-				base_slot[in->reg] = in->disp;
-			else if (in->mem_base == reg && in->reg != X86_AX && in->reg != X86_BX &&
-				 err_at < 0)
-				err_at = in->disp; /* pErr.Err's itab */
-			else if (in->mem_base >= 0 && in->reg == X86_AX)
-				part_at = in->disp, msg_slot = base_slot[in->mem_base];
-			else if (in->mem_base >= 0 && in->reg == X86_BX)
-				off_at = in->disp;
-		}
-		if (zeroed) {
-			if (ok_ret >= 0 || part_at != o[SARAMA_FIELD_MSG_PARTITION] ||
-			    off_at != o[SARAMA_FIELD_MSG_OFFSET] || msg_slot < 0)
-				goto cleanup;
-			ok_ret = r;
-		} else {
-			if (err_ret >= 0 || err_at < 0)
-				goto cleanup;
-			err_ret = r;
-		}
+		*(w.ok ? &ok : &bad) = w;
 	}
-	/* The Jcc's two ways, one to each RET (two runs, one jumped to, one fallen into). */
-	if (ok_ret < 0 || err_ret < 0)
+	if (ok.jcc < 0 || ok.jcc != bad.jcc || ok.reg != bad.reg)
 		goto cleanup;
-	err = elf_file__addr_to_offset(a->ef, fn.addr + ins.v[j].off, &k->sm_sent_at);
+	err = elf_file__addr_to_offset(a->ef, fn.addr + ins.v[ok.jcc].off, &k->sm_sent_at);
 	if (err)
 		goto cleanup;
-	k->sm_sent_reg = reg;
-	k->sm_sent_msg_slot = msg_slot;
-	k->sm_sent_err_at = err_at;
+	k->sm_sent_reg = ok.reg;
+	k->sm_sent_msg_slot = ok.msg_slot;
+	k->sm_sent_err_at = bad.err_at;
 	k->sm_sent = true;
+	/* SendMessage's RETs give way to the end and, in SendMessageContext, its other RETs. */
+	free(k->sarama_one.ret_offs);
+	k->sarama_one.ret_offs = others;
+	k->sarama_one.nrets = nothers;
+	k->sarama_one.nends = 0;
+	others = NULL;
 cleanup:
+	free(others);
 	free(code);
 	disasm__insns_free(&ins);
 	return err;
@@ -367,14 +412,14 @@ static int find_sarama(struct analysis *a, const struct module_tables *modules,
 	err = k->sarama_one.addr ? sarama_sent_site(a, k) : 0;
 	if (err)
 		return err;
-	if (k->sm_sent) {
-		free(k->sarama_one.ret_offs);
-		k->sarama_one.ret_offs = NULL;
-		k->sarama_one.nrets = 0;
-		k->sarama_one.nends = 0;
-	}
+	/*
+	 * A send's usual way ends at the Jcc: SendMessageContext's RETs kept (v1.62) are its ways
+	 * out when the context ends first or the message is not submitted.
+	 */
 	if (k->sarama_one.addr)
-		k->sarama_steps = probe_site__stepped(&k->sarama_one, true);
+		k->sarama_steps = k->sm_sent ? probe_site__stepped(&k->sarama_one, true) -
+						       (k->sarama_one.nrets && !k->sarama_one.rets_emulated) :
+					       probe_site__stepped(&k->sarama_one, true);
 	err = sarama_groups__find(a, k);
 	return err ?: sarama_async__find(a, k);
 }
