@@ -409,7 +409,7 @@ struct target_config {
 	/*
 	 * Function spans: g.stack.hi, to tell a recursive call from a stack-growth re-run of the same
 	 * entry (same distance from the stack top) and to pair each RET with its own entry; CPU_TIME
-	 * (--cpu-time): spans carry their goroutine's running time, kept by the casgstatus probe.
+	 * (--cpu-time): spans carry their goroutine's running time, kept by cputime.bpf.c.
 	 */
 	__s64 g_stack_hi;
 	__u32 cpu_time;

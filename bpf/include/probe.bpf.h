@@ -110,7 +110,13 @@ struct gclock_key {
 struct gclock {
 	__u64 total_ns; /* time spent on a CPU, up to SINCE_NS when RUNNING */
 	__u64 since_ns;
-	__u64 running;
+	__u32 running;
+	/*
+	 * BASE_RUNTIME holds the thread's runtime by the kernel's count (se.sum_exec_runtime) when
+	 * the clock started at the thread's switch onto a CPU; 0 when it started elsewhere.
+	 */
+	__u32 _pad;
+	__u64 base_runtime;
 };
 
 SHARED_MAP(gclocks, BPF_MAP_TYPE_LRU_HASH, 65536, struct gclock_key, struct gclock);
@@ -514,6 +520,7 @@ static __always_inline __u64 gclock_now(const GO_REGS *ctx, __u32 pid, __u64 now
 		total = c->total_ns;
 		c->since_ns = now;
 		c->running = 1;
+		c->base_runtime = 0;
 	} else {
 		bpf_map_update_elem(&gclocks, &key, &fresh, BPF_ANY);
 	}
