@@ -752,6 +752,13 @@ def load(ov):
             ov[k] = {int(n): v for n, v in ov[k].items()}
 
 
+def function_steps(line):
+    """The single-stepped hits a call of the traced function costs, from gospan's attach LINE
+    ("+ 1 function (single-stepped hits: 1 a call of main.writeJSON)"), or "n/a"."""
+    m = re.search(r"\+ \d+ functions? \(single-stepped hits: (\d+) a call", line or "")
+    return m.group(1) if m else "n/a"
+
+
 def per_call(ov, results):
     """The cost-per-call rows of what this part measures: the HTTP server (gospan over the
     untraced service), a function span and --cpu-time (each over gospan alone)."""
@@ -769,7 +776,8 @@ def per_call(ov, results):
                      "call": "a call, in a request, 1 / 64 connections",
                      "added": [fs[n]["service_cpu_us"] for n in CONNS],
                      "tracer": [fs[n]["total_cpu_us"] - fs[n]["service_cpu_us"] for n in CONNS],
-                     "steps": "not in the attach line", "section": "Server overhead"})
+                     "steps": function_steps(att.get("functions")),
+                     "section": "Server overhead"})
     ct = ov.get("cpu_time")
     if ct:
         rows.append({"family": "`--cpu-time`", "call": "a request, 1 / 64 connections",
