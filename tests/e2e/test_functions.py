@@ -282,10 +282,12 @@ def test_cpu_time_spin_against_sleep(traced):
     spin_wall, spin_cpu = spin.end_ns - spin.start_ns, spin.attrs["gospan.cpu_time_ns"]
     sleep_wall, sleep_cpu = sleep.end_ns - sleep.start_ns, sleep.attrs["gospan.cpu_time_ns"]
     # A spinning goroutine is on a CPU all its span but while the kernel runs other work on a
-    # busy machine: at most what the service's threads used meanwhile (its ticker loop uses
-    # some too), at least its span less the time they all waited for a CPU. A sleeping one
-    # runs microseconds.
-    assert 0.9 * (spin_wall - waited) <= spin_cpu <= min(1.05 * used, spin_wall), (
+    # busy machine, and while Go's scheduler takes it off and puts it back each time sysmon
+    # preempts it (every 10 ms; under emulation, arm64 in TCG, its probes' traps there took a
+    # fifth of the span): at most what the service's threads used meanwhile (its ticker loop
+    # uses some too), at least most of its span less the time they all waited for a CPU. A
+    # sleeping one runs microseconds.
+    assert 0.6 * (spin_wall - waited) <= spin_cpu <= min(1.05 * used, spin_wall), (
         f"spin: {spin_cpu} ns on a CPU in a span of {spin_wall} ns; meanwhile the service's "
         f"threads ran {used} ns and waited {waited} ns for a CPU")
     assert sleep_cpu < 0.05 * sleep_wall, (sleep_cpu, sleep_wall)
