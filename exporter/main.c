@@ -1135,9 +1135,9 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.fetch.symbol, &t->kafka.fetch);
 	say_site(t->kafka.read.symbol, &t->kafka.read);
 	if (t->kafka.nhandover)
-		pr_info("  kafka-go's FetchMessage and ReadMessage: %zu probes inside them, where "
+		pr_info("  kafka-go's FetchMessage and ReadMessage: %zu probe%s inside them, where "
 			"they hand a Message over (emulated)",
-			t->kafka.nhandover);
+			t->kafka.nhandover, t->kafka.nhandover == 1 ? "" : "s");
 	say_site(t->kafka.commit.symbol, &t->kafka.commit);
 	say_site(t->kafka.close.symbol, &t->kafka.close);
 	say_site(t->kafka.sarama_one.symbol, &t->kafka.sarama_one);
@@ -1149,9 +1149,9 @@ static void say_sites(const struct target *t)
 	say_site(t->kafka.fz_poll_fetches.symbol, &t->kafka.fz_poll_fetches);
 	say_site(t->kafka.fz_next.symbol, &t->kafka.fz_next);
 	if (t->kafka.fz_nnext_calls)
-		pr_info("  franz-go's Next: %zu probes on its last CALL, where it hands a record "
+		pr_info("  franz-go's Next: %zu probe%s on its last CALL, where it hands a record "
 			"over (emulated)",
-			t->kafka.fz_nnext_calls);
+			t->kafka.fz_nnext_calls, t->kafka.fz_nnext_calls == 1 ? "" : "s");
 	say_site(t->kafka.fz_each.symbol, &t->kafka.fz_each);
 	say_site(t->kafka.sm_consume.symbol, &t->kafka.sm_consume);
 	say_site(t->kafka.sm_partition.symbol, &t->kafka.sm_partition);
