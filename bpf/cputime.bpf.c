@@ -58,11 +58,8 @@ static __always_inline void clock_start(const struct gclock_key *t, __u64 now, _
 {
 	struct gclock *c = bpf_map_lookup_elem(&gclocks, t);
 
-	if (c && !c->running) {
-		c->since_ns = now;
-		c->base_runtime = runtime;
-		c->running = 1;
-	}
+	if (c && !c->running)
+		gclock_run(c, now, runtime);
 }
 
 /*
@@ -84,9 +81,7 @@ int cpu_execute(GO_REGS *ctx)
 	now = bpf_ktime_get_ns();
 	if (c->running)
 		c->total_ns += now - c->since_ns;
-	c->since_ns = now;
-	c->base_runtime = 0;
-	c->running = 1;
+	gclock_run(c, now, 0);
 	gthread_set((__u32)id, &key);
 	return 0;
 }

@@ -501,6 +501,14 @@ static __always_inline void gthread_set(__u32 tid, const struct gclock_key *key)
 		bpf_map_update_elem(&gthreads, &tid, key, BPF_ANY);
 }
 
+/* Clock C runs from NOW; RUNTIME: the thread's runtime then by the kernel's count, or 0. */
+static __always_inline void gclock_run(struct gclock *c, __u64 now, __u64 runtime)
+{
+	c->since_ns = now;
+	c->base_runtime = runtime;
+	c->running = 1;
+}
+
 /*
  * The running time so far of the goroutine this probe runs on (process PID). It is running now,
  * on this thread: a clock that is missing (its first span) or says otherwise starts running from
@@ -518,9 +526,7 @@ static __always_inline __u64 gclock_now(const GO_REGS *ctx, __u32 pid, __u64 now
 		return c->total_ns + (now - c->since_ns);
 	if (c) {
 		total = c->total_ns;
-		c->since_ns = now;
-		c->running = 1;
-		c->base_runtime = 0;
+		gclock_run(c, now, 0);
 	} else {
 		bpf_map_update_elem(&gclocks, &key, &fresh, BPF_ANY);
 	}
