@@ -18,7 +18,8 @@ GO_PROGRAMS = {"httpserver": "examples/httpserver", "otelsdk": "bench/otelsdk"}
 CONFIGS = ["untraced", "floor_peers", "floor_old", "floor", "gospan", "cputime", "functions",
            "sdk", "otelauto"]
 # The "functions" configuration: gospan with one function span per request, the JSON writer the
-# benchmarked route calls (GOSPAN_FUNCTIONS_FILE).
+# benchmarked route calls (GOSPAN_FUNCTIONS_FILE): main.writeUser calls it last, in tail position,
+# and the route's handler calls main.writeUser.
 FUNCTION_SPAN = "main.writeJSON"
 # The empty-probe configurations and the sites bench/floor puts them at (--sites): the first
 # instruction and every RET (what other uprobe tracers probe), gospan's entry sites with every
@@ -618,6 +619,19 @@ def targets(ov, results):
                   f"the RETs add ({conns})", got, ratio <= 0.25))
         t.append((f"`--cpu-time` adds under 2 µs per request, service and gospan ({conns})",
                   got, x["total_cpu_us"] < 2))
+    fs = ov.get("function_span") or {}
+    for n in CONNS:
+        x, peers = fs.get(n), (ov["added"].get("floor_peers") or {}).get(n)
+        if not x or not peers:
+            continue
+        conns = "1 connection" if n == 1 else f"{n} connections"
+        ratio = x["total_cpu_us"] / peers["service_cpu_us"]
+        t.append((f"a function span called last (`{FUNCTION_SPAN}`, in tail position in its "
+                  f"caller) adds ≤ 0.25 × what empty probes at the first instruction and the "
+                  f"RETs add ({conns})",
+                  f"+{x['total_cpu_us']:.2f} µs per request (service +"
+                  f"{x['service_cpu_us']:.2f} µs, {x['hits_per_req']:.2f} probe hits), empty "
+                  f"probes +{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×", ratio <= 0.25))
     sdk, g = ov["median"]["sdk"], ov["median"]["gospan"]
     for n in CONNS:
         # The medians, and each round's pair (run within minutes of each other): the
@@ -655,11 +669,14 @@ def findings(ov, results):
 
         fs = ov.get("function_span")
         if fs:
+            steps = function_steps((ov.get("attached") or {}).get("functions"))
             f.append("A function span (`--functions`, " + FUNCTION_SPAN + ", called once per "
-                     "request by the benchmarked route; its entry is the emulated PUSH, its end "
-                     "the instruction after the call in the route's handler, which calls it last: "
-                     "the handler's epilogue follows, nothing the kernel emulates, so that end is "
-                     "single-stepped, as a RET would be): "
+                     "request by the benchmarked route, last in `main.writeUser`, which the "
+                     "route's handler calls: its entry is the emulated PUSH; writeUser's "
+                     "epilogue follows the call, which the kernel would single-step, so its end "
+                     "is in the handler after writeUser returns, on the emulated jump that tests "
+                     "the error, writeUser's frame counted in; " + steps + " single-stepped hits "
+                     "a call at attach): "
                      + "; ".join(f"{'one connection' if n == 1 else f'{n} connections'} "
                                  f"+{fs[n]['service_cpu_us']:.2f} µs of service CPU per request "
                                  f"over gospan alone, {fs[n]['hits_per_req']:.2f} probe hits"
