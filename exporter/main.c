@@ -1367,6 +1367,24 @@ static void kafka_parts(const struct target *t, char *buf, size_t size)
 			 steps_text(k->franz_process_steps, messages));
 }
 
+/*
+ * " + HTTP client", and what a call that fails costs where that is more than a call that succeeds:
+ * " + HTTP client (single-stepped hits: 1 a call that fails)".
+ */
+static void client_part(const struct target *t, char *buf, size_t size)
+{
+	char n[16];
+
+	*buf = '\0';
+	if (!t->round_trip.addr)
+		return;
+	if (t->client_fail_steps > t->client_steps)
+		snprintf(buf, size, " + HTTP client (single-stepped hits: %s a call that fails)",
+			 steps_text(t->client_fail_steps, n));
+	else
+		snprintf(buf, size, " + HTTP client");
+}
+
 /* Resolves, analyses and attaches to target I of the configuration (the --pids, then the --exes). */
 static int add_target(struct app *app, size_t i)
 {
@@ -1374,7 +1392,7 @@ static int add_target(struct app *app, size_t i)
 	struct traced *t = &app->traced[app->ntraced];
 	char path[PATH_MAX], name[NAME_MAX + 1];
 	char funcs[320] = "", server_steps[16], client_steps[16], rpc[256], db[384], routes[512];
-	char fh[256], kafka[640], cpu[80], h2[64] = "", h2_steps[16];
+	char fh[256], kafka[640], cpu[80], h2[64] = "", h2_steps[16], client[80];
 	struct probe_counts counts;
 	struct target *tg;
 	uint32_t cookie;
@@ -1449,6 +1467,7 @@ static int add_target(struct app *app, size_t i)
 	if (tg->http2_steps >= 0)
 		snprintf(h2, sizeof(h2), " (single-stepped hits: %s an HTTP/2 request)",
 			 steps_text(tg->http2_steps, h2_steps));
+	client_part(tg, client, sizeof(client));
 	grpc_parts(tg, rpc, sizeof(rpc));
 	db_parts(tg, db, sizeof(db));
 	router_parts(tg, routes, sizeof(routes));
@@ -1462,7 +1481,7 @@ static int add_target(struct app *app, size_t i)
 		counts.stepped, steps_text(tg->server_steps, server_steps),
 		steps_text(tg->client_steps, client_steps),
 		tg->serve_http.addr ? "HTTP server" : "no HTTP server", h2, routes,
-		tg->gopanic.addr ? " + gopanic" : "", tg->round_trip.addr ? " + HTTP client" : "",
+		tg->gopanic.addr ? " + gopanic" : "", client,
 		funcs, cpu, rpc, fh, db, kafka,
 		tg->offsets_source,
 		strcmp(tg->offsets_source, "table") ? "" : " for Go ",

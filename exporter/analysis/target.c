@@ -502,7 +502,7 @@ static void count_steps(struct analysis *a, struct target *t)
 	struct elf_symbol serve = {}, wrapper = {};
 	size_t i;
 
-	t->server_steps = t->client_steps = t->http2_steps = -1;
+	t->server_steps = t->client_steps = t->http2_steps = t->client_fail_steps = -1;
 	if (t->serve_http.addr) {
 		analysis__find_func(a, SYM_CONN_SERVE, &serve);
 		t->server_steps = probe_site__steps(&t->serve_http, serve.addr, false);
@@ -518,9 +518,15 @@ static void count_steps(struct analysis *a, struct target *t)
 			t->http2_steps = probe_site__steps(&t->serve_http, wrapper.addr, false);
 		break;
 	}
-	/* The request marker is a direct CALL: emulated. */
-	if (t->round_trip.addr)
+	/*
+	 * The request marker is a direct CALL: emulated. A call that fails leaves through one of
+	 * roundTrip's RETs: its only caller returns at once and is reached through the
+	 * RoundTripper interface, so no emulated end after them can be found.
+	 */
+	if (t->round_trip.addr) {
 		t->client_steps = probe_site__steps(&t->round_trip, 0, true);
+		t->client_fail_steps = probe_site__steps(&t->round_trip, 0, false);
+	}
 }
 
 struct target *target__analyse(const char *path, const char *exe_name, const struct offsets *tables,

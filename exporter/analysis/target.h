@@ -83,6 +83,7 @@ struct target {
 	 */
 	int server_steps, client_steps;
 	int http2_steps; /* ... and of one HTTP/2 request served; -1: no HTTP/2 server */
+	int client_fail_steps; /* ... and of one call that fails (on its way out, a RET) */
 	struct grpc_target grpc;
 	struct db_target db;
 	struct router_target routers; /* route templates of the router frameworks it serves with */

@@ -31,6 +31,7 @@ Everything here is judged on what the official opentelemetry-proto decoder made 
 
 import http.client
 import json
+import platform
 import re
 import shutil
 import subprocess
@@ -754,6 +755,18 @@ def test_transport_error_is_an_error_client_span(traced):
     check_client(client, call["url"], status=None)
     check_nested(client, tr.fe_server, 0, "CLIENT within the frontend SERVER span")
     assert tr.fe_server.status_code == STATUS_ERROR, describe(tr.fe_server)  # it answered 502
+
+
+def test_attach_line_says_what_a_failed_call_costs(traced):
+    # A call that succeeds ends on an emulated branch; one that fails on a RET of roundTrip,
+    # which the kernel single-steps: the attach line says both, so neither is a surprise.
+    # On arm64 the entry, a first instruction, is single-stepped too: one more each.
+    line = traced.gospans["frontend"].wait_attached()
+    made = re.search(r"(\d+) a call made", line)
+    failed = re.search(r"\+ HTTP client \(single-stepped hits: (\d+) a call that fails\)", line)
+    assert made and failed, line
+    entry = 0 if platform.machine() == "x86_64" else 1
+    assert (int(made.group(1)), int(failed.group(1))) == (entry, entry + 1), line
 
 
 def test_backend_500_is_an_error_client_span(traced):
