@@ -41,7 +41,7 @@ DB_POOL = max(DB_CONCURRENCY)  # connections dbload opens at start, before anyon
 DB_SPAN = {"sql": "SELECT items", "pgx": "SELECT items", "redis": "GET"}
 # The part of gospan's attach line for each kind: "+ SQL (database/sql; single-stepped hits: 0
 # a query)", "+ pgx (v5.12.0, offsets from DWARF; single-stepped hits: 1 a query)", "+ Redis
-# (go-redis v9.23.0, ...; single-stepped hits: 1 a command)".
+# (go-redis v9.23.0, ...; single-stepped hits: 0 a command, 1 a pipeline)".
 DB_ATTACH = {"sql": "SQL", "pgx": "pgx", "redis": "Redis"}
 DB_CHECK_CALLS = 200  # calls whose spans gospan's console exporter prints, per kind
 DB_CHECK_CONCURRENCY = 8
@@ -148,7 +148,7 @@ def db_steps(attached, kind):
     """(single-stepped hits a call, the attach line's words on KIND) from gospan's attach line;
     the hits are None when the line says there is no probe (or says nothing of KIND)."""
     m = re.search(rf" \+ {DB_ATTACH[kind]} \(([^)]*?single-stepped hits: (\S+|no probe for) a "
-                  r"(?:query|command))\)", attached or "")
+                  r"(?:query|command)(?:, [^)]*)?)\)", attached or "")
     if not m:
         return None, None
     return (int(m.group(2)) if m.group(2).isdigit() else None), m.group(1)

@@ -470,6 +470,12 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	if (err == -ENOMEM)
 		return err;
 	d->redis_steps = probe_site__steps(&d->redis_process, 0, false);
+	/* A pipeline's work ends in its processor: a RET, single-stepped where not emulated. */
+	if (d->redis_pipeline.addr)
+		d->redis_pipe_steps = probe_site__steps(&d->redis_pipeline, 0, false);
+	if (d->redis_tx_pipeline.addr &&
+	    probe_site__steps(&d->redis_tx_pipeline, 0, false) > d->redis_pipe_steps)
+		d->redis_pipe_steps = probe_site__steps(&d->redis_tx_pipeline, 0, false);
 	if (site_planner_policy == SITES_BEST)
 		return redis_ends(a, d);
 	return 0;
@@ -479,7 +485,7 @@ int datastores__find_sites(struct analysis *a, struct db_target *d)
 {
 	int err;
 
-	d->sql_steps = d->pgx_steps = d->redis_steps = -1;
+	d->sql_steps = d->pgx_steps = d->redis_steps = d->redis_pipe_steps = -1;
 	err = find_sql_sites(a, d);
 	err = err ?: find_pgx_sites(a, d);
 	err = err ?: find_redis_sites(a, d);
@@ -698,7 +704,7 @@ int datastores__configure(struct analysis *a, struct db_target *d, const int64_t
 			drop_sites((struct probe_site *[]){ &d->redis_process, &d->redis_pipeline,
 							     &d->redis_tx_pipeline },
 				   3);
-			d->redis_steps = -1;
+			d->redis_steps = d->redis_pipe_steps = -1;
 		}
 	}
 	if (datastores__sql(d))

@@ -50,6 +50,7 @@ struct db_target {
 	size_t nerrors;
 	/* Single-stepped hits of one call; -1: not traced. */
 	int sql_steps, pgx_steps, redis_steps;
+	int redis_pipe_steps; /* ... of one pipeline (a plain one or a transaction's) */
 };
 
 

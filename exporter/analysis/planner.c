@@ -57,6 +57,7 @@ void site_planner__free(struct site_planner *sp)
 	if (!sp)
 		return;
 	free(sp->funcs);
+	sites__refs_free(sp->cm.refs);
 	free(sp);
 }
 
@@ -119,6 +120,9 @@ static int planner_code_map(struct site_planner *sp)
 	sp->cm.machine = sp->machine;
 	sp->cm.func_at = func_at;
 	sp->cm.ctx = sp;
+	sp->cm.refs = sites__refs_new();
+	if (!sp->cm.refs)
+		return sp->cm_err = -ENOMEM;
 	if (!elf_file__find_symbol(sp->ef, "runtime.text", &text_sym))
 		sp->cm.text_base = text_sym.addr;
 	else if (sp->pt)

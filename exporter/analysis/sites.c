@@ -417,10 +417,118 @@ static int32_t le32(const uint8_t *p)
 	return v;
 }
 
-/* Whether a data section of CM holds ADDR as a pointer (Go aligns them to 8). */
-static bool stored_in_data(const struct code_map *cm, uint64_t addr)
+/*
+ * What sites__find_calls() asks of a whole binary, found in one pass over it and kept sorted:
+ * the calls and jumps into its code, the code addresses its data and its LEAs hold, the words its
+ * method tables may hold. A pass over a 120 MB binary takes tens of milliseconds, and an attach
+ * asks for dozens of functions' callers.
+ */
+struct code_refs {
+	bool built;
+	bool no_mtab;	    /* the method tables' words cannot be told: any address may be in one */
+	uint64_t *jumps;    /* (target offset << 32 | offset) of each CALL or JMP rel32 into .text */
+	size_t njumps;
+	/*
+	 * A bit per byte of .text: set where an 8-byte word of data (or a relocation's addend)
+	 * holds its address, or a RIP-relative LEA loads it (TAKEN); where a 4-byte word of .rodata
+	 * holds its offset from runtime.text (MTAB). Bits, not sorted lists: .rodata's small numbers
+	 * alone would be millions of entries to sort.
+	 */
+	uint64_t *taken, *mtab;
+};
+
+struct code_refs *sites__refs_new(void)
 {
-	/* Not .gopclntab: Go 1.16-1.17 tables hold every function's entry address. */
+	return calloc(1, sizeof(struct code_refs));
+}
+
+static void refs_release(struct code_refs *r)
+{
+	free(r->jumps);
+	free(r->taken);
+	free(r->mtab);
+	memset(r, 0, sizeof(*r));
+}
+
+void sites__refs_free(struct code_refs *r)
+{
+	if (!r)
+		return;
+	refs_release(r);
+	free(r);
+}
+
+/* A growing array of N elements of SIZE bytes at *V, room for *CAP: room for one more. */
+static int grow(void **v, size_t n, size_t *cap, size_t size)
+{
+	size_t ncap;
+	void *g;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 1024;
+	g = realloc(*v, ncap * size);
+	if (!g)
+		return -ENOMEM;
+	*v = g;
+	*cap = ncap;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sets the bit of ADDR in BITS, a bit per byte of CM's .text, when ADDR is in it. */
+static void mark(const struct code_map *cm, uint64_t *bits, uint64_t addr)
+{
+	uint64_t off = addr - cm->text_addr;
+
+	if (addr >= cm->text_addr && off < cm->text_len)
+		bits[off / 64] |= 1ULL << (off % 64);
+}
+
+static bool marked(const struct code_map *cm, const uint64_t *bits, uint64_t addr)
+{
+	uint64_t off = addr - cm->text_addr;
+
+	return addr >= cm->text_addr && off < cm->text_len && (bits[off / 64] >> (off % 64) & 1);
+}
+
+/* The calls and jumps into .text, and the RIP-relative LEAs of its addresses. */
+static int refs_scan_text(const struct code_map *cm, struct code_refs *r)
+{
+	const uint8_t *t = cm->text;
+	size_t cap = 0, i;
+	uint64_t to;
+
+	for (i = 0; i + 5 <= cm->text_len; i++) {
+		if (t[i] == 0xe8 || t[i] == 0xe9) {
+			to = cm->text_addr + i + 5 + (int64_t)le32(t + i + 1);
+			if (to < cm->text_addr || to - cm->text_addr >= cm->text_len)
+				continue;
+			if (grow((void **)&r->jumps, r->njumps, &cap, sizeof(*r->jumps)))
+				return -ENOMEM;
+			r->jumps[r->njumps++] = (to - cm->text_addr) << 32 | i;
+		} else if ((t[i] == 0x48 || t[i] == 0x4c) && i + 7 <= cm->text_len &&
+			   t[i + 1] == 0x8d && (t[i + 2] & 0xc7) == 0x05) {
+			mark(cm, r->taken, cm->text_addr + i + 7 + (int64_t)le32(t + i + 3));
+		}
+	}
+	qsort(r->jumps, r->njumps, sizeof(*r->jumps), cmp_u64);
+	return 0;
+}
+
+/*
+ * The code addresses the data holds: 8-byte words of the data sections (Go aligns pointers to 8;
+ * not .gopclntab, whose Go 1.16-1.17 tables hold every function's entry), and in a
+ * position-independent binary the relocations' addends, which its pointers are.
+ */
+static void refs_scan_data(const struct code_map *cm, struct code_refs *r)
+{
 	static const char *const sections[] = { ".rodata", ".data.rel.ro", ".noptrdata", ".data" };
 	const uint8_t *data;
 	uint64_t sec_addr;
@@ -430,60 +538,71 @@ static bool stored_in_data(const struct code_map *cm, uint64_t addr)
 		if (elf_file__section(cm->ef, sections[k], (const void **)&data, &size, &sec_addr))
 			continue;
 		for (i = (8 - sec_addr % 8) % 8; i + 8 <= size; i += 8)
-			if (le64(data + i) == addr)
-				return true;
+			mark(cm, r->taken, le64(data + i));
 	}
-	/* A position-independent binary: pointers are relocations, the address their addend. */
 	if (!elf_file__section(cm->ef, ".rela.dyn", (const void **)&data, &size, NULL)) {
 		for (i = 0; i + sizeof(Elf64_Rela) <= size; i += sizeof(Elf64_Rela)) {
-			Elf64_Rela r;
+			Elf64_Rela rel;
 
-			memcpy(&r, data + i, sizeof(r));
-			if ((uint64_t)r.r_addend == addr)
-				return true;
+			memcpy(&rel, data + i, sizeof(rel));
+			mark(cm, r->taken, (uint64_t)rel.r_addend);
 		}
 	}
-	return false;
 }
 
 /*
- * Whether the code of CM loads ADDR with a RIP-relative LEA (REX.W 8D /r, mod 00, r/m 101). A
- * byte pattern, not a decoding: a match inside another instruction only costs the RET probes.
+ * The words a type's method table may hold for a function of .text: its code offset from
+ * runtime.text, as a 4-byte word of .rodata. A byte pattern: a stray match only costs the RET
+ * probes.
  */
-static bool loaded_by_code(const struct code_map *cm, uint64_t addr)
-{
-	const uint8_t *t = cm->text;
-	size_t i;
-
-	for (i = 0; i + 7 <= cm->text_len; i++) {
-		if ((t[i] != 0x48 && t[i] != 0x4c) || t[i + 1] != 0x8d || (t[i + 2] & 0xc7) != 0x05)
-			continue;
-		if (cm->text_addr + i + 7 + (int64_t)le32(t + i + 3) == addr)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Whether a type's method table may name ADDR: its code offset from runtime.text, as a 4-byte
- * word of .rodata. A byte pattern too: a stray match only costs the RET probes.
- */
-static bool in_method_table(const struct code_map *cm, uint64_t addr)
+static void refs_scan_mtab(const struct code_map *cm, struct code_refs *r)
 {
 	const uint8_t *data;
 	uint64_t sec_addr;
 	size_t size, i;
-	int32_t off;
 
-	if (!cm->text_base || addr < cm->text_base || addr - cm->text_base > INT32_MAX)
-		return true; /* cannot tell */
-	off = (int32_t)(addr - cm->text_base);
-	if (elf_file__section(cm->ef, ".rodata", (const void **)&data, &size, &sec_addr))
-		return true;
+	r->no_mtab = !cm->text_base || cm->text_addr < cm->text_base ||
+		     cm->text_addr - cm->text_base + cm->text_len > INT32_MAX ||
+		     elf_file__section(cm->ef, ".rodata", (const void **)&data, &size, &sec_addr);
+	if (r->no_mtab)
+		return;
 	for (i = (4 - sec_addr % 4) % 4; i + 4 <= size; i += 4)
-		if (le32(data + i) == off)
-			return true;
-	return false;
+		mark(cm, r->mtab, cm->text_base + (uint32_t)le32(data + i));
+}
+
+static int refs_build(const struct code_map *cm, struct code_refs *r)
+{
+	size_t words = cm->text_len / 64 + 1;
+	int err;
+
+	if (r->built)
+		return 0;
+	r->taken = calloc(words, sizeof(*r->taken));
+	r->mtab = calloc(words, sizeof(*r->mtab));
+	err = r->taken && r->mtab ? refs_scan_text(cm, r) : -ENOMEM;
+	if (err) {
+		refs_release(r);
+		return err;
+	}
+	refs_scan_data(cm, r);
+	refs_scan_mtab(cm, r);
+	r->built = true;
+	return 0;
+}
+
+/* The first of R's calls and jumps to the .text offset TO (R->njumps if none). */
+static size_t first_jump_to(const struct code_refs *r, uint64_t to)
+{
+	size_t lo = 0, hi = r->njumps, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (r->jumps[mid] >> 32 < to)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static int calls_add(struct call_site **calls, size_t *n, size_t *cap, const struct call_site *c)
@@ -531,10 +650,10 @@ void sites__free_calls(struct call_site *calls, size_t n)
 int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int flags,
 		      struct call_site **calls, size_t *n)
 {
-	const uint8_t *t = cm->text;
+	struct code_refs own = {}, *r = cm->refs ? cm->refs : &own;
 	struct call_site c;
-	size_t cap = 0, i;
-	uint64_t from;
+	size_t cap = 0, j;
+	uint64_t from, to;
 	long idx;
 	int err = 0;
 
@@ -542,15 +661,19 @@ int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int fla
 	*n = 0;
 	if (cm->machine != EM_X86_64)
 		return -EOPNOTSUPP;
-	if (stored_in_data(cm, addr) || loaded_by_code(cm, addr) ||
-	    (!(flags & FIND_CALLS_NOT_DYNAMIC) && in_method_table(cm, addr)))
+	if (addr < cm->text_addr || addr - cm->text_addr >= cm->text_len)
 		return -ENOENT;
-	for (i = 0; i + 5 <= cm->text_len; i++) {
-		if (t[i] != 0xe8 && t[i] != 0xe9)
-			continue;
-		from = cm->text_addr + i;
-		if (from + 5 + (int64_t)le32(t + i + 1) != addr)
-			continue;
+	err = refs_build(cm, r);
+	if (err)
+		return err;
+	to = addr - cm->text_addr;
+	if (marked(cm, r->taken, addr) ||
+	    (!(flags & FIND_CALLS_NOT_DYNAMIC) && (r->no_mtab || marked(cm, r->mtab, addr)))) {
+		err = -ENOENT;
+		goto out;
+	}
+	for (j = first_jump_to(r, to); j < r->njumps && r->jumps[j] >> 32 == to; j++) {
+		from = cm->text_addr + (uint32_t)r->jumps[j];
 		memset(&c, 0, sizeof(c));
 		if (cm->func_at(cm->ctx, from, &c.caller))
 			continue; /* bytes outside any function */
@@ -584,6 +707,8 @@ int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int fla
 		*calls = NULL;
 		*n = 0;
 	}
+out:
+	refs_release(&own);
 	return err;
 }
 

@@ -122,7 +122,13 @@ struct code_map {
 	/* The function containing ADDR: its start and size. */
 	int (*func_at)(void *ctx, uint64_t addr, struct elf_symbol *sym);
 	void *ctx;
+	/* What sites__find_calls() looks up, built at its first call; NULL: built for each call. */
+	struct code_refs *refs;
 };
+
+struct code_refs;
+struct code_refs *sites__refs_new(void);
+void sites__refs_free(struct code_refs *r);
 
 /* One direct call of a function, and the caller it is in, decoded. */
 struct call_site {

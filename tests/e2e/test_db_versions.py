@@ -64,7 +64,8 @@ SQL_PART = re.compile(r" \+ SQL \(database/sql; single-stepped hits: (\d+|no pro
 PGX_PART = re.compile(r" \+ pgx \((v[0-9.]+), offsets from (DWARF|table v[0-9.]+|nowhere); "
                       r"single-stepped hits: (\d+|no probe for) a query\)")
 REDIS_PART = re.compile(r" \+ Redis \(go-redis (v[0-9.]+), offsets from (DWARF|table v[0-9.]+); "
-                        r"single-stepped hits: (\d+|no probe for) a command\)")
+                        r"single-stepped hits: (\d+|no probe for) a command"
+                        r"(?:, (?:\d+|no probe for) a pipeline)?\)")
 GO_OFFSETS = re.compile(r"\), offsets from (DWARF|table for Go \S+)$")
 # --verbose: "gospan:   SYMBOL: entry ..." for every probed function
 PROBED = re.compile(r"^gospan:   (\S+): entry ", re.M)
