@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "analysis/analysis.h"
+#include "analysis/dwarf.h"
 #include "analysis/pclntab.h"
 #include "core/log.h"
 
@@ -27,6 +28,7 @@ int analysis__init(struct analysis *a, struct elf_file *ef, const char *path,
 
 void analysis__release(struct analysis *a)
 {
+	dwarf__release();
 	site_planner__free(a->sp);
 	pclntab__close(a->pt);
 	a->sp = NULL;

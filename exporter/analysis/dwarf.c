@@ -529,13 +529,71 @@ static void close_dwarf(int fd, Elf *elf, Dwarf *dbg)
 		close(fd);
 }
 
+/*
+ * The DWARF last opened, kept until dwarf__release(): an attach reads the offsets of several
+ * modules (net/http, grpc-go, a data store's, a router's), and libdw inflates a compressed
+ * .debug_info at each open, a tenth of a second for a 120 MB binary. Kept by the file's identity,
+ * not its path alone: /proc/PID/exe names another file once the process is gone.
+ */
+static struct {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int fd;
+	Elf *elf;
+	Dwarf *dbg;
+} kept = { .fd = -1 };
+
+void dwarf__release(void)
+{
+	close_dwarf(kept.fd, kept.elf, kept.dbg);
+	free(kept.path);
+	memset(&kept, 0, sizeof(kept));
+	kept.fd = -1;
+}
+
+/* PATH's DWARF in *DBG, opened now or kept from the last call; open_dwarf()'s errors. */
+static int get_dwarf(const char *path, Dwarf **dbg)
+{
+	struct stat st;
+	int fd, err;
+	Elf *elf;
+
+	if (kept.dbg && !strcmp(kept.path, path) && !stat(path, &st) && st.st_dev == kept.dev &&
+	    st.st_ino == kept.ino && st.st_size == kept.size &&
+	    st.st_mtim.tv_sec == kept.mtime.tv_sec && st.st_mtim.tv_nsec == kept.mtime.tv_nsec) {
+		*dbg = kept.dbg;
+		return 0;
+	}
+	dwarf__release();
+	err = open_dwarf(path, &fd, &elf, dbg);
+	if (!err && fstat(fd, &st))
+		err = -errno;
+	if (!err && !(kept.path = strdup(path)))
+		err = -ENOMEM;
+	if (err) {
+		close_dwarf(fd, elf, *dbg);
+		*dbg = NULL;
+		return err;
+	}
+	kept.dev = st.st_dev;
+	kept.ino = st.st_ino;
+	kept.size = st.st_size;
+	kept.mtime = st.st_mtim;
+	kept.fd = fd;
+	kept.elf = elf;
+	kept.dbg = *dbg;
+	return 0;
+}
+
 int dwarf__read_fields(const char *path, const struct offsets_fields *fields, int64_t *out)
 {
 	struct walk w = { .path = path, .fields = fields, .out = out };
 	Dwarf *dbg = NULL;
-	Elf *elf = NULL;
 	size_t f, n = 0;
-	int fd = -1, err;
+	int err;
 
 	if (!path || !fields || !fields->names || !out)
 		return -EINVAL;
@@ -544,7 +602,7 @@ int dwarf__read_fields(const char *path, const struct offsets_fields *fields, in
 	err = plan_fields(&w);
 	if (err)
 		return err;
-	err = open_dwarf(path, &fd, &elf, &dbg);
+	err = get_dwarf(path, &dbg);
 	if (err)
 		goto cleanup;
 	err = walk_units(&w, dbg);
@@ -560,7 +618,6 @@ cleanup:
 		for (f = 0; f < fields->count; f++)
 			out[f] = -1;
 	}
-	close_dwarf(fd, elf, dbg);
 	return err;
 }
 
@@ -929,10 +986,9 @@ int dwarf__read_funcs(const char *path, struct dwarf_func *funcs, size_t n)
 	uint8_t unit_type;
 	Dwarf_Die cudie, die;
 	Dwarf *dbg = NULL;
-	Elf *elf = NULL;
 	unsigned long dies = 0;
 	const char *name;
-	int fd = -1, err, rc, units;
+	int err, rc, units;
 	size_t i;
 
 	if (!n)
@@ -946,7 +1002,7 @@ int dwarf__read_funcs(const char *path, struct dwarf_func *funcs, size_t n)
 		sorted[i] = &funcs[i];
 	}
 	qsort(sorted, n, sizeof(*sorted), func_sort_cmp);
-	err = open_dwarf(path, &fd, &elf, &dbg);
+	err = get_dwarf(path, &dbg);
 	if (err)
 		goto cleanup;
 	/* Go puts every function's DIE at the top level of its package's unit. */
@@ -993,6 +1049,5 @@ int dwarf__read_funcs(const char *path, struct dwarf_func *funcs, size_t n)
 	}
 cleanup:
 	free(sorted);
-	close_dwarf(fd, elf, dbg);
 	return err;
 }

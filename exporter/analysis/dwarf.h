@@ -25,6 +25,12 @@
 int dwarf__read_fields(const char *path, const struct offsets_fields *fields, int64_t *out);
 
 /*
+ * The reads keep the last binary's DWARF open, inflated, for the next read of the same file:
+ * closes it. The end of a target's analysis calls it.
+ */
+void dwarf__release(void);
+
+/*
  * Reads the offsets of the fields in go_field_names[] (fields.h) from PATH's DWARF.
  * OUT[i] = byte offset of the member, or -1 when the binary's DWARF has no such struct/member.
  * 0 on success (at least runtime.g.goid found); -ENODATA when PATH has no DWARF (stripped,
