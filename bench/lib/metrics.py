@@ -108,11 +108,11 @@ def targets(me, results):
     added = me["tracer_cpu_us_added"]
     t.append(("RED metrics: at most +0.3 µs CPU per request in gospan's process, nothing "
               "added in the service",
-              f"+{added:.2f} µs per request in gospan (wrk at {me['conns']} connections, "
+              f"{added:+.2f} µs per request in gospan (wrk at {me['conns']} connections, "
               f"median of {me['rounds']} rounds; rounds "
               f"{min(me['tracer_cpu_us_added_rounds']):+.2f} to "
               f"{max(me['tracer_cpu_us_added_rounds']):+.2f}), "
-              f"+{fmt(me.get('feed_added_us'), '.2f')} µs per span under bench/feed; service "
+              f"{fmt(me.get('feed_added_us'), '+.2f')} µs per span under bench/feed; service "
               f"{me['service_cpu_us_added']:+.2f} µs per request (noise: no probe or BPF "
               "program changes)",
               added <= 0.3))

@@ -612,8 +612,8 @@ def targets(ov, results):
             continue
         conns = "1 connection" if n == 1 else f"{n} connections"
         ratio = x["total_cpu_us"] / peers["service_cpu_us"]
-        got = (f"+{x['total_cpu_us']:.2f} µs per request (service +"
-               f"{x['service_cpu_us']:.2f} µs), empty probes +"
+        got = (f"{x['total_cpu_us']:+.2f} µs per request (service "
+               f"{x['service_cpu_us']:+.2f} µs), empty probes +"
                f"{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×")
         t.append((f"`--cpu-time` adds ≤ 0.25 × what empty probes at the first instruction and "
                   f"the RETs add ({conns})", got, ratio <= 0.25))
@@ -629,8 +629,8 @@ def targets(ov, results):
         t.append((f"a function span called last (`{FUNCTION_SPAN}`, in tail position in its "
                   f"caller) adds ≤ 0.25 × what empty probes at the first instruction and the "
                   f"RETs add ({conns})",
-                  f"+{x['total_cpu_us']:.2f} µs per request (service +"
-                  f"{x['service_cpu_us']:.2f} µs, {x['hits_per_req']:.2f} probe hits), empty "
+                  f"{x['total_cpu_us']:+.2f} µs per request (service "
+                  f"{x['service_cpu_us']:+.2f} µs, {x['hits_per_req']:.2f} probe hits), empty "
                   f"probes +{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×", ratio <= 0.25))
     sdk, g = ov["median"]["sdk"], ov["median"]["gospan"]
     for n in CONNS:
@@ -678,7 +678,7 @@ def findings(ov, results):
                      "the error, writeUser's frame counted in; " + steps + " single-stepped hits "
                      "a call at attach): "
                      + "; ".join(f"{'one connection' if n == 1 else f'{n} connections'} "
-                                 f"+{fs[n]['service_cpu_us']:.2f} µs of service CPU per request "
+                                 f"{fs[n]['service_cpu_us']:+.2f} µs of service CPU per request "
                                  f"over gospan alone, {fs[n]['hits_per_req']:.2f} probe hits"
                                  for n in CONNS) + ".")
         if "floor_peers" in ov["added"]:
