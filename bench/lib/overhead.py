@@ -587,6 +587,21 @@ def section(ov):
     return L
 
 
+def over_floor(ov, key):
+    """(connections, their words, figures, ratio, the words of the figures) of what OV[KEY]
+    (cpu_time, function_span) adds per request at each connection count, over what empty probes
+    at the first instruction and the RETs add to the untraced service."""
+    for n in CONNS:
+        x, peers = (ov.get(key) or {}).get(n), (ov["added"].get("floor_peers") or {}).get(n)
+        if not x or not peers:
+            continue
+        ratio = x["total_cpu_us"] / peers["service_cpu_us"]
+        hits = f", {x['hits_per_req']:.2f} probe hits" if key == "function_span" else ""
+        yield (n, "1 connection" if n == 1 else f"{n} connections", x, ratio,
+               f"{x['total_cpu_us']:+.2f} µs per request (service {x['service_cpu_us']:+.2f} "
+               f"µs{hits}), empty probes +{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×")
+
+
 def targets(ov, results):
     """The overhead part's rows of the targets table."""
     t = []
@@ -605,33 +620,15 @@ def targets(ov, results):
                   f"{fmt(r.get('old_service'), '.2f')} ×; empty probes at gospan's sites now: "
                   f"+{a['floor'][n]['service_cpu_us']:.2f} µs)",
                   r.get("peers_service") is not None and r["peers_service"] <= 0.4))
-    ct = ov.get("cpu_time") or {}
-    for n in CONNS:
-        x, peers = ct.get(n), (ov["added"].get("floor_peers") or {}).get(n)
-        if not x or not peers:
-            continue
-        conns = "1 connection" if n == 1 else f"{n} connections"
-        ratio = x["total_cpu_us"] / peers["service_cpu_us"]
-        got = (f"{x['total_cpu_us']:+.2f} µs per request (service "
-               f"{x['service_cpu_us']:+.2f} µs), empty probes +"
-               f"{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×")
+    for n, conns, x, ratio, got in over_floor(ov, "cpu_time"):
         t.append((f"`--cpu-time` adds ≤ 0.25 × what empty probes at the first instruction and "
                   f"the RETs add ({conns})", got, ratio <= 0.25))
         t.append((f"`--cpu-time` adds under 2 µs per request, service and gospan ({conns})",
                   got, x["total_cpu_us"] < 2))
-    fs = ov.get("function_span") or {}
-    for n in CONNS:
-        x, peers = fs.get(n), (ov["added"].get("floor_peers") or {}).get(n)
-        if not x or not peers:
-            continue
-        conns = "1 connection" if n == 1 else f"{n} connections"
-        ratio = x["total_cpu_us"] / peers["service_cpu_us"]
+    for n, conns, x, ratio, got in over_floor(ov, "function_span"):
         t.append((f"a function span called last (`{FUNCTION_SPAN}`, in tail position in its "
                   f"caller) adds ≤ 0.25 × what empty probes at the first instruction and the "
-                  f"RETs add ({conns})",
-                  f"{x['total_cpu_us']:+.2f} µs per request (service "
-                  f"{x['service_cpu_us']:+.2f} µs, {x['hits_per_req']:.2f} probe hits), empty "
-                  f"probes +{peers['service_cpu_us']:.2f} µs: {ratio:.2f} ×", ratio <= 0.25))
+                  f"RETs add ({conns})", got, ratio <= 0.25))
     sdk, g = ov["median"]["sdk"], ov["median"]["gospan"]
     for n in CONNS:
         # The medians, and each round's pair (run within minutes of each other): the
