@@ -1249,17 +1249,16 @@ static void db_parts(const struct target *t, char *buf, size_t size)
 				" + pgx (%s, offsets from %s; single-stepped hits: %s a query)",
 				d->pgx_version, d->pgx_offsets[0] ? d->pgx_offsets : "nowhere",
 				steps_text(d->pgx_steps, steps));
-	if (d->redis_process.addr && len < size)
-		len += snprintf(buf + len, size - len,
-				" + Redis (go-redis %s, offsets from %s; single-stepped hits: %s a "
-				"command",
-				d->redis_version, d->redis_offsets,
-				steps_text(d->redis_steps, steps));
+	if (!d->redis_process.addr || len >= size)
+		return;
+	len += snprintf(buf + len, size - len,
+			" + Redis (go-redis %s, offsets from %s; single-stepped hits: %s a command",
+			d->redis_version, d->redis_offsets, steps_text(d->redis_steps, steps));
 	/* Pipelines are linked only where the program makes some. */
-	if (d->redis_process.addr && d->redis_pipe_steps >= 0 && len < size)
+	if (d->redis_pipe_steps >= 0 && len < size)
 		len += snprintf(buf + len, size - len, ", %s a pipeline",
 				steps_text(d->redis_pipe_steps, steps));
-	if (d->redis_process.addr && len < size)
+	if (len < size)
 		snprintf(buf + len, size - len, ")");
 }
 

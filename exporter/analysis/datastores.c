@@ -445,7 +445,7 @@ static int redis_ends(struct analysis *a, struct db_target *d)
 static int find_redis_sites(struct analysis *a, struct db_target *d)
 {
 	const char *version = gobin__module_version(a->gobin, REDIS_MODULE);
-	int err;
+	int err, tx_steps;
 
 	if (!version)
 		return 0;
@@ -473,9 +473,9 @@ static int find_redis_sites(struct analysis *a, struct db_target *d)
 	/* A pipeline's work ends in its processor: a RET, single-stepped where not emulated. */
 	if (d->redis_pipeline.addr)
 		d->redis_pipe_steps = probe_site__steps(&d->redis_pipeline, 0, false);
-	if (d->redis_tx_pipeline.addr &&
-	    probe_site__steps(&d->redis_tx_pipeline, 0, false) > d->redis_pipe_steps)
-		d->redis_pipe_steps = probe_site__steps(&d->redis_tx_pipeline, 0, false);
+	tx_steps = d->redis_tx_pipeline.addr ? probe_site__steps(&d->redis_tx_pipeline, 0, false) : -1;
+	if (tx_steps > d->redis_pipe_steps)
+		d->redis_pipe_steps = tx_steps;
 	if (site_planner_policy == SITES_BEST)
 		return redis_ends(a, d);
 	return 0;

@@ -650,7 +650,7 @@ void sites__free_calls(struct call_site *calls, size_t n)
 int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int flags,
 		      struct call_site **calls, size_t *n)
 {
-	struct code_refs own = {}, *r = cm->refs ? cm->refs : &own;
+	struct code_refs *r = cm->refs;
 	struct call_site c;
 	size_t cap = 0, j;
 	uint64_t from, to;
@@ -668,10 +668,8 @@ int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int fla
 		return err;
 	to = addr - cm->text_addr;
 	if (marked(cm, r->taken, addr) ||
-	    (!(flags & FIND_CALLS_NOT_DYNAMIC) && (r->no_mtab || marked(cm, r->mtab, addr)))) {
-		err = -ENOENT;
-		goto out;
-	}
+	    (!(flags & FIND_CALLS_NOT_DYNAMIC) && (r->no_mtab || marked(cm, r->mtab, addr))))
+		return -ENOENT;
 	for (j = first_jump_to(r, to); j < r->njumps && r->jumps[j] >> 32 == to; j++) {
 		from = cm->text_addr + (uint32_t)r->jumps[j];
 		memset(&c, 0, sizeof(c));
@@ -707,8 +705,6 @@ int sites__find_calls(const struct code_map *cm, uint64_t addr, unsigned int fla
 		*calls = NULL;
 		*n = 0;
 	}
-out:
-	refs_release(&own);
 	return err;
 }
 

@@ -122,7 +122,7 @@ struct code_map {
 	/* The function containing ADDR: its start and size. */
 	int (*func_at)(void *ctx, uint64_t addr, struct elf_symbol *sym);
 	void *ctx;
-	/* What sites__find_calls() looks up, built at its first call; NULL: built for each call. */
+	/* What sites__find_calls() looks up, built at its first call (sites__refs_new()). */
 	struct code_refs *refs;
 };
 
